@@ -1,0 +1,724 @@
+//! Layered configuration → one validated [`Config`]: built-in defaults < `pitcrew.toml` <
+//! `PITCREW_<SECTION>_<KEY>` environment variables < `--set section.key=value` flags.
+//!
+//! Like ripgrep's low/high args: `raw.rs` turns each source into optional serde fields (checking
+//! only names and types), the layers are merged, and `validate` below turns the merge into typed
+//! values, collecting every problem rather than stopping at the first.
+
+mod duration;
+mod error;
+mod raw;
+mod render;
+mod schema;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use secrecy::SecretString;
+use url::{Host, Url};
+
+use crate::llm::{HttpOptions, ModelSettings, Price, PriceTable, RetryPolicy};
+
+pub use error::{ConfigError, ConfigErrors, Hint, Origin};
+
+use raw::{Layer, RawConfig, RawDuration};
+
+/// The file read when neither `--config` nor `PITCREW_CONFIG` names one (and it exists).
+pub const DEFAULT_CONFIG_FILE: &str = "pitcrew.toml";
+
+/// Inputs to [`Config::load`]; the process environment is passed in, so tests need not touch it.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadOptions<'a> {
+    /// The config file; `None` means no file (defaults, environment and flags only).
+    pub config_path: Option<&'a Path>,
+    /// The environment: `PITCREW_*` settings and the variable named by `model.api_key_env`.
+    pub env: &'a BTreeMap<String, String>,
+    /// `--set section.key=value` arguments, in order (later wins).
+    pub overrides: &'a [String],
+}
+
+/// `./pitcrew.toml` if it exists: the file to use when none was named.
+pub fn discover_config_file() -> Option<PathBuf> {
+    let path = Path::new(DEFAULT_CONFIG_FILE);
+    path.is_file().then(|| path.to_owned())
+}
+
+/// The validated configuration. `Debug` never shows secrets.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub model: ModelConfig,
+    pub github: GithubConfig,
+    pub server: ServerConfig,
+    pub sandbox: SandboxConfig,
+    pub agent: AgentConfig,
+    /// Overrides of the built-in price table, keyed by model name or name prefix.
+    pub prices: BTreeMap<String, PriceOverride>,
+    /// The config file that was read, if any.
+    pub file: Option<PathBuf>,
+    /// Dotted key → where its value came from; absent means built-in default.
+    origins: BTreeMap<String, Origin>,
+}
+
+pub use crate::llm::Provider;
+
+/// Built-in defaults that depend on the provider.
+impl Provider {
+    fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    fn default_api_key_env(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    fn default_context_window(self) -> u64 {
+        match self {
+            Provider::OpenAi => 128_000,
+            Provider::Anthropic => 200_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ModelConfig {
+    pub provider: Provider,
+    pub name: String,
+    pub base_url: Url,
+    /// The name of the environment variable the key is read from.
+    pub api_key_env: String,
+    /// `None` only when `base_url` is a local or private server.
+    pub api_key: Option<SecretString>,
+    pub context_window: u64,
+    pub max_output_tokens: u32,
+    pub request_timeout: Duration,
+    pub stream_idle_timeout: Duration,
+    pub max_retries: u32,
+    /// The longest retry-after the client will honour.
+    pub max_retry_delay: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct GithubConfig {
+    pub api_url: Url,
+    /// Set when both `app_id` and `private_key_path` are.
+    pub app: Option<GithubApp>,
+    pub webhook_secret: Option<SecretString>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GithubApp {
+    pub app_id: u64,
+    /// Checked to be a readable file at load time.
+    pub private_key_path: PathBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SandboxBackend {
+    Docker,
+    Local,
+}
+
+impl SandboxBackend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxBackend::Docker => "docker",
+            SandboxBackend::Local => "local",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxConfig {
+    pub backend: SandboxBackend,
+    pub image: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentConfig {
+    /// Starts with `@`, e.g. `@agent`.
+    pub trigger: String,
+    pub max_steps: u32,
+    pub max_cost_usd: Option<f64>,
+    pub max_wall_time: Duration,
+}
+
+/// USD per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PriceOverride {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: Option<f64>,
+    pub cache_write: Option<f64>,
+}
+
+impl Config {
+    /// Reads, merges and validates every layer. On failure, every problem found is returned.
+    pub fn load(opts: LoadOptions<'_>) -> Result<Config, ConfigErrors> {
+        let file = match opts.config_path {
+            Some(path) => raw::file_layer(path),
+            None => Layer::default(),
+        };
+        let env = raw::env_layer(opts.env);
+        let flags = raw::flag_layer(opts.overrides);
+
+        let mut merged = RawConfig::default();
+        let mut origins = BTreeMap::new();
+        let mut rejected = BTreeSet::new();
+        let mut errors = Vec::new();
+        let fatal = file.fatal;
+        let mut unknown_env = Vec::new();
+        for layer in [file, env, flags] {
+            merged.overlay(layer.raw);
+            origins.extend(layer.origins);
+            rejected.extend(layer.rejected);
+            errors.extend(layer.errors);
+            unknown_env.extend(layer.unknown_env);
+        }
+
+        let api_key_env = merged.model.api_key_env.clone().unwrap_or_else(|| {
+            provider_or_default(merged.model.provider.as_deref())
+                .default_api_key_env()
+                .to_owned()
+        });
+        for var in unknown_env {
+            if var != api_key_env {
+                let (hint, meant) = raw::env_hint(&var);
+                if let Some(key) = meant {
+                    // Probably a typo of a required key: "missing" on top would be noise.
+                    rejected.insert(key.dotted());
+                }
+                errors.push(ConfigError::UnknownEnvVar { var, hint });
+            }
+        }
+
+        // Without the file's contents, "missing" errors would be noise.
+        if fatal {
+            return Err(ConfigErrors::new(errors));
+        }
+
+        let mut v = Validator {
+            origins: &origins,
+            rejected: &rejected,
+            errors,
+            file_label: opts
+                .config_path
+                .map_or_else(|| DEFAULT_CONFIG_FILE.to_owned(), |p| p.display().to_string()),
+        };
+        let config = v.validate(merged, opts.env);
+        match config {
+            Some(mut config) if v.errors.is_empty() => {
+                config.file = opts.config_path.map(Path::to_owned);
+                config.origins = origins;
+                Ok(config)
+            }
+            _ => Err(ConfigErrors::new(v.errors)),
+        }
+    }
+
+    /// Where a setting's value came from, by dotted key (`model.name`, `prices."gpt-4o".input`).
+    pub fn origin(&self, key: &str) -> Origin {
+        self.origins.get(key).cloned().unwrap_or(Origin::Default)
+    }
+}
+
+impl Config {
+    /// The price table: built-in list prices with the configured overrides on top. An override that
+    /// leaves out cache prices bills cached tokens like plain input.
+    pub fn price_table(&self) -> PriceTable {
+        let mut table = PriceTable::default();
+        for (model, price) in &self.prices {
+            let price = Price {
+                input: price.input,
+                output: price.output,
+                cache_read: price.cache_read.unwrap_or(price.input),
+                cache_write: price.cache_write.unwrap_or(price.input),
+            };
+            table.set(model.clone(), price);
+        }
+        table
+    }
+}
+
+impl ModelConfig {
+    /// What the model client needs.
+    pub fn settings(&self) -> ModelSettings {
+        ModelSettings {
+            provider: self.provider,
+            model: self.name.clone(),
+            base_url: self.base_url.clone(),
+            api_key: self.api_key.clone(),
+            max_output_tokens: self.max_output_tokens,
+            stream: true,
+            http: HttpOptions {
+                request_timeout: Some(self.request_timeout),
+                idle_timeout: Some(self.stream_idle_timeout),
+                ..HttpOptions::default()
+            },
+            retry: RetryPolicy {
+                max_retries: self.max_retries,
+                max_retry_after: self.max_retry_delay,
+                ..RetryPolicy::default()
+            },
+        }
+    }
+}
+
+fn provider_or_default(raw: Option<&str>) -> Provider {
+    match raw {
+        Some("anthropic") => Provider::Anthropic,
+        _ => Provider::OpenAi,
+    }
+}
+
+/// Whether a model server is local or private, in which case it may need no API key:
+/// localhost, loopback/private/link-local addresses, dotless hostnames (a compose service such as
+/// `vllm`), and `.local`/`.internal`/`.lan` names.
+pub fn is_local_server(url: &Url) -> bool {
+    fn local_ip(ip: IpAddr) -> bool {
+        match ip {
+            IpAddr::V4(ip) => ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified(),
+            IpAddr::V6(ip) => {
+                ip.is_loopback()
+                    || ip.is_unspecified()
+                    || ip.is_unique_local()
+                    || ip.is_unicast_link_local()
+                    || ip.to_ipv4_mapped().is_some_and(|v4| local_ip(IpAddr::V4(v4)))
+            }
+        }
+    }
+    match url.host() {
+        Some(Host::Domain(domain)) => {
+            let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+            domain == "localhost"
+                || !domain.contains('.')
+                || [".localhost", ".local", ".internal", ".lan"]
+                    .iter()
+                    .any(|suffix| domain.ends_with(suffix))
+        }
+        Some(Host::Ipv4(ip)) => local_ip(IpAddr::V4(ip)),
+        Some(Host::Ipv6(ip)) => local_ip(IpAddr::V6(ip)),
+        None => false,
+    }
+}
+
+struct Validator<'a> {
+    origins: &'a BTreeMap<String, Origin>,
+    rejected: &'a BTreeSet<String>,
+    errors: Vec<ConfigError>,
+    /// How to refer to the config file in "missing" messages.
+    file_label: String,
+}
+
+impl Validator<'_> {
+    fn origin(&self, key: &str) -> Origin {
+        self.origins.get(key).cloned().unwrap_or(Origin::Default)
+    }
+
+    fn invalid(&mut self, key: &str, value: Option<String>, message: impl Into<String>) {
+        self.errors.push(ConfigError::Invalid {
+            origin: self.origin(key),
+            key: key.to_owned(),
+            value,
+            message: message.into(),
+        });
+    }
+
+    fn required<T>(&mut self, section: &'static str, name: &'static str, value: Option<T>) -> Option<T> {
+        if value.is_none() && !self.rejected.contains(&format!("{section}.{name}")) {
+            self.errors.push(ConfigError::Missing {
+                section,
+                name,
+                file: self.file_label.clone(),
+                env: schema::env_var(section, name),
+            });
+        }
+        value
+    }
+
+    fn choice<T: Copy>(&mut self, key: &str, raw: Option<&str>, choices: &[(&str, T)], default: T) -> T {
+        let Some(raw) = raw else { return default };
+        if let Some((_, value)) = choices.iter().find(|(name, _)| *name == raw) {
+            return *value;
+        }
+        let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+        let hint = Hint::closest(raw, names.iter().copied(), |s| format!("`{s}`"));
+        let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        self.invalid(key, Some(format!("{raw:?}")), format!("expected one of {list}{hint}"));
+        default
+    }
+
+    fn non_empty(&mut self, key: &str, raw: Option<String>, default: &str) -> String {
+        match raw {
+            Some(s) if s.trim().is_empty() => {
+                self.invalid(key, Some(format!("{s:?}")), "must not be empty");
+                default.to_owned()
+            }
+            Some(s) => s,
+            None => default.to_owned(),
+        }
+    }
+
+    fn url(&mut self, key: &str, raw: Option<String>, default: &str) -> Option<Url> {
+        let text = raw.unwrap_or_else(|| default.to_owned());
+        let message = match Url::parse(text.trim()) {
+            Ok(url) if !matches!(url.scheme(), "http" | "https") => {
+                format!("the scheme must be http or https, not `{}`", url.scheme())
+            }
+            Ok(url) if url.host().is_none() => "the URL has no host".to_owned(),
+            Ok(url) => return Some(url),
+            Err(e) => format!("not a valid URL ({e}); expected e.g. \"https://api.example.com/v1\""),
+        };
+        self.invalid(key, Some(format!("{text:?}")), message);
+        None
+    }
+
+    fn duration(&mut self, key: &str, raw: Option<RawDuration>, default: Duration, allow_zero: bool) -> Duration {
+        let Some(RawDuration(text)) = raw else {
+            return default;
+        };
+        match duration::parse_duration(&text) {
+            Ok(d) if d.is_zero() && !allow_zero => {
+                self.invalid(key, Some(format!("{text:?}")), "must be longer than zero");
+                default
+            }
+            Ok(d) => d,
+            Err(message) => {
+                self.invalid(key, Some(format!("{text:?}")), message);
+                default
+            }
+        }
+    }
+
+    fn at_least_one<T: Copy + Into<u64> + std::fmt::Display>(&mut self, key: &str, raw: Option<T>, default: T) -> T {
+        match raw {
+            Some(n) if n.into() == 0 => {
+                self.invalid(key, Some(n.to_string()), "must be at least 1");
+                default
+            }
+            Some(n) => n,
+            None => default,
+        }
+    }
+
+    /// A price or budget: finite and not negative (or, if `positive`, above zero).
+    fn amount(&mut self, key: &str, value: f64, positive: bool) -> bool {
+        let message = if !value.is_finite() {
+            "must be a finite number"
+        } else if positive && value <= 0.0 {
+            "must be greater than zero"
+        } else if value < 0.0 {
+            "must not be negative"
+        } else {
+            return true;
+        };
+        self.invalid(key, Some(value.to_string()), message);
+        false
+    }
+
+    fn validate(&mut self, raw: RawConfig, env: &BTreeMap<String, String>) -> Option<Config> {
+        let RawConfig {
+            model,
+            github,
+            server,
+            sandbox,
+            agent,
+            prices,
+        } = raw;
+
+        // [model]
+        let provider = self.choice(
+            "model.provider",
+            model.provider.as_deref(),
+            &[("openai", Provider::OpenAi), ("anthropic", Provider::Anthropic)],
+            Provider::OpenAi,
+        );
+        let name = self.required("model", "name", model.name);
+        if name.as_ref().is_some_and(|n| n.trim().is_empty()) {
+            self.invalid("model.name", Some("\"\"".into()), "must not be empty");
+        }
+        let base_url = self.url("model.base_url", model.base_url, provider.default_base_url());
+        let api_key_env = self.non_empty("model.api_key_env", model.api_key_env, provider.default_api_key_env());
+        if !api_key_env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            self.invalid(
+                "model.api_key_env",
+                Some(format!("{api_key_env:?}")),
+                "must be the name of an environment variable (letters, digits and `_`), not the key itself",
+            );
+        }
+        let context_window = self.at_least_one(
+            "model.context_window",
+            model.context_window,
+            provider.default_context_window(),
+        );
+        let max_output_tokens = self.at_least_one("model.max_output_tokens", model.max_output_tokens, 8192);
+        if u64::from(max_output_tokens) >= context_window {
+            self.invalid(
+                "model.max_output_tokens",
+                Some(max_output_tokens.to_string()),
+                format!("must be smaller than `model.context_window` ({context_window})"),
+            );
+        }
+        let request_timeout = self.duration(
+            "model.request_timeout",
+            model.request_timeout,
+            Duration::from_secs(600),
+            false,
+        );
+        let stream_idle_timeout = self.duration(
+            "model.stream_idle_timeout",
+            model.stream_idle_timeout,
+            Duration::from_secs(120),
+            false,
+        );
+        let max_retries = model.max_retries.unwrap_or(4);
+        // Zero is meaningful here: never wait on a retry-after header.
+        let max_retry_delay = self.duration(
+            "model.max_retry_delay",
+            model.max_retry_delay,
+            Duration::from_secs(60),
+            true,
+        );
+        let api_key = env
+            .get(&api_key_env)
+            .filter(|key| !key.is_empty())
+            .map(|key| SecretString::from(key.clone()));
+        if api_key.is_none()
+            && let Some(url) = &base_url
+            && !is_local_server(url)
+        {
+            self.errors.push(ConfigError::MissingApiKey {
+                var: api_key_env.clone(),
+                base_url: url.to_string(),
+            });
+        }
+
+        // [github]
+        let api_url = self.url("github.api_url", github.api_url, "https://api.github.com");
+        let app_id = match github.app_id {
+            Some(0) => {
+                self.invalid("github.app_id", Some("0".into()), "must be at least 1");
+                None
+            }
+            other => other,
+        };
+        let private_key_path = github
+            .private_key_path
+            .filter(|path| self.readable_file("github.private_key_path", path));
+        let app = match (app_id, private_key_path) {
+            (Some(app_id), Some(private_key_path)) => Some(GithubApp {
+                app_id,
+                private_key_path,
+            }),
+            (None, None) => None,
+            (Some(_), None) => {
+                self.pair_error("github.app_id", "github.private_key_path");
+                None
+            }
+            (None, Some(_)) => {
+                self.pair_error("github.private_key_path", "github.app_id");
+                None
+            }
+        };
+        let webhook_secret = github.webhook_secret.map(|s| s.0);
+        if webhook_secret
+            .as_ref()
+            .is_some_and(|s| secrecy::ExposeSecret::expose_secret(s).is_empty())
+        {
+            self.invalid("github.webhook_secret", None, "must not be empty");
+        }
+
+        // [server]
+        let listen = match server.listen {
+            None => SocketAddr::from(([127, 0, 0, 1], 8080)),
+            Some(text) => match text.trim().parse() {
+                Ok(addr) => addr,
+                Err(_) => {
+                    self.invalid(
+                        "server.listen",
+                        Some(format!("{text:?}")),
+                        "expected an IP address and port, e.g. \"127.0.0.1:8080\", \"0.0.0.0:8080\" or \"[::]:8080\"",
+                    );
+                    SocketAddr::from(([127, 0, 0, 1], 8080))
+                }
+            },
+        };
+        let data_dir = match server.data_dir {
+            Some(dir) if dir.as_os_str().is_empty() => {
+                self.invalid("server.data_dir", Some("\"\"".into()), "must not be empty");
+                PathBuf::from("./pitcrew-data")
+            }
+            Some(dir) => dir,
+            None => PathBuf::from("./pitcrew-data"),
+        };
+
+        // [sandbox]
+        let backend = self.choice(
+            "sandbox.backend",
+            sandbox.backend.as_deref(),
+            &[("docker", SandboxBackend::Docker), ("local", SandboxBackend::Local)],
+            SandboxBackend::Docker,
+        );
+        let image = self.non_empty("sandbox.image", sandbox.image, "debian:bookworm-slim");
+        if image.chars().any(char::is_whitespace) {
+            self.invalid(
+                "sandbox.image",
+                Some(format!("{image:?}")),
+                "must not contain whitespace",
+            );
+        }
+
+        // [agent]
+        let trigger = self.non_empty("agent.trigger", agent.trigger, "@agent");
+        let trigger_ok = trigger
+            .strip_prefix('@')
+            .is_some_and(|rest| !rest.is_empty() && !rest.chars().any(char::is_whitespace) && !rest.contains('@'));
+        if !trigger_ok && !trigger.trim().is_empty() {
+            self.invalid(
+                "agent.trigger",
+                Some(format!("{trigger:?}")),
+                "must be `@` followed by a name without spaces, e.g. \"@agent\"",
+            );
+        }
+        let max_steps = self.at_least_one("agent.max_steps", agent.max_steps, 80);
+        let max_cost_usd = agent
+            .max_cost_usd
+            .filter(|cost| self.amount("agent.max_cost_usd", *cost, true));
+        let max_wall_time = self.duration(
+            "agent.max_wall_time",
+            agent.max_wall_time,
+            Duration::from_secs(30 * 60),
+            false,
+        );
+
+        // [prices."model"]
+        let mut price_overrides = BTreeMap::new();
+        for (model_name, price) in prices {
+            let section = format!("prices.{model_name:?}");
+            if model_name.trim().is_empty() {
+                self.invalid(&section, None, "the model name must not be empty");
+            }
+            let field = |v: &mut Self, field: &'static str, value: Option<f64>, required: bool| {
+                let key = format!("{section}.{field}");
+                match value {
+                    Some(x) => v.amount(&key, x, false).then_some(x),
+                    None => {
+                        if required && !v.rejected.contains(&key) {
+                            v.errors.push(ConfigError::MissingPrice {
+                                origin: v.origin(&section),
+                                model: model_name.clone(),
+                                field,
+                            });
+                        }
+                        None
+                    }
+                }
+            };
+            let input = field(self, "input", price.input, true);
+            let output = field(self, "output", price.output, true);
+            let cache_read = field(self, "cache_read", price.cache_read, false);
+            let cache_write = field(self, "cache_write", price.cache_write, false);
+            if let (Some(input), Some(output)) = (input, output) {
+                price_overrides.insert(
+                    model_name,
+                    PriceOverride {
+                        input,
+                        output,
+                        cache_read,
+                        cache_write,
+                    },
+                );
+            }
+        }
+
+        // Every value that failed left an error behind; the URLs and the name have no fallback.
+        let (Some(name), Some(base_url), Some(api_url)) = (name, base_url, api_url) else {
+            return None;
+        };
+        Some(Config {
+            model: ModelConfig {
+                provider,
+                name,
+                base_url,
+                api_key_env,
+                api_key,
+                context_window,
+                max_output_tokens,
+                request_timeout,
+                stream_idle_timeout,
+                max_retries,
+                max_retry_delay,
+            },
+            github: GithubConfig {
+                api_url,
+                app,
+                webhook_secret,
+            },
+            server: ServerConfig { listen, data_dir },
+            sandbox: SandboxConfig { backend, image },
+            agent: AgentConfig {
+                trigger,
+                max_steps,
+                max_cost_usd,
+                max_wall_time,
+            },
+            prices: price_overrides,
+            file: None,
+            origins: BTreeMap::new(),
+        })
+    }
+
+    fn readable_file(&mut self, key: &str, path: &Path) -> bool {
+        let shown = Some(format!("{:?}", path.display().to_string()));
+        match std::fs::metadata(path) {
+            Ok(meta) if !meta.is_file() => {
+                self.invalid(key, shown, "not a regular file");
+                false
+            }
+            Ok(_) => match std::fs::File::open(path) {
+                Ok(_) => true,
+                Err(e) => {
+                    self.invalid(key, shown, format!("cannot read it: {e}"));
+                    false
+                }
+            },
+            Err(e) => {
+                self.invalid(key, shown, format!("cannot read it: {e}"));
+                false
+            }
+        }
+    }
+
+    fn pair_error(&mut self, set: &'static str, unset: &'static str) {
+        // An invalid partner was already reported; saying it is "not set" would mislead.
+        if self
+            .errors
+            .iter()
+            .any(|e| matches!(e, ConfigError::Invalid { key, .. } if key == unset))
+            || self.rejected.contains(unset)
+        {
+            return;
+        }
+        self.errors.push(ConfigError::IncompleteGithubApp {
+            set,
+            unset,
+            origin: self.origin(set),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

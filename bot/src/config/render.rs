@@ -1,0 +1,152 @@
+//! `Config::render_redacted`: the effective configuration as TOML, with where each value came
+//! from, safe to paste into an issue (secrets are never printed).
+
+use std::fmt::Write as _;
+
+use super::duration::format_duration;
+use super::{Config, Origin};
+
+const REDACTED: &str = "\"[redacted]\"";
+/// Values are padded to this column before their origin comment, for scanning down the page.
+const COMMENT_COLUMN: usize = 48;
+
+impl Config {
+    /// The effective configuration as valid TOML. Secrets show as `"[redacted]"`; the API key is
+    /// described in a comment (which variable, whether it is set), never shown.
+    pub fn render_redacted(&self) -> String {
+        let mut out = Out {
+            config: self,
+            text: String::new(),
+        };
+        match &self.file {
+            Some(path) => out.comment(&format!("pitcrew effective configuration (file: {})", path.display())),
+            None => out.comment("pitcrew effective configuration (no config file)"),
+        }
+
+        let m = &self.model;
+        out.section("model");
+        out.value("model", "provider", string(m.provider.as_str()));
+        out.value("model", "name", string(&m.name));
+        out.value("model", "base_url", string(m.base_url.as_str()));
+        out.value("model", "api_key_env", string(&m.api_key_env));
+        let key_state = match (&m.api_key, super::is_local_server(&m.base_url)) {
+            (Some(_), _) => "set",
+            (None, true) => "not set; not required for a local server",
+            // Unreachable after validation, but rendering must not lie if it happens.
+            (None, false) => "not set",
+        };
+        out.comment(&format!("api key: read from ${} ({key_state})", m.api_key_env));
+        out.value("model", "context_window", m.context_window.to_string());
+        out.value("model", "max_output_tokens", m.max_output_tokens.to_string());
+        out.value("model", "request_timeout", duration(m.request_timeout));
+        out.value("model", "stream_idle_timeout", duration(m.stream_idle_timeout));
+        out.value("model", "max_retries", m.max_retries.to_string());
+        out.value("model", "max_retry_delay", duration(m.max_retry_delay));
+
+        let g = &self.github;
+        out.section("github");
+        out.value("github", "api_url", string(g.api_url.as_str()));
+        match &g.app {
+            Some(app) => {
+                out.value("github", "app_id", app.app_id.to_string());
+                out.value(
+                    "github",
+                    "private_key_path",
+                    string(&app.private_key_path.display().to_string()),
+                );
+            }
+            None => {
+                out.comment("app_id: not set");
+                out.comment("private_key_path: not set");
+            }
+        }
+        match &g.webhook_secret {
+            Some(_) => out.value("github", "webhook_secret", REDACTED.to_owned()),
+            None => out.comment("webhook_secret: not set"),
+        }
+
+        out.section("server");
+        out.value("server", "listen", string(&self.server.listen.to_string()));
+        out.value(
+            "server",
+            "data_dir",
+            string(&self.server.data_dir.display().to_string()),
+        );
+
+        out.section("sandbox");
+        out.value("sandbox", "backend", string(self.sandbox.backend.as_str()));
+        out.value("sandbox", "image", string(&self.sandbox.image));
+
+        let a = &self.agent;
+        out.section("agent");
+        out.value("agent", "trigger", string(&a.trigger));
+        out.value("agent", "max_steps", a.max_steps.to_string());
+        match a.max_cost_usd {
+            Some(cost) => out.value("agent", "max_cost_usd", float(cost)),
+            None => out.comment("max_cost_usd: not set (no cost limit)"),
+        }
+        out.value("agent", "max_wall_time", duration(a.max_wall_time));
+
+        for (model, price) in &self.prices {
+            let section = format!("prices.{}", string(model));
+            out.section(&section);
+            let fields = [
+                ("input", Some(price.input)),
+                ("output", Some(price.output)),
+                ("cache_read", price.cache_read),
+                ("cache_write", price.cache_write),
+            ];
+            for (field, value) in fields {
+                if let Some(value) = value {
+                    let origin = self.origin(&format!("prices.{model:?}.{field}"));
+                    out.line(field, float(value), &origin);
+                }
+            }
+        }
+        out.text
+    }
+}
+
+struct Out<'a> {
+    config: &'a Config,
+    text: String,
+}
+
+impl Out<'_> {
+    fn section(&mut self, name: &str) {
+        let _ = write!(self.text, "\n[{name}]\n");
+    }
+
+    fn comment(&mut self, text: &str) {
+        let _ = writeln!(self.text, "# {text}");
+    }
+
+    fn value(&mut self, section: &str, key: &str, value: String) {
+        let origin = self.config.origin(&format!("{section}.{key}"));
+        self.line(key, value, &origin);
+    }
+
+    fn line(&mut self, key: &str, value: String, origin: &Origin) {
+        let assignment = format!("{key} = {value}");
+        let from = match origin {
+            Origin::Default => "default".to_owned(),
+            Origin::File { path, line } => format!("{}:{line}", path.display()),
+            Origin::Env { var } => format!("env {var}"),
+            Origin::Flag { key } => format!("--set {key}"),
+        };
+        let _ = writeln!(self.text, "{assignment:<COMMENT_COLUMN$} # {from}");
+    }
+}
+
+/// A TOML basic string, escaped by the toml crate.
+fn string(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+fn float(x: f64) -> String {
+    toml::Value::Float(x).to_string()
+}
+
+fn duration(d: std::time::Duration) -> String {
+    string(&format_duration(d))
+}

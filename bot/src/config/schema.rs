@@ -1,0 +1,163 @@
+//! The table of every configuration key (section, name, value kind) and the "did you mean" helper.
+//!
+//! The file walk, the environment layer and `--set` all type their input from this one table, so
+//! a key added here is settable everywhere; the serde structs in `raw.rs` must gain a matching field.
+
+/// What a key holds, which decides how an environment or `--set` string is typed and which TOML
+/// types the file may use for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Str,
+    Secret,
+    Url,
+    Path,
+    SocketAddr,
+    /// One of a fixed set of words; the word is checked during validation (with a hint).
+    Choice,
+    U32,
+    U64,
+    F64,
+    Duration,
+}
+
+impl Kind {
+    /// How the expected value is described in error messages.
+    pub(crate) fn expected(self) -> &'static str {
+        match self {
+            Kind::Str | Kind::Secret | Kind::Choice => "a string",
+            Kind::Url => "a URL string",
+            Kind::Path => "a path string",
+            Kind::SocketAddr => "an address string like \"127.0.0.1:8080\"",
+            Kind::U32 | Kind::U64 => "a whole number",
+            Kind::F64 => "a number",
+            Kind::Duration => "a duration like \"90s\", \"10m\", \"1h30m\" or a number of seconds",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Key {
+    pub(crate) section: &'static str,
+    pub(crate) name: &'static str,
+    pub(crate) kind: Kind,
+}
+
+impl Key {
+    /// `section.name`, the spelling used by `--set` and in messages.
+    pub(crate) fn dotted(&self) -> String {
+        format!("{}.{}", self.section, self.name)
+    }
+
+    /// `PITCREW_SECTION_NAME`.
+    pub(crate) fn env_var(&self) -> String {
+        env_var(self.section, self.name)
+    }
+}
+
+pub(crate) fn env_var(section: &str, name: &str) -> String {
+    format!("PITCREW_{}_{}", section.to_ascii_uppercase(), name.to_ascii_uppercase())
+}
+
+/// Sections holding plain keys, in rendering order. `prices` is separate: its tables are keyed
+/// by model name and it can only be set in the file.
+pub(crate) const SECTIONS: &[&str] = &["model", "github", "server", "sandbox", "agent"];
+pub(crate) const PRICES: &str = "prices";
+pub(crate) const PRICE_KEYS: &[&str] = &["input", "output", "cache_read", "cache_write"];
+
+/// Environment variables read by the CLI rather than by the config loader.
+pub(crate) const CLI_ENV_VARS: &[&str] = &["PITCREW_CONFIG", "PITCREW_LOG_FORMAT"];
+
+const fn key(section: &'static str, name: &'static str, kind: Kind) -> Key {
+    Key { section, name, kind }
+}
+
+pub(crate) const KEYS: &[Key] = &[
+    key("model", "provider", Kind::Choice),
+    key("model", "name", Kind::Str),
+    key("model", "base_url", Kind::Url),
+    key("model", "api_key_env", Kind::Str),
+    key("model", "context_window", Kind::U64),
+    key("model", "max_output_tokens", Kind::U32),
+    key("model", "request_timeout", Kind::Duration),
+    key("model", "stream_idle_timeout", Kind::Duration),
+    key("model", "max_retries", Kind::U32),
+    key("model", "max_retry_delay", Kind::Duration),
+    key("github", "api_url", Kind::Url),
+    key("github", "app_id", Kind::U64),
+    key("github", "private_key_path", Kind::Path),
+    key("github", "webhook_secret", Kind::Secret),
+    key("server", "listen", Kind::SocketAddr),
+    key("server", "data_dir", Kind::Path),
+    key("sandbox", "backend", Kind::Choice),
+    key("sandbox", "image", Kind::Str),
+    key("agent", "trigger", Kind::Str),
+    key("agent", "max_steps", Kind::U32),
+    key("agent", "max_cost_usd", Kind::F64),
+    key("agent", "max_wall_time", Kind::Duration),
+];
+
+pub(crate) fn lookup(section: &str, name: &str) -> Option<&'static Key> {
+    KEYS.iter().find(|k| k.section == section && k.name == name)
+}
+
+pub(crate) fn keys_in(section: &str) -> impl Iterator<Item = &'static Key> {
+    KEYS.iter().filter(move |k| k.section == section)
+}
+
+/// The candidate closest to `typed` (ignoring ASCII case), if it is close enough to be a typo.
+pub(crate) fn did_you_mean<'a>(typed: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let typed = typed.to_ascii_lowercase();
+    let limit = (typed.chars().count() / 3).max(2);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&typed, &c.to_ascii_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over chars.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = substitute.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_basics() {
+        assert_eq!(edit_distance("", ""), 0);
+        assert_eq!(edit_distance("abc", ""), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("max_step", "max_steps"), 1);
+    }
+
+    #[test]
+    fn did_you_mean_picks_the_closest_and_ignores_far_ones() {
+        let keys = ["name", "base_url", "provider"];
+        assert_eq!(did_you_mean("nmae", keys), Some("name"));
+        assert_eq!(did_you_mean("BASEURL", keys), Some("base_url"));
+        assert_eq!(did_you_mean("temperature", keys), None);
+    }
+
+    #[test]
+    fn every_key_belongs_to_a_known_section_and_is_unique() {
+        for k in KEYS {
+            assert!(SECTIONS.contains(&k.section), "{}", k.dotted());
+            assert!(!k.section.contains('_'), "env splitting relies on this");
+            assert_eq!(KEYS.iter().filter(|o| o.dotted() == k.dotted()).count(), 1);
+        }
+    }
+}

@@ -1,0 +1,716 @@
+//! Tests for loading: each kind of bad configuration, layering precedence, secrets and rendering.
+
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use secrecy::ExposeSecret;
+
+use super::*;
+
+/// A scratch directory removed on drop (no tempfile dependency for this).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("pitcrew-config-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+}
+
+/// Loads with an optional file body (written as `pitcrew.toml` in a scratch dir).
+fn load_with(file: Option<&str>, vars: &[(&str, &str)], flags: &[&str]) -> (Result<Config, Vec<String>>, TempDir) {
+    let dir = TempDir::new();
+    let path = file.map(|text| dir.write("pitcrew.toml", text));
+    let env = env(vars);
+    let overrides: Vec<String> = flags.iter().map(|s| (*s).to_owned()).collect();
+    let result = Config::load(LoadOptions {
+        config_path: path.as_deref(),
+        env: &env,
+        overrides: &overrides,
+    })
+    .map_err(|errors| {
+        errors
+            .iter()
+            .map(|e| e.to_string().replace(&dir.path().display().to_string(), "<dir>"))
+            .collect()
+    });
+    (result, dir)
+}
+
+fn ok(file: Option<&str>, vars: &[(&str, &str)], flags: &[&str]) -> Config {
+    match load_with(file, vars, flags).0 {
+        Ok(config) => config,
+        Err(errors) => panic!("expected a valid config, got:\n{}", errors.join("\n")),
+    }
+}
+
+fn errors(file: Option<&str>, vars: &[(&str, &str)], flags: &[&str]) -> Vec<String> {
+    match load_with(file, vars, flags).0 {
+        Ok(config) => panic!("expected errors, got {config:#?}"),
+        Err(errors) => errors,
+    }
+}
+
+const KEY: (&str, &str) = ("OPENAI_API_KEY", "sk-test-123");
+const NAME: (&str, &str) = ("PITCREW_MODEL_NAME", "gpt-test");
+
+// ---------------------------------------------------------------------------------------------
+// Defaults and precedence
+
+#[test]
+fn defaults_apply_with_no_file() {
+    let c = ok(None, &[NAME, KEY], &[]);
+    assert_eq!(c.model.provider, Provider::OpenAi);
+    assert_eq!(c.model.name, "gpt-test");
+    assert_eq!(c.model.base_url.as_str(), "https://api.openai.com/v1");
+    assert_eq!(c.model.api_key_env, "OPENAI_API_KEY");
+    assert_eq!(c.model.api_key.as_ref().unwrap().expose_secret(), "sk-test-123");
+    assert_eq!(c.model.context_window, 128_000);
+    assert_eq!(c.model.max_output_tokens, 8192);
+    assert_eq!(c.model.request_timeout, Duration::from_secs(600));
+    assert_eq!(c.model.stream_idle_timeout, Duration::from_secs(120));
+    assert_eq!(c.model.max_retries, 4);
+    assert_eq!(c.model.max_retry_delay, Duration::from_secs(60));
+    assert_eq!(c.github.api_url.as_str(), "https://api.github.com/");
+    assert!(c.github.app.is_none());
+    assert!(c.github.webhook_secret.is_none());
+    assert_eq!(c.server.listen, SocketAddr::from(([127, 0, 0, 1], 8080)));
+    assert_eq!(c.server.data_dir, PathBuf::from("./pitcrew-data"));
+    assert_eq!(c.sandbox.backend, SandboxBackend::Docker);
+    assert_eq!(c.sandbox.image, "debian:bookworm-slim");
+    assert_eq!(c.agent.trigger, "@agent");
+    assert_eq!(c.agent.max_steps, 80);
+    assert_eq!(c.agent.max_cost_usd, None);
+    assert_eq!(c.agent.max_wall_time, Duration::from_secs(1800));
+    assert!(c.prices.is_empty());
+    assert_eq!(c.file, None);
+    assert_eq!(
+        c.origin("model.name"),
+        Origin::Env {
+            var: "PITCREW_MODEL_NAME".into()
+        }
+    );
+    assert_eq!(c.origin("model.max_steps"), Origin::Default);
+}
+
+#[test]
+fn anthropic_changes_the_provider_defaults() {
+    let c = ok(
+        Some("[model]\nprovider = \"anthropic\"\nname = \"claude-test\"\n"),
+        &[("ANTHROPIC_API_KEY", "k")],
+        &[],
+    );
+    assert_eq!(c.model.provider, Provider::Anthropic);
+    assert_eq!(c.model.base_url.as_str(), "https://api.anthropic.com/");
+    assert_eq!(c.model.api_key_env, "ANTHROPIC_API_KEY");
+    assert_eq!(c.model.context_window, 200_000);
+}
+
+#[test]
+fn layers_override_in_order_default_file_env_flag() {
+    let file = "[model]\nname = \"from-file\"\nmax_retries = 1\n\n[agent]\nmax_steps = 10\ntrigger = \"@file\"\n";
+    // Default only.
+    let c = ok(None, &[NAME, KEY], &[]);
+    assert_eq!(c.model.max_retries, 4);
+    // File beats default.
+    let c = ok(Some(file), &[KEY], &[]);
+    assert_eq!(c.model.name, "from-file");
+    assert_eq!(c.model.max_retries, 1);
+    assert_eq!(c.agent.max_steps, 10);
+    // Env beats file.
+    let vars = [
+        KEY,
+        ("PITCREW_MODEL_MAX_RETRIES", "2"),
+        ("PITCREW_AGENT_MAX_STEPS", "20"),
+    ];
+    let c = ok(Some(file), &vars, &[]);
+    assert_eq!(c.model.max_retries, 2);
+    assert_eq!(c.agent.max_steps, 20);
+    assert_eq!(c.agent.trigger, "@file");
+    // Flag beats env; the last flag wins.
+    let c = ok(
+        Some(file),
+        &vars,
+        &["model.max_retries=3", "agent.max_steps=30", "agent.max_steps=31"],
+    );
+    assert_eq!(c.model.max_retries, 3);
+    assert_eq!(c.agent.max_steps, 31);
+    assert_eq!(c.model.name, "from-file");
+    assert_eq!(
+        c.origin("model.max_retries"),
+        Origin::Flag {
+            key: "model.max_retries".into()
+        }
+    );
+    assert!(matches!(c.origin("model.name"), Origin::File { line: 2, .. }));
+}
+
+#[test]
+fn durations_accept_strings_and_plain_seconds_from_every_layer() {
+    let c = ok(
+        Some("[model]\nname = \"m\"\nrequest_timeout = 90\nstream_idle_timeout = \"1h30m\"\n"),
+        &[KEY, ("PITCREW_AGENT_MAX_WALL_TIME", "45")],
+        &["model.max_retry_delay=500ms"],
+    );
+    assert_eq!(c.model.request_timeout, Duration::from_secs(90));
+    assert_eq!(c.model.stream_idle_timeout, Duration::from_secs(5400));
+    assert_eq!(c.agent.max_wall_time, Duration::from_secs(45));
+    assert_eq!(c.model.max_retry_delay, Duration::from_millis(500));
+}
+
+#[test]
+fn empty_environment_values_count_as_unset() {
+    let c = ok(None, &[NAME, KEY, ("PITCREW_AGENT_MAX_STEPS", "")], &[]);
+    assert_eq!(c.agent.max_steps, 80);
+}
+
+#[test]
+fn cli_variables_and_the_key_variable_are_not_unknown_settings() {
+    let c = ok(
+        None,
+        &[
+            NAME,
+            ("PITCREW_CONFIG", "x.toml"),
+            ("PITCREW_LOG_FORMAT", "json"),
+            ("PITCREW_MODEL_API_KEY_ENV", "PITCREW_OPENAI_KEY"),
+            ("PITCREW_OPENAI_KEY", "sk-1"),
+        ],
+        &[],
+    );
+    assert_eq!(c.model.api_key.unwrap().expose_secret(), "sk-1");
+}
+
+#[test]
+fn prices_are_read_from_the_file() {
+    let c = ok(
+        Some(
+            "[model]\nname = \"m\"\n\n[prices.\"gpt-4o\"]\ninput = 2.5\noutput = 10\ncache_read = 1.25\n\n[prices.claude]\ninput = 3\noutput = 15\ncache_write = 3.75\n",
+        ),
+        &[KEY],
+        &[],
+    );
+    assert_eq!(
+        c.prices["gpt-4o"],
+        PriceOverride {
+            input: 2.5,
+            output: 10.0,
+            cache_read: Some(1.25),
+            cache_write: None
+        }
+    );
+    assert_eq!(
+        c.prices["claude"],
+        PriceOverride {
+            input: 3.0,
+            output: 15.0,
+            cache_read: None,
+            cache_write: Some(3.75)
+        }
+    );
+}
+
+#[test]
+fn github_app_settings_pair_up() {
+    let dir = TempDir::new();
+    let key = dir.write("app.pem", "-----BEGIN PRIVATE KEY-----\n");
+    let c = ok(
+        None,
+        &[
+            NAME,
+            KEY,
+            ("PITCREW_GITHUB_APP_ID", "12345"),
+            ("PITCREW_GITHUB_PRIVATE_KEY_PATH", key.to_str().unwrap()),
+            ("PITCREW_GITHUB_WEBHOOK_SECRET", "hunter2"),
+        ],
+        &[],
+    );
+    let app = c.github.app.unwrap();
+    assert_eq!(app.app_id, 12345);
+    assert_eq!(app.private_key_path, key);
+    assert_eq!(c.github.webhook_secret.unwrap().expose_secret(), "hunter2");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file
+
+#[test]
+fn a_missing_file_named_explicitly_is_an_error() {
+    let env = env(&[NAME, KEY]);
+    let err = Config::load(LoadOptions {
+        config_path: Some(Path::new("/nonexistent/pitcrew.toml")),
+        env: &env,
+        overrides: &[],
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("cannot read config file /nonexistent/pitcrew.toml: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_toml_names_file_line_and_column() {
+    let errs = errors(Some("[model]\nname = \"m\"\nmax_retries = = 3\n"), &[KEY], &[]);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("<dir>/pitcrew.toml:3:15: invalid TOML: "),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn unknown_key_names_section_key_line_and_valid_keys() {
+    let errs = errors(Some("[model]\nname = \"m\"\n\n[agent]\nmax_step = 5\n"), &[KEY], &[]);
+    insta::assert_snapshot!(errs.join("\n"), @"<dir>/pitcrew.toml:5: unknown setting `agent.max_step`; did you mean `agent.max_steps`?; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time");
+}
+
+#[test]
+fn unknown_sections_and_misplaced_keys_get_hints() {
+    let errs = errors(
+        Some("name = \"m\"\nbudget = 3\n[modle]\nprovider = \"openai\"\n[server]\nimage = \"x\"\n"),
+        &[KEY],
+        &[],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r"
+    <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
+    <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
+    <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, prices
+    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir
+    ");
+}
+
+#[test]
+fn wrong_types_name_key_line_and_expected_type() {
+    let errs = errors(
+        Some(
+            "[model]\nname = 5\nmax_retries = \"four\"\nrequest_timeout = true\n[agent]\nmax_cost_usd = \"1\"\n[sandbox]\n",
+        ),
+        &[KEY],
+        &[],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    <dir>/pitcrew.toml:2: `model.name` must be a string, found integer
+    <dir>/pitcrew.toml:3: `model.max_retries` must be a whole number, found string
+    <dir>/pitcrew.toml:4: `model.request_timeout` must be a duration like "90s", "10m", "1h30m" or a number of seconds, found boolean
+    <dir>/pitcrew.toml:6: `agent.max_cost_usd` must be a number, found string
+    "#);
+}
+
+#[test]
+fn a_section_that_is_not_a_table_is_a_type_error() {
+    let errs = errors(Some("model = \"gpt\"\n"), &[KEY, NAME], &[]);
+    assert_eq!(
+        errs,
+        ["<dir>/pitcrew.toml:1: `model` must be a table (a `[section]` header), found string"]
+    );
+}
+
+#[test]
+fn out_of_range_integers_in_the_file() {
+    let errs = errors(
+        Some("[model]\nname = \"m\"\nmax_retries = -1\nmax_output_tokens = 5_000_000_000\n[agent]\nmax_steps = 0\n"),
+        &[KEY],
+        &[],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r"
+    <dir>/pitcrew.toml:3: invalid `model.max_retries` = -1: must not be negative
+    <dir>/pitcrew.toml:4: invalid `model.max_output_tokens` = 5000000000: must be at most 4294967295
+    <dir>/pitcrew.toml:6: invalid `agent.max_steps` = 0: must be at least 1
+    ");
+}
+
+#[test]
+fn missing_required_name_says_both_ways_to_set_it() {
+    let errs = errors(None, &[KEY], &[]);
+    assert_eq!(
+        errs,
+        [
+            "missing required setting `model.name`: set `name` under `[model]` in pitcrew.toml, or the environment variable PITCREW_MODEL_NAME"
+        ]
+    );
+    let errs = errors(Some("[model]\n"), &[KEY], &[]);
+    assert_eq!(
+        errs,
+        [
+            "missing required setting `model.name`: set `name` under `[model]` in <dir>/pitcrew.toml, or the environment variable PITCREW_MODEL_NAME"
+        ]
+    );
+}
+
+#[test]
+fn invalid_values_name_key_and_source_layer() {
+    let errs = errors(
+        Some(
+            "[model]\nname = \"m\"\nbase_url = \"not a url\"\nprovider = \"openia\"\n[server]\nlisten = \"localhost:80\"\n",
+        ),
+        &[
+            KEY,
+            ("PITCREW_MODEL_REQUEST_TIMEOUT", "10x"),
+            ("PITCREW_SANDBOX_BACKEND", "podman"),
+        ],
+        &[
+            "agent.trigger=agent",
+            "github.api_url=ftp://example.com",
+            "agent.max_wall_time=0",
+        ],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    <dir>/pitcrew.toml:4: invalid `model.provider` = "openia": expected one of `openai`, `anthropic`; did you mean `openai`?
+    <dir>/pitcrew.toml:3: invalid `model.base_url` = "not a url": not a valid URL (relative URL without a base); expected e.g. "https://api.example.com/v1"
+    environment variable PITCREW_MODEL_REQUEST_TIMEOUT: invalid `model.request_timeout` = "10x": unknown unit `x`; use one of ms, s, m, h, d
+    --set github.api_url: invalid `github.api_url` = "ftp://example.com": the scheme must be http or https, not `ftp`
+    <dir>/pitcrew.toml:6: invalid `server.listen` = "localhost:80": expected an IP address and port, e.g. "127.0.0.1:8080", "0.0.0.0:8080" or "[::]:8080"
+    environment variable PITCREW_SANDBOX_BACKEND: invalid `sandbox.backend` = "podman": expected one of `docker`, `local`
+    --set agent.trigger: invalid `agent.trigger` = "agent": must be `@` followed by a name without spaces, e.g. "@agent"
+    --set agent.max_wall_time: invalid `agent.max_wall_time` = "0": must be longer than zero
+    "#);
+}
+
+#[test]
+fn max_output_tokens_must_fit_in_the_context_window() {
+    let errs = errors(None, &[NAME, KEY, ("PITCREW_MODEL_CONTEXT_WINDOW", "8000")], &[]);
+    assert_eq!(
+        errs,
+        [
+            "built-in default: invalid `model.max_output_tokens` = 8192: must be smaller than `model.context_window` (8000)"
+        ]
+    );
+}
+
+#[test]
+fn price_tables_are_checked() {
+    let errs = errors(
+        Some(
+            "[model]\nname = \"m\"\n[prices.\"gpt-4o\"]\noutput = -1\ninptu = 2\n[prices.x]\ninput = 1\noutput = \"2\"\n[prices.y]\ninput = 1\noutput = nan\n",
+        ),
+        &[KEY],
+        &[],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    <dir>/pitcrew.toml:5: unknown setting `prices."gpt-4o".inptu`; did you mean `input`?; valid keys in [prices."gpt-4o"]: input, output, cache_read, cache_write
+    <dir>/pitcrew.toml:8: `prices."x".output` must be a number, found string
+    <dir>/pitcrew.toml:3: [prices."gpt-4o"] is missing `input` (USD per million tokens)
+    <dir>/pitcrew.toml:4: invalid `prices."gpt-4o".output` = -1: must not be negative
+    <dir>/pitcrew.toml:11: invalid `prices."y".output` = NaN: must be a finite number
+    "#);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The environment and flags
+
+#[test]
+fn unknown_environment_variables_get_did_you_mean() {
+    let errs = errors(
+        None,
+        &[
+            NAME,
+            KEY,
+            ("PITCREW_MODEL_BASEURL", "x"),
+            ("PITCREW_MAX_STEPS", "3"),
+            ("PITCREW_API_KEY", "sk"),
+            ("PITCREW_WHATEVER", "1"),
+            ("PITCREW_PRICES_GPT", "1"),
+        ],
+        &[],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    environment variable PITCREW_PRICES_GPT: `prices` can only be set in the config file, as [prices."MODEL"] tables
+    unknown environment variable PITCREW_API_KEY; the API key is read from the variable named by `model.api_key_env` (default OPENAI_API_KEY or ANTHROPIC_API_KEY by provider; change it with PITCREW_MODEL_API_KEY_ENV)
+    unknown environment variable PITCREW_MAX_STEPS; did you mean PITCREW_AGENT_MAX_STEPS?
+    unknown environment variable PITCREW_MODEL_BASEURL; did you mean PITCREW_MODEL_BASE_URL?
+    unknown environment variable PITCREW_WHATEVER; settings are PITCREW_<SECTION>_<KEY>, e.g. PITCREW_MODEL_NAME
+    "#);
+}
+
+#[test]
+fn bad_integers_from_the_environment_name_variable_and_value() {
+    let errs = errors(
+        None,
+        &[
+            NAME,
+            KEY,
+            ("PITCREW_AGENT_MAX_STEPS", "lots"),
+            ("PITCREW_AGENT_MAX_COST_USD", "$5"),
+        ],
+        &[],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    environment variable PITCREW_AGENT_MAX_COST_USD: invalid `agent.max_cost_usd` = "$5": expected a number
+    environment variable PITCREW_AGENT_MAX_STEPS: invalid `agent.max_steps` = "lots": expected a whole number
+    "#);
+}
+
+#[test]
+fn out_of_range_numbers_from_strings() {
+    let errs = errors(
+        None,
+        &[
+            NAME,
+            KEY,
+            ("PITCREW_MODEL_MAX_RETRIES", "-1"),
+            ("PITCREW_MODEL_MAX_OUTPUT_TOKENS", "4294967296"),
+        ],
+        &["model.context_window=99999999999999999999"],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    environment variable PITCREW_MODEL_MAX_OUTPUT_TOKENS: invalid `model.max_output_tokens` = "4294967296": must be at most 4294967295
+    environment variable PITCREW_MODEL_MAX_RETRIES: invalid `model.max_retries` = "-1": must not be negative
+    --set model.context_window: invalid `model.context_window` = "99999999999999999999": must be at most 9223372036854775807
+    "#);
+}
+
+#[test]
+fn a_typo_of_a_required_key_is_not_also_reported_missing() {
+    let errs = errors(Some("[model]\nnmae = \"m\"\n"), &[KEY], &[]);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].contains("did you mean `model.name`?"), "{errs:?}");
+    let errs = errors(None, &[KEY, ("PITCREW_MODEL_NAEM", "m")], &[]);
+    assert_eq!(
+        errs,
+        ["unknown environment variable PITCREW_MODEL_NAEM; did you mean PITCREW_MODEL_NAME?"]
+    );
+    let errs = errors(None, &[KEY], &["model.nam=m"]);
+    assert_eq!(errs, ["--set model.nam: unknown setting; did you mean model.name?"]);
+}
+
+#[test]
+fn malformed_and_unknown_flags() {
+    let errs = errors(
+        None,
+        &[NAME, KEY],
+        &[
+            "model.name",
+            "model.nmae=x",
+            "max_steps=3",
+            "prices.gpt.input=1",
+            "agent.max_cost_usd=-2",
+            "agent.budget=1",
+            "x.y=1",
+        ],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    malformed --set "model.name": expected SECTION.KEY=VALUE, e.g. --set model.name=gpt-4o
+    --set model.nmae: unknown setting; did you mean model.name?
+    --set max_steps: unknown setting; did you mean agent.max_steps?
+    --set prices.gpt.input: `prices` can only be set in the config file, as [prices."MODEL"] tables
+    --set agent.budget: unknown setting; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time
+    --set x.y: unknown setting; valid sections: model, github, server, sandbox, agent
+    --set agent.max_cost_usd: invalid `agent.max_cost_usd` = -2: must be greater than zero
+    "#);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys and the GitHub App
+
+#[test]
+fn missing_api_key_says_which_variable_and_how_to_change_it() {
+    let errs = errors(None, &[NAME], &[]);
+    insta::assert_snapshot!(errs.join("\n"), @"missing API key: the environment variable OPENAI_API_KEY is not set, and it is required because `model.base_url` (https://api.openai.com/v1) is not a local server; set OPENAI_API_KEY, or read the key from another variable with `model.api_key_env` (environment variable PITCREW_MODEL_API_KEY_ENV)");
+}
+
+#[test]
+fn no_api_key_is_needed_for_local_servers() {
+    for url in [
+        "http://localhost:8000/v1",
+        "http://127.0.0.1:11434/v1",
+        "http://10.1.2.3/v1",
+        "http://192.168.1.5:8080",
+        "http://172.20.0.2/v1",
+        "http://169.254.1.1",
+        "http://[::1]:8000",
+        "http://[fd00::1]/v1",
+        "http://[fe80::1]/v1",
+        "http://vllm:8000/v1",
+        "http://gpu-box.local/v1",
+        "http://llm.internal/v1",
+        "http://llm.lan/v1",
+    ] {
+        let c = ok(None, &[NAME], &[&format!("model.base_url={url}")]);
+        assert!(c.model.api_key.is_none(), "{url}");
+    }
+    for url in [
+        "https://api.openai.com/v1",
+        "http://8.8.8.8/v1",
+        "http://[2001:db8::1]/",
+        "http://llm.example.com",
+    ] {
+        assert!(!is_local_server(&Url::parse(url).unwrap()), "{url}");
+    }
+}
+
+#[test]
+fn the_api_key_variable_must_be_a_name() {
+    let errs = errors(
+        None,
+        &[NAME],
+        &["model.api_key_env=sk-abc", "model.base_url=http://vllm"],
+    );
+    assert_eq!(
+        errs,
+        [
+            "--set model.api_key_env: invalid `model.api_key_env` = \"sk-abc\": must be the name of an environment variable (letters, digits and `_`), not the key itself"
+        ]
+    );
+}
+
+#[test]
+fn github_app_id_without_key_path_names_both() {
+    let errs = errors(None, &[NAME, KEY, ("PITCREW_GITHUB_APP_ID", "7")], &[]);
+    assert_eq!(
+        errs,
+        [
+            "`github.app_id` and `github.private_key_path` go together: `github.app_id` is set (environment variable PITCREW_GITHUB_APP_ID) but `github.private_key_path` is not"
+        ]
+    );
+    let errs = errors(None, &[NAME, KEY], &["github.private_key_path=/nonexistent/key.pem"]);
+    assert_eq!(
+        errs,
+        [
+            "--set github.private_key_path: invalid `github.private_key_path` = \"/nonexistent/key.pem\": cannot read it: No such file or directory (os error 2)"
+        ]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several errors at once, secrets, rendering
+
+#[test]
+fn all_errors_are_reported_together() {
+    let errs = errors(
+        Some("[model]\nprovider = \"x\"\n[agent]\nmax_steps = \"x\"\n"),
+        &[("PITCREW_SERVER_LISTEN", "nope"), ("PITCREW_NOPE", "1")],
+        &["sandbox.bogus=1"],
+    );
+    assert_eq!(errs.len(), 7, "{errs:#?}");
+}
+
+#[test]
+fn debug_output_never_shows_secrets() {
+    let c = ok(
+        None,
+        &[
+            NAME,
+            ("OPENAI_API_KEY", "sk-very-secret"),
+            ("PITCREW_GITHUB_WEBHOOK_SECRET", "whsec-very-secret"),
+        ],
+        &[],
+    );
+    let debug = format!("{c:?} {c:#?}");
+    assert!(!debug.contains("very-secret"), "{debug}");
+    let rendered = c.render_redacted();
+    assert!(!rendered.contains("very-secret"), "{rendered}");
+
+    let raw = raw::env_layer(&env(&[("PITCREW_GITHUB_WEBHOOK_SECRET", "whsec-very-secret")]));
+    assert!(!format!("{raw:?}").contains("very-secret"));
+
+    // An invalid secret is never echoed in an error either.
+    let errs = errors(None, &[NAME, KEY], &["github.webhook_secret="]);
+    assert_eq!(
+        errs,
+        ["--set github.webhook_secret: invalid `github.webhook_secret`: must not be empty"]
+    );
+}
+
+#[test]
+fn render_redacted_shows_effective_values_and_origins() {
+    let dir = TempDir::new();
+    let key = dir.write("app.pem", "key");
+    let (c, _file_dir) = load_with(
+        Some("[model]\nname = \"gpt-4o\"\nrequest_timeout = 90\n\n[prices.\"gpt-4o\"]\ninput = 2.5\noutput = 10\n"),
+        &[
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("PITCREW_GITHUB_WEBHOOK_SECRET", "whsec"),
+            ("PITCREW_GITHUB_APP_ID", "42"),
+            ("PITCREW_GITHUB_PRIVATE_KEY_PATH", key.to_str().unwrap()),
+        ],
+        &["agent.max_cost_usd=2.5"],
+    );
+    let c = c.unwrap();
+    let file_dir = c.file.as_ref().unwrap().parent().unwrap().display().to_string();
+    let rendered = c
+        .render_redacted()
+        .replace(&file_dir, "<dir>")
+        .replace(&dir.path().display().to_string(), "<keys>");
+    insta::assert_snapshot!(rendered, @r#"
+    # pitcrew effective configuration (file: <dir>/pitcrew.toml)
+
+    [model]
+    provider = "openai"                              # default
+    name = "gpt-4o"                                  # <dir>/pitcrew.toml:2
+    base_url = "https://api.openai.com/v1"           # default
+    api_key_env = "OPENAI_API_KEY"                   # default
+    # api key: read from $OPENAI_API_KEY (set)
+    context_window = 128000                          # default
+    max_output_tokens = 8192                         # default
+    request_timeout = "1m30s"                        # <dir>/pitcrew.toml:3
+    stream_idle_timeout = "2m"                       # default
+    max_retries = 4                                  # default
+    max_retry_delay = "1m"                           # default
+
+    [github]
+    api_url = "https://api.github.com/"              # default
+    app_id = 42                                      # env PITCREW_GITHUB_APP_ID
+    private_key_path = "<keys>/app.pem" # env PITCREW_GITHUB_PRIVATE_KEY_PATH
+    webhook_secret = "[redacted]"                    # env PITCREW_GITHUB_WEBHOOK_SECRET
+
+    [server]
+    listen = "127.0.0.1:8080"                        # default
+    data_dir = "./pitcrew-data"                      # default
+
+    [sandbox]
+    backend = "docker"                               # default
+    image = "debian:bookworm-slim"                   # default
+
+    [agent]
+    trigger = "@agent"                               # default
+    max_steps = 80                                   # default
+    max_cost_usd = 2.5                               # --set agent.max_cost_usd
+    max_wall_time = "30m"                            # default
+
+    [prices."gpt-4o"]
+    input = 2.5                                      # <dir>/pitcrew.toml:6
+    output = 10.0                                    # <dir>/pitcrew.toml:7
+    "#);
+    // What is printed parses back as TOML.
+    let _: toml::Table = toml::from_str(&c.render_redacted()).unwrap();
+}
+
+#[test]
+fn render_redacted_for_a_local_server_without_a_key() {
+    let c = ok(None, &[NAME], &["model.base_url=http://vllm:8000/v1"]);
+    let rendered = c.render_redacted();
+    assert!(
+        rendered.contains("# api key: read from $OPENAI_API_KEY (not set; not required for a local server)\n"),
+        "{rendered}"
+    );
+    assert!(rendered.contains("# webhook_secret: not set\n"), "{rendered}");
+    assert!(rendered.starts_with("# pitcrew effective configuration (no config file)\n"));
+}
