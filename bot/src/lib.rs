@@ -1,6 +1,12 @@
 //! pitcrew: a headless CI/CD bot for GitHub pull requests. The library holds every capability; `main.rs` is only the CLI.
 
+pub mod agent;
 pub mod config;
 pub mod llm;
 pub mod logging;
 pub mod prompts;
+pub mod run;
+pub mod sandbox;
+pub mod testparse;
+pub mod tools;
+pub mod workspace;

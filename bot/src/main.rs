@@ -1,14 +1,23 @@
 //! The `pitcrew` command line: parses arguments, sets up logging and hands off to the library.
 //! Nothing else lives here.
+#![allow(clippy::print_stderr, reason = "the command line reports its errors on stderr")]
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::io::IsTerminal as _;
+use std::sync::Arc;
+
 use clap::{Parser, Subcommand};
+use pitcrew::agent::StopReason;
 use pitcrew::config::{self, Config, ConfigErrors, LoadOptions};
 use pitcrew::logging::{self, LogFormat};
+use pitcrew::prompts::Prompts;
+use pitcrew::run::RunOptions;
+use pitcrew::run::progress::{Progress, render_text};
+use tokio_util::sync::CancellationToken;
 
 /// A headless GitHub pull-request bot driving an LLM coding agent in a sandbox.
 #[derive(Debug, Parser)]
@@ -38,9 +47,41 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a task on a local repository: a new branch, the agent, a commit and a summary
+    Run(RunArgs),
     /// Inspect the configuration
     #[command(subcommand)]
     Config(ConfigCommand),
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// What to do, in plain words (`-` reads it from stdin)
+    task: String,
+    /// The repository to work in
+    #[arg(long, default_value = ".", value_name = "PATH")]
+    repo: PathBuf,
+    /// Model name (sets model.name)
+    #[arg(long)]
+    model: Option<String>,
+    /// Provider: openai or anthropic (sets model.provider)
+    #[arg(long)]
+    provider: Option<String>,
+    /// API base URL, e.g. a local OpenAI-compatible server (sets model.base_url)
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// Step budget (sets agent.max_steps)
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u32>,
+    /// Cost budget in US dollars (sets agent.max_cost_usd)
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<f64>,
+    /// Work on the current branch instead of a new pitcrew/<slug> branch
+    #[arg(long)]
+    in_place: bool,
+    /// Print one JSON object with the result instead of the text summary
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -52,10 +93,27 @@ enum ConfigCommand {
 /// Exit status for a configuration that does not load (clap uses the same for bad arguments).
 const EXIT_BAD_CONFIG: u8 = 2;
 
+/// Exit status of a run that stopped before finishing (budget, stuck, model or tool failure).
+const EXIT_RUN_STOPPED: u8 = 1;
+/// Exit status when a run could not start (not a repository, uncommitted changes, …).
+const EXIT_RUN_SETUP: u8 = 3;
+/// Exit status after Ctrl-C, as shells report SIGINT.
+const EXIT_CANCELLED: u8 = 130;
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     logging::init(cli.log_format);
     match cli.command {
+        Command::Run(ref args) => {
+            cli.set.extend(run_overrides(args));
+            match load_config(&cli) {
+                Ok(config) => run(config, args),
+                Err(errors) => {
+                    report(&errors);
+                    ExitCode::from(EXIT_BAD_CONFIG)
+                }
+            }
+        }
         Command::Config(ConfigCommand::Check) => match load_config(&cli) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
@@ -87,5 +145,93 @@ fn report(errors: &ConfigErrors) {
     let mut stderr = std::io::stderr().lock();
     for e in errors {
         let _ = writeln!(stderr, "error: {e}");
+    }
+}
+
+/// The run flags as `--set` overrides, which beat the file and the environment.
+fn run_overrides(args: &RunArgs) -> Vec<String> {
+    let mut set = Vec::new();
+    let mut push = |key: &str, value: Option<String>| {
+        if let Some(value) = value {
+            set.push(format!("{key}={value}"));
+        }
+    };
+    push("model.provider", args.provider.clone());
+    push("model.name", args.model.clone());
+    push("model.base_url", args.base_url.clone());
+    push("agent.max_steps", args.max_steps.map(|n| n.to_string()));
+    push("agent.max_cost_usd", args.max_cost_usd.map(|n| n.to_string()));
+    set
+}
+
+fn run(config: Config, args: &RunArgs) -> ExitCode {
+    let task = if args.task == "-" {
+        let mut text = String::new();
+        if let Err(err) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+            eprintln!("error: could not read the task from stdin: {err}");
+            return ExitCode::from(EXIT_BAD_CONFIG);
+        }
+        text
+    } else {
+        args.task.clone()
+    };
+    if task.trim().is_empty() {
+        eprintln!("error: the task is empty: say what pitcrew should do");
+        return ExitCode::from(EXIT_BAD_CONFIG);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: could not start the async runtime: {err}");
+            return ExitCode::from(EXIT_RUN_SETUP);
+        }
+    };
+    let cancel = CancellationToken::new();
+    let progress = Arc::new(Progress::new(!args.json && std::io::stderr().is_terminal()));
+    let options = RunOptions {
+        repo: args.repo.clone(),
+        task,
+        in_place: args.in_place,
+        config,
+        prompts: Prompts::embedded(),
+        events: progress,
+        model: None,
+        cancel: cancel.clone(),
+    };
+    let result = runtime.block_on(async {
+        let watcher = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\npitcrew: cancelling (Ctrl-C again to force)…");
+                watcher.cancel();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(i32::from(EXIT_CANCELLED));
+                }
+            }
+        });
+        pitcrew::run::run(options).await
+    });
+    let report = match result {
+        Ok(report) => report,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(EXIT_RUN_SETUP);
+        }
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(json) => println!("{json}"),
+            Err(err) => {
+                eprintln!("error: could not encode the report: {err}");
+                return ExitCode::from(EXIT_RUN_STOPPED);
+            }
+        }
+    } else {
+        print!("{}", render_text(&report));
+    }
+    match report.stop {
+        StopReason::Finished => ExitCode::SUCCESS,
+        StopReason::Cancelled => ExitCode::from(EXIT_CANCELLED),
+        _ => ExitCode::from(EXIT_RUN_STOPPED),
     }
 }

@@ -12,15 +12,33 @@ use std::path::{Path, PathBuf};
 pub enum Template {
     /// The agent's system prompt.
     System,
+    /// The first message of a job that changes code (`@agent fix …`, `pitcrew run`).
+    Fix,
+    /// The first message of a review job.
+    Review,
+    /// The first message of a CI-failure triage job.
+    Triage,
+    /// The first message of a dependency chore whose update broke something.
+    Chore,
 }
 
 impl Template {
-    pub const ALL: &'static [Template] = &[Template::System];
+    pub const ALL: &'static [Template] = &[
+        Template::System,
+        Template::Fix,
+        Template::Review,
+        Template::Triage,
+        Template::Chore,
+    ];
 
     /// The file name in `prompts/` and in an override directory.
     pub fn file_name(self) -> &'static str {
         match self {
             Template::System => "system.md",
+            Template::Fix => "fix.md",
+            Template::Review => "review.md",
+            Template::Triage => "triage.md",
+            Template::Chore => "chore.md",
         }
     }
 
@@ -29,12 +47,22 @@ impl Template {
         match self {
             // The path of the repository checkout inside the sandbox.
             Template::System => &["workspace"],
+            // `context`: where the request came from (a PR, an issue, a local run); `instructions`: the
+            // repository's own agent instructions (AGENTS.md …), or a line saying there are none.
+            Template::Fix => &["task", "context", "instructions"],
+            Template::Review => &["request", "context", "diff", "instructions"],
+            Template::Triage => &["findings", "context", "instructions"],
+            Template::Chore => &["updates", "failure", "instructions"],
         }
     }
 
     fn embedded(self) -> &'static str {
         match self {
             Template::System => include_str!("../../prompts/system.md"),
+            Template::Fix => include_str!("../../prompts/fix.md"),
+            Template::Review => include_str!("../../prompts/review.md"),
+            Template::Triage => include_str!("../../prompts/triage.md"),
+            Template::Chore => include_str!("../../prompts/chore.md"),
         }
     }
 }
@@ -86,7 +114,7 @@ pub enum RenderError {
 /// The prompt templates in use: each from the override directory if present there, else embedded.
 #[derive(Clone, Debug)]
 pub struct Prompts {
-    system: Loaded,
+    templates: std::collections::BTreeMap<Template, Loaded>,
 }
 
 #[derive(Clone, Debug)]
@@ -100,7 +128,7 @@ impl Prompts {
     /// The templates built into the binary.
     pub fn embedded() -> Self {
         Self {
-            system: Loaded::embedded(Template::System),
+            templates: Template::ALL.iter().map(|&t| (t, Loaded::embedded(t))).collect(),
         }
     }
 
@@ -124,9 +152,11 @@ impl Prompts {
                 );
             }
         }
-        Ok(Self {
-            system: Loaded::from_dir(dir, Template::System)?,
-        })
+        let templates = Template::ALL
+            .iter()
+            .map(|&t| Ok((t, Loaded::from_dir(dir, t)?)))
+            .collect::<Result<_, PromptError>>()?;
+        Ok(Self { templates })
     }
 
     /// The unrendered template text.
@@ -144,9 +174,8 @@ impl Prompts {
     }
 
     fn get(&self, template: Template) -> &Loaded {
-        match template {
-            Template::System => &self.system,
-        }
+        // Every template is loaded by both constructors.
+        &self.templates[&template]
     }
 }
 

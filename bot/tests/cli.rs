@@ -154,3 +154,96 @@ fn a_local_server_needs_no_key() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("not required"), "{}", text(&out.stdout));
 }
+
+#[test]
+fn run_prints_one_json_report_and_exits_by_its_status() {
+    use pitcrew_tests::repo::TestRepo;
+    use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+
+    let repo = TestRepo::new(&[("greeting.txt", "helo\n")]).unwrap();
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(
+                Reply::new()
+                    .tool_call("read_file", serde_json::json!({"path": "greeting.txt"}))
+                    .usage(500, 20),
+            )
+            .turn(
+                Reply::new()
+                    .tool_call(
+                        "edit_file",
+                        serde_json::json!({"path": "greeting.txt", "old_string": "helo", "new_string": "hello"}),
+                    )
+                    .usage(600, 30),
+            )
+            .turn(Reply::text("Fixed the typo in greeting.txt.").usage(700, 10)),
+    );
+    let base_url = server.openai_base_url();
+    let out = pitcrew(
+        &repo.path().to_owned(),
+        &[
+            "run",
+            "--json",
+            "--model",
+            "gpt-4o",
+            "--base-url",
+            &base_url,
+            "--set",
+            "sandbox.backend=local",
+            "Fix the typo in greeting.txt",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    for key in [
+        "status",
+        "branch",
+        "commit",
+        "changed_files",
+        "tests",
+        "plan",
+        "usage",
+        "cost_usd",
+        "steps",
+        "duration_ms",
+        "summary",
+    ] {
+        assert!(report.get(key).is_some(), "missing {key}: {stdout}");
+    }
+    assert_eq!(report["status"], "finished");
+    assert_eq!(report["branch"], "pitcrew/fix-the-typo-in-greeting-txt");
+    assert_eq!(
+        report["changed_files"],
+        serde_json::json!([{"path": "greeting.txt", "change": "modified"}])
+    );
+    assert_eq!(report["usage"]["input_tokens"], 1800);
+    assert_eq!(
+        repo.git(&["show", "pitcrew/fix-the-typo-in-greeting-txt:greeting.txt"])
+            .unwrap(),
+        "hello\n"
+    );
+
+    // A model that keeps failing: the run stops with model_error and a non-zero exit.
+    let broken = ScriptedModel::start(Script::new().turn(pitcrew_tests::scripted_model::Turn::unauthorized()));
+    let out = pitcrew(
+        &repo.path().to_owned(),
+        &[
+            "run",
+            "--model",
+            "gpt-4o",
+            "--base-url",
+            &broken.openai_base_url(),
+            "--in-place",
+            "Anything",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("stopped: model error"),
+        "{}",
+        text(&out.stdout)
+    );
+}

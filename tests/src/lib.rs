@@ -1,3 +1,4 @@
-//! Test support for pitcrew's end-to-end suite: the fake servers the bot runs against.
+//! Support for pitcrew's end-to-end tests: fake servers and real fixtures they run against.
 
+pub mod repo;
 pub mod scripted_model;

@@ -1,4 +1,6 @@
 //! The suite's test modules, one per area.
 
+pub(crate) mod agent_loop;
 mod llm_providers;
+mod run_command;
 mod scripted_model;

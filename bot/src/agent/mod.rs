@@ -1,0 +1,764 @@
+//! The agent loop: call the model with the tools, run the calls it makes, feed the results back,
+//! stop when it calls no tool. Around that plain loop sit budgets (with a grace call), output
+//! budgets and compaction, a repetition guard, bounded concurrency for read-only tools, and events.
+//!
+//! The conversation only ever grows by appending (state such as budget warnings is a new message,
+//! never an edit), so between compactions each request extends the previous one exactly and the
+//! provider's prompt cache keeps hitting.
+
+pub mod context;
+pub mod events;
+pub mod subagent;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures_util::{FutureExt, StreamExt};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::llm::{
+    LlmError, Message, Model, PriceTable, Request, Response, StopReason as ModelStop, StreamEvent, ToolCall,
+    UsageTotals,
+};
+use crate::tools::{Plan, Registry, ToolContext, ToolError};
+
+use context::{OutputBudget, PendingResult, SizeTracker};
+use events::{AgentEvent, EventSink, NoteKind};
+
+/// Limits and knobs of one run.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub max_steps: u32,
+    pub max_cost_usd: Option<f64>,
+    pub max_wall_time: Option<Duration>,
+    /// The model's context window in tokens.
+    pub context_window: u64,
+    /// Compact when a request is estimated above this fraction of the window.
+    pub compact_at: f64,
+    /// Assistant turns kept verbatim by compaction.
+    pub keep_recent_turns: usize,
+    pub output: OutputBudget,
+    /// Read-only calls of one turn run at most this many at once.
+    pub read_only_concurrency: usize,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            max_steps: 80,
+            max_cost_usd: None,
+            max_wall_time: Some(Duration::from_secs(30 * 60)),
+            context_window: 128_000,
+            compact_at: 0.85,
+            keep_recent_turns: 2,
+            output: OutputBudget::default(),
+            read_only_concurrency: 8,
+        }
+    }
+}
+
+/// Which budget ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    Steps,
+    Cost,
+    WallTime,
+    /// The conversation no longer fits the context window and could not be compacted.
+    Context,
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model stopped calling tools.
+    Finished,
+    BudgetExhausted {
+        budget: Budget,
+    },
+    /// The model kept repeating the same call after being told to change strategy.
+    Stuck {
+        tool: String,
+    },
+    Cancelled,
+    ModelError {
+        message: String,
+    },
+    /// A tool failed in a way the run cannot survive (the sandbox died).
+    ToolFailed {
+        message: String,
+    },
+}
+
+impl StopReason {
+    pub fn label(&self) -> &'static str {
+        match self {
+            StopReason::Finished => "finished",
+            StopReason::BudgetExhausted { .. } => "budget_exhausted",
+            StopReason::Stuck { .. } => "stuck",
+            StopReason::Cancelled => "cancelled",
+            StopReason::ModelError { .. } => "model_error",
+            StopReason::ToolFailed { .. } => "tool_failed",
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::Finished => f.write_str("finished"),
+            StopReason::BudgetExhausted { budget } => {
+                let what = match budget {
+                    Budget::Steps => "step",
+                    Budget::Cost => "cost",
+                    Budget::WallTime => "wall-time",
+                    Budget::Context => "context",
+                };
+                write!(f, "the {what} budget is exhausted")
+            }
+            StopReason::Stuck { tool } => write!(f, "stuck: the model kept repeating the same `{tool}` call"),
+            StopReason::Cancelled => f.write_str("cancelled"),
+            StopReason::ModelError { message } => write!(f, "model error: {message}"),
+            StopReason::ToolFailed { message } => write!(f, "tool failure: {message}"),
+        }
+    }
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub stop: StopReason,
+    /// The model's final message (or the grace call's summary).
+    pub summary: String,
+    pub plan: Plan,
+    pub usage: UsageTotals,
+    pub steps: u32,
+    pub tool_calls: u32,
+    pub duration_ms: u64,
+}
+
+/// What to do.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// The first user message: the rendered job template.
+    pub prompt: String,
+    /// The task asks for a change: a first answer without any tool call earns one nudge.
+    pub requires_change: bool,
+}
+
+/// Usage and cost of a run, shared with its sub-agents.
+#[derive(Debug)]
+pub struct Meter {
+    totals: Mutex<UsageTotals>,
+    prices: PriceTable,
+}
+
+impl Meter {
+    pub fn new(prices: PriceTable) -> Arc<Self> {
+        Arc::new(Meter {
+            totals: Mutex::new(UsageTotals::new()),
+            prices,
+        })
+    }
+
+    /// Records one call; returns its cost and the new totals.
+    pub fn record(&self, model: &str, response: &Response) -> (Option<f64>, UsageTotals) {
+        let price = self
+            .prices
+            .lookup(response.model.as_deref().unwrap_or(model))
+            .or_else(|| self.prices.lookup(model));
+        let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
+        let cost = totals.record(&response.usage, price);
+        (cost, totals.clone())
+    }
+
+    pub fn totals(&self) -> UsageTotals {
+        self.totals.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// Consecutive identical calls that earn a warning; one more after it stops the run.
+const REPEAT_WARN: u32 = 3;
+/// Consecutive failed compactions that stop the run.
+const MAX_COMPACTION_FAILURES: u32 = 3;
+
+const NUDGE: &str = "You answered without looking at the repository. This task needs changes to the code: \
+    inspect the repository with the tools (search, read the relevant files), make the change, and verify it \
+    before you give your final answer.";
+
+const COMPACT_PROMPT: &str = "The conversation is getting too long for the context window. Write a summary that \
+    will replace everything before the last few turns, so that you can carry on without it. Do not call any tool. \
+    Use these headings:\n\n## Goal\nThe task, in your own words.\n## Done so far\nWhat you did and found, step by \
+    step.\n## Files\nEvery file read or changed, with what matters about each.\n## Plan\nThe open plan items.\n\
+    ## Key facts and errors\nCommands, test results, error messages and decisions you will need again.";
+
+/// A model and tools, ready to run tasks.
+pub struct Agent {
+    pub model: Arc<dyn Model>,
+    pub tools: Registry,
+    pub system: String,
+    pub config: AgentConfig,
+    pub events: Arc<dyn EventSink>,
+    pub meter: Arc<Meter>,
+}
+
+struct RunState {
+    messages: Vec<Message>,
+    step: u32,
+    tool_calls: u32,
+    last_call: Option<(String, String)>,
+    repeats: u32,
+    warned_repetition: bool,
+    nudged: bool,
+    budget_warned: bool,
+    compaction_failures: u32,
+    size: SizeTracker,
+    plan_version: u64,
+}
+
+impl Agent {
+    /// Runs `task` to the end. Never fails: every way a run can end is an [`Outcome`].
+    pub async fn run(&self, ctx: &ToolContext, task: Task, cancel: &CancellationToken) -> Outcome {
+        let started = Instant::now();
+        self.events.emit(&AgentEvent::RunStarted {
+            model: self.model.name().to_owned(),
+            tools: self.tools.names().map(str::to_owned).collect(),
+            task: context::cut(&task.prompt, 2_000).to_owned(),
+        });
+        let mut state = RunState {
+            messages: vec![Message::user(task.prompt.clone())],
+            step: 0,
+            tool_calls: 0,
+            last_call: None,
+            repeats: 0,
+            warned_repetition: false,
+            nudged: false,
+            budget_warned: false,
+            compaction_failures: 0,
+            size: SizeTracker::default(),
+            plan_version: ctx.plan().version,
+        };
+        let (stop, summary) = self.run_loop(ctx, &task, &mut state, started, cancel).await;
+        let outcome = Outcome {
+            stop,
+            summary,
+            plan: ctx.plan(),
+            usage: self.meter.totals(),
+            steps: state.step,
+            tool_calls: state.tool_calls,
+            duration_ms: started.elapsed().as_millis() as u64,
+        };
+        self.events.emit(&AgentEvent::Finished {
+            outcome: outcome.clone(),
+        });
+        outcome
+    }
+
+    async fn run_loop(
+        &self,
+        ctx: &ToolContext,
+        task: &Task,
+        state: &mut RunState,
+        started: Instant,
+        cancel: &CancellationToken,
+    ) -> (StopReason, String) {
+        let specs = self.tools.specs();
+        loop {
+            if cancel.is_cancelled() {
+                return (StopReason::Cancelled, String::new());
+            }
+            if let Some(budget) = self.exhausted_budget(state, started) {
+                return self.grace(state, &specs, budget, cancel).await;
+            }
+            self.warn_if_budget_low(state, started);
+
+            // Compact ahead of the call when the request would come close to the window.
+            let request = self.request(&state.messages, &specs);
+            if state.size.tokens(&request) as f64 > self.config.compact_at * self.config.context_window as f64
+                && let Err(stop) = self.compact(state, &specs, cancel).await
+            {
+                return (stop, String::new());
+            }
+
+            state.step += 1;
+            self.events.emit(&AgentEvent::StepStarted { step: state.step });
+            let response = match self.call(state, &specs, cancel).await {
+                Ok(response) => response,
+                Err(LlmError::ContextWindowExceeded { message }) => {
+                    tracing::info!(%message, "context window exceeded; compacting and retrying once");
+                    if let Err(stop) = self.compact(state, &specs, cancel).await {
+                        return (stop, String::new());
+                    }
+                    match self.call(state, &specs, cancel).await {
+                        Ok(response) => response,
+                        Err(LlmError::ContextWindowExceeded { .. }) => {
+                            return (
+                                StopReason::BudgetExhausted {
+                                    budget: Budget::Context,
+                                },
+                                String::new(),
+                            );
+                        }
+                        Err(err) => return (model_stop(err), String::new()),
+                    }
+                }
+                Err(err) => return (model_stop(err), String::new()),
+            };
+
+            let calls: Vec<ToolCall> = response.tool_calls().cloned().collect();
+            let text = response.text();
+            if !text.trim().is_empty() {
+                self.events.emit(&AgentEvent::AssistantText {
+                    step: state.step,
+                    text: text.clone(),
+                });
+            }
+            state.messages.push(response.message());
+
+            if calls.is_empty() {
+                if response.stop_reason == ModelStop::MaxTokens && text.trim().is_empty() {
+                    return (
+                        StopReason::ModelError {
+                            message: "the model hit its output limit without answering".into(),
+                        },
+                        String::new(),
+                    );
+                }
+                if task.requires_change && state.tool_calls == 0 && !state.nudged {
+                    state.nudged = true;
+                    self.note(state, NoteKind::Nudge, NUDGE);
+                    continue;
+                }
+                return (StopReason::Finished, text);
+            }
+
+            if let Some(stop) = self.run_calls(ctx, state, &calls, cancel).await {
+                return (stop, String::new());
+            }
+            let plan = ctx.plan();
+            if plan.version != state.plan_version {
+                state.plan_version = plan.version;
+                self.events.emit(&AgentEvent::PlanUpdated { plan });
+            }
+        }
+    }
+
+    fn request(&self, messages: &[Message], specs: &[crate::llm::ToolSpec]) -> Request {
+        Request {
+            system: self.system.clone(),
+            messages: messages.to_vec(),
+            tools: specs.to_vec(),
+            ..Request::default()
+        }
+    }
+
+    /// One model call, streamed so that retries are reported and cancellation is prompt.
+    async fn call(
+        &self,
+        state: &mut RunState,
+        specs: &[crate::llm::ToolSpec],
+        cancel: &CancellationToken,
+    ) -> Result<Response, LlmError> {
+        let request = self.request(&state.messages, specs);
+        let mut stream = self.model.stream(request, cancel.child_token());
+        let mut response = None;
+        while let Some(event) = stream.next().await {
+            match event? {
+                StreamEvent::Retrying { attempt, delay, reason } => self.events.emit(&AgentEvent::ModelRetrying {
+                    step: state.step,
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    reason,
+                }),
+                StreamEvent::Completed(done) => response = Some(done),
+                _ => {}
+            }
+        }
+        let response = response.ok_or_else(|| LlmError::protocol("the model call ended without a response"))?;
+        let (cost, totals) = self.meter.record(self.model.name(), &response);
+        state.size.measured(state.messages.len(), &response.usage);
+        self.events.emit(&AgentEvent::Usage {
+            step: state.step,
+            usage: response.usage,
+            cost_usd: cost,
+            totals,
+        });
+        Ok(response)
+    }
+
+    fn exhausted_budget(&self, state: &RunState, started: Instant) -> Option<Budget> {
+        if state.step >= self.config.max_steps {
+            return Some(Budget::Steps);
+        }
+        if let (Some(limit), Some(spent)) = (self.config.max_cost_usd, self.meter.totals().cost_usd)
+            && spent >= limit
+        {
+            return Some(Budget::Cost);
+        }
+        if self
+            .config
+            .max_wall_time
+            .is_some_and(|limit| started.elapsed() >= limit)
+        {
+            return Some(Budget::WallTime);
+        }
+        None
+    }
+
+    /// Once, when 80% of the steps, cost or time is spent: a note, appended like any message.
+    fn warn_if_budget_low(&self, state: &mut RunState, started: Instant) {
+        if state.budget_warned {
+            return;
+        }
+        let steps = f64::from(state.step) / f64::from(self.config.max_steps.max(1));
+        let cost = match (self.config.max_cost_usd, self.meter.totals().cost_usd) {
+            (Some(limit), Some(spent)) if limit > 0.0 => spent / limit,
+            _ => 0.0,
+        };
+        let time = self
+            .config
+            .max_wall_time
+            .map_or(0.0, |limit| started.elapsed().as_secs_f64() / limit.as_secs_f64());
+        if steps.max(cost).max(time) < 0.8 {
+            return;
+        }
+        state.budget_warned = true;
+        let left = self.config.max_steps.saturating_sub(state.step);
+        let text = format!(
+            "Budget warning: most of this run's budget is spent ({left} of {} steps left). Finish the essential \
+             part of the task now, verify it, and leave the rest for your final report.",
+            self.config.max_steps
+        );
+        self.note(state, NoteKind::BudgetWarning, &text);
+    }
+
+    /// A budget ran out: one last call, told to summarise instead of working on.
+    async fn grace(
+        &self,
+        state: &mut RunState,
+        specs: &[crate::llm::ToolSpec],
+        budget: Budget,
+        cancel: &CancellationToken,
+    ) -> (StopReason, String) {
+        let stop = StopReason::BudgetExhausted { budget };
+        let text = format!(
+            "The run has stopped: {stop}. Do not call any more tools. Write your final report now: what you did, \
+             what state the code is in, how far you verified it, and what is left to do."
+        );
+        self.note(state, NoteKind::Grace, &text);
+        match self.call(state, specs, cancel).await {
+            Ok(response) => {
+                let summary = response.text();
+                state.messages.push(response.message());
+                let summary = if summary.trim().is_empty() {
+                    "(the model gave no summary)".to_owned()
+                } else {
+                    summary
+                };
+                (stop, summary)
+            }
+            Err(err) => {
+                tracing::warn!(%err, "the grace call failed");
+                (stop, String::new())
+            }
+        }
+    }
+
+    fn note(&self, state: &mut RunState, kind: NoteKind, text: &str) {
+        self.events.emit(&AgentEvent::Note {
+            step: state.step,
+            kind,
+            text: text.to_owned(),
+        });
+        state.messages.push(Message::user(text));
+    }
+
+    /// Runs the calls of one turn and appends their results. `Some` ends the run.
+    async fn run_calls(
+        &self,
+        ctx: &ToolContext,
+        state: &mut RunState,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+    ) -> Option<StopReason> {
+        // The repetition guard looks at the calls in the model's order before anything runs.
+        let mut repetition_note = None;
+        for call in calls {
+            let key = (call.name.clone(), canonical_arguments(call));
+            if state.last_call.as_ref() == Some(&key) {
+                state.repeats += 1;
+            } else {
+                state.last_call = Some(key);
+                state.repeats = 1;
+                state.warned_repetition = false;
+            }
+            if state.repeats > REPEAT_WARN && state.warned_repetition {
+                return Some(StopReason::Stuck {
+                    tool: call.name.clone(),
+                });
+            }
+            if state.repeats == REPEAT_WARN {
+                state.warned_repetition = true;
+                repetition_note = Some(format!(
+                    "You have called `{}` with the same arguments {REPEAT_WARN} times in a row, and the result will \
+                     not change. Change strategy: re-read the last results, try a different approach, or finish \
+                     with what you have. Repeating the call again will stop the run.",
+                    call.name
+                ));
+            }
+        }
+
+        // Consecutive read-only calls run together (bounded); each mutating call runs alone, in order.
+        let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(calls.len());
+        let mut index = 0;
+        while index < calls.len() {
+            let read_only = |call: &ToolCall| self.tools.get(&call.name).is_some_and(|t| t.read_only());
+            let end = if read_only(&calls[index]) {
+                index + calls[index..].iter().take_while(|c| read_only(c)).count()
+            } else {
+                index + 1
+            };
+            let step = state.step;
+            let running: Vec<_> = calls[index..end]
+                .iter()
+                .map(|call| self.execute(ctx, step, call, cancel))
+                .collect();
+            let batch = futures_util::stream::iter(running)
+                .buffered(self.config.read_only_concurrency.max(1))
+                .collect::<Vec<_>>()
+                .await;
+            outcomes.extend(batch);
+            index = end;
+        }
+        state.tool_calls += calls.len() as u32;
+
+        let fatal = outcomes.iter().find_map(|o| o.fatal.clone());
+        let mut pending: Vec<PendingResult> = outcomes
+            .iter()
+            .zip(calls)
+            .map(|(outcome, call)| PendingResult {
+                call_id: call.id.clone(),
+                content: outcome.content.clone(),
+                paginated: self.tools.get(&call.name).is_some_and(|t| t.paginated()),
+                persisted_to: None,
+            })
+            .collect();
+        self.config
+            .output
+            .apply(&mut pending, &ctx.run_dir.join("tool-results"));
+        for ((result, outcome), call) in pending.into_iter().zip(&outcomes).zip(calls) {
+            self.events.emit(&AgentEvent::ToolFinished {
+                step: state.step,
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                duration_ms: outcome.duration.as_millis() as u64,
+                is_error: outcome.is_error,
+                output_chars: outcome.content.len(),
+                persisted_to: result.persisted_to.as_ref().map(|p| p.display().to_string()),
+            });
+            state
+                .messages
+                .push(Message::tool_result(call.id.clone(), result.content, outcome.is_error));
+        }
+        if let Some(message) = fatal {
+            return Some(StopReason::ToolFailed { message });
+        }
+        if cancel.is_cancelled() {
+            return Some(StopReason::Cancelled);
+        }
+        if let Some(text) = repetition_note {
+            self.note(state, NoteKind::Repetition, &text);
+        }
+        None
+    }
+
+    /// One call: every failure becomes an error result for the model, never a crash.
+    async fn execute(&self, ctx: &ToolContext, step: u32, call: &ToolCall, cancel: &CancellationToken) -> CallOutcome {
+        let started = Instant::now();
+        self.events.emit(&AgentEvent::ToolStarted {
+            step,
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: context::cut(&call.arguments, 500).to_owned(),
+        });
+        let result = self.dispatch(ctx, call, cancel).await;
+        let (content, is_error, fatal) = match result {
+            Ok(content) => (content, false, None),
+            Err(ToolError::Respond(message)) => (message, true, None),
+            Err(ToolError::Fatal(message)) => (message.clone(), true, Some(message)),
+        };
+        CallOutcome {
+            content,
+            is_error,
+            fatal,
+            duration: started.elapsed(),
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        ctx: &ToolContext,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Result<String, ToolError> {
+        let Some(tool) = self.tools.get(&call.name) else {
+            let names: Vec<_> = self.tools.names().collect();
+            return Err(ToolError::respond(format!(
+                "there is no tool named `{}`; the tools are: {}",
+                call.name,
+                names.join(", ")
+            )));
+        };
+        let args = call.parse_arguments().map_err(ToolError::Respond)?;
+        let running = AssertUnwindSafe(tool.call(ctx, args)).catch_unwind();
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ToolError::respond("cancelled")),
+            result = running => match result {
+                Ok(result) => result,
+                Err(panic) => {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    tracing::error!(tool = %call.name, %what, "a tool panicked");
+                    Err(ToolError::respond(format!("the `{}` tool failed internally: {what}", call.name)))
+                }
+            },
+        }
+    }
+
+    /// Replaces the older turns by a summary the model writes. `Err` ends the run.
+    async fn compact(
+        &self,
+        state: &mut RunState,
+        specs: &[crate::llm::ToolSpec],
+        cancel: &CancellationToken,
+    ) -> Result<(), StopReason> {
+        let (head, keep_from) = context::split_for_compaction(&state.messages, self.config.keep_recent_turns);
+        if keep_from <= head {
+            return self.compaction_failed(state, "there are no older turns to summarise");
+        }
+        let before = state.messages.len();
+        let tokens_before = state.size.tokens(&self.request(&state.messages, specs));
+        // The summary request shares the prefix of the conversation (cache hit) and asks for prose.
+        let mut drop_oldest = 0;
+        let summary = loop {
+            let mut messages: Vec<Message> = state.messages[..head].to_vec();
+            let start = align_to_turn(&state.messages, head + drop_oldest).min(keep_from);
+            if drop_oldest > 0 {
+                messages.push(Message::user(
+                    "(Some of the oldest turns are left out here: they no longer fit.)",
+                ));
+            }
+            messages.extend_from_slice(&state.messages[start..keep_from]);
+            messages.push(Message::user(COMPACT_PROMPT));
+            let request = Request {
+                system: self.system.clone(),
+                messages,
+                tools: specs.to_vec(),
+                ..Request::default()
+            };
+            match self
+                .model
+                .stream(request, cancel.child_token())
+                .collect::<Vec<_>>()
+                .await
+                .into_iter()
+                .last()
+            {
+                Some(Ok(StreamEvent::Completed(response))) => {
+                    let (cost, totals) = self.meter.record(self.model.name(), &response);
+                    self.events.emit(&AgentEvent::Usage {
+                        step: state.step,
+                        usage: response.usage,
+                        cost_usd: cost,
+                        totals,
+                    });
+                    let text = response.text();
+                    if text.trim().is_empty() {
+                        return self.compaction_failed(state, "the model wrote an empty summary");
+                    }
+                    break text;
+                }
+                Some(Err(LlmError::Cancelled)) => return Err(StopReason::Cancelled),
+                // The summary request itself is too long: leave out the oldest half of what is left.
+                Some(Err(LlmError::ContextWindowExceeded { .. })) if keep_from - (head + drop_oldest) > 1 => {
+                    drop_oldest += (keep_from - head - drop_oldest).div_ceil(2);
+                }
+                Some(Err(err)) => return self.compaction_failed(state, &err.to_string()),
+                _ => return self.compaction_failed(state, "the summary call ended without a response"),
+            }
+        };
+        let mut messages: Vec<Message> = state.messages[..head].to_vec();
+        messages.push(Message::user(format!(
+            "Summary of the earlier part of this run (it replaces the turns it covers):\n\n{}",
+            summary.trim()
+        )));
+        messages.extend_from_slice(&state.messages[keep_from..]);
+        state.messages = messages;
+        state.size.reset();
+        state.compaction_failures = 0;
+        let tokens_after = state.size.tokens(&self.request(&state.messages, specs));
+        self.events.emit(&AgentEvent::Compacted {
+            step: state.step,
+            messages_before: before,
+            messages_after: state.messages.len(),
+            tokens_before,
+            tokens_after,
+        });
+        Ok(())
+    }
+
+    fn compaction_failed(&self, state: &mut RunState, reason: &str) -> Result<(), StopReason> {
+        state.compaction_failures += 1;
+        self.events.emit(&AgentEvent::CompactionFailed {
+            step: state.step,
+            reason: reason.to_owned(),
+        });
+        tracing::warn!(failures = state.compaction_failures, %reason, "compaction failed");
+        if state.compaction_failures >= MAX_COMPACTION_FAILURES {
+            Err(StopReason::BudgetExhausted {
+                budget: Budget::Context,
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+struct CallOutcome {
+    content: String,
+    is_error: bool,
+    fatal: Option<String>,
+    duration: Duration,
+}
+
+fn model_stop(err: LlmError) -> StopReason {
+    match err {
+        LlmError::Cancelled => StopReason::Cancelled,
+        other => StopReason::ModelError {
+            message: other.to_string(),
+        },
+    }
+}
+
+/// Arguments in a canonical form (sorted keys), so `{"a":1,"b":2}` and `{"b":2,"a":1}` count as the same call.
+fn canonical_arguments(call: &ToolCall) -> String {
+    match call.parse_arguments() {
+        Ok(map) => serde_json::Value::Object(map).to_string(),
+        Err(_) => call.arguments.trim().to_owned(),
+    }
+}
+
+/// The first index at or after `index` where an assistant turn starts (so no tool result loses its call).
+fn align_to_turn(messages: &[Message], index: usize) -> usize {
+    messages[index..]
+        .iter()
+        .position(|m| matches!(m, Message::Assistant { .. }))
+        .map_or(messages.len(), |offset| index + offset)
+}

@@ -1,0 +1,318 @@
+//! `pitcrew run`: one task on a local repository, end to end — a branch, the agent in a sandbox
+//! session, a commit of what it changed, and a report for the terminal or as JSON.
+
+pub mod progress;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::events::{EventSink, Fanout, TrajectoryLog};
+use crate::agent::subagent::TaskTool;
+use crate::agent::{Agent, AgentConfig, Meter, StopReason, Task};
+use crate::config::{Config, SandboxBackend};
+use crate::llm::{self, Model, Usage};
+use crate::prompts::{PromptError, Prompts, Template};
+use crate::sandbox::Session;
+use crate::sandbox::local::{LocalOptions, LocalSession};
+use crate::tools::{self, Plan, Registry, ToolContext, Workspace};
+use crate::workspace::{self, ChangedFile, LocalRepo, WorkspaceError};
+
+/// New files larger than this are not committed (a build artefact or a data dump, not a fix).
+pub const MAX_NEW_FILE_BYTES: u64 = 1024 * 1024;
+/// Repository instructions are capped: they share the context with the work.
+const MAX_INSTRUCTIONS_CHARS: usize = 16_000;
+/// Files whose content is added to the task as the repository's own instructions for agents.
+pub const INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"];
+
+pub struct RunOptions {
+    pub repo: PathBuf,
+    pub task: String,
+    /// Work on the current branch instead of a new `pitcrew/<slug>` one.
+    pub in_place: bool,
+    pub config: Config,
+    pub prompts: Prompts,
+    /// The front end (progress display); the trajectory log is added by the run.
+    pub events: Arc<dyn EventSink>,
+    /// Replaces the configured model (tests hand in a scripted one).
+    pub model: Option<Arc<dyn Model>>,
+    pub cancel: CancellationToken,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error("could not set up the run directory {path}: {source}")]
+    RunDir { path: PathBuf, source: std::io::Error },
+    #[error("could not start the sandbox: {0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+    #[error("could not create the model client: {0}")]
+    Model(#[from] llm::LlmError),
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+}
+
+/// Everything a run did, for people (`render_text`) and machines (`--json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// `finished`, `budget_exhausted`, `stuck`, `cancelled`, `model_error` or `tool_failed`.
+    pub status: &'static str,
+    pub stop: StopReason,
+    pub branch: Option<String>,
+    pub commit: Option<String>,
+    pub changed_files: Vec<ChangedFile>,
+    /// New files left uncommitted because of their size.
+    pub skipped_files: Vec<String>,
+    pub tests: Option<TestSummary>,
+    pub plan: Plan,
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    pub steps: u32,
+    pub tool_calls: u32,
+    pub duration_ms: u64,
+    pub summary: String,
+    pub run_dir: String,
+    pub sandbox: String,
+}
+
+/// The last test run of the agent.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestSummary {
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub failures: Vec<String>,
+}
+
+impl RunReport {
+    pub fn finished(&self) -> bool {
+        self.stop == StopReason::Finished
+    }
+}
+
+/// Runs `options.task` in `options.repo`.
+pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
+    let repo = LocalRepo::open(&options.repo)?;
+    repo.ensure_clean()?;
+    let start = repo.head()?;
+    let branch = if options.in_place {
+        repo.current_branch()
+    } else {
+        Some(repo.create_branch(&format!("pitcrew/{}", workspace::slug(&options.task, 40)))?)
+    };
+    let root = repo.root().to_owned();
+
+    let run_dir = repo.git_dir().join("pitcrew").join("runs").join(run_id());
+    std::fs::create_dir_all(&run_dir).map_err(|source| RunError::RunDir {
+        path: run_dir.clone(),
+        source,
+    })?;
+    let trajectory = TrajectoryLog::create(&run_dir.join("trajectory.jsonl")).map_err(|source| RunError::RunDir {
+        path: run_dir.clone(),
+        source,
+    })?;
+    let events: Arc<dyn EventSink> = Arc::new(Fanout(vec![Box::new(trajectory), Box::new(options.events.clone())]));
+
+    if options.config.sandbox.backend == SandboxBackend::Docker {
+        tracing::warn!(
+            "the docker sandbox backend is not available yet: commands run on this machine, unsandboxed (local backend)"
+        );
+    }
+    let session: Arc<dyn Session> = Arc::new(LocalSession::start(&root, local_options())?);
+    let workspace = Workspace::new(&root)
+        .and_then(|w| w.with_read_root(&run_dir))
+        .map_err(|source| RunError::RunDir {
+            path: run_dir.clone(),
+            source,
+        })?;
+
+    let model = match options.model {
+        Some(model) => model,
+        None => llm::connect(options.config.model.settings())?,
+    };
+    let agent_config = agent_config(&options.config);
+    let meter = Meter::new(options.config.price_table());
+    let registry = registry(model.clone(), &agent_config, meter.clone());
+    let system = options
+        .prompts
+        .render(Template::System, &[("workspace", &root.display().to_string())])?;
+    let context = format!(
+        "A local run of `pitcrew run` in {}, on branch {}. The person who started it reads your final report \
+         in their terminal.",
+        root.display(),
+        branch.as_deref().unwrap_or("(detached HEAD)")
+    );
+    let instructions = repository_instructions(&workspace);
+    let prompt = options.prompts.render(
+        Template::Fix,
+        &[
+            ("task", options.task.trim()),
+            ("context", &context),
+            ("instructions", &instructions),
+        ],
+    )?;
+
+    let ctx = ToolContext {
+        workspace,
+        sandbox: session.clone(),
+        run_dir: run_dir.clone(),
+        test_command: None,
+        plan: Mutex::new(Plan::default()),
+        reads: Default::default(),
+        tests: Mutex::new(None),
+        cancel: options.cancel.clone(),
+    };
+    let agent = Agent {
+        model,
+        tools: registry,
+        system,
+        config: agent_config,
+        events,
+        meter,
+    };
+    let outcome = agent
+        .run(
+            &ctx,
+            Task {
+                prompt,
+                requires_change: true,
+            },
+            &options.cancel,
+        )
+        .await;
+    if let Err(err) = session.stop().await {
+        tracing::warn!(%err, "stopping the sandbox session failed");
+    }
+
+    let changed_files = repo.changed_files(start)?;
+    let commit = repo.commit_all(
+        &commit_message(&options.task, &outcome.summary),
+        MAX_NEW_FILE_BYTES,
+        None,
+    )?;
+    let tests = ctx.tests().map(|report| TestSummary {
+        passed: report.passed,
+        failed: report.failed,
+        skipped: report.skipped,
+        failures: report.failures.iter().map(|f| f.name.clone()).collect(),
+    });
+    Ok(RunReport {
+        status: outcome.stop.label(),
+        stop: outcome.stop,
+        branch,
+        commit: commit.commit,
+        changed_files,
+        skipped_files: commit.skipped_large,
+        tests,
+        plan: outcome.plan,
+        usage: outcome.usage.usage,
+        cost_usd: outcome.usage.cost_usd,
+        steps: outcome.steps,
+        tool_calls: outcome.tool_calls,
+        duration_ms: outcome.duration_ms,
+        summary: outcome.summary,
+        run_dir: run_dir.display().to_string(),
+        sandbox: session.describe(),
+    })
+}
+
+/// The agent's limits from configuration.
+pub fn agent_config(config: &Config) -> AgentConfig {
+    AgentConfig {
+        max_steps: config.agent.max_steps,
+        max_cost_usd: config.agent.max_cost_usd,
+        max_wall_time: Some(config.agent.max_wall_time),
+        context_window: config.model.context_window,
+        ..AgentConfig::default()
+    }
+}
+
+/// Every tool of a code-changing run, the `task` sub-agent included.
+pub fn registry(model: Arc<dyn Model>, config: &AgentConfig, meter: Arc<Meter>) -> Registry {
+    let mut registry = Registry::new();
+    for tool in tools::all_tools() {
+        registry.add(tool);
+    }
+    let task = TaskTool::new(model, &registry, config, meter, (config.max_steps / 4).clamp(5, 25));
+    registry.add(Arc::new(task));
+    registry
+}
+
+fn local_options() -> LocalOptions {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let from_env_or_home = |var: &str, dir: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(dir)).filter(|p| p.is_dir()))
+    };
+    LocalOptions {
+        cargo_home: from_env_or_home("CARGO_HOME", ".cargo"),
+        rustup_home: from_env_or_home("RUSTUP_HOME", ".rustup"),
+        ..LocalOptions::default()
+    }
+}
+
+/// The repository's instructions for agents, each file capped, all of them within one budget. Read
+/// through the workspace's path rules: a hostile repository's `AGENTS.md` may be a symlink elsewhere.
+pub fn repository_instructions(workspace: &Workspace) -> String {
+    let mut out = String::new();
+    for name in INSTRUCTION_FILES {
+        let Ok(path) = workspace.resolve_read(name) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let room = MAX_INSTRUCTIONS_CHARS.saturating_sub(out.len());
+        if text.trim().is_empty() || room < 200 {
+            continue;
+        }
+        let shown = crate::agent::context::cut(text.trim(), room - 100);
+        out.push_str(&format!("## {name}\n\n{shown}\n"));
+        if shown.len() < text.trim().len() {
+            out.push_str(&format!(
+                "\n[{name} is cut here: {} of {} characters shown]\n",
+                shown.len(),
+                text.len()
+            ));
+        }
+        out.push('\n');
+    }
+    if out.is_empty() {
+        "The repository has no instructions for agents (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md).".into()
+    } else {
+        out.trim_end().to_owned()
+    }
+}
+
+fn commit_message(task: &str, summary: &str) -> String {
+    let first_line = task.lines().find(|l| !l.trim().is_empty()).unwrap_or("task").trim();
+    let title = crate::agent::context::cut(first_line, 60);
+    let ellipsis = if title.len() < first_line.len() { "…" } else { "" };
+    let body = crate::agent::context::cut(summary.trim(), 4_000);
+    if body.is_empty() {
+        format!("pitcrew: {title}{ellipsis}")
+    } else {
+        format!("pitcrew: {title}{ellipsis}\n\n{body}")
+    }
+}
+
+fn run_id() -> String {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("{seconds}-{:04x}", fastrand::u16(..))
+}
+
+/// Resolves `--repo` for messages: the path as given when it cannot be canonicalised.
+pub fn display_path(path: &Path) -> String {
+    path.canonicalize()
+        .unwrap_or_else(|_| path.to_owned())
+        .display()
+        .to_string()
+}

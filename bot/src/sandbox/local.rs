@@ -1,0 +1,814 @@
+//! The `local` sandbox backend: commands run as plain processes on the host, in the workspace, for
+//! machines without Docker. Opt-in, and unsandboxed: every session says so in the log.
+//!
+//! What it does guard: the environment (an explicit allow-list, never the host's, so no tokens or
+//! API keys leak into commands), the working directory (never outside the workspace), time (the
+//! whole process group is killed on timeout, on cancellation, on `stop()` and after the shell
+//! exits, so background children cannot outlive their command) and memory (only the head and tail
+//! of each output stream are kept).
+//!
+//! What it cannot guard without privileges: the network, the file system outside the workspace,
+//! and the number of processes. A fork bomb runs until the timeout kills its process group (a
+//! process that leaves the group with `setsid` escapes that too); we deliberately set no
+//! `RLIMIT_NPROC`, as it counts every process of the bot's user. The Docker backend owns real
+//! limits.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::ffi::OsString;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+use super::{ExecOutput, ExecRequest, SandboxError, Session};
+use crate::tools::BoxFuture;
+
+/// How long to wait for the pipes to close once the process group has been killed. Only a process
+/// that escaped the group can keep them open that long.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long to wait for the shell to be reaped after `SIGKILL`.
+const REAP_TIMEOUT: Duration = Duration::from_secs(5);
+const READ_CHUNK: usize = 64 * 1024;
+const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Configuration of the local backend.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LocalOptions {
+    /// Variables added to the allow-list, from configuration (they may override it).
+    pub env: Vec<(String, String)>,
+    /// `PATH` for commands; the host's `PATH` when `None`.
+    pub path: Option<OsString>,
+    /// Passed on as `CARGO_HOME` when set. `HOME` is a fresh directory per session, so toolchains
+    /// installed under the user's home (rustup, cargo) need these to be found.
+    pub cargo_home: Option<PathBuf>,
+    /// Passed on as `RUSTUP_HOME` when set.
+    pub rustup_home: Option<PathBuf>,
+}
+
+/// A session of the local backend. Stops (kills what still runs, removes its `HOME`) on drop too.
+#[derive(Debug)]
+pub struct LocalSession {
+    /// Canonical, so escapes through `..` or symlinks can be checked by prefix.
+    workspace: PathBuf,
+    /// The per-session `HOME`, removed by `stop()`.
+    home: PathBuf,
+    /// The base environment of every command.
+    env: Vec<(OsString, OsString)>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    stopped: bool,
+    /// Process groups of the commands still running.
+    groups: BTreeSet<i32>,
+}
+
+impl LocalSession {
+    /// Starts a session in `workspace`, which must be an existing directory.
+    pub fn start(workspace: &Path, options: LocalOptions) -> Result<LocalSession, SandboxError> {
+        let workspace = workspace
+            .canonicalize()
+            .map_err(|err| SandboxError::Backend(format!("workspace {}: {err}", workspace.display())))?;
+        if !workspace.is_dir() {
+            return Err(SandboxError::Backend(format!(
+                "workspace {} is not a directory",
+                workspace.display()
+            )));
+        }
+        let home = make_home()?;
+        let env = base_env(&home, options);
+        tracing::warn!(
+            workspace = %workspace.display(),
+            "local sandbox: commands run UNSANDBOXED on the host, as the bot's user, with its network and file system"
+        );
+        Ok(LocalSession {
+            workspace,
+            home,
+            env,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// The `HOME` commands see.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The working directory of a request: inside the workspace, after following symlinks.
+    fn resolve_cwd(&self, cwd: Option<&Path>) -> Result<PathBuf, SandboxError> {
+        let Some(cwd) = cwd else {
+            return Ok(self.workspace.clone());
+        };
+        let mut depth = 0usize;
+        for component in cwd.components() {
+            match component {
+                Component::Normal(_) => depth += 1,
+                Component::CurDir => {}
+                Component::ParentDir if depth > 0 => depth -= 1,
+                Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                    return Err(escape(cwd));
+                }
+            }
+        }
+        let joined = self.workspace.join(cwd);
+        let resolved = joined
+            .canonicalize()
+            .map_err(|err| SandboxError::Spawn(format!("working directory {}: {err}", cwd.display())))?;
+        if !resolved.starts_with(&self.workspace) {
+            return Err(escape(cwd));
+        }
+        if !resolved.is_dir() {
+            return Err(SandboxError::Spawn(format!(
+                "working directory {} is not a directory",
+                cwd.display()
+            )));
+        }
+        Ok(resolved)
+    }
+
+    async fn run(&self, request: ExecRequest) -> Result<ExecOutput, SandboxError> {
+        let cwd = self.resolve_cwd(request.cwd.as_deref())?;
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&request.command)
+            .current_dir(&cwd)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(request.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+
+        // Spawn and register under the lock, so `stop()` either sees the group or refuses the spawn.
+        let (mut child, mut group) = {
+            let mut state = self.state();
+            if state.stopped {
+                return Err(SandboxError::Stopped);
+            }
+            let child = command.spawn().map_err(|err| SandboxError::Spawn(err.to_string()))?;
+            let pgid = child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .ok_or_else(|| SandboxError::Backend("the spawned shell has no process id".to_owned()))?;
+            state.groups.insert(pgid);
+            (
+                child,
+                Group {
+                    session: self,
+                    pgid,
+                    killed: false,
+                },
+            )
+        };
+        let started = Instant::now();
+
+        let half = request.output_limit / 2;
+        let mut stdout = Capture::new(half, request.output_limit - half);
+        let mut stderr = Capture::new(half, request.output_limit - half);
+        let (stdout_pipe, stderr_pipe) = (child.stdout.take(), child.stderr.take());
+        let mut reads = Box::pin(async {
+            tokio::join!(stdout.read_from(stdout_pipe), stderr.read_from(stderr_pipe));
+        });
+        let deadline = tokio::time::sleep(request.timeout);
+        tokio::pin!(deadline);
+
+        let mut reads_done = false;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break Some(status),
+                () = &mut deadline => break None,
+                () = &mut reads, if !reads_done => reads_done = true,
+            }
+        };
+        let timed_out = status.is_none();
+        // Whatever the shell left running in the background goes with it.
+        group.kill();
+        let status = match status {
+            Some(status) => status,
+            None => match tokio::time::timeout(REAP_TIMEOUT, child.wait()).await {
+                Ok(status) => status,
+                Err(_) => {
+                    return Err(SandboxError::Backend(
+                        "the killed command could not be reaped".to_owned(),
+                    ));
+                }
+            },
+        }
+        .map_err(|err| SandboxError::Backend(format!("waiting for the command: {err}")))?;
+        if !reads_done && tokio::time::timeout(DRAIN_TIMEOUT, &mut reads).await.is_err() {
+            tracing::warn!(command = %request.command, "a process that left the command's group holds its output open");
+        }
+        drop(reads);
+        let duration = started.elapsed();
+        drop(group);
+
+        if self.state().stopped {
+            return Err(SandboxError::Stopped);
+        }
+        let truncated = stdout.truncated() || stderr.truncated();
+        Ok(ExecOutput {
+            exit_code: if timed_out { None } else { status.code() },
+            stdout_bytes: stdout.total,
+            stderr_bytes: stderr.total,
+            stdout: stdout.into_text(),
+            stderr: stderr.into_text(),
+            truncated,
+            timed_out,
+            duration,
+        })
+    }
+
+    fn kill_all(&self) {
+        let groups = std::mem::take(&mut self.state().groups);
+        for pgid in groups {
+            kill_group(pgid);
+        }
+    }
+}
+
+impl Session for LocalSession {
+    fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    fn describe(&self) -> String {
+        "local (unsandboxed)".to_owned()
+    }
+
+    fn exec<'a>(&'a self, request: ExecRequest) -> BoxFuture<'a, Result<ExecOutput, SandboxError>> {
+        Box::pin(self.run(request))
+    }
+
+    fn stop<'a>(&'a self) -> BoxFuture<'a, Result<(), SandboxError>> {
+        Box::pin(async move {
+            let first = !std::mem::replace(&mut self.state().stopped, true);
+            self.kill_all();
+            if first {
+                match std::fs::remove_dir_all(&self.home) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(err) => {
+                        return Err(SandboxError::Backend(format!(
+                            "removing {}: {err}",
+                            self.home.display()
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Drop for LocalSession {
+    fn drop(&mut self) {
+        let stopped = std::mem::replace(&mut self.state().stopped, true);
+        self.kill_all();
+        if !stopped {
+            let _ = std::fs::remove_dir_all(&self.home);
+        }
+    }
+}
+
+/// A running command's process group: killed when dropped, so a cancelled `exec` (its future
+/// dropped) takes its processes with it.
+struct Group<'a> {
+    session: &'a LocalSession,
+    pgid: i32,
+    killed: bool,
+}
+
+impl Group<'_> {
+    fn kill(&mut self) {
+        if !self.killed {
+            self.killed = true;
+            kill_group(self.pgid);
+        }
+    }
+}
+
+impl Drop for Group<'_> {
+    fn drop(&mut self) {
+        self.kill();
+        self.session.state().groups.remove(&self.pgid);
+    }
+}
+
+fn kill_group(pgid: i32) {
+    // ESRCH (nothing left in the group) is the usual, harmless outcome.
+    let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+}
+
+fn escape(cwd: &Path) -> SandboxError {
+    SandboxError::Spawn(format!("working directory {} is outside the workspace", cwd.display()))
+}
+
+/// Creates the session's private `HOME` under the system temp directory.
+fn make_home() -> Result<PathBuf, SandboxError> {
+    let base = std::env::temp_dir();
+    let mut last_error = None;
+    for _ in 0..8 {
+        let path = base.join(format!("pitcrew-home-{}-{:08x}", std::process::id(), fastrand::u32(..)));
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => return Ok(path),
+            Err(err) => last_error = Some(err),
+        }
+    }
+    Err(SandboxError::Backend(format!(
+        "could not create a HOME under {}: {}",
+        base.display(),
+        last_error.map(|err| err.to_string()).unwrap_or_default()
+    )))
+}
+
+/// The allow-list every command starts from. Later entries win: configuration may override.
+fn base_env(home: &Path, options: LocalOptions) -> Vec<(OsString, OsString)> {
+    let path = options
+        .path
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_else(|| FALLBACK_PATH.into());
+    let mut env: Vec<(OsString, OsString)> = vec![
+        ("PATH".into(), path),
+        ("HOME".into(), home.into()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("TERM".into(), "dumb".into()),
+        ("CI".into(), "true".into()),
+        ("NO_COLOR".into(), "1".into()),
+        ("PAGER".into(), "cat".into()),
+        ("GIT_PAGER".into(), "cat".into()),
+        ("GIT_TERMINAL_PROMPT".into(), "0".into()),
+    ];
+    if let Some(cargo_home) = options.cargo_home {
+        env.push(("CARGO_HOME".into(), cargo_home.into()));
+    }
+    if let Some(rustup_home) = options.rustup_home {
+        env.push(("RUSTUP_HOME".into(), rustup_home.into()));
+    }
+    env.extend(options.env.into_iter().map(|(k, v)| (k.into(), v.into())));
+    env
+}
+
+/// One output stream, kept as its first and last bytes, with the full count.
+struct Capture {
+    head: Vec<u8>,
+    head_limit: usize,
+    tail: VecDeque<u8>,
+    tail_limit: usize,
+    total: u64,
+}
+
+impl Capture {
+    fn new(head_limit: usize, tail_limit: usize) -> Self {
+        Capture {
+            head: Vec::new(),
+            head_limit,
+            tail: VecDeque::new(),
+            tail_limit,
+            total: 0,
+        }
+    }
+
+    /// Reads to the end of the pipe (or the first error: what was read stays).
+    async fn read_from(&mut self, pipe: Option<impl AsyncRead + Unpin>) {
+        let Some(mut pipe) = pipe else { return };
+        let mut buf = vec![0u8; READ_CHUNK];
+        loop {
+            match pipe.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => self.push(&buf[..n]),
+            }
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = self.head_limit - self.head.len();
+        if room > 0 {
+            let take = room.min(bytes.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        if bytes.len() >= self.tail_limit {
+            self.tail.clear();
+            self.tail.extend(&bytes[bytes.len() - self.tail_limit..]);
+        } else {
+            self.tail.extend(bytes);
+            let excess = self.tail.len().saturating_sub(self.tail_limit);
+            self.tail.drain(..excess);
+        }
+    }
+
+    fn truncated(&self) -> bool {
+        self.total > (self.head.len() + self.tail.len()) as u64
+    }
+
+    /// Lossy UTF-8 with NULs replaced; when truncated, head and tail around a marker counting the
+    /// omitted bytes.
+    fn into_text(self) -> String {
+        let truncated = self.truncated();
+        let Capture {
+            mut head, tail, total, ..
+        } = self;
+        let mut tail = Vec::from(tail);
+        if !truncated {
+            head.extend_from_slice(&tail);
+            return decode(&head);
+        }
+        // Cut at character boundaries rather than leave broken characters at the marker.
+        head.truncate(utf8_prefix_len(&head));
+        let skip = tail.iter().take(3).take_while(|b| (**b & 0xC0) == 0x80).count();
+        tail.drain(..skip);
+        let omitted = total - (head.len() + tail.len()) as u64;
+        let mut text = decode(&head);
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[… {} bytes omitted …]\n", group_digits(omitted)));
+        text.push_str(&decode(&tail));
+        text
+    }
+}
+
+/// The length of `bytes` without a trailing incomplete UTF-8 sequence.
+fn utf8_prefix_len(bytes: &[u8]) -> usize {
+    // Look back at most 3 bytes for the lead byte of the last sequence.
+    for back in 1..=bytes.len().min(4) {
+        let byte = bytes[bytes.len() - back];
+        if byte & 0xC0 == 0x80 {
+            continue;
+        }
+        let width = match byte {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        return if width > back { bytes.len() - back } else { bytes.len() };
+    }
+    bytes.len()
+}
+
+fn decode(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).replace('\0', "\u{FFFD}")
+}
+
+/// `1234567` → `1,234,567`.
+pub(crate) fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn session() -> (tempfile::TempDir, LocalSession) {
+        let dir = tempfile::tempdir().unwrap();
+        let session = LocalSession::start(dir.path(), LocalOptions::default()).unwrap();
+        (dir, session)
+    }
+
+    fn request(command: &str) -> ExecRequest {
+        ExecRequest::new(command, Duration::from_secs(10))
+    }
+
+    fn quick(command: &str) -> ExecRequest {
+        ExecRequest::new(command, Duration::from_secs(1))
+    }
+
+    /// Whether a process is still alive (a zombie counts as gone).
+    fn alive(pid: i32) -> bool {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the parenthesised command name.
+        match state.rsplit_once(')') {
+            Some((_, rest)) => !rest.trim_start().starts_with(['Z', 'X']),
+            None => false,
+        }
+    }
+
+    /// The pids the command wrote to `pids`, one a line.
+    fn pids(dir: &Path) -> Vec<i32> {
+        let text = std::fs::read_to_string(dir.join("pids")).unwrap();
+        text.lines().map(|line| line.trim().parse().unwrap()).collect()
+    }
+
+    async fn assert_all_gone(pids: &[i32]) {
+        assert!(!pids.is_empty());
+        // SIGKILL is asynchronous: give the kernel a moment to finish the processes.
+        for _ in 0..50 {
+            if !pids.iter().any(|pid| alive(*pid)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let left: Vec<_> = pids.iter().filter(|pid| alive(**pid)).collect();
+        panic!("processes left behind: {left:?}");
+    }
+
+    #[tokio::test]
+    async fn exit_codes_and_streams_are_reported_apart() {
+        let (_dir, session) = session();
+        let out = session.exec(request("echo out; echo err >&2; exit 3")).await.unwrap();
+        assert_eq!(out.exit_code, Some(3));
+        assert_eq!(out.stdout, "out\n");
+        assert_eq!(out.stderr, "err\n");
+        assert_eq!((out.stdout_bytes, out.stderr_bytes), (4, 4));
+        assert!(!out.truncated && !out.timed_out);
+        assert_eq!(session.exec(request("true")).await.unwrap().exit_code, Some(0));
+        assert_eq!(session.describe(), "local (unsandboxed)");
+    }
+
+    #[tokio::test]
+    async fn commands_run_in_the_workspace_and_cwd_cannot_escape() {
+        let (dir, session) = session();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let out = session.exec(request("pwd")).await.unwrap();
+        assert_eq!(out.stdout.trim(), root.to_str().unwrap());
+        let mut sub = request("pwd");
+        sub.cwd = Some("sub/../sub".into());
+        assert_eq!(
+            session.exec(sub).await.unwrap().stdout.trim(),
+            root.join("sub").to_str().unwrap()
+        );
+
+        for cwd in ["..", "sub/../..", "/tmp"] {
+            let mut req = request("pwd");
+            req.cwd = Some(cwd.into());
+            let err = session.exec(req).await.unwrap_err();
+            assert!(
+                matches!(&err, SandboxError::Spawn(m) if m.contains("outside the workspace")),
+                "{cwd}: {err}"
+            );
+        }
+        std::os::unix::fs::symlink("/", dir.path().join("root")).unwrap();
+        let mut req = request("pwd");
+        req.cwd = Some("root".into());
+        assert!(matches!(session.exec(req).await.unwrap_err(), SandboxError::Spawn(m) if m.contains("outside")));
+    }
+
+    #[tokio::test]
+    async fn the_environment_is_an_allow_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = LocalOptions {
+            env: vec![("FROM_CONFIG".into(), "yes".into())],
+            ..LocalOptions::default()
+        };
+        let session = LocalSession::start(dir.path(), options).unwrap();
+        let mut req = request("env | sort; echo HOME=$HOME");
+        req.env = vec![("FROM_REQUEST".into(), "also".into())];
+        let out = session.exec(req).await.unwrap();
+        let names: BTreeSet<&str> = out
+            .stdout
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, _)| k)
+            .collect();
+        let allowed = [
+            "PATH",
+            "HOME",
+            "LANG",
+            "TERM",
+            "CI",
+            "NO_COLOR",
+            "PAGER",
+            "GIT_PAGER",
+            "GIT_TERMINAL_PROMPT",
+            "FROM_CONFIG",
+            "FROM_REQUEST",
+            // Set by sh itself.
+            "PWD",
+            "OLDPWD",
+            "SHLVL",
+            "_",
+        ];
+        for name in &names {
+            assert!(allowed.contains(name), "unexpected variable {name} in\n{}", out.stdout);
+        }
+        assert!(out.stdout.contains("FROM_CONFIG=yes\n") && out.stdout.contains("FROM_REQUEST=also\n"));
+        assert!(out.stdout.contains("NO_COLOR=1\n") && out.stdout.contains("GIT_TERMINAL_PROMPT=0\n"));
+        let home = session.home().to_str().unwrap();
+        assert!(out.stdout.contains(&format!("HOME={home}\n")));
+        if let Some(real) = std::env::var_os("HOME") {
+            assert_ne!(Path::new(home), Path::new(&real));
+        }
+        assert!(session.home().is_dir());
+        session.stop().await.unwrap();
+        assert!(!session.home().exists());
+        assert_eq!(session.exec(request("true")).await.unwrap_err(), SandboxError::Stopped);
+    }
+
+    /// Runs `test` again, alone in a fresh test process with `var` set, and checks that it passed.
+    /// Returns whether this is that fresh process, which does the real work.
+    fn rerun_alone(test: &str, var: &str, value: &str) -> bool {
+        if std::env::var_os(var).is_some() {
+            return true;
+        }
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([test, "--exact", "--test-threads=1"])
+            .env(var, value)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success() && stdout.contains("1 passed"), "{stdout}");
+        false
+    }
+
+    /// `set_var` is `unsafe` (and unsafe code is forbidden), so the secret is set for a fresh run.
+    #[tokio::test]
+    async fn host_secrets_are_not_inherited() {
+        if !rerun_alone(
+            "sandbox::local::tests::host_secrets_are_not_inherited",
+            "PITCREW_TEST_SECRET",
+            "x",
+        ) {
+            return;
+        }
+        let (_dir, session) = session();
+        let out = session
+            .exec(request("echo \"[$PITCREW_TEST_SECRET]\"; env"))
+            .await
+            .unwrap();
+        assert!(out.stdout.starts_with("[]\n"), "{}", out.stdout);
+        assert!(!out.stdout.contains("PITCREW_TEST_SECRET"));
+    }
+
+    #[tokio::test]
+    async fn a_timeout_kills_the_whole_group() {
+        let (dir, session) = session();
+        let out = session
+            .exec(quick("sleep 100 & echo $! > pids; echo $$ >> pids; sleep 100"))
+            .await
+            .unwrap();
+        assert!(out.timed_out);
+        assert_eq!(out.exit_code, None);
+        assert!(out.duration < Duration::from_secs(5), "{:?}", out.duration);
+        assert_all_gone(&pids(dir.path())).await;
+    }
+
+    #[tokio::test]
+    async fn background_children_do_not_hold_exec() {
+        let (dir, session) = session();
+        let out = session
+            .exec(request("sleep 100 & echo $! > pids; echo done"))
+            .await
+            .unwrap();
+        // Had the child kept the pipes open, exec would have waited out the drain timeout.
+        assert!(out.duration < DRAIN_TIMEOUT, "{:?}", out.duration);
+        assert_eq!(
+            (out.exit_code, out.stdout.as_str(), out.timed_out),
+            (Some(0), "done\n", false)
+        );
+        assert_all_gone(&pids(dir.path())).await;
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_processes_leaves_nothing_behind() {
+        let (dir, session) = session();
+        let out = session
+            .exec(quick("for i in $(seq 50); do sleep 30 & echo $! >> pids; done; wait"))
+            .await
+            .unwrap();
+        assert!(out.timed_out);
+        let pids = pids(dir.path());
+        assert_eq!(pids.len(), 50);
+        assert_all_gone(&pids).await;
+    }
+
+    /// Alone in its process, so that the peak memory it checks is its own.
+    #[tokio::test]
+    async fn huge_output_keeps_head_and_tail() {
+        if !rerun_alone(
+            "sandbox::local::tests::huge_output_keeps_head_and_tail",
+            "PITCREW_TEST_ALONE",
+            "1",
+        ) {
+            return;
+        }
+        let (_dir, session) = session();
+        let mut req = request("printf start; head -c 50000000 /dev/zero | tr '\\0' a; printf end");
+        req.output_limit = 1000;
+        let out = session.exec(req).await.unwrap();
+        assert_eq!(out.exit_code, Some(0));
+        assert_eq!(out.stdout_bytes, 50_000_008);
+        assert!(out.truncated);
+        let expected = format!(
+            "start{}\n[… 49,999,008 bytes omitted …]\n{}end",
+            "a".repeat(495),
+            "a".repeat(497)
+        );
+        assert_eq!(out.stdout, expected);
+        assert_eq!(out.stderr_bytes, 0);
+        // Peak resident memory of this test process stays far below the 50 MB written.
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let peak_kb: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        assert!(peak_kb < 40_000, "peak RSS {peak_kb} kB");
+    }
+
+    #[tokio::test]
+    async fn binary_output_decodes() {
+        let (_dir, session) = session();
+        let out = session
+            .exec(request("head -c 1000 /dev/urandom; printf 'a\\000b' >&2"))
+            .await
+            .unwrap();
+        assert_eq!(out.stdout_bytes, 1000);
+        assert!(!out.truncated);
+        assert!(!out.stdout.contains('\0'));
+        assert_eq!(out.stderr, "a\u{FFFD}b");
+    }
+
+    #[tokio::test]
+    async fn dropping_exec_kills_the_command() {
+        let (dir, session) = session();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let exec = session.exec(request("sleep 100 & echo $! > pids; echo $$ >> pids; sleep 100"));
+        let trigger = cancel.clone();
+        let wait_for_pids = async {
+            while !dir.path().join("pids").exists() || pids(dir.path()).len() < 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            trigger.cancel();
+        };
+        let run = async {
+            tokio::select! {
+                out = exec => Some(out),
+                () = cancel.cancelled() => None,
+            }
+        };
+        let (result, ()) = tokio::join!(run, wait_for_pids);
+        assert!(result.is_none());
+        assert_all_gone(&pids(dir.path())).await;
+        assert!(session.state().groups.is_empty());
+    }
+
+    #[tokio::test]
+    async fn stop_kills_running_commands() {
+        let (dir, session) = session();
+        let exec = session.exec(request("sleep 100 & echo $! > pids; echo $$ >> pids; sleep 100"));
+        let stop = async {
+            while !dir.path().join("pids").exists() || pids(dir.path()).len() < 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            session.stop().await
+        };
+        let started = Instant::now();
+        let (result, stopped) = tokio::join!(exec, stop);
+        stopped.unwrap();
+        assert_eq!(result.unwrap_err(), SandboxError::Stopped);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_all_gone(&pids(dir.path())).await;
+    }
+
+    #[test]
+    fn captures_count_everything_and_keep_the_ends() {
+        let mut capture = Capture::new(4, 4);
+        for chunk in [&b"abc"[..], b"defgh", b"ij", b"klmnopq"] {
+            capture.push(chunk);
+        }
+        assert_eq!(capture.total, 17);
+        assert_eq!(capture.into_text(), "abcd\n[… 9 bytes omitted …]\nnopq");
+        let mut small = Capture::new(4, 4);
+        small.push(b"12345678");
+        assert!(!small.truncated());
+        assert_eq!(small.into_text(), "12345678");
+        // A character cut by the head or the tail is left out whole.
+        let mut split = Capture::new(2, 2);
+        split.push("aé-xyz-éb".as_bytes());
+        assert_eq!(split.into_text(), "a\n[… 9 bytes omitted …]\nb");
+    }
+
+    #[test]
+    fn digits_are_grouped() {
+        assert_eq!(group_digits(0), "0");
+        assert_eq!(group_digits(999), "999");
+        assert_eq!(group_digits(1000), "1,000");
+        assert_eq!(group_digits(123_456_789), "123,456,789");
+    }
+}

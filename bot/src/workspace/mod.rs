@@ -1,0 +1,307 @@
+//! Git working copies: opening a repository, checking it is clean, making the run's branch,
+//! committing what the agent changed (respecting `.gitignore` and a size limit for new files) and
+//! listing the changes. Mirrors, per-job copies and pushes build on this.
+
+use std::path::{Path, PathBuf};
+
+use git2::{BranchType, IndexAddOption, Oid, Repository, Signature, Status, StatusOptions};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("{path} is not inside a git repository")]
+    NotARepository { path: PathBuf },
+    #[error("the repository at {path} has no working tree (it is bare)")]
+    Bare { path: PathBuf },
+    #[error(
+        "the working tree has uncommitted changes ({}); commit or stash them first, so that pitcrew's commit holds \
+         only its own work",
+        .files.join(", ")
+    )]
+    Dirty { files: Vec<String> },
+    #[error("the repository has no commit yet; make one first")]
+    NoHead,
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+/// A file the run changed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ChangedFile {
+    pub path: String,
+    /// `added`, `modified`, `deleted`, `renamed`.
+    pub change: &'static str,
+}
+
+/// What committing did.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct CommitResult {
+    /// `None` when nothing changed.
+    pub commit: Option<String>,
+    /// New files left out because they are larger than the limit.
+    pub skipped_large: Vec<String>,
+}
+
+pub struct LocalRepo {
+    repo: Repository,
+    root: PathBuf,
+}
+
+impl LocalRepo {
+    /// Opens the repository containing `path`.
+    pub fn open(path: &Path) -> Result<Self, WorkspaceError> {
+        let repo = Repository::discover(path).map_err(|_| WorkspaceError::NotARepository { path: path.to_owned() })?;
+        let root = repo
+            .workdir()
+            .ok_or_else(|| WorkspaceError::Bare { path: path.to_owned() })?
+            .to_owned();
+        Ok(LocalRepo { repo, root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The `.git` directory.
+    pub fn git_dir(&self) -> &Path {
+        self.repo.path()
+    }
+
+    /// Fails when tracked files are modified or untracked files exist (ignored files are fine).
+    pub fn ensure_clean(&self) -> Result<(), WorkspaceError> {
+        let mut options = StatusOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false);
+        let statuses = self.repo.statuses(Some(&mut options))?;
+        let mut files: Vec<String> = statuses
+            .iter()
+            .filter(|e| e.status() != Status::CURRENT)
+            .filter_map(|e| e.path().map(str::to_owned))
+            .collect();
+        if files.is_empty() {
+            return Ok(());
+        }
+        let more = files.len().saturating_sub(10);
+        files.truncate(10);
+        if more > 0 {
+            files.push(format!("and {more} more"));
+        }
+        Err(WorkspaceError::Dirty { files })
+    }
+
+    pub fn head(&self) -> Result<Oid, WorkspaceError> {
+        let head = self.repo.head().map_err(|_| WorkspaceError::NoHead)?;
+        head.peel_to_commit()
+            .map(|c| c.id())
+            .map_err(|_| WorkspaceError::NoHead)
+    }
+
+    /// The checked-out branch's short name, if HEAD is on a branch.
+    pub fn current_branch(&self) -> Option<String> {
+        let head = self.repo.head().ok()?;
+        head.is_branch().then(|| head.shorthand().map(str::to_owned)).flatten()
+    }
+
+    /// Creates `name` (or `name-2`, `name-3` … when taken) at HEAD and checks it out; returns its name.
+    pub fn create_branch(&self, name: &str) -> Result<String, WorkspaceError> {
+        let head = self.repo.find_commit(self.head()?)?;
+        let mut candidate = name.to_owned();
+        let mut n = 1;
+        while self.repo.find_branch(&candidate, BranchType::Local).is_ok() {
+            n += 1;
+            candidate = format!("{name}-{n}");
+        }
+        let branch = self.repo.branch(&candidate, &head, false)?;
+        let reference = branch
+            .get()
+            .name()
+            .ok_or_else(|| git2::Error::from_str("branch name is not UTF-8"))?;
+        // The branch points at HEAD's commit, so the working tree and index stay as they are.
+        self.repo.set_head(reference)?;
+        Ok(candidate)
+    }
+
+    /// Stages every change (honouring `.gitignore`; new files over `max_new_file_bytes` are left out
+    /// and reported) and commits it on HEAD. Nothing changed → no commit.
+    pub fn commit_all(
+        &self,
+        message: &str,
+        max_new_file_bytes: u64,
+        co_author: Option<&str>,
+    ) -> Result<CommitResult, WorkspaceError> {
+        let mut index = self.repo.index()?;
+        let mut skipped_large = Vec::new();
+        let root = self.root.clone();
+        let mut callback = |path: &Path, _spec: &[u8]| -> i32 {
+            let full = root.join(path);
+            let tracked = self
+                .repo
+                .status_file(path)
+                .map(|s| !s.contains(Status::WT_NEW))
+                .unwrap_or(true);
+            let too_big = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_file() && m.len() > max_new_file_bytes);
+            if !tracked && too_big {
+                skipped_large.push(path.display().to_string());
+                1 // skip
+            } else {
+                0
+            }
+        };
+        index.add_all(["*"].iter(), IndexAddOption::DEFAULT, Some(&mut callback))?;
+        index.update_all(["*"].iter(), None)?;
+        index.write()?;
+        let tree_id = index.write_tree()?;
+        let parent = self.repo.find_commit(self.head()?)?;
+        if parent.tree_id() == tree_id {
+            return Ok(CommitResult {
+                commit: None,
+                skipped_large,
+            });
+        }
+        let tree = self.repo.find_tree(tree_id)?;
+        let signature = self.signature()?;
+        let mut message = message.trim_end().to_owned();
+        if let Some(co_author) = co_author {
+            message.push_str(&format!("\n\nCo-authored-by: {co_author}"));
+        }
+        message.push('\n');
+        let oid = self
+            .repo
+            .commit(Some("HEAD"), &signature, &signature, &message, &tree, &[&parent])?;
+        Ok(CommitResult {
+            commit: Some(oid.to_string()),
+            skipped_large,
+        })
+    }
+
+    /// The repository's configured identity, else pitcrew's own.
+    fn signature(&self) -> Result<Signature<'static>, WorkspaceError> {
+        match self.repo.signature() {
+            Ok(signature) => Ok(signature.to_owned()),
+            Err(_) => Ok(Signature::now("pitcrew", "pitcrew@users.noreply.github.com")?),
+        }
+    }
+
+    /// Files that differ between commit `from` and the working tree (untracked files included).
+    pub fn changed_files(&self, from: Oid) -> Result<Vec<ChangedFile>, WorkspaceError> {
+        let tree = self.repo.find_commit(from)?.tree()?;
+        let mut options = git2::DiffOptions::new();
+        options.include_untracked(true).recurse_untracked_dirs(true);
+        let mut diff = self
+            .repo
+            .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut options))?;
+        diff.find_similar(None)?;
+        let mut files = Vec::new();
+        for delta in diff.deltas() {
+            let change = match delta.status() {
+                git2::Delta::Added | git2::Delta::Untracked => "added",
+                git2::Delta::Deleted => "deleted",
+                git2::Delta::Renamed => "renamed",
+                _ => "modified",
+            };
+            let path = delta.new_file().path().or_else(|| delta.old_file().path());
+            if let Some(path) = path {
+                files.push(ChangedFile {
+                    path: path.display().to_string(),
+                    change,
+                });
+            }
+        }
+        Ok(files)
+    }
+}
+
+/// A branch-name-safe slug of a task: `fix the flaky test!` → `fix-the-flaky-test`.
+pub fn slug(text: &str, max_len: usize) -> String {
+    let mut slug = String::new();
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+        if slug.len() >= max_len {
+            break;
+        }
+    }
+    let slug = slug.trim_end_matches('-').to_owned();
+    if slug.is_empty() { "task".to_owned() } else { slug }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+
+    fn repo() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "target/\n").unwrap();
+        git(dir.path(), &["add", "."]);
+        git(dir.path(), &["commit", "-q", "-m", "init"]);
+        dir
+    }
+
+    #[test]
+    fn branch_commit_and_changes() {
+        let dir = repo();
+        let repo = LocalRepo::open(dir.path()).unwrap();
+        repo.ensure_clean().unwrap();
+        let start = repo.head().unwrap();
+        assert_eq!(repo.create_branch("pitcrew/fix").unwrap(), "pitcrew/fix");
+        assert_eq!(repo.current_branch().as_deref(), Some("pitcrew/fix"));
+        std::fs::write(dir.path().join("a.txt"), "two\n").unwrap();
+        std::fs::write(dir.path().join("new.txt"), "new\n").unwrap();
+        std::fs::create_dir(dir.path().join("target")).unwrap();
+        std::fs::write(dir.path().join("target/out.bin"), "ignored").unwrap();
+        std::fs::write(dir.path().join("huge.bin"), vec![b'x'; 2_000]).unwrap();
+        assert!(matches!(repo.ensure_clean(), Err(WorkspaceError::Dirty { .. })));
+        let changed = repo.changed_files(start).unwrap();
+        let paths: Vec<_> = changed.iter().map(|c| (c.path.as_str(), c.change)).collect();
+        assert_eq!(
+            paths,
+            [("a.txt", "modified"), ("huge.bin", "added"), ("new.txt", "added")]
+        );
+
+        let result = repo
+            .commit_all("pitcrew: fix\n\nbody", 1_000, Some("Ann <ann@example.com>"))
+            .unwrap();
+        assert_eq!(result.skipped_large, ["huge.bin"]);
+        let commit = repo
+            .repo
+            .find_commit(Oid::from_str(result.commit.as_deref().unwrap()).unwrap())
+            .unwrap();
+        assert_eq!(
+            commit.message().unwrap(),
+            "pitcrew: fix\n\nbody\n\nCo-authored-by: Ann <ann@example.com>\n"
+        );
+        let tree = commit.tree().unwrap();
+        assert!(tree.get_path(Path::new("new.txt")).is_ok());
+        assert!(tree.get_path(Path::new("huge.bin")).is_err());
+        assert!(tree.get_path(Path::new("target/out.bin")).is_err());
+        // Nothing left to commit but the skipped file: no commit.
+        assert_eq!(repo.commit_all("again", 1_000, None).unwrap().commit, None);
+        // The branch name is taken: a numbered one is made.
+        assert_eq!(repo.create_branch("pitcrew/fix").unwrap(), "pitcrew/fix-2");
+    }
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug("Fix the flaky test!", 40), "fix-the-flaky-test");
+        assert_eq!(slug("  ??? ", 40), "task");
+        assert_eq!(slug("Ünïcode and_more stuff", 12), "n-code-and-m");
+    }
+}

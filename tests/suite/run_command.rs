@@ -1,0 +1,214 @@
+//! `pitcrew run` end to end: a real repository with a failing test, the scripted model driving the
+//! real tools and the real test runner, and the branch, commit and report that come out.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use pitcrew::agent::StopReason;
+use pitcrew::agent::events::Recorder;
+use pitcrew::config::{Config, LoadOptions};
+use pitcrew::llm::Provider;
+use pitcrew::prompts::Prompts;
+use pitcrew::run::{RunOptions, RunReport};
+use pitcrew_tests::repo::TestRepo;
+use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::agent_loop::model;
+
+fn config(server: &ScriptedModel) -> Config {
+    let overrides = vec![
+        format!("model.base_url={}", server.openai_base_url()),
+        "model.name=gpt-4o".to_owned(),
+        "sandbox.backend=local".to_owned(),
+    ];
+    Config::load(LoadOptions {
+        config_path: None,
+        env: &BTreeMap::new(),
+        overrides: &overrides,
+    })
+    .unwrap()
+}
+
+async fn run(repo: &TestRepo, server: &ScriptedModel, task: &str) -> RunReport {
+    pitcrew::run::run(RunOptions {
+        repo: repo.path().to_owned(),
+        task: task.into(),
+        in_place: false,
+        config: config(server),
+        prompts: Prompts::embedded(),
+        events: Arc::new(Recorder::default()),
+        model: Some(model(server, Provider::OpenAi)),
+        cancel: CancellationToken::new(),
+    })
+    .await
+    .unwrap()
+}
+
+fn plan(statuses: [&str; 3]) -> serde_json::Value {
+    json!({"steps": [
+        {"id": "1", "title": "Find the failing test", "status": statuses[0]},
+        {"id": "2", "title": "Fix the code", "status": statuses[1]},
+        {"id": "3", "title": "Run the tests", "status": statuses[2]},
+    ]})
+}
+
+/// The scripted session of a careful agent: plan, search, read, fix, test, close the plan.
+fn fixing_script(search: &str, file: &str, old: &str, new: &str) -> Script {
+    Script::new()
+        .turn(
+            Reply::text("I'll find the code under test first.")
+                .tool_call("update_plan", plan(["in_progress", "pending", "pending"]))
+                .tool_call("grep", json!({"pattern": search}))
+                .usage(2_000, 80),
+        )
+        .turn(
+            Reply::new()
+                .tool_call("read_file", json!({"path": file}))
+                .usage(2_400, 30),
+        )
+        .turn(
+            Reply::text("The function is off by one.")
+                .tool_call("edit_file", json!({"path": file, "old_string": old, "new_string": new}))
+                .tool_call("update_plan", plan(["done", "done", "in_progress"]))
+                .usage(2_800, 60),
+        )
+        .turn(Reply::new().tool_call("run_tests", json!({})).usage(3_000, 20))
+        .turn(
+            Reply::new()
+                .tool_call("update_plan", plan(["done", "done", "done"]))
+                .usage(3_400, 40),
+        )
+        .turn(Reply::text("Fixed the off-by-one in `add`; the tests pass.").usage(3_500, 30))
+}
+
+fn assert_fixed(repo: &TestRepo, server: &ScriptedModel, report: &RunReport, file: &str) {
+    assert_eq!(report.stop, StopReason::Finished, "{report:#?}");
+    assert_eq!(report.summary, "Fixed the off-by-one in `add`; the tests pass.");
+    assert_eq!(report.branch.as_deref(), Some("pitcrew/fix-the-failing-test"));
+    let commit = report.commit.as_deref().expect("a commit");
+    // The branch holds the commit, which holds the fix; main is untouched.
+    assert_eq!(
+        repo.git(&["rev-parse", "pitcrew/fix-the-failing-test"]).unwrap().trim(),
+        commit
+    );
+    assert_eq!(repo.git(&["diff", "--name-only", "main", commit]).unwrap().trim(), file);
+    let message = repo.git(&["log", "-1", "--format=%B", commit]).unwrap();
+    assert!(
+        message.starts_with("pitcrew: Fix the failing test\n\nFixed the off-by-one"),
+        "{message}"
+    );
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]).unwrap(),
+        "",
+        "the run left uncommitted files"
+    );
+    let tests = report.tests.as_ref().expect("a test result");
+    assert_eq!((tests.passed, tests.failed), (2, 0), "{tests:?}");
+    assert_eq!(
+        report
+            .plan
+            .steps
+            .iter()
+            .filter(|s| s.status == pitcrew::tools::StepStatus::Done)
+            .count(),
+        3
+    );
+    assert_eq!(report.steps, 6);
+    assert_eq!(report.usage.input_tokens, 2_000 + 2_400 + 2_800 + 3_000 + 3_400 + 3_500);
+    assert!(report.cost_usd.is_some_and(|c| c > 0.0));
+    // No tool call failed along the way.
+    for request in server.requests() {
+        for message in request.body["messages"].as_array().unwrap() {
+            if message["role"] == "tool" {
+                let content = message["content"].as_str().unwrap();
+                assert!(!content.starts_with("Error:"), "a tool failed: {content}");
+            }
+        }
+    }
+    // The trajectory log holds every event.
+    let log = std::fs::read_to_string(format!("{}/trajectory.jsonl", report.run_dir)).unwrap();
+    assert!(log.lines().next().unwrap().contains("\"type\":\"run_started\""));
+    assert!(log.lines().last().unwrap().contains("\"type\":\"finished\""));
+    server.assert_script_consumed();
+}
+
+#[tokio::test]
+async fn a_rust_crate_with_a_failing_test_is_fixed_on_a_branch() {
+    let repo = TestRepo::new(&[
+        ("Cargo.toml", "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n"),
+        (".gitignore", "/target\n"),
+        (
+            "Cargo.lock",
+            "# This file is automatically @generated by Cargo.\n# It is not intended for manual editing.\nversion = 4\n\n\
+             [[package]]\nname = \"calc\"\nversion = \"0.1.0\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a + b - 1\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    \
+             #[test]\n    fn adds() {\n        assert_eq!(add(2, 2), 4);\n    }\n\n    #[test]\n    fn zero() {\n        \
+             assert_eq!(add(0, 0), 0);\n    }\n}\n",
+        ),
+    ])
+    .unwrap();
+    let server = ScriptedModel::start(fixing_script("fn add", "src/lib.rs", "a + b - 1", "a + b"));
+    let report = run(&repo, &server, "Fix the failing test").await;
+    assert_fixed(&repo, &server, &report, "src/lib.rs");
+    assert!(repo.read("src/lib.rs").unwrap().contains("    a + b\n"));
+}
+
+#[tokio::test]
+async fn a_python_package_with_a_failing_test_is_fixed_on_a_branch() {
+    let repo = TestRepo::new(&[
+        ("pyproject.toml", "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n"),
+        (".gitignore", "__pycache__/\n.pytest_cache/\n"),
+        ("calc.py", "def add(a, b):\n    return a + b - 1\n"),
+        (
+            "tests/test_calc.py",
+            "from calc import add\n\n\ndef test_adds():\n    assert add(2, 2) == 4\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        ),
+        ("tests/conftest.py", "import sys, pathlib\nsys.path.insert(0, str(pathlib.Path(__file__).parent.parent))\n"),
+    ])
+    .unwrap();
+    let server = ScriptedModel::start(fixing_script("def add", "calc.py", "a + b - 1", "a + b"));
+    let report = run(&repo, &server, "Fix the failing test").await;
+    assert_fixed(&repo, &server, &report, "calc.py");
+}
+
+#[tokio::test]
+async fn a_dirty_working_tree_is_refused() {
+    let repo = TestRepo::new(&[("a.txt", "a\n")]).unwrap();
+    repo.write("a.txt", "changed\n").unwrap();
+    let server = ScriptedModel::start(Script::new());
+    let err = pitcrew::run::run(RunOptions {
+        repo: repo.path().to_owned(),
+        task: "anything".into(),
+        in_place: false,
+        config: config(&server),
+        prompts: Prompts::embedded(),
+        events: Arc::new(Recorder::default()),
+        model: Some(model(&server, Provider::OpenAi)),
+        cancel: CancellationToken::new(),
+    })
+    .await
+    .expect_err("a dirty tree must be refused");
+    assert!(err.to_string().contains("uncommitted changes (a.txt)"), "{err}");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn nothing_to_commit_is_reported_not_an_error() {
+    let repo = TestRepo::new(&[("a.txt", "a\n")]).unwrap();
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(Reply::new().tool_call("read_file", json!({"path": "a.txt"})))
+            .turn(Reply::text("a.txt is already correct; nothing to change.")),
+    );
+    let report = run(&repo, &server, "Check a.txt").await;
+    assert_eq!(report.stop, StopReason::Finished);
+    assert_eq!(report.commit, None);
+    assert!(report.changed_files.is_empty());
+    let text = pitcrew::run::progress::render_text(&report);
+    assert!(text.contains("commit:   none (nothing changed)"), "{text}");
+}
