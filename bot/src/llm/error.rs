@@ -82,7 +82,7 @@ impl LlmError {
         }
     }
 
-    pub(crate) fn protocol(message: impl Into<String>) -> Self {
+    pub fn protocol(message: impl Into<String>) -> Self {
         LlmError::Protocol {
             message: message.into(),
         }
