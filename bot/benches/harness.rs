@@ -5,7 +5,11 @@
 //!
 //! Run: `cargo bench -p pitcrew --bench harness` (figures go in BENCHMARKS.md).
 
-#![allow(clippy::print_stderr, clippy::print_stdout, reason = "a benchmark reports on the terminal")]
+#![allow(
+    clippy::print_stderr,
+    clippy::print_stdout,
+    reason = "a benchmark reports on the terminal"
+)]
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -133,7 +137,10 @@ struct Timing {
 
 impl EventSink for Timing {
     fn emit(&self, event: &AgentEvent) {
-        if let AgentEvent::ToolFinished { is_error: true, tool, .. } = event {
+        if let AgentEvent::ToolFinished {
+            is_error: true, tool, ..
+        } = event
+        {
             eprintln!("tool call failed: {tool}");
             self.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
@@ -250,7 +257,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let total = started.elapsed();
     assert_eq!(outcome.stop, StopReason::Finished, "{outcome:?}");
     assert_eq!(outcome.tool_calls as usize, STEPS);
-    assert_eq!(timing.errors.load(std::sync::atomic::Ordering::Relaxed), 0, "some tool calls failed");
+    assert_eq!(
+        timing.errors.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "some tool calls failed"
+    );
 
     let tool_times = spent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let marks = timing

@@ -196,6 +196,7 @@ fn run_prints_one_json_report_and_exits_by_its_status() {
     );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}\n{stdout}");
+    assert!(stderr.contains("  edit_file {"), "progress lines: {stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     for key in [
         "status",

@@ -600,3 +600,95 @@ fn strip_cache_control(value: &mut Value) {
         _ => {}
     }
 }
+
+#[tokio::test]
+async fn a_sub_agent_researches_with_read_only_tools_and_only_its_report_comes_back() {
+    let repo = repo();
+    let server = ScriptedModel::start(
+        Script::new()
+            // The parent hands a question to a sub-agent…
+            .turn(Reply::new().tool_call(
+                "task",
+                json!({"description": "find add", "prompt": "Where is `add` defined, and what does it return?"}),
+            ))
+            // …which searches, reads and reports (these two turns are the sub-agent's)…
+            .turn(
+                Reply::new()
+                    .tool_call("grep", json!({"pattern": "fn add"}))
+                    .usage(500, 10),
+            )
+            .turn(Reply::text("`add` is in src/lib.rs:1 and returns `a + b - 1`.").usage(600, 20))
+            // …and the parent finishes with the report in its context.
+            .turn(Reply::text("The bug is the `- 1` in src/lib.rs.")),
+    );
+    let job = job(&repo);
+    let model = model(&server, Provider::OpenAi);
+    let config = AgentConfig::default();
+    let meter = Meter::new(PriceTable::default());
+    let registry = pitcrew::run::registry(model.clone(), &config, meter.clone());
+    let (mut agent, _) = agent(model, registry, config);
+    agent.meter = meter;
+    let outcome = run(&agent, &job.ctx, "find the bug").await;
+    assert_eq!(outcome.stop, StopReason::Finished, "{outcome:?}");
+    let requests = server.requests();
+    // The sub-agent saw none of the parent's conversation and only read-only tools.
+    let sub_messages = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(
+        sub_messages[1]["content"],
+        "Where is `add` defined, and what does it return?"
+    );
+    let sub_tools: Vec<&str> = requests[1].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(sub_tools, ["glob", "grep", "list_dir", "read_file"]);
+    // Only the report entered the parent's context.
+    let (_, report) = &tool_results(&server, 3)[0];
+    assert_eq!(report, "`add` is in src/lib.rs:1 and returns `a + b - 1`.");
+    assert_eq!(
+        requests[3].body["messages"].as_array().unwrap().len(),
+        4,
+        "system, task, call, result: nothing else"
+    );
+    // The sub-agent's tokens count toward the run.
+    assert_eq!(outcome.usage.usage.input_tokens, 1_100);
+}
+
+#[tokio::test]
+async fn cost_and_wall_time_budgets_end_with_the_grace_call() {
+    let repo = repo();
+    // Each call costs $2.50 + $10 per million in/out tokens: 100k input tokens is $0.25.
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(Reply::new().tool_call("list_dir", json!({})).usage(100_000, 10))
+            .turn(Reply::text("Listed the tree; nothing else done.")),
+    );
+    let job = job(&repo);
+    let config = AgentConfig {
+        max_cost_usd: Some(0.10),
+        ..AgentConfig::default()
+    };
+    let (spender, _) = agent(model(&server, Provider::OpenAi), all_tools(), config);
+    let outcome = run(&spender, &job.ctx, "fix").await;
+    assert_eq!(outcome.stop, StopReason::BudgetExhausted { budget: Budget::Cost });
+    assert_eq!(outcome.summary, "Listed the tree; nothing else done.");
+    assert!(outcome.usage.cost_usd.unwrap() > 0.10);
+
+    let server = ScriptedModel::start(Script::new().turn(Reply::text("I ran out of time before starting.")));
+    let config = AgentConfig {
+        max_wall_time: Some(Duration::ZERO),
+        ..AgentConfig::default()
+    };
+    let (late, _) = agent(model(&server, Provider::OpenAi), all_tools(), config);
+    let outcome = run(&late, &job.ctx, "fix").await;
+    assert_eq!(
+        outcome.stop,
+        StopReason::BudgetExhausted {
+            budget: Budget::WallTime
+        }
+    );
+    assert_eq!(outcome.summary, "I ran out of time before starting.");
+    assert_eq!(outcome.steps, 0);
+}
