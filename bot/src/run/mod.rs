@@ -3,7 +3,7 @@
 
 pub mod progress;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -309,10 +309,34 @@ fn run_id() -> String {
     format!("{seconds}-{:04x}", fastrand::u16(..))
 }
 
-/// Resolves `--repo` for messages: the path as given when it cannot be canonicalised.
-pub fn display_path(path: &Path) -> String {
-    path.canonicalize()
-        .unwrap_or_else(|_| path.to_owned())
-        .display()
-        .to_string()
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_instructions_are_read_capped_and_never_through_a_symlink_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        assert!(repository_instructions(&workspace).starts_with("The repository has no instructions for agents"));
+
+        std::fs::write(dir.path().join("AGENTS.md"), "Run `make check` before you finish.\n").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("CLAUDE.md")).unwrap();
+        std::fs::create_dir(dir.path().join(".github")).unwrap();
+        std::fs::write(dir.path().join(".github/copilot-instructions.md"), "x".repeat(40_000)).unwrap();
+        let text = repository_instructions(&workspace);
+        assert!(text.starts_with("## AGENTS.md\n\nRun `make check` before you finish."), "{text}");
+        assert!(!text.contains("root:"), "followed a symlink out of the workspace");
+        assert!(text.contains("## .github/copilot-instructions.md"));
+        assert!(text.contains("[.github/copilot-instructions.md is cut here:"), "{}", &text[text.len() - 200..]);
+        assert!(text.len() <= MAX_INSTRUCTIONS_CHARS + 200, "{}", text.len());
+    }
+
+    #[test]
+    fn commit_messages_are_titled_by_the_task_and_carry_the_report() {
+        assert_eq!(commit_message("Fix the parser\nmore detail", "Fixed it."), "pitcrew: Fix the parser\n\nFixed it.");
+        let long = "x".repeat(100);
+        assert_eq!(commit_message(&long, ""), format!("pitcrew: {}…", "x".repeat(60)));
+    }
 }
