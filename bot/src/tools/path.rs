@@ -15,6 +15,9 @@ pub struct Workspace {
     root: PathBuf,
     /// Canonical; readable, never writable.
     read_roots: Vec<PathBuf>,
+    /// Where the sandbox mounts the checkout (`/workspace` in a container): absolute paths the model
+    /// copies from command output are read as paths in the checkout.
+    mount_point: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -29,7 +32,14 @@ impl Workspace {
         Ok(Workspace {
             root: root.canonicalize()?,
             read_roots: Vec::new(),
+            mount_point: None,
         })
+    }
+
+    /// Where commands see the checkout, when that is not where it is on the host.
+    pub fn with_mount_point(mut self, dir: &Path) -> Self {
+        self.mount_point = Some(dir.to_owned()).filter(|dir| dir != &self.root);
+        self
     }
 
     /// Adds a directory the tools may read but not write; it must exist.
@@ -91,7 +101,11 @@ impl Workspace {
         let outside = || ToolError::respond(format!("`{path}` is outside the workspace"));
         let given = Path::new(path);
         let joined = if given.is_absolute() {
-            given.to_path_buf()
+            match self.mount_point.as_ref().and_then(|mount| given.strip_prefix(mount).ok()) {
+                // Checked like any relative path below: `/workspace/../etc` still escapes.
+                Some(rest) => self.root.join(rest),
+                None => given.to_path_buf(),
+            }
         } else {
             self.root.join(given)
         };
@@ -341,5 +355,18 @@ mod tests {
         assert_eq!(ws.resolve_read(result.to_str().unwrap()).unwrap(), result);
         assert_eq!(ws.display(&result), result.display().to_string());
         assert!(err(ws.resolve_write(result.to_str().unwrap())).contains("outside the workspace"));
+    }
+
+    #[test]
+    fn paths_under_the_sandbox_mount_point_are_paths_in_the_checkout() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap().with_mount_point(Path::new("/workspace"));
+        let root = dir.path().canonicalize().unwrap();
+        assert_eq!(workspace.resolve_read("/workspace/a.txt").unwrap(), root.join("a.txt"));
+        assert_eq!(workspace.resolve_write("/workspace/new/b.txt").unwrap(), root.join("new/b.txt"));
+        assert!(workspace.resolve_read("/workspace/../etc/passwd").is_err());
+        assert!(workspace.resolve_read("/workspacex/a.txt").is_err());
+        assert!(workspace.resolve_write("/workspace/.git/config").is_err());
     }
 }
