@@ -5,6 +5,7 @@
 //! only names and types), the layers are merged, and `validate` below turns the merge into typed
 //! values, collecting every problem rather than stopping at the first.
 
+mod bytesize;
 mod duration;
 mod error;
 mod raw;
@@ -23,7 +24,7 @@ use crate::llm::{HttpOptions, ModelSettings, Price, PriceTable, RetryPolicy};
 
 pub use error::{ConfigError, ConfigErrors, Hint, Origin};
 
-use raw::{Layer, RawConfig, RawDuration};
+use raw::{Layer, RawByteSize, RawConfig, RawDuration};
 
 /// The file read when neither `--config` nor `PITCREW_CONFIG` names one (and it exists).
 pub const DEFAULT_CONFIG_FILE: &str = "pitcrew.toml";
@@ -141,10 +142,41 @@ impl SandboxBackend {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Network access for the sandbox's commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SandboxNetwork {
+    /// No network at all (the default): a loopback interface only.
+    None,
+    /// Docker's default bridge network: outbound access.
+    Bridge,
+}
+
+impl SandboxNetwork {
+    /// The setting's spelling, which is also Docker's network mode name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxNetwork::None => "none",
+            SandboxNetwork::Bridge => "bridge",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
 pub struct SandboxConfig {
     pub backend: SandboxBackend,
     pub image: String,
+    pub network: SandboxNetwork,
+    /// Memory limit: 16 MiB to 1 TiB, so the Docker backend can pass it on as an `i64` as it is.
+    pub memory_bytes: u64,
+    /// CPU quota in CPUs, in 0.01..=1024 (Docker's smallest quota is 0.01).
+    pub cpus: f64,
+    /// Most processes (and threads) at once, at least 16.
+    pub pids_limit: u32,
+    /// A shell script run once in the sandbox after it starts, e.g. `pip install -e .`;
+    /// never empty when set.
+    pub setup: Option<String>,
+    /// Allow network access while `setup` runs, whatever `network` says. Only true with `setup`.
+    pub setup_network: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -404,14 +436,38 @@ impl Validator<'_> {
     }
 
     fn at_least_one<T: Copy + Into<u64> + std::fmt::Display>(&mut self, key: &str, raw: Option<T>, default: T) -> T {
+        self.at_least(key, raw, 1, default)
+    }
+
+    fn at_least<T: Copy + Into<u64> + std::fmt::Display>(
+        &mut self,
+        key: &str,
+        raw: Option<T>,
+        min: u64,
+        default: T,
+    ) -> T {
         match raw {
-            Some(n) if n.into() == 0 => {
-                self.invalid(key, Some(n.to_string()), "must be at least 1");
+            Some(n) if n.into() < min => {
+                self.invalid(key, Some(n.to_string()), format!("must be at least {min}"));
                 default
             }
             Some(n) => n,
             None => default,
         }
+    }
+
+    fn byte_size(&mut self, key: &str, raw: Option<RawByteSize>, default: u64, min: u64, max: u64) -> u64 {
+        let Some(RawByteSize(text)) = raw else {
+            return default;
+        };
+        let message = match bytesize::parse_byte_size(&text) {
+            Ok(n) if n < min => format!("must be at least {}", bytesize::format_byte_size(min)),
+            Ok(n) if n > max => format!("must be at most {}", bytesize::format_byte_size(max)),
+            Ok(n) => return n,
+            Err(message) => message,
+        };
+        self.invalid(key, Some(format!("{text:?}")), message);
+        default
     }
 
     /// A price or budget: finite and not negative (or, if `positive`, above zero).
@@ -580,6 +636,66 @@ impl Validator<'_> {
                 "must not contain whitespace",
             );
         }
+        let network = self.choice(
+            "sandbox.network",
+            sandbox.network.as_deref(),
+            &[("none", SandboxNetwork::None), ("bridge", SandboxNetwork::Bridge)],
+            SandboxNetwork::None,
+        );
+        let memory_bytes = self.byte_size(
+            "sandbox.memory",
+            sandbox.memory,
+            4 * bytesize::GIBIBYTE,
+            16 * bytesize::MEBIBYTE,
+            bytesize::TEBIBYTE,
+        );
+        let cpus = match sandbox.cpus {
+            None => 2.0,
+            Some(cpus) => {
+                let problem = if !cpus.is_finite() {
+                    Some("must be a finite number")
+                } else if cpus <= 0.0 {
+                    Some("must be greater than zero")
+                } else if cpus < 0.01 {
+                    Some("must be at least 0.01, the smallest CPU quota Docker accepts")
+                } else if cpus > 1024.0 {
+                    Some("must be at most 1024")
+                } else {
+                    None
+                };
+                match problem {
+                    None => cpus,
+                    Some(message) => {
+                        self.invalid("sandbox.cpus", Some(cpus.to_string()), message);
+                        2.0
+                    }
+                }
+            }
+        };
+        let pids_limit = self.at_least("sandbox.pids_limit", sandbox.pids_limit, 16, 512);
+        let setup = match sandbox.setup {
+            Some(script) if script.trim().is_empty() => {
+                self.invalid(
+                    "sandbox.setup",
+                    Some(format!("{script:?}")),
+                    "must not be empty; leave it out for no setup script",
+                );
+                None
+            }
+            other => other,
+        };
+        let setup_network = sandbox.setup_network.unwrap_or(false);
+        // A setup script that was rejected has its own error; this one would be noise.
+        let setup_rejected = self.rejected.contains("sandbox.setup")
+            || self
+                .errors
+                .iter()
+                .any(|e| matches!(e, ConfigError::Invalid { key, .. } if key == "sandbox.setup"));
+        if setup_network && setup.is_none() && !setup_rejected {
+            self.errors.push(ConfigError::SetupNetworkWithoutSetup {
+                origin: self.origin("sandbox.setup_network"),
+            });
+        }
 
         // [agent]
         let trigger = self.non_empty("agent.trigger", agent.trigger, "@agent");
@@ -668,7 +784,16 @@ impl Validator<'_> {
                 webhook_secret,
             },
             server: ServerConfig { listen, data_dir },
-            sandbox: SandboxConfig { backend, image },
+            sandbox: SandboxConfig {
+                backend,
+                image,
+                network,
+                memory_bytes,
+                cpus,
+                pids_limit,
+                setup,
+                setup_network,
+            },
             agent: AgentConfig {
                 trigger,
                 max_steps,

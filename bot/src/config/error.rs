@@ -121,6 +121,11 @@ pub enum ConfigError {
         unset: &'static str,
         origin: Origin,
     },
+
+    #[error(
+        "{origin}: `sandbox.setup_network` is set but there is no `sandbox.setup` script; it only opens the network while that script runs"
+    )]
+    SetupNetworkWithoutSetup { origin: Origin },
 }
 
 /// A suffix such as "; did you mean `model.name`?"; empty when there is nothing useful to say.

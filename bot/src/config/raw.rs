@@ -71,6 +71,12 @@ pub(crate) struct RawServer {
 pub(crate) struct RawSandbox {
     pub(crate) backend: Option<String>,
     pub(crate) image: Option<String>,
+    pub(crate) network: Option<String>,
+    pub(crate) memory: Option<RawByteSize>,
+    pub(crate) cpus: Option<f64>,
+    pub(crate) pids_limit: Option<u32>,
+    pub(crate) setup: Option<String>,
+    pub(crate) setup_network: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -98,23 +104,39 @@ pub(crate) struct RawDuration(pub(crate) String);
 
 impl<'de> Deserialize<'de> for RawDuration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = RawDuration;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a duration string or a number of seconds")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawDuration, E> {
-                Ok(RawDuration(v.to_owned()))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawDuration, E> {
-                Ok(RawDuration(v.to_string()))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawDuration, E> {
-                Ok(RawDuration(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
+        d.deserialize_any(StringOrInteger("a duration string or a number of seconds"))
+            .map(RawDuration)
+    }
+}
+
+/// A byte size as written: a string ("4GiB") or an integer number of bytes, parsed during
+/// validation like [`RawDuration`].
+#[derive(Clone, Debug)]
+pub(crate) struct RawByteSize(pub(crate) String);
+
+impl<'de> Deserialize<'de> for RawByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StringOrInteger("a size string or a number of bytes"))
+            .map(RawByteSize)
+    }
+}
+
+/// Reads a string, or an integer as its decimal text; holds what serde says was expected.
+struct StringOrInteger(&'static str);
+
+impl Visitor<'_> for StringOrInteger {
+    type Value = String;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_owned())
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
     }
 }
 
@@ -149,7 +171,8 @@ impl RawConfig {
             max_output_tokens, request_timeout, stream_idle_timeout, max_retries, max_retry_delay);
         overlay_fields!(self.github, github; api_url, app_id, private_key_path, webhook_secret);
         overlay_fields!(self.server, server; listen, data_dir);
-        overlay_fields!(self.sandbox, sandbox; backend, image);
+        overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, cpus, pids_limit, setup,
+            setup_network);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time);
         self.prices.extend(prices);
     }
@@ -474,7 +497,8 @@ fn check_file_value(kind: Kind, v: &DeValue<'_>) -> Result<(), ValueProblem> {
     let ok = match kind {
         Kind::Str | Kind::Secret | Kind::Url | Kind::Path | Kind::SocketAddr | Kind::Choice => v.is_str(),
         Kind::F64 => v.is_integer() || v.is_float(),
-        Kind::U32 | Kind::U64 | Kind::Duration => match v {
+        Kind::Bool => v.is_bool(),
+        Kind::U32 | Kind::U64 | Kind::Duration | Kind::ByteSize => match v {
             DeValue::Integer(i) => {
                 let max = if kind == Kind::U32 {
                     i128::from(u32::MAX)
@@ -498,7 +522,7 @@ fn check_file_value(kind: Kind, v: &DeValue<'_>) -> Result<(), ValueProblem> {
                     }),
                 };
             }
-            DeValue::String(_) => kind == Kind::Duration,
+            DeValue::String(_) => matches!(kind, Kind::Duration | Kind::ByteSize),
             _ => false,
         },
     };
@@ -672,9 +696,24 @@ fn typed_value(kind: Kind, s: &str) -> Result<toml::Value, String> {
             .parse::<f64>()
             .map(toml::Value::Float)
             .map_err(|_| "expected a number".to_owned()),
-        Kind::Str | Kind::Secret | Kind::Url | Kind::Path | Kind::SocketAddr | Kind::Choice | Kind::Duration => {
-            Ok(toml::Value::String(s.to_owned()))
-        }
+        Kind::Bool => boolean(s).map(toml::Value::Boolean),
+        Kind::Str
+        | Kind::Secret
+        | Kind::Url
+        | Kind::Path
+        | Kind::SocketAddr
+        | Kind::Choice
+        | Kind::Duration
+        | Kind::ByteSize => Ok(toml::Value::String(s.to_owned())),
+    }
+}
+
+/// The spellings of a boolean that shells and compose files commonly use.
+fn boolean(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err("expected true or false (also accepted: 1/0, yes/no, on/off)".into()),
     }
 }
 
@@ -711,6 +750,8 @@ mod tests {
                 Kind::U32 | Kind::U64 => "7",
                 Kind::F64 => "1.5",
                 Kind::Duration => "5m",
+                Kind::ByteSize => "4GiB",
+                Kind::Bool => "yes",
                 _ => "x",
             };
             let mut layer = Layer::default();

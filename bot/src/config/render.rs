@@ -3,12 +3,15 @@
 
 use std::fmt::Write as _;
 
+use super::bytesize::format_byte_size;
 use super::duration::format_duration;
 use super::{Config, Origin};
 
 const REDACTED: &str = "\"[redacted]\"";
 /// Values are padded to this column before their origin comment, for scanning down the page.
 const COMMENT_COLUMN: usize = 48;
+/// A longer (or multi-line) setup script is shown as its first line cut to this many chars.
+const SETUP_SHOWN_CHARS: usize = 60;
 
 impl Config {
     /// The effective configuration as valid TOML. Secrets show as `"[redacted]"`; the API key is
@@ -73,9 +76,31 @@ impl Config {
             string(&self.server.data_dir.display().to_string()),
         );
 
+        let s = &self.sandbox;
         out.section("sandbox");
-        out.value("sandbox", "backend", string(self.sandbox.backend.as_str()));
-        out.value("sandbox", "image", string(&self.sandbox.image));
+        out.value("sandbox", "backend", string(s.backend.as_str()));
+        out.value("sandbox", "image", string(&s.image));
+        out.value("sandbox", "network", string(s.network.as_str()));
+        out.value("sandbox", "memory", string(&format_byte_size(s.memory_bytes)));
+        out.value("sandbox", "cpus", float(s.cpus));
+        out.value("sandbox", "pids_limit", s.pids_limit.to_string());
+        match &s.setup {
+            Some(script) => {
+                let (shown, shortened) = shorten(script);
+                if shortened {
+                    let chars = script.chars().count();
+                    match script.trim().lines().count() {
+                        1 => out.comment(&format!("setup: shortened; the script is {chars} chars long")),
+                        lines => out.comment(&format!(
+                            "setup: shortened; the script has {lines} lines, {chars} chars"
+                        )),
+                    }
+                }
+                out.value("sandbox", "setup", string(&shown));
+            }
+            None => out.comment("setup: not set (no setup script)"),
+        }
+        out.value("sandbox", "setup_network", s.setup_network.to_string());
 
         let a = &self.agent;
         out.section("agent");
@@ -145,6 +170,19 @@ fn string(s: &str) -> String {
 
 fn float(x: f64) -> String {
     toml::Value::Float(x).to_string()
+}
+
+/// The script's first line, cut to [`SETUP_SHOWN_CHARS`] and marked with "…" when anything is
+/// left out; whether it was.
+fn shorten(script: &str) -> (String, bool) {
+    let trimmed = script.trim();
+    let first = trimmed.lines().next().unwrap_or_default().trim_end();
+    let mut shown: String = first.chars().take(SETUP_SHOWN_CHARS).collect();
+    if shown.len() == trimmed.len() {
+        return (shown, false);
+    }
+    shown.push_str(" …");
+    (shown, true)
 }
 
 fn duration(d: std::time::Duration) -> String {

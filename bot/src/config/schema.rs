@@ -17,7 +17,11 @@ pub(crate) enum Kind {
     U32,
     U64,
     F64,
+    /// In the file a TOML boolean; from the environment or `--set` also 1/0, yes/no, on/off.
+    Bool,
     Duration,
+    /// A size string like "4GiB" or a whole number of bytes.
+    ByteSize,
 }
 
 impl Kind {
@@ -30,7 +34,9 @@ impl Kind {
             Kind::SocketAddr => "an address string like \"127.0.0.1:8080\"",
             Kind::U32 | Kind::U64 => "a whole number",
             Kind::F64 => "a number",
+            Kind::Bool => "a boolean (true or false)",
             Kind::Duration => "a duration like \"90s\", \"10m\", \"1h30m\" or a number of seconds",
+            Kind::ByteSize => "a size like \"4GiB\", \"512MiB\", \"2GB\" or a number of bytes",
         }
     }
 }
@@ -90,6 +96,12 @@ pub(crate) const KEYS: &[Key] = &[
     key("server", "data_dir", Kind::Path),
     key("sandbox", "backend", Kind::Choice),
     key("sandbox", "image", Kind::Str),
+    key("sandbox", "network", Kind::Choice),
+    key("sandbox", "memory", Kind::ByteSize),
+    key("sandbox", "cpus", Kind::F64),
+    key("sandbox", "pids_limit", Kind::U32),
+    key("sandbox", "setup", Kind::Str),
+    key("sandbox", "setup_network", Kind::Bool),
     key("agent", "trigger", Kind::Str),
     key("agent", "max_steps", Kind::U32),
     key("agent", "max_cost_usd", Kind::F64),

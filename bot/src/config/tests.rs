@@ -105,6 +105,12 @@ fn defaults_apply_with_no_file() {
     assert_eq!(c.server.data_dir, PathBuf::from("./pitcrew-data"));
     assert_eq!(c.sandbox.backend, SandboxBackend::Docker);
     assert_eq!(c.sandbox.image, "debian:bookworm-slim");
+    assert_eq!(c.sandbox.network, SandboxNetwork::None);
+    assert_eq!(c.sandbox.memory_bytes, 4 << 30);
+    assert_eq!(c.sandbox.cpus, 2.0);
+    assert_eq!(c.sandbox.pids_limit, 512);
+    assert_eq!(c.sandbox.setup, None);
+    assert!(!c.sandbox.setup_network);
     assert_eq!(c.agent.trigger, "@agent");
     assert_eq!(c.agent.max_steps, 80);
     assert_eq!(c.agent.max_cost_usd, None);
@@ -257,6 +263,121 @@ fn github_app_settings_pair_up() {
     assert_eq!(c.github.webhook_secret.unwrap().expose_secret(), "hunter2");
 }
 
+#[test]
+fn sandbox_settings_from_the_file() {
+    let c = ok(
+        Some(
+            "[model]\nname = \"m\"\n[sandbox]\nnetwork = \"bridge\"\nmemory = \"512MiB\"\ncpus = 1.5\npids_limit = 64\nsetup = \"pip install -e .\"\nsetup_network = true\n",
+        ),
+        &[KEY],
+        &[],
+    );
+    assert_eq!(c.sandbox.network, SandboxNetwork::Bridge);
+    assert_eq!(c.sandbox.network.as_str(), "bridge");
+    assert_eq!(c.sandbox.memory_bytes, 512 << 20);
+    assert_eq!(c.sandbox.cpus, 1.5);
+    assert_eq!(c.sandbox.pids_limit, 64);
+    assert_eq!(c.sandbox.setup.as_deref(), Some("pip install -e ."));
+    assert!(c.sandbox.setup_network);
+    assert!(matches!(
+        c.origin("sandbox.setup_network"),
+        Origin::File { line: 9, .. }
+    ));
+
+    // Plain integers: bytes for `memory`, whole CPUs for `cpus`.
+    let c = ok(
+        Some("[model]\nname = \"m\"\n[sandbox]\nmemory = 1073741824\ncpus = 3\nsetup_network = false\n"),
+        &[KEY],
+        &[],
+    );
+    assert_eq!(c.sandbox.memory_bytes, 1 << 30);
+    assert_eq!(c.sandbox.cpus, 3.0);
+    assert!(!c.sandbox.setup_network);
+}
+
+#[test]
+fn sandbox_settings_from_the_environment() {
+    let c = ok(
+        None,
+        &[
+            NAME,
+            KEY,
+            ("PITCREW_SANDBOX_NETWORK", "bridge"),
+            ("PITCREW_SANDBOX_MEMORY", "2gb"),
+            ("PITCREW_SANDBOX_CPUS", "0.5"),
+            ("PITCREW_SANDBOX_PIDS_LIMIT", "16"),
+            ("PITCREW_SANDBOX_SETUP", "npm ci\nnpm run build"),
+            ("PITCREW_SANDBOX_SETUP_NETWORK", "Yes"),
+        ],
+        &[],
+    );
+    assert_eq!(c.sandbox.network, SandboxNetwork::Bridge);
+    assert_eq!(c.sandbox.memory_bytes, 2_000_000_000);
+    assert_eq!(c.sandbox.cpus, 0.5);
+    assert_eq!(c.sandbox.pids_limit, 16);
+    assert_eq!(c.sandbox.setup.as_deref(), Some("npm ci\nnpm run build"));
+    assert!(c.sandbox.setup_network);
+    assert_eq!(
+        c.origin("sandbox.memory"),
+        Origin::Env {
+            var: "PITCREW_SANDBOX_MEMORY".into()
+        }
+    );
+}
+
+#[test]
+fn sandbox_settings_from_flags_beat_the_file_and_environment() {
+    let file = "[model]\nname = \"m\"\n[sandbox]\nnetwork = \"bridge\"\nmemory = \"1GiB\"\nsetup = \"make\"\nsetup_network = true\n";
+    let c = ok(
+        Some(file),
+        &[
+            KEY,
+            ("PITCREW_SANDBOX_CPUS", "8"),
+            ("PITCREW_SANDBOX_SETUP_NETWORK", "on"),
+        ],
+        &[
+            "sandbox.network=none",
+            "sandbox.memory=16MiB",
+            "sandbox.cpus=4",
+            "sandbox.pids_limit=1000",
+            "sandbox.setup=pip install -e .",
+            "sandbox.setup_network=0",
+        ],
+    );
+    assert_eq!(c.sandbox.network, SandboxNetwork::None);
+    assert_eq!(c.sandbox.memory_bytes, 16 << 20);
+    assert_eq!(c.sandbox.cpus, 4.0);
+    assert_eq!(c.sandbox.pids_limit, 1000);
+    assert_eq!(c.sandbox.setup.as_deref(), Some("pip install -e ."));
+    assert!(!c.sandbox.setup_network);
+    assert_eq!(
+        c.origin("sandbox.setup_network"),
+        Origin::Flag {
+            key: "sandbox.setup_network".into()
+        }
+    );
+    // Every spelling of a boolean, in any case.
+    for (text, expected) in [
+        ("true", true),
+        ("TRUE", true),
+        ("1", true),
+        ("yes", true),
+        ("On", true),
+        ("false", false),
+        ("False", false),
+        ("0", false),
+        ("no", false),
+        ("OFF", false),
+    ] {
+        let c = ok(
+            None,
+            &[NAME, KEY],
+            &["sandbox.setup=make", &format!("sandbox.setup_network={text}")],
+        );
+        assert_eq!(c.sandbox.setup_network, expected, "{text}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The file
 
@@ -392,6 +513,113 @@ fn invalid_values_name_key_and_source_layer() {
     --set agent.trigger: invalid `agent.trigger` = "agent": must be `@` followed by a name without spaces, e.g. "@agent"
     --set agent.max_wall_time: invalid `agent.max_wall_time` = "0": must be longer than zero
     "#);
+}
+
+#[test]
+fn sandbox_wrong_types_in_the_file_name_key_and_line() {
+    let errs = errors(
+        Some(
+            "[model]\nname = \"m\"\n[sandbox]\nnetwork = 1\nmemory = 4.5\ncpus = \"2\"\npids_limit = \"many\"\nsetup = [\"make\"]\nsetup_network = \"yes\"\n",
+        ),
+        &[KEY],
+        &[],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    <dir>/pitcrew.toml:4: `sandbox.network` must be a string, found integer
+    <dir>/pitcrew.toml:5: `sandbox.memory` must be a size like "4GiB", "512MiB", "2GB" or a number of bytes, found float
+    <dir>/pitcrew.toml:6: `sandbox.cpus` must be a number, found string
+    <dir>/pitcrew.toml:7: `sandbox.pids_limit` must be a whole number, found string
+    <dir>/pitcrew.toml:8: `sandbox.setup` must be a string, found array
+    <dir>/pitcrew.toml:9: `sandbox.setup_network` must be a boolean (true or false), found string
+    "#);
+}
+
+#[test]
+fn sandbox_bad_values_name_key_and_source_layer() {
+    let errs = errors(
+        Some("[model]\nname = \"m\"\n[sandbox]\nnetwork = \"brige\"\nmemory = \"4GiB8\"\npids_limit = 8\ncpus = 0\n"),
+        &[
+            KEY,
+            ("PITCREW_SANDBOX_SETUP_NETWORK", "maybe"),
+            ("PITCREW_SANDBOX_SETUP", "  "),
+        ],
+        &[],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    environment variable PITCREW_SANDBOX_SETUP_NETWORK: invalid `sandbox.setup_network` = "maybe": expected true or false (also accepted: 1/0, yes/no, on/off)
+    <dir>/pitcrew.toml:4: invalid `sandbox.network` = "brige": expected one of `none`, `bridge`; did you mean `bridge`?
+    <dir>/pitcrew.toml:5: invalid `sandbox.memory` = "4GiB8": unknown unit `GiB8`; use one of B, KB, KiB, MB, MiB, GB, GiB, TB, TiB
+    <dir>/pitcrew.toml:7: invalid `sandbox.cpus` = 0: must be greater than zero
+    <dir>/pitcrew.toml:6: invalid `sandbox.pids_limit` = 8: must be at least 16
+    environment variable PITCREW_SANDBOX_SETUP: invalid `sandbox.setup` = "  ": must not be empty; leave it out for no setup script
+    "#);
+
+    let errs = errors(
+        None,
+        &[NAME, KEY, ("PITCREW_SANDBOX_MEMORY", "8MiB")],
+        &["sandbox.cpus=2000", "sandbox.setup_network=y"],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    --set sandbox.setup_network: invalid `sandbox.setup_network` = "y": expected true or false (also accepted: 1/0, yes/no, on/off)
+    environment variable PITCREW_SANDBOX_MEMORY: invalid `sandbox.memory` = "8MiB": must be at least 16MiB
+    --set sandbox.cpus: invalid `sandbox.cpus` = 2000: must be at most 1024
+    "#);
+
+    let errs = errors(None, &[NAME, KEY], &["sandbox.memory=2g", "sandbox.cpus=0.001"]);
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    --set sandbox.memory: invalid `sandbox.memory` = "2g": ambiguous unit `g`; write "2GiB" (powers of 1024) or "2GB" (powers of 1000)
+    --set sandbox.cpus: invalid `sandbox.cpus` = 0.001: must be at least 0.01, the smallest CPU quota Docker accepts
+    "#);
+
+    let errs = errors(
+        Some("[model]\nname = \"m\"\n[sandbox]\nmemory = \"1.5GiB\"\n"),
+        &[KEY, ("PITCREW_SANDBOX_PIDS_LIMIT", "-1")],
+        &["sandbox.network=host"],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    environment variable PITCREW_SANDBOX_PIDS_LIMIT: invalid `sandbox.pids_limit` = "-1": must not be negative
+    --set sandbox.network: invalid `sandbox.network` = "host": expected one of `none`, `bridge`
+    <dir>/pitcrew.toml:4: invalid `sandbox.memory` = "1.5GiB": fractions are not supported; use a smaller unit, e.g. "1536MiB" rather than "1.5GiB"
+    "#);
+
+    let errs = errors(None, &[NAME, KEY], &["sandbox.memory=2TiB"]);
+    assert_eq!(
+        errs,
+        ["--set sandbox.memory: invalid `sandbox.memory` = \"2TiB\": must be at most 1TiB"]
+    );
+}
+
+#[test]
+fn setup_network_needs_a_setup_script() {
+    let errs = errors(
+        Some("[model]\nname = \"m\"\n[sandbox]\nsetup_network = true\n"),
+        &[KEY],
+        &[],
+    );
+    assert_eq!(
+        errs,
+        [
+            "<dir>/pitcrew.toml:4: `sandbox.setup_network` is set but there is no `sandbox.setup` script; it only opens the network while that script runs"
+        ]
+    );
+    // A rejected script already has its error; "no script" on top would mislead.
+    let errs = errors(
+        Some("[model]\nname = \"m\"\n[sandbox]\nsetup = 5\nsetup_network = true\n"),
+        &[KEY],
+        &[],
+    );
+    assert_eq!(
+        errs,
+        ["<dir>/pitcrew.toml:4: `sandbox.setup` must be a string, found integer"]
+    );
+    let errs = errors(None, &[NAME, KEY], &["sandbox.setup=", "sandbox.setup_network=true"]);
+    assert_eq!(
+        errs,
+        ["--set sandbox.setup: invalid `sandbox.setup` = \"\": must not be empty; leave it out for no setup script"]
+    );
+    // Off without a script is fine.
+    let c = ok(None, &[NAME, KEY], &["sandbox.setup_network=false"]);
+    assert!(!c.sandbox.setup_network);
 }
 
 #[test]
@@ -688,6 +916,12 @@ fn render_redacted_shows_effective_values_and_origins() {
     [sandbox]
     backend = "docker"                               # default
     image = "debian:bookworm-slim"                   # default
+    network = "none"                                 # default
+    memory = "4GiB"                                  # default
+    cpus = 2.0                                       # default
+    pids_limit = 512                                 # default
+    # setup: not set (no setup script)
+    setup_network = false                            # default
 
     [agent]
     trigger = "@agent"                               # default
@@ -701,6 +935,61 @@ fn render_redacted_shows_effective_values_and_origins() {
     "#);
     // What is printed parses back as TOML.
     let _: toml::Table = toml::from_str(&c.render_redacted()).unwrap();
+}
+
+#[test]
+fn render_redacted_shows_sandbox_settings_and_shortens_a_long_setup_script() {
+    let script =
+        "apt-get update && apt-get install -y --no-install-recommends build-essential libssl-dev\npip install -e .\n";
+    let (c, dir) = load_with(
+        Some(&format!(
+            "[model]\nname = \"m\"\n\n[sandbox]\nmemory = 2000000000\nsetup = {}\n",
+            toml::Value::String(script.to_owned())
+        )),
+        &[
+            KEY,
+            ("PITCREW_SANDBOX_NETWORK", "bridge"),
+            ("PITCREW_SANDBOX_CPUS", "0.5"),
+        ],
+        &["sandbox.pids_limit=100", "sandbox.setup_network=yes"],
+    );
+    let c = c.unwrap();
+    assert_eq!(c.sandbox.setup.as_deref(), Some(script));
+    let rendered = c.render_redacted().replace(&dir.path().display().to_string(), "<dir>");
+    let sandbox = rendered
+        .split("\n\n")
+        .find(|part| part.starts_with("[sandbox]"))
+        .unwrap();
+    insta::assert_snapshot!(sandbox, @r#"
+    [sandbox]
+    backend = "docker"                               # default
+    image = "debian:bookworm-slim"                   # default
+    network = "bridge"                               # env PITCREW_SANDBOX_NETWORK
+    memory = "2GB"                                   # <dir>/pitcrew.toml:5
+    cpus = 0.5                                       # env PITCREW_SANDBOX_CPUS
+    pids_limit = 100                                 # --set sandbox.pids_limit
+    # setup: shortened; the script has 2 lines, 105 chars
+    setup = "apt-get update && apt-get install -y --no-install-recommends …" # <dir>/pitcrew.toml:6
+    setup_network = true                             # --set sandbox.setup_network
+    "#);
+    let _: toml::Table = toml::from_str(&rendered).unwrap();
+
+    // A short one-line script is shown as it is.
+    let c = ok(None, &[NAME, KEY], &["sandbox.setup=pip install -e ."]);
+    let rendered = c.render_redacted();
+    let line = format!("\n{:<48} # --set sandbox.setup\n", "setup = \"pip install -e .\"");
+    assert!(rendered.contains(&line), "{rendered}");
+    assert!(!rendered.contains("shortened"), "{rendered}");
+
+    // One long line is cut too.
+    let long = format!("echo {}", "x".repeat(100));
+    let c = ok(None, &[NAME, KEY], &[&format!("sandbox.setup={long}")]);
+    let rendered = c.render_redacted();
+    let shown = format!("setup = \"echo {} …\" # --set sandbox.setup\n", "x".repeat(55));
+    assert!(
+        rendered.contains(&format!("# setup: shortened; the script is 105 chars long\n{shown}")),
+        "{rendered}"
+    );
 }
 
 #[test]
