@@ -407,9 +407,8 @@ pub(super) fn failure(name: &str, output: &[String]) -> Failure {
     if let Some(start) = lines.iter().position(|line| line.trim_start().starts_with("panic: ")) {
         let panic = lines[start].trim_start();
         failure.message = text::message([panic.strip_suffix(" [recovered]").unwrap_or(panic)]);
-        if let Some((file, line)) = panic_frame(&lines[start + 1..]) {
-            failure.file = Some(file);
-            failure.line = Some(line);
+        if let Some(place) = panic_frame(&lines[start + 1..]) {
+            failure.locate(place);
         }
         return failure;
     }
@@ -422,8 +421,7 @@ pub(super) fn failure(name: &str, output: &[String]) -> Failure {
             .iter()
             .take_while(|next| indent(next) > depth && !next.trim().is_empty());
         failure.message = text::message(std::iter::once(first).chain(rest.map(|l| l.trim())));
-        failure.file = Some(file);
-        failure.line = Some(number);
+        failure.locate((file, number));
         return failure;
     }
     failure.message = text::message(lines.iter().copied().filter(|line| !line.trim().is_empty()).take(1));
@@ -479,15 +477,7 @@ fn panic_frame(lines: &[&str]) -> Option<(String, u32)> {
 mod tests {
     use super::*;
     use crate::testparse::parse;
-
-    fn failure(name: &str, file: &str, line: u32, message: &str) -> Failure {
-        Failure {
-            name: name.into(),
-            file: Some(file.into()),
-            line: Some(line),
-            message: message.into(),
-        }
-    }
+    use crate::testparse::test_support::{assert_complete, failure};
 
     fn expected() -> Vec<Failure> {
         vec![
@@ -505,10 +495,7 @@ mod tests {
     #[test]
     fn the_json_stream_is_read() {
         let report = parse(include_str!("samples/go_test.json"), None).unwrap();
-        assert_eq!(report.runner, Runner::GoTest);
-        assert_eq!((report.passed, report.failed, report.skipped), (3, 3, 1));
-        assert!(report.complete);
-        assert_eq!(report.failures, expected());
+        assert_complete(&report, Runner::GoTest, (3, 3, 1), &expected());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! `Tests:       1 failed, 1 skipped, 1 todo, 2 passed, 5 total`. `--verbose` adds a `✓`/`✕`/`○`
 //! line per test, counted when the summary is missing.
 
-use super::text::{self, counts, location};
+use super::text::{self, Lines, counts, location};
 use super::{Failure, Runner, TestReport};
 
 pub(super) fn is_marker(line: &str) -> bool {
@@ -49,25 +49,18 @@ fn ends_block(line: &str) -> bool {
 }
 
 pub(super) fn parse(text: &str) -> Option<TestReport> {
-    let lines: Vec<&str> = text.lines().collect();
+    let mut lines = Lines::new(text);
     let mut report = TestReport::new(Runner::Jest);
     let mut counted = TestReport::new(Runner::Jest);
     let mut summary = None;
     let mut file: Option<&str> = None;
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
+    while let Some(line) = lines.next() {
         if let Some(path) = file_line(line) {
             file = Some(path);
         } else if let Some(counts) = summary_line(line) {
             summary = Some(counts);
         } else if let Some(name) = block_header(line) {
-            let start = i;
-            while i < lines.len() && !ends_block(lines[i]) {
-                i += 1;
-            }
-            let failure = block(name, file, &lines[start..i]);
+            let failure = block(name, file, lines.until(ends_block));
             // The "Summary of all failing tests" repeats the blocks.
             if !report
                 .failures
@@ -90,21 +83,8 @@ pub(super) fn parse(text: &str) -> Option<TestReport> {
     if summary.is_none() && report.failures.is_empty() && counted.total() == 0 {
         return None;
     }
-    match summary {
-        Some((passed, failed, skipped)) => {
-            (report.passed, report.failed, report.skipped) = (passed, failed, skipped);
-            report.complete = true;
-        }
-        None => {
-            (report.passed, report.skipped) = (counted.passed, counted.skipped);
-            let tests = report
-                .failures
-                .iter()
-                .filter(|f| Some(f.name.as_str()) != f.file.as_deref())
-                .count();
-            report.failed = counted.failed.max(tests as u64);
-        }
-    }
+    let failing = report.failed_tests();
+    report.settle(summary, &counted, failing);
     Some(report)
 }
 
@@ -119,15 +99,8 @@ fn block(name: &str, file: Option<&str>, body: &[&str]) -> Failure {
         .skip_while(|line| line.trim().is_empty())
         .take_while(|line| !is_code_frame(line) && stack_frame(line).is_none());
     failure.message = text::message(message);
-    match body
-        .iter()
-        .filter_map(|line| stack_frame(line))
-        .find(|(path, _)| is_project_path(path))
-    {
-        Some((path, line)) => {
-            failure.file = Some(path);
-            failure.line = Some(line);
-        }
+    match project_frame(body, stack_frame) {
+        Some(place) => failure.locate(place),
         None => failure.file = file.map(str::to_owned),
     }
     failure
@@ -156,20 +129,19 @@ pub(super) fn is_project_path(path: &str) -> bool {
     !path.contains("node_modules") && !path.starts_with("node:") && !path.starts_with("internal/")
 }
 
+/// The first frame of `body`, as `frame` reads one, in the code under test.
+pub(super) fn project_frame(body: &[&str], frame: fn(&str) -> Option<(String, u32)>) -> Option<(String, u32)> {
+    body.iter()
+        .filter_map(|line| frame(line))
+        .find(|(path, _)| is_project_path(path))
+}
+
 #[cfg(test)]
 #[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use crate::testparse::parse;
-
-    fn failure(name: &str, file: &str, line: u32, message: &str) -> Failure {
-        Failure {
-            name: name.into(),
-            file: Some(file.into()),
-            line: Some(line),
-            message: message.into(),
-        }
-    }
+    use crate::testparse::test_support::{assert_complete, failure};
 
     fn expected() -> Vec<Failure> {
         vec![
@@ -204,10 +176,7 @@ mod tests {
     #[test]
     fn the_default_reporter_is_read() {
         let report = parse(include_str!("samples/jest.txt"), None).unwrap();
-        assert_eq!(report.runner, Runner::Jest);
-        assert_eq!((report.passed, report.failed, report.skipped), (2, 3, 2));
-        assert!(report.complete);
-        assert_eq!(report.failures, expected());
+        assert_complete(&report, Runner::Jest, (2, 3, 2), &expected());
     }
 
     #[test]

@@ -149,9 +149,8 @@ impl<'a, 'input> Case<'a, 'input> {
                     .copied()
                     .take_while(|l| stack_frame(l).is_none() && !l.trim().is_empty()),
             );
-            if let Some((file, line)) = self.frame(&lines) {
-                failure.file = Some(file);
-                failure.line = Some(line);
+            if let Some(place) = self.frame(&lines) {
+                failure.locate(place);
             }
             failure
         };
@@ -195,57 +194,48 @@ impl<'a, 'input> Case<'a, 'input> {
 #[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use crate::testparse::test_support::{assert_complete, failure};
     use crate::testparse::{parse as parse_output, parse_junit_xml};
-
-    fn failure(name: &str, file: &str, line: u32, message: &str) -> Failure {
-        Failure {
-            name: name.into(),
-            file: Some(file.into()),
-            line: Some(line),
-            message: message.into(),
-        }
-    }
 
     #[test]
     fn pytest_reports_are_read() {
         let report = parse_junit_xml(include_str!("samples/pytest_junit.xml")).unwrap();
-        assert_eq!(report.runner, Runner::JUnitXml);
-        assert_eq!((report.passed, report.failed, report.skipped), (2, 5, 2));
-        assert!(report.complete);
-        assert_eq!(
-            report.failures,
-            vec![
+        assert_complete(
+            &report,
+            Runner::JUnitXml,
+            (2, 5, 2),
+            &[
                 failure(
                     "tests.test_calc.test_add_wrong",
                     "tests/test_calc.py",
                     11,
-                    "assert 4 == 5\n+  where 4 = add(2, 2)"
+                    "assert 4 == 5\n+  where 4 = add(2, 2)",
                 ),
                 failure(
                     "tests.test_calc.test_div_zero",
                     "pkg/calc.py",
                     6,
-                    "ZeroDivisionError: division by zero"
+                    "ZeroDivisionError: division by zero",
                 ),
                 failure(
                     "tests.test_calc.test_param[2-3-6]",
                     "tests/test_calc.py",
                     25,
-                    "assert 5 == 6\n+  where 5 = add(2, 3)"
+                    "assert 5 == 6\n+  where 5 = add(2, 3)",
                 ),
                 failure(
                     "tests.test_calc.TestGroup.test_in_class",
                     "tests/test_calc.py",
                     32,
-                    "AssertionError: a should be two\nassert 1 == 2"
+                    "AssertionError: a should be two\nassert 1 == 2",
                 ),
                 failure(
                     "tests.test_calc.test_error",
                     "tests/test_calc.py",
                     42,
-                    "RuntimeError: fixture blew up"
+                    "RuntimeError: fixture blew up",
                 ),
-            ]
+            ],
         );
     }
 

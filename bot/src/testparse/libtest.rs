@@ -3,7 +3,7 @@
 //! `---- name stdout ----` sections, and their names again under a second `failures:`. When the
 //! build fails no test runs, and the compiler's first error becomes the one failure.
 
-use super::text::{self, location};
+use super::text::{self, Lines, location};
 use super::{Failure, Runner, TestReport};
 
 pub(super) fn is_marker(line: &str) -> bool {
@@ -43,15 +43,12 @@ impl<'a> Binary<'a> {
 }
 
 pub(super) fn parse(text: &str) -> Option<TestReport> {
-    let lines: Vec<&str> = text.lines().collect();
+    let mut lines = Lines::new(text);
     let mut report = TestReport::new(Runner::Cargo);
     let mut counted = TestReport::new(Runner::Cargo);
     let (mut binaries, mut results, mut tests) = (0, 0, 0);
     let mut binary = Binary::default();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
+    while let Some(line) = lines.next() {
         if is_binary_header(line) {
             binaries += 1;
             std::mem::take(&mut binary).into_failures(&mut report.failures);
@@ -71,20 +68,13 @@ pub(super) fn parse(text: &str) -> Option<TestReport> {
                 Outcome::Skipped => counted.skipped += 1,
             }
         } else if let Some(name) = section_header(line) {
-            let start = i;
-            while i < lines.len() && !ends_section(lines[i]) {
-                i += 1;
-            }
-            binary.sections.push((name, lines[start..i].to_vec()));
+            binary.sections.push((name, lines.until(ends_section).to_vec()));
             binary.fail(name);
         } else if line == "failures:" {
             // The list of names: indented lines, after blank ones.
-            while i < lines.len() && lines[i].trim().is_empty() {
-                i += 1;
-            }
-            while i < lines.len() && lines[i].starts_with("    ") && !lines[i].trim().is_empty() {
-                binary.fail(lines[i].trim());
-                i += 1;
+            lines.until(|line| !line.trim().is_empty());
+            for name in lines.until(|line| !line.starts_with("    ") || line.trim().is_empty()) {
+                binary.fail(name.trim());
             }
         }
     }
@@ -98,7 +88,7 @@ pub(super) fn parse(text: &str) -> Option<TestReport> {
         counted.failures = report.failures;
         return Some(counted);
     }
-    build_failure(&lines).map(|failure| {
+    build_failure(lines.all()).map(|failure| {
         report.failures.push(failure);
         report
     })
@@ -166,17 +156,15 @@ fn failure(name: &str, body: &[&str]) -> Failure {
     let mut failure = Failure::named(name);
     if let Some(panic) = panic_message(body) {
         failure.message = panic.message;
-        if let Some((file, line)) = panic.location {
-            failure.file = Some(file);
-            failure.line = Some(line);
+        if let Some(place) = panic.location {
+            failure.locate(place);
         }
     } else {
         failure.message = text::message(body.iter().copied());
     }
     // A doc-test panics in a generated file; the test's name says where the example is.
-    if let Some((file, line)) = doctest_location(name) {
-        failure.file = Some(file);
-        failure.line = Some(line);
+    if let Some(place) = doctest_location(name) {
+        failure.locate(place);
     }
     failure
 }
@@ -251,9 +239,8 @@ fn build_failure(lines: &[&str]) -> Option<Failure> {
             .iter()
             .take(3)
             .find_map(|line| line.trim_start().strip_prefix("--> "));
-        if let Some((file, line)) = arrow.and_then(location) {
-            failure.file = Some(file);
-            failure.line = Some(line);
+        if let Some(place) = arrow.and_then(location) {
+            failure.locate(place);
         }
     }
     Some(failure)
@@ -264,56 +251,42 @@ fn build_failure(lines: &[&str]) -> Option<Failure> {
 mod tests {
     use super::*;
     use crate::testparse::parse;
-
-    fn failure(name: &str, file: &str, line: u32, message: &str) -> Failure {
-        Failure {
-            name: name.into(),
-            file: Some(file.into()),
-            line: Some(line),
-            message: message.into(),
-        }
-    }
+    use crate::testparse::test_support::{assert_complete, failure, unplaced};
 
     #[test]
     fn failures_across_binaries_are_summed() {
         let report = parse(include_str!("samples/cargo_test_failures.txt"), None).unwrap();
-        assert_eq!(report.runner, Runner::Cargo);
-        assert_eq!((report.passed, report.failed, report.skipped), (3, 5, 1));
-        assert!(report.complete);
-        assert_eq!(
-            report.failures,
-            vec![
+        assert_complete(
+            &report,
+            Runner::Cargo,
+            (3, 5, 1),
+            &[
                 failure(
                     "tests::adds_wrong",
                     "src/lib.rs",
                     25,
-                    "assertion `left == right` failed\n  left: 4\n right: 5"
+                    "assertion `left == right` failed\n  left: 4\n right: 5",
                 ),
                 failure(
                     "tests::panics_with_message",
                     "src/lib.rs",
                     32,
-                    "boom: vector had 0 items"
+                    "boom: vector had 0 items",
                 ),
-                Failure {
-                    name: "tests::returns_err".into(),
-                    file: None,
-                    line: None,
-                    message: "Error: \"bad result\"".into()
-                },
+                unplaced("tests::returns_err", "Error: \"bad result\""),
                 failure(
                     "integration_fails",
                     "tests/integration.rs",
                     8,
-                    "one plus one was not three"
+                    "one plus one was not three",
                 ),
                 failure(
                     "src/lib.rs - add (line 7)",
                     "src/lib.rs",
                     7,
-                    "assertion `left == right` failed\n  left: 3\n right: 4"
+                    "assertion `left == right` failed\n  left: 3\n right: 4",
                 ),
-            ]
+            ],
         );
     }
 

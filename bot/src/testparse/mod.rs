@@ -91,6 +91,32 @@ impl TestReport {
     pub fn succeeded(&self) -> bool {
         self.failed == 0 && self.failures.is_empty()
     }
+
+    /// Settles the counts of a parser that reads a summary line: the runner's own totals when it
+    /// printed them, which makes the report complete; or else what was `counted` from per-test
+    /// lines, with at least `failing` failed (the failures the output still shows when their
+    /// per-test lines were not printed or were cut).
+    pub(crate) fn settle(&mut self, summary: Option<(u64, u64, u64)>, counted: &TestReport, failing: u64) {
+        match summary {
+            Some((passed, failed, skipped)) => {
+                (self.passed, self.failed, self.skipped) = (passed, failed, skipped);
+                self.complete = true;
+            }
+            None => {
+                (self.passed, self.skipped) = (counted.passed, counted.skipped);
+                self.failed = counted.failed.max(failing);
+            }
+        }
+    }
+
+    /// The failures of tests, leaving out suite-level ones named after their file (how jest and
+    /// vitest report a test file that failed to run).
+    pub(crate) fn failed_tests(&self) -> u64 {
+        self.failures
+            .iter()
+            .filter(|f| Some(f.name.as_str()) != f.file.as_deref())
+            .count() as u64
+    }
 }
 
 /// One failing test, or one suite-level failure (named after its file, package or crate).
@@ -115,6 +141,12 @@ impl Failure {
             line: None,
             message: String::new(),
         }
+    }
+
+    /// Places the failure at `file:line`.
+    pub(crate) fn locate(&mut self, (file, line): (String, u32)) {
+        self.file = Some(file);
+        self.line = Some(line);
     }
 }
 
@@ -188,6 +220,42 @@ pub fn detect(text: &str) -> Option<Runner> {
         return Some(Runner::JUnitXml);
     }
     None
+}
+
+/// What the parsers' tests share: the failures they expect, and the check of a complete report.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{Failure, Runner, TestReport};
+
+    /// A failure at `file:line`.
+    pub(crate) fn failure(name: &str, file: &str, line: u32, message: &str) -> Failure {
+        Failure {
+            name: name.into(),
+            file: Some(file.into()),
+            line: Some(line),
+            message: message.into(),
+        }
+    }
+
+    /// A failure whose output says nowhere where it happened.
+    pub(crate) fn unplaced(name: &str, message: &str) -> Failure {
+        Failure {
+            name: name.into(),
+            file: None,
+            line: None,
+            message: message.into(),
+        }
+    }
+
+    /// Asserts that `report` is `runner`'s, with the runner's own totals (passed, failed, skipped)
+    /// and these failures.
+    #[track_caller]
+    pub(crate) fn assert_complete(report: &TestReport, runner: Runner, counts: (u64, u64, u64), failures: &[Failure]) {
+        assert_eq!(report.runner, runner);
+        assert_eq!((report.passed, report.failed, report.skipped), counts);
+        assert!(report.complete);
+        assert_eq!(report.failures, failures);
+    }
 }
 
 #[cfg(test)]

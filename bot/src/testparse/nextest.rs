@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::libtest::panic_message;
-use super::text::{self, counts};
+use super::text::{self, Lines, counts};
 use super::{Failure, Runner, TestReport};
 
 pub(super) fn is_marker(line: &str) -> bool {
@@ -117,15 +117,12 @@ struct Test<'a> {
 }
 
 pub(super) fn parse(text: &str) -> Option<TestReport> {
-    let lines: Vec<&str> = text.lines().collect();
+    let mut lines = Lines::new(text);
     let mut tests: Vec<Test<'_>> = Vec::new();
     let mut by_id: HashMap<&str, usize> = HashMap::new();
     let mut summary = None;
     let mut last: Option<usize> = None;
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
+    while let Some(line) = lines.next() {
         if let Some(status) = status_line(line) {
             if status.outcome == Outcome::Other {
                 continue;
@@ -152,15 +149,12 @@ pub(super) fn parse(text: &str) -> Option<TestReport> {
                 Some(id) => by_id.get(id).copied(),
                 None => last,
             };
-            let start = i;
-            while i < lines.len() && !ends_section(lines[i]) {
-                i += 1;
-            }
+            let body = lines.until(ends_section);
             let Some(test) = target.and_then(|index| tests.get_mut(index)) else {
                 continue;
             };
             // The new layout indents captured output by four spaces.
-            let body = lines[start..i].iter().copied().map(|l| {
+            let body = body.iter().copied().map(|l| {
                 if id.is_none() {
                     l.strip_prefix("    ").unwrap_or(l)
                 } else {
@@ -178,23 +172,18 @@ pub(super) fn parse(text: &str) -> Option<TestReport> {
     if tests.is_empty() && summary.is_none() {
         return None;
     }
-    let mut report = TestReport::new(Runner::Nextest);
-    match summary {
-        Some((passed, failed, skipped)) => {
-            (report.passed, report.failed, report.skipped) = (passed, failed, skipped);
-            report.complete = true;
-        }
-        None => {
-            for test in &tests {
-                match test.outcome {
-                    Outcome::Passed => report.passed += 1,
-                    Outcome::Failed => report.failed += 1,
-                    Outcome::Skipped => report.skipped += 1,
-                    Outcome::Other => {}
-                }
-            }
+    let mut counted = TestReport::new(Runner::Nextest);
+    for test in &tests {
+        match test.outcome {
+            Outcome::Passed => counted.passed += 1,
+            Outcome::Failed => counted.failed += 1,
+            Outcome::Skipped => counted.skipped += 1,
+            Outcome::Other => {}
         }
     }
+    let mut report = TestReport::new(Runner::Nextest);
+    // Every failure is a test with a status line, so none is missing from the count.
+    report.settle(summary, &counted, 0);
     report.failures = tests
         .iter()
         .filter(|t| t.outcome == Outcome::Failed)
@@ -231,9 +220,8 @@ fn failure(test: &Test<'_>) -> Failure {
     let mut failure = Failure::named(test.name);
     if let Some(panic) = panic_message(&test.stderr).or_else(|| panic_message(&test.stdout)) {
         failure.message = panic.message;
-        if let Some((file, line)) = panic.location {
-            failure.file = Some(file);
-            failure.line = Some(line);
+        if let Some(place) = panic.location {
+            failure.locate(place);
         }
         return failure;
     }
@@ -265,47 +253,36 @@ fn is_libtest_noise(line: &str, name: &str) -> bool {
 mod tests {
     use super::*;
     use crate::testparse::parse;
-
-    fn failure(name: &str, file: Option<&str>, line: Option<u32>, message: &str) -> Failure {
-        Failure {
-            name: name.into(),
-            file: file.map(Into::into),
-            line,
-            message: message.into(),
-        }
-    }
+    use crate::testparse::test_support::{assert_complete, failure, unplaced};
 
     fn expected() -> Vec<Failure> {
         vec![
             failure(
                 "tests::adds_wrong",
-                Some("src/lib.rs"),
-                Some(25),
+                "src/lib.rs",
+                25,
                 "assertion `left == right` failed\n  left: 4\n right: 5",
             ),
             failure(
                 "tests::panics_with_message",
-                Some("src/lib.rs"),
-                Some(32),
+                "src/lib.rs",
+                32,
                 "boom: vector had 0 items",
             ),
             failure(
                 "integration_fails",
-                Some("tests/integration.rs"),
-                Some(8),
+                "tests/integration.rs",
+                8,
                 "one plus one was not three",
             ),
-            failure("tests::returns_err", None, None, "Error: \"bad result\""),
+            unplaced("tests::returns_err", "Error: \"bad result\""),
         ]
     }
 
     #[test]
     fn the_summary_and_the_failures_are_read() {
         let report = parse(include_str!("samples/nextest_failures.txt"), None).unwrap();
-        assert_eq!(report.runner, Runner::Nextest);
-        assert_eq!((report.passed, report.failed, report.skipped), (2, 4, 1));
-        assert!(report.complete);
-        assert_eq!(report.failures, expected());
+        assert_complete(&report, Runner::Nextest, (2, 4, 1), &expected());
     }
 
     #[test]
@@ -331,8 +308,8 @@ mod tests {
             vec![
                 expected()[0].clone(),
                 expected()[2].clone(),
-                failure("tests::segfaults", None, None, "SIGSEGV"),
-                failure("tests::hangs", None, None, "TIMEOUT"),
+                unplaced("tests::segfaults", "SIGSEGV"),
+                unplaced("tests::hangs", "TIMEOUT"),
             ]
         );
     }

@@ -4,7 +4,7 @@
 //! (`FAILED tests/test_x.py::test_y - message`) for full node ids. Without the summary line
 //! (output cut), counts come from the progress characters (`.FsxE`) or the short summary.
 
-use super::text::{self, counts, location};
+use super::text::{self, Lines, counts, location};
 use super::{Failure, Runner, TestReport};
 
 pub(super) fn is_marker(line: &str) -> bool {
@@ -88,27 +88,20 @@ fn ends_section(line: &str) -> bool {
 }
 
 pub(super) fn parse(text: &str) -> Option<TestReport> {
-    let lines: Vec<&str> = text.lines().collect();
+    let mut lines = Lines::new(text);
     let mut summary = None;
     let mut sections: Vec<Section<'_>> = Vec::new();
     let mut listed_failures = Vec::new();
     let mut progress = TestReport::new(Runner::Pytest);
     let mut listed_counts = TestReport::new(Runner::Pytest);
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
+    while let Some(line) = lines.next() {
         if let Some(counts) = summary_line(line) {
             summary = Some(counts);
         } else if let Some((error, head)) = section_header(line) {
-            let start = i;
-            while i < lines.len() && !ends_section(lines[i]) {
-                i += 1;
-            }
             sections.push(Section {
                 error,
                 head,
-                body: lines[start..i].to_vec(),
+                body: lines.until(ends_section).to_vec(),
                 used: false,
             });
         } else if let Some(entry) = listed(line) {
@@ -151,17 +144,13 @@ pub(super) fn parse(text: &str) -> Option<TestReport> {
         report.failures.push(from_section(section.head, &section.body));
     }
 
-    match summary {
-        Some((passed, failed, skipped)) => {
-            (report.passed, report.failed, report.skipped) = (passed, failed, skipped);
-            report.complete = true;
-        }
-        None => {
-            let counted = if progress.total() > 0 { progress } else { listed_counts };
-            (report.passed, report.skipped) = (counted.passed, counted.skipped);
-            report.failed = counted.failed.max(report.failures.len() as u64);
-        }
-    }
+    let counted = if progress.total() > 0 {
+        &progress
+    } else {
+        &listed_counts
+    };
+    let failing = report.failures.len() as u64;
+    report.settle(summary, counted, failing);
     Some(report)
 }
 
@@ -194,9 +183,8 @@ pub(super) fn from_section(name: &str, body: &[&str]) -> Failure {
         } else {
             in_group = false;
         }
-        if let Some((file, line)) = crash_location(line) {
-            failure.file = Some(file);
-            failure.line = Some(line);
+        if let Some(place) = crash_location(line) {
+            failure.locate(place);
         }
     }
     failure.message = match groups.pop() {
@@ -265,15 +253,7 @@ fn count_progress(line: &str, report: &mut TestReport) {
 mod tests {
     use super::*;
     use crate::testparse::parse;
-
-    fn failure(name: &str, file: &str, line: u32, message: &str) -> Failure {
-        Failure {
-            name: name.into(),
-            file: Some(file.into()),
-            line: Some(line),
-            message: message.into(),
-        }
-    }
+    use crate::testparse::test_support::{assert_complete, failure};
 
     fn expected() -> Vec<Failure> {
         vec![
@@ -313,10 +293,7 @@ mod tests {
     #[test]
     fn the_default_output_is_read() {
         let report = parse(include_str!("samples/pytest_default.txt"), None).unwrap();
-        assert_eq!(report.runner, Runner::Pytest);
-        assert_eq!((report.passed, report.failed, report.skipped), (2, 5, 2));
-        assert!(report.complete);
-        assert_eq!(report.failures, expected());
+        assert_complete(&report, Runner::Pytest, (2, 5, 2), &expected());
     }
 
     #[test]

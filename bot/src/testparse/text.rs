@@ -1,5 +1,5 @@
-//! Text helpers shared by the parsers: ANSI stripping, `path:line` locations, `N word` count lists
-//! and the capping of failure messages.
+//! Text helpers shared by the parsers: ANSI stripping, a cursor over lines that takes blocks whole,
+//! `path:line` locations, `N word` count lists and the capping of failure messages.
 
 /// Lines kept of a failure message.
 const MESSAGE_LINES: usize = 6;
@@ -55,6 +55,47 @@ pub fn strip_ansi(text: &str) -> String {
         }
     }
     out
+}
+
+/// The lines of a runner's output, read one at a time by a parser that takes some blocks (a
+/// failure's message, a test's captured output) whole.
+pub(crate) struct Lines<'a> {
+    lines: Vec<&'a str>,
+    next: usize,
+}
+
+impl<'a> Lines<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        Lines {
+            lines: text.lines().collect(),
+            next: 0,
+        }
+    }
+
+    /// The lines from the next one up to the first that `ends` the block (not taken) or the end of
+    /// the output. Reading goes on after them.
+    pub(crate) fn until(&mut self, ends: impl Fn(&str) -> bool) -> &[&'a str] {
+        let start = self.next;
+        while self.next < self.lines.len() && !ends(self.lines[self.next]) {
+            self.next += 1;
+        }
+        &self.lines[start..self.next]
+    }
+
+    /// Every line, read or not.
+    pub(crate) fn all(&self) -> &[&'a str] {
+        &self.lines
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let line = self.lines.get(self.next).copied()?;
+        self.next += 1;
+        Some(line)
+    }
 }
 
 /// `path:line` or `path:line:column` → the path and the line. The path must not be empty nor

@@ -3,8 +3,8 @@
 //! frame) between `⎯⎯⎯` rules, and ` Tests  1 failed | 2 passed | 1 skipped (4)`. Vitest writes
 //! the summary to stdout and the failures to stderr, so either may come first.
 
-use super::jest::is_project_path;
-use super::text::{self, counts, location};
+use super::jest::project_frame;
+use super::text::{self, Lines, counts, location};
 use super::{Failure, Runner, TestReport};
 
 pub(super) fn is_marker(line: &str) -> bool {
@@ -78,24 +78,17 @@ fn frame(line: &str) -> Option<(String, u32)> {
 }
 
 pub(super) fn parse(text: &str) -> Option<TestReport> {
-    let lines: Vec<&str> = text.lines().collect();
+    let mut lines = Lines::new(text);
     let mut report = TestReport::new(Runner::Vitest);
     let mut counted = TestReport::new(Runner::Vitest);
     // `× name` lines and their `→ message`, for output cut before the failure blocks.
     let mut listed: Vec<Failure> = Vec::new();
     let mut summary = None;
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
+    while let Some(line) = lines.next() {
         if let Some(counts) = summary_line(line) {
             summary = Some(counts);
         } else if let Some((file, name)) = fail_header(line) {
-            let start = i;
-            while i < lines.len() && !ends_block(lines[i]) {
-                i += 1;
-            }
-            report.failures.push(block(file, name, &lines[start..i]));
+            report.failures.push(block(file, name, lines.until(ends_block)));
         } else if let Some(name) = test_line(line, "× ") {
             counted.failed += 1;
             listed.push(Failure::named(name));
@@ -115,21 +108,8 @@ pub(super) fn parse(text: &str) -> Option<TestReport> {
     if report.failures.is_empty() {
         report.failures = listed;
     }
-    match summary {
-        Some((passed, failed, skipped)) => {
-            (report.passed, report.failed, report.skipped) = (passed, failed, skipped);
-            report.complete = true;
-        }
-        None => {
-            (report.passed, report.skipped) = (counted.passed, counted.skipped);
-            let tests = report
-                .failures
-                .iter()
-                .filter(|f| Some(f.name.as_str()) != f.file.as_deref())
-                .count();
-            report.failed = counted.failed.max(tests as u64);
-        }
-    }
+    let failing = report.failed_tests();
+    report.settle(summary, &counted, failing);
     Some(report)
 }
 
@@ -161,15 +141,8 @@ fn block(file: &str, name: &str, body: &[&str]) -> Failure {
         .skip_while(|line| line.trim().is_empty())
         .take_while(|line| frame(line).is_none() && !is_code_frame(line));
     failure.message = text::message(message);
-    match body
-        .iter()
-        .filter_map(|line| frame(line))
-        .find(|(path, _)| is_project_path(path))
-    {
-        Some((path, line)) => {
-            failure.file = Some(path);
-            failure.line = Some(line);
-        }
+    match project_frame(body, frame) {
+        Some(place) => failure.locate(place),
         None => failure.file = Some(file.to_owned()),
     }
     failure
@@ -180,44 +153,35 @@ fn block(file: &str, name: &str, body: &[&str]) -> Failure {
 mod tests {
     use super::*;
     use crate::testparse::parse;
-
-    fn failure(name: &str, file: &str, line: u32, message: &str) -> Failure {
-        Failure {
-            name: name.into(),
-            file: Some(file.into()),
-            line: Some(line),
-            message: message.into(),
-        }
-    }
+    use crate::testparse::test_support::{assert_complete, failure, unplaced};
 
     #[test]
     fn failures_after_the_summary_are_read() {
         let report = parse(include_str!("samples/vitest.txt"), None).unwrap();
-        assert_eq!(report.runner, Runner::Vitest);
-        assert_eq!((report.passed, report.failed, report.skipped), (3, 2, 2));
-        assert!(report.complete);
-        assert_eq!(
-            report.failures,
-            vec![
+        assert_complete(
+            &report,
+            Runner::Vitest,
+            (3, 2, 2),
+            &[
                 failure(
                     "src/broken.test.ts",
                     "src/broken.test.ts",
                     1,
-                    "Error: Cannot find module './nope' imported from '/home/dev/proj/src/broken.test.ts'"
+                    "Error: Cannot find module './nope' imported from '/home/dev/proj/src/broken.test.ts'",
                 ),
                 failure(
                     "math > adds wrong",
                     "src/sum.test.ts",
                     9,
-                    "AssertionError: expected 4 to be 5 // Object.is equality\n- Expected\n+ Received\n- 5\n+ 4"
+                    "AssertionError: expected 4 to be 5 // Object.is equality\n- Expected\n+ Received\n- 5\n+ 4",
                 ),
                 failure(
                     "math > throws",
                     "src/sum.test.ts",
                     14,
-                    "TypeError: Cannot read properties of undefined (reading 'x')"
+                    "TypeError: Cannot read properties of undefined (reading 'x')",
                 ),
-            ]
+            ],
         );
     }
 
@@ -250,18 +214,8 @@ mod tests {
         assert_eq!(
             report.failures,
             vec![
-                Failure {
-                    name: "math > adds wrong".into(),
-                    file: None,
-                    line: None,
-                    message: "expected 4 to be 5 // Object.is equality".into()
-                },
-                Failure {
-                    name: "math > throws".into(),
-                    file: None,
-                    line: None,
-                    message: "Cannot read properties of undefined (reading 'x')".into()
-                },
+                unplaced("math > adds wrong", "expected 4 to be 5 // Object.is equality"),
+                unplaced("math > throws", "Cannot read properties of undefined (reading 'x')"),
             ]
         );
     }

@@ -430,20 +430,11 @@ mod tests {
 
     use super::*;
     use crate::tools::ReadFile;
-    use crate::tools::test_support::{call, context};
-
-    fn message(result: Result<String, ToolError>) -> String {
-        match result {
-            Err(ToolError::Respond(message)) => message,
-            other => panic!("expected an error for the model, got {other:?}"),
-        }
-    }
+    use crate::tools::test_support::{call, message, workspace_with};
 
     /// A workspace holding `name` with `content`, already read.
     async fn with_file(name: &str, content: &str) -> (tempfile::TempDir, ToolContext) {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(name), content).unwrap();
-        let ctx = context(dir.path());
+        let (dir, ctx) = workspace_with(&[(name, content)]);
         call(&ReadFile, &ctx, json!({"path": name})).await.unwrap();
         (dir, ctx)
     }
@@ -567,9 +558,7 @@ mod tests {
 
     #[tokio::test]
     async fn needs_a_fresh_read() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
-        let ctx = context(dir.path());
+        let (dir, ctx) = workspace_with(&[("a.txt", "hello\n")]);
         let args = json!({"path": "a.txt", "old_string": "hello", "new_string": "bye"});
         assert!(message(edit(&ctx, args.clone()).await).contains("has not been read in this run"));
         call(&ReadFile, &ctx, json!({"path": "a.txt"})).await.unwrap();

@@ -1,16 +1,16 @@
-//! Helpers the file tools share: running blocking filesystem work off the async threads, walking a
-//! tree the way the model expects (honouring .gitignore, never entering `.git`), writing without
-//! following symlinks, and formatting numbered lines and counts.
+//! Helpers the file tools share: running blocking filesystem work off the async threads, looking a
+//! path up, walking a tree the way the model expects (honouring .gitignore, never entering `.git`),
+//! writing without following symlinks, and formatting numbered lines and counts.
 
-use std::fs::OpenOptions;
+use std::fs::{self, Metadata, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use ignore::WalkBuilder;
 
-use super::ToolError;
 use super::path::is_git_dir;
+use super::{ToolError, Workspace};
 
 /// Runs blocking filesystem work on tokio's blocking pool, so the file tools of one turn can run
 /// concurrently without stalling the runtime.
@@ -31,6 +31,14 @@ pub(crate) fn io_error(shown: &str, err: &io::Error) -> ToolError {
         io::ErrorKind::PermissionDenied => format!("permission denied for `{shown}`"),
         _ => format!("`{shown}`: {err}"),
     })
+}
+
+/// A resolved path as the model sees it, and its metadata; a path that cannot be looked up is an
+/// error for the model.
+pub(crate) fn stat(workspace: &Workspace, path: &Path) -> Result<(String, Metadata), ToolError> {
+    let shown = workspace.display(path);
+    let meta = fs::metadata(path).map_err(|err| io_error(&shown, &err))?;
+    Ok((shown, meta))
 }
 
 /// A walker over `root`: .gitignore, .ignore and .git/info/exclude honoured even outside a git
@@ -108,7 +116,7 @@ mod tests {
 
     use super::*;
     use crate::tools::file_tools;
-    use crate::tools::test_support::{call, context};
+    use crate::tools::test_support::{call, workspace_with};
 
     /// A value the schema accepts for a property.
     fn sample(schema: &Value) -> Value {
@@ -126,8 +134,7 @@ mod tests {
     /// The schema of every file tool says exactly what its argument struct accepts.
     #[tokio::test]
     async fn schemas_match_argument_structs() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = context(dir.path());
+        let (_dir, ctx) = workspace_with(&[]);
         for tool in file_tools() {
             let name = tool.name();
             let schema = tool.parameters();

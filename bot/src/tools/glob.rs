@@ -4,7 +4,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::files::{blocking, io_error, thousands, walker};
+use super::files::{blocking, stat, thousands, walker};
 use super::{BoxFuture, Tool, ToolContext, ToolError, parse_args};
 
 /// Paths listed; the rest are counted.
@@ -58,8 +58,7 @@ impl Tool for Glob {
             let workspace = ctx.workspace.clone();
             blocking(move || {
                 let root = workspace.resolve_read(path.as_deref().unwrap_or("."))?;
-                let shown_root = workspace.display(&root);
-                let meta = std::fs::metadata(&root).map_err(|err| io_error(&shown_root, &err))?;
+                let (shown_root, meta) = stat(&workspace, &root)?;
                 if !meta.is_dir() {
                     return Err(ToolError::respond(format!("`{shown_root}` is not a directory")));
                 }
@@ -127,34 +126,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::test_support::{call, context};
-
-    fn message(result: Result<String, ToolError>) -> String {
-        match result {
-            Err(ToolError::Respond(message)) => message,
-            other => panic!("expected an error for the model, got {other:?}"),
-        }
-    }
+    use crate::tools::test_support::{call, message, workspace_with};
 
     #[tokio::test]
     async fn matches_names_anywhere_and_paths_from_the_root() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        for path in [
-            "src/main.rs",
-            "src/a/b/deep.rs",
-            "build.rs",
-            "docs/x.md",
-            "target/gen.rs",
-            ".git/x.rs",
-            ".cfg/h.rs",
-        ] {
-            fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
-            fs::write(root.join(path), "").unwrap();
-        }
-        fs::write(root.join(".gitignore"), "/target\n").unwrap();
-        symlink("src/main.rs", root.join("alias.rs")).unwrap();
-        let ctx = context(root);
+        let (dir, ctx) = workspace_with(&[
+            ("src/main.rs", ""),
+            ("src/a/b/deep.rs", ""),
+            ("build.rs", ""),
+            ("docs/x.md", ""),
+            ("target/gen.rs", ""),
+            (".git/x.rs", ""),
+            (".cfg/h.rs", ""),
+            (".gitignore", "/target\n"),
+        ]);
+        symlink("src/main.rs", dir.path().join("alias.rs")).unwrap();
         let glob = |pattern: &str, path: Option<&str>| {
             let args = match path {
                 Some(path) => json!({"pattern": pattern, "path": path}),
@@ -185,11 +171,10 @@ mod tests {
 
     #[tokio::test]
     async fn results_are_capped() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, ctx) = workspace_with(&[]);
         for i in 0..620 {
             fs::write(dir.path().join(format!("f{i:04}.txt")), "").unwrap();
         }
-        let ctx = context(dir.path());
         let out = call(&Glob, &ctx, json!({"pattern": "*.txt"})).await.unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 501);

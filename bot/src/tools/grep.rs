@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::files::{blocking, cut, io_error, plural, thousands, walker};
+use super::files::{blocking, cut, plural, stat, thousands, walker};
 use super::{BoxFuture, Tool, ToolContext, ToolError, Workspace, parse_args};
 
 const DEFAULT_LIMIT: usize = 200;
@@ -146,8 +146,7 @@ enum Line {
 impl Search<'_> {
     fn run(&self, pattern: &str, path: &str, glob: Option<&str>) -> Result<String, ToolError> {
         let root = self.workspace.resolve_read(path)?;
-        let shown_root = self.workspace.display(&root);
-        std::fs::metadata(&root).map_err(|err| io_error(&shown_root, &err))?;
+        let (shown_root, _) = stat(self.workspace, &root)?;
 
         let mut walk = walker(&root);
         if let Some(glob) = glob {
@@ -335,37 +334,25 @@ impl Sink for Collect {
 mod tests {
     use std::fs;
     use std::os::unix::fs::symlink;
-    use std::path::Path;
 
     use serde_json::json;
 
     use super::*;
-    use crate::tools::test_support::{call, context};
+    use crate::tools::test_support::{call, context, message, workspace_with};
 
-    fn message(result: Result<String, ToolError>) -> String {
-        match result {
-            Err(ToolError::Respond(message)) => message,
-            other => panic!("expected an error for the model, got {other:?}"),
-        }
-    }
-
-    fn tree(root: &Path) {
-        for (path, content) in [
-            ("src/main.rs", "fn main() {\n    helper();\n}\n"),
-            ("src/lib.rs", "pub fn helper() {}\n// TODO: more\n"),
-            ("src/deep/mod.rs", "// nothing\nfn Helper() {}\n"),
-            ("README.md", "call helper() first\n"),
-            (".hidden/conf.rs", "helper\n"),
-            ("target/debug/gen.rs", "helper\n"),
-            ("notes.log", "helper\n"),
-            (".git/config", "helper\n"),
-        ] {
-            fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
-            fs::write(root.join(path), content).unwrap();
-        }
-        fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
-        fs::write(root.join("src/blob.bin"), b"helper\0\x01\x02").unwrap();
-    }
+    const TREE: &[(&str, &str)] = &[
+        ("src/main.rs", "fn main() {\n    helper();\n}\n"),
+        ("src/lib.rs", "pub fn helper() {}\n// TODO: more\n"),
+        ("src/deep/mod.rs", "// nothing\nfn Helper() {}\n"),
+        ("README.md", "call helper() first\n"),
+        (".hidden/conf.rs", "helper\n"),
+        ("target/debug/gen.rs", "helper\n"),
+        ("notes.log", "helper\n"),
+        (".git/config", "helper\n"),
+        (".gitignore", "target/\n*.log\n"),
+        // Binary: a NUL byte.
+        ("src/blob.bin", "helper\0\x01\x02"),
+    ];
 
     async fn grep(ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         call(&Grep, ctx, args).await
@@ -373,9 +360,7 @@ mod tests {
 
     #[tokio::test]
     async fn content_mode_in_path_order_honouring_ignores() {
-        let dir = tempfile::tempdir().unwrap();
-        tree(dir.path());
-        let ctx = context(dir.path());
+        let (_dir, ctx) = workspace_with(TREE);
         // Not a git repository, yet .gitignore applies; hidden files are searched, .git and binaries not.
         let out = grep(&ctx, json!({"pattern": "helper"})).await.unwrap();
         assert_eq!(
@@ -413,7 +398,6 @@ mod tests {
 
     #[tokio::test]
     async fn context_lines_and_breaks() {
-        let dir = tempfile::tempdir().unwrap();
         let text: String = (1..=20)
             .map(|i| {
                 if i == 5 || i == 15 {
@@ -423,9 +407,7 @@ mod tests {
                 }
             })
             .collect();
-        fs::write(dir.path().join("a.txt"), &text).unwrap();
-        fs::write(dir.path().join("b.txt"), "x\nhit\n").unwrap();
-        let ctx = context(dir.path());
+        let (_dir, ctx) = workspace_with(&[("a.txt", &text), ("b.txt", "x\nhit\n")]);
         let out = grep(&ctx, json!({"pattern": "hit", "context": 1})).await.unwrap();
         assert_eq!(
             out,
@@ -436,9 +418,7 @@ mod tests {
 
     #[tokio::test]
     async fn files_and_count_modes() {
-        let dir = tempfile::tempdir().unwrap();
-        tree(dir.path());
-        let ctx = context(dir.path());
+        let (dir, ctx) = workspace_with(TREE);
         let out = grep(&ctx, json!({"pattern": "helper", "mode": "files"})).await.unwrap();
         assert_eq!(out, ".hidden/conf.rs\nREADME.md\nsrc/lib.rs\nsrc/main.rs");
         fs::write(dir.path().join("src/many.rs"), "helper\nhelper helper\nhelper\n").unwrap();
@@ -463,12 +443,8 @@ mod tests {
 
     #[tokio::test]
     async fn output_is_capped_with_a_count_of_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        for file in ["a", "b", "c"] {
-            let text: String = (0..150).map(|i| format!("match {i}\n")).collect();
-            fs::write(dir.path().join(format!("{file}.txt")), text).unwrap();
-        }
-        let ctx = context(dir.path());
+        let text: String = (0..150).map(|i| format!("match {i}\n")).collect();
+        let (dir, ctx) = workspace_with(&[("a.txt", &text), ("b.txt", &text), ("c.txt", &text)]);
         let out = grep(&ctx, json!({"pattern": "match"})).await.unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 201);

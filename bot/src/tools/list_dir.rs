@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::files::{blocking, io_error, thousands, walker};
+use super::files::{blocking, stat, thousands, walker};
 use super::{BoxFuture, Tool, ToolContext, ToolError, parse_args};
 
 const DEFAULT_DEPTH: usize = 2;
@@ -65,8 +65,7 @@ impl Tool for ListDir {
             let workspace = ctx.workspace.clone();
             blocking(move || {
                 let root = workspace.resolve_read(path.as_deref().unwrap_or("."))?;
-                let shown_root = workspace.display(&root);
-                let meta = std::fs::metadata(&root).map_err(|err| io_error(&shown_root, &err))?;
+                let (shown_root, meta) = stat(&workspace, &root)?;
                 if !meta.is_dir() {
                     return Err(ToolError::respond(format!(
                         "`{shown_root}` is a file, not a directory; use read_file to read it"
@@ -129,35 +128,22 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::test_support::{call, context};
-
-    fn message(result: Result<String, ToolError>) -> String {
-        match result {
-            Err(ToolError::Respond(message)) => message,
-            other => panic!("expected an error for the model, got {other:?}"),
-        }
-    }
+    use crate::tools::test_support::{call, message, workspace_with};
 
     #[tokio::test]
     async fn shows_a_tree() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        for path in [
-            "src/main.rs",
-            "src/tools/mod.rs",
-            "src/tools/deep/x.rs",
-            "Cargo.toml",
-            "target/out",
-            ".git/HEAD",
-            ".github/ci.yml",
-        ] {
-            fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
-            fs::write(root.join(path), "").unwrap();
-        }
-        fs::write(root.join(".gitignore"), "target/\n").unwrap();
-        fs::create_dir(root.join("empty")).unwrap();
-        symlink("/etc", root.join("etc")).unwrap();
-        let ctx = context(root);
+        let (dir, ctx) = workspace_with(&[
+            ("src/main.rs", ""),
+            ("src/tools/mod.rs", ""),
+            ("src/tools/deep/x.rs", ""),
+            ("Cargo.toml", ""),
+            ("target/out", ""),
+            (".git/HEAD", ""),
+            (".github/ci.yml", ""),
+            (".gitignore", "target/\n"),
+        ]);
+        fs::create_dir(dir.path().join("empty")).unwrap();
+        symlink("/etc", dir.path().join("etc")).unwrap();
 
         let out = call(&ListDir, &ctx, json!({})).await.unwrap();
         assert_eq!(
@@ -181,7 +167,7 @@ mod tests {
 
     #[tokio::test]
     async fn entries_are_capped() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, ctx) = workspace_with(&[]);
         for i in 0..30 {
             let sub = dir.path().join(format!("d{i:02}"));
             fs::create_dir(&sub).unwrap();
@@ -189,7 +175,6 @@ mod tests {
                 fs::write(sub.join(format!("f{j:02}")), "").unwrap();
             }
         }
-        let ctx = context(dir.path());
         let out = call(&ListDir, &ctx, json!({})).await.unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 502);

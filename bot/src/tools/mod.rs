@@ -192,13 +192,16 @@ impl Registry {
     }
 }
 
-/// A `ToolContext` for tool tests: the workspace at `root`, a sandbox that refuses to run anything.
+/// What tool tests share: a `ToolContext` over a workspace with a sandbox that refuses to run
+/// anything, workspaces holding given files, calls with JSON arguments, and the message of a refusal.
 #[cfg(test)]
 pub(crate) mod test_support {
+    use std::fs;
     use std::path::{Path, PathBuf};
     use std::sync::{Arc, Mutex};
 
     use serde_json::{Map, Value};
+    use tempfile::TempDir;
     use tokio_util::sync::CancellationToken;
 
     use super::{ReadTracker, Tool, ToolContext, ToolError, Workspace};
@@ -258,5 +261,33 @@ pub(crate) mod test_support {
             _ => Map::new(),
         };
         tool.call(ctx, args).await
+    }
+
+    /// The message of a call that failed with a message for the model; anything else panics.
+    pub(crate) fn message(result: Result<String, ToolError>) -> String {
+        match result {
+            Err(ToolError::Respond(message)) => message,
+            other => panic!("expected an error for the model, got {other:?}"),
+        }
+    }
+
+    /// A temporary workspace holding `files` (as [`write_files`] writes them), and a context over
+    /// it. The workspace lasts as long as the `TempDir`.
+    #[expect(clippy::unwrap_used, reason = "tests")]
+    pub(crate) fn workspace_with(files: &[(&str, &str)]) -> (TempDir, ToolContext) {
+        let dir = tempfile::tempdir().unwrap();
+        write_files(dir.path(), files);
+        let ctx = context(dir.path());
+        (dir, ctx)
+    }
+
+    /// Writes each `(path, content)` below `root`, creating the directories on the way.
+    #[expect(clippy::unwrap_used, reason = "tests")]
+    pub(crate) fn write_files(root: &Path, files: &[(&str, &str)]) {
+        for (path, content) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, content).unwrap();
+        }
     }
 }

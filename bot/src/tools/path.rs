@@ -101,7 +101,11 @@ impl Workspace {
         let outside = || ToolError::respond(format!("`{path}` is outside the workspace"));
         let given = Path::new(path);
         let joined = if given.is_absolute() {
-            match self.mount_point.as_ref().and_then(|mount| given.strip_prefix(mount).ok()) {
+            match self
+                .mount_point
+                .as_ref()
+                .and_then(|mount| given.strip_prefix(mount).ok())
+            {
                 // Checked like any relative path below: `/workspace/../etc` still escapes.
                 Some(rest) => self.root.join(rest),
                 None => given.to_path_buf(),
@@ -360,11 +364,16 @@ mod tests {
     #[test]
     fn paths_under_the_sandbox_mount_point_are_paths_in_the_checkout() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
-        let workspace = Workspace::new(dir.path()).unwrap().with_mount_point(Path::new("/workspace"));
+        fs::write(dir.path().join("a.txt"), "a").unwrap();
+        let workspace = Workspace::new(dir.path())
+            .unwrap()
+            .with_mount_point(Path::new("/workspace"));
         let root = dir.path().canonicalize().unwrap();
         assert_eq!(workspace.resolve_read("/workspace/a.txt").unwrap(), root.join("a.txt"));
-        assert_eq!(workspace.resolve_write("/workspace/new/b.txt").unwrap(), root.join("new/b.txt"));
+        assert_eq!(
+            workspace.resolve_write("/workspace/new/b.txt").unwrap(),
+            root.join("new/b.txt")
+        );
         assert!(workspace.resolve_read("/workspace/../etc/passwd").is_err());
         assert!(workspace.resolve_read("/workspacex/a.txt").is_err());
         assert!(workspace.resolve_write("/workspace/.git/config").is_err());

@@ -1,14 +1,14 @@
 //! `read_file`: a window of a text file, with line numbers, streamed so a huge file costs no memory;
 //! records what it read for `edit_file` and `write_file`.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::files::{blocking, cut, io_error, numbered, plural, thousands};
+use super::files::{blocking, cut, io_error, numbered, plural, stat, thousands};
 use super::reads::ContentHasher;
 use super::{BoxFuture, Tool, ToolContext, ToolError, Workspace, parse_args};
 
@@ -107,8 +107,7 @@ fn read(
     offset: u64,
     limit: u64,
 ) -> Result<(Result<String, ToolError>, Recorded), ToolError> {
-    let shown = workspace.display(path);
-    let meta = fs::metadata(path).map_err(|err| io_error(&shown, &err))?;
+    let (shown, meta) = stat(workspace, path)?;
     if meta.is_dir() {
         return Err(ToolError::respond(format!(
             "`{shown}` is a directory; use list_dir to see what it holds"
@@ -272,25 +271,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::test_support::{call, context};
+    use crate::tools::test_support::{call, context, message, workspace_with};
 
     async fn read(ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         call(&ReadFile, ctx, args).await
     }
 
-    fn message(result: Result<String, ToolError>) -> String {
-        match result {
-            Err(ToolError::Respond(message)) => message,
-            other => panic!("expected an error for the model, got {other:?}"),
-        }
-    }
-
     #[tokio::test]
     async fn shows_numbered_lines_and_where_to_continue() {
-        let dir = tempfile::tempdir().unwrap();
         let text: String = (1..=12).map(|i| format!("line {i}\n")).collect();
-        fs::write(dir.path().join("a.txt"), text).unwrap();
-        let ctx = context(dir.path());
+        let (_dir, ctx) = workspace_with(&[("a.txt", &text)]);
 
         let all = read(&ctx, json!({"path": "a.txt"})).await.unwrap();
         assert!(all.starts_with("     1\tline 1\n     2\tline 2\n"), "{all}");
@@ -321,10 +311,8 @@ mod tests {
 
     #[tokio::test]
     async fn default_limit_is_2000_lines() {
-        let dir = tempfile::tempdir().unwrap();
         let text: String = (1..=5234).map(|i| format!("{i}\n")).collect();
-        fs::write(dir.path().join("long.txt"), text).unwrap();
-        let ctx = context(dir.path());
+        let (_dir, ctx) = workspace_with(&[("long.txt", &text)]);
         let out = read(&ctx, json!({"path": "long.txt"})).await.unwrap();
         assert_eq!(out.lines().count(), 2001);
         assert!(
@@ -335,11 +323,9 @@ mod tests {
 
     #[tokio::test]
     async fn output_stays_under_the_byte_budget() {
-        let dir = tempfile::tempdir().unwrap();
         let line = "x".repeat(1000);
         let text: String = (0..500).map(|_| format!("{line}\n")).collect();
-        fs::write(dir.path().join("wide.txt"), text).unwrap();
-        let ctx = context(dir.path());
+        let (_dir, ctx) = workspace_with(&[("wide.txt", &text)]);
         let out = read(&ctx, json!({"path": "wide.txt"})).await.unwrap();
         assert!(out.len() <= MAX_OUTPUT_BYTES + 200, "{}", out.len());
         let last = out.lines().last().unwrap();
@@ -352,10 +338,8 @@ mod tests {
 
     #[tokio::test]
     async fn huge_lines_are_cut() {
-        let dir = tempfile::tempdir().unwrap();
         let huge = "é".repeat(1_000_000);
-        fs::write(dir.path().join("min.js"), format!("short\n{huge}\nafter")).unwrap();
-        let ctx = context(dir.path());
+        let (dir, ctx) = workspace_with(&[("min.js", &format!("short\n{huge}\nafter"))]);
         let out = read(&ctx, json!({"path": "min.js"})).await.unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "     1\tshort");
@@ -379,15 +363,15 @@ mod tests {
 
     #[tokio::test]
     async fn odd_files() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, ctx) = workspace_with(&[
+            ("empty", ""),
+            ("crlf.txt", "one\r\ntwo\r\n"),
+            ("no_newline.txt", "a\nb"),
+        ]);
         let root = dir.path();
-        fs::write(root.join("empty"), "").unwrap();
         fs::write(root.join("blob.bin"), [1u8, 2, 0, 3]).unwrap();
-        fs::write(root.join("crlf.txt"), "one\r\ntwo\r\n").unwrap();
         fs::write(root.join("latin1.txt"), b"caf\xe9\n").unwrap();
-        fs::write(root.join("no_newline.txt"), "a\nb").unwrap();
         fs::create_dir(root.join("dir")).unwrap();
-        let ctx = context(root);
 
         assert_eq!(
             read(&ctx, json!({"path": "empty"})).await.unwrap(),

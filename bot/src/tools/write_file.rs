@@ -118,19 +118,11 @@ mod tests {
 
     use super::*;
     use crate::tools::ReadFile;
-    use crate::tools::test_support::{call, context};
-
-    fn message(result: Result<String, ToolError>) -> String {
-        match result {
-            Err(ToolError::Respond(message)) => message,
-            other => panic!("expected an error for the model, got {other:?}"),
-        }
-    }
+    use crate::tools::test_support::{call, context, message, workspace_with};
 
     #[tokio::test]
     async fn creates_files_and_parent_directories() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = context(dir.path());
+        let (dir, ctx) = workspace_with(&[]);
         let out = call(
             &WriteFile,
             &ctx,
@@ -152,11 +144,9 @@ mod tests {
 
     #[tokio::test]
     async fn overwriting_needs_a_fresh_read() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, ctx) = workspace_with(&[("f.sh", "old\n")]);
         let path = dir.path().join("f.sh");
-        fs::write(&path, "old\n").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-        let ctx = context(dir.path());
 
         let refused = message(call(&WriteFile, &ctx, json!({"path": "f.sh", "content": "new\n"})).await);
         assert!(
@@ -220,8 +210,7 @@ mod tests {
 
     #[tokio::test]
     async fn arguments_are_checked() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = context(dir.path());
+        let (_dir, ctx) = workspace_with(&[]);
         let missing = message(call(&WriteFile, &ctx, json!({"path": "a"})).await);
         assert_eq!(missing, "invalid arguments for `write_file`: missing field `content`");
         let extra = message(call(&WriteFile, &ctx, json!({"path": "a", "content": "", "mode": "x"})).await);
