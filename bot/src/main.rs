@@ -76,6 +76,10 @@ struct RunArgs {
     /// Cost budget in US dollars (sets agent.max_cost_usd)
     #[arg(long, value_name = "USD")]
     max_cost_usd: Option<f64>,
+    /// Where commands run: docker (an isolated container) or local (this machine, unsandboxed)
+    /// (sets sandbox.backend)
+    #[arg(long, value_name = "BACKEND")]
+    sandbox: Option<String>,
     /// Work on the current branch instead of a new pitcrew/<slug> branch
     #[arg(long)]
     in_place: bool,
@@ -161,6 +165,7 @@ fn run_overrides(args: &RunArgs) -> Vec<String> {
     push("model.base_url", args.base_url.clone());
     push("agent.max_steps", args.max_steps.map(|n| n.to_string()));
     push("agent.max_cost_usd", args.max_cost_usd.map(|n| n.to_string()));
+    push("sandbox.backend", args.sandbox.clone());
     set
 }
 

@@ -1,4 +1,5 @@
 //! Support for pitcrew's end-to-end tests: fake servers and real fixtures they run against.
 
+pub mod docker;
 pub mod repo;
 pub mod scripted_model;

@@ -212,3 +212,94 @@ async fn nothing_to_commit_is_reported_not_an_error() {
     let text = pitcrew::run::progress::render_text(&report);
     assert!(text.contains("commit:   none (nothing changed)"), "{text}");
 }
+
+#[tokio::test]
+async fn with_the_docker_sandbox_commands_run_in_the_container() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let repo = TestRepo::new(&[("tests.sh", "echo 'test result: ok. 1 passed; 0 failed; 0 ignored'\n")]).unwrap();
+    let host_name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned();
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(Reply::new().tool_call(
+                "bash",
+                json!({"command": "hostname; test -f /.dockerenv && echo in-a-container; pwd; echo made inside > inside.txt; touch .git/evil"}),
+            ))
+            .turn(Reply::new().tool_call("run_tests", json!({"command": "sh tests.sh"})))
+            .turn(Reply::text("Checked where commands run.")),
+    );
+    let overrides = vec![
+        format!("model.base_url={}", server.openai_base_url()),
+        "model.name=gpt-4o".to_owned(),
+        "sandbox.backend=docker".to_owned(),
+        format!("sandbox.image={image}"),
+    ];
+    let config = Config::load(LoadOptions {
+        config_path: None,
+        env: &BTreeMap::new(),
+        overrides: &overrides,
+    })
+    .unwrap();
+    let report = pitcrew::run::run(RunOptions {
+        repo: repo.path().to_owned(),
+        task: "Check the sandbox".into(),
+        in_place: false,
+        config,
+        prompts: Prompts::embedded(),
+        events: Arc::new(Recorder::default()),
+        model: Some(model(&server, Provider::OpenAi)),
+        cancel: CancellationToken::new(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(report.stop, StopReason::Finished, "{report:#?}");
+    assert!(report.sandbox.starts_with("docker"), "{}", report.sandbox);
+
+    let bash = &server.requests()[1];
+    let output = bash.body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lines: Vec<&str> = output.lines().collect();
+    let inside_name = lines
+        .iter()
+        .skip_while(|l| !l.starts_with("--- stdout"))
+        .nth(1)
+        .unwrap()
+        .trim();
+    assert_ne!(inside_name, host_name, "{output}");
+    assert!(
+        output.contains("in-a-container") && output.contains("/workspace"),
+        "{output}"
+    );
+    assert!(
+        output.contains(".git/evil") && !repo.file(".git/evil").exists(),
+        ".git was writable: {output}"
+    );
+    // The system prompt told the model where the checkout is inside the container.
+    assert!(
+        server.requests()[0].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("`/workspace`")
+    );
+    // What the command wrote inside is on the host, and committed.
+    assert_eq!(repo.read("inside.txt").unwrap(), "made inside\n");
+    let commit = report.commit.as_deref().unwrap();
+    assert_eq!(
+        repo.git(&["show", &format!("{commit}:inside.txt")]).unwrap(),
+        "made inside\n"
+    );
+    assert_eq!(report.tests.as_ref().map(|t| t.passed), Some(1));
+    // The container is gone.
+    let job = std::path::Path::new(&report.run_dir)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(pitcrew_tests::docker::containers_of(&job).unwrap().trim(), "");
+}

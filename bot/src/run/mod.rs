@@ -13,11 +13,12 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::events::{EventSink, Fanout, TrajectoryLog};
 use crate::agent::subagent::TaskTool;
 use crate::agent::{Agent, AgentConfig, Meter, StopReason, Task};
-use crate::config::{Config, SandboxBackend};
+use crate::config::{Config, Origin, SandboxBackend, SandboxNetwork};
 use crate::llm::{self, Model, Usage};
 use crate::prompts::{PromptError, Prompts, Template};
-use crate::sandbox::Session;
+use crate::sandbox::docker::{DockerSandbox, DockerSpec, Network};
 use crate::sandbox::local::{LocalOptions, LocalSession};
+use crate::sandbox::{Session, image};
 use crate::tools::{self, Plan, Registry, ToolContext, Workspace};
 use crate::workspace::{self, ChangedFile, LocalRepo, WorkspaceError};
 
@@ -117,18 +118,17 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
     })?;
     let events: Arc<dyn EventSink> = Arc::new(Fanout(vec![Box::new(trajectory), Box::new(options.events.clone())]));
 
-    if options.config.sandbox.backend == SandboxBackend::Docker {
-        tracing::warn!(
-            "the docker sandbox backend is not available yet: commands run on this machine, unsandboxed (local backend)"
-        );
-    }
-    let session: Arc<dyn Session> = Arc::new(LocalSession::start(&root, local_options())?);
     let workspace = Workspace::new(&root)
         .and_then(|w| w.with_read_root(&run_dir))
         .map_err(|source| RunError::RunDir {
             path: run_dir.clone(),
             source,
         })?;
+    let job_id = run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(run_id);
+    let (session, workspace) = start_sandbox(&options.config, &job_id, &root, workspace).await?;
 
     let model = match options.model {
         Some(model) => model,
@@ -137,9 +137,13 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
     let agent_config = agent_config(&options.config);
     let meter = Meter::new(options.config.price_table());
     let registry = registry(model.clone(), &agent_config, meter.clone());
+    let shown_root = match options.config.sandbox.backend {
+        SandboxBackend::Docker => CONTAINER_WORKSPACE.to_owned(),
+        SandboxBackend::Local => root.display().to_string(),
+    };
     let system = options
         .prompts
-        .render(Template::System, &[("workspace", &root.display().to_string())])?;
+        .render(Template::System, &[("workspace", &shown_root)])?;
     let context = format!(
         "A local run of `pitcrew run` in {}, on branch {}. The person who started it reads your final report \
          in their terminal.",
@@ -218,6 +222,45 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
         run_dir: run_dir.display().to_string(),
         sandbox: session.describe(),
     })
+}
+
+/// Where the Docker backend mounts the checkout.
+const CONTAINER_WORKSPACE: &str = "/workspace";
+
+/// Starts the configured sandbox for the job; returns it with the workspace as the tools see it.
+async fn start_sandbox(
+    config: &Config,
+    job_id: &str,
+    root: &std::path::Path,
+    workspace: Workspace,
+) -> Result<(Arc<dyn Session>, Workspace), RunError> {
+    let sandbox = &config.sandbox;
+    match sandbox.backend {
+        SandboxBackend::Local => Ok((Arc::new(LocalSession::start(root, local_options())?), workspace)),
+        SandboxBackend::Docker => {
+            let docker = DockerSandbox::connect().await?;
+            let explicit = (config.origin("sandbox.image") != Origin::Default).then_some(sandbox.image.as_str());
+            let (image, source) = image::resolve(&workspace, explicit, &sandbox.image);
+            tracing::info!(%image, ?source, "starting the docker sandbox");
+            let spec = DockerSpec {
+                network: match sandbox.network {
+                    SandboxNetwork::None => Network::None,
+                    SandboxNetwork::Bridge => Network::Bridge,
+                },
+                memory_bytes: sandbox.memory_bytes,
+                cpus: sandbox.cpus,
+                pids_limit: i64::from(sandbox.pids_limit),
+                setup: sandbox.setup.clone(),
+                setup_network: sandbox.setup_network,
+                ..DockerSpec::new(job_id, image, root)
+            };
+            let session = docker.start(spec).await?;
+            Ok((
+                Arc::new(session),
+                workspace.with_mount_point(std::path::Path::new(CONTAINER_WORKSPACE)),
+            ))
+        }
+    }
 }
 
 /// The agent's limits from configuration.
@@ -309,7 +352,6 @@ fn run_id() -> String {
     format!("{seconds}-{:04x}", fastrand::u16(..))
 }
 
-
 #[cfg(test)]
 #[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
@@ -326,16 +368,26 @@ mod tests {
         std::fs::create_dir(dir.path().join(".github")).unwrap();
         std::fs::write(dir.path().join(".github/copilot-instructions.md"), "x".repeat(40_000)).unwrap();
         let text = repository_instructions(&workspace);
-        assert!(text.starts_with("## AGENTS.md\n\nRun `make check` before you finish."), "{text}");
+        assert!(
+            text.starts_with("## AGENTS.md\n\nRun `make check` before you finish."),
+            "{text}"
+        );
         assert!(!text.contains("root:"), "followed a symlink out of the workspace");
         assert!(text.contains("## .github/copilot-instructions.md"));
-        assert!(text.contains("[.github/copilot-instructions.md is cut here:"), "{}", &text[text.len() - 200..]);
+        assert!(
+            text.contains("[.github/copilot-instructions.md is cut here:"),
+            "{}",
+            &text[text.len() - 200..]
+        );
         assert!(text.len() <= MAX_INSTRUCTIONS_CHARS + 200, "{}", text.len());
     }
 
     #[test]
     fn commit_messages_are_titled_by_the_task_and_carry_the_report() {
-        assert_eq!(commit_message("Fix the parser\nmore detail", "Fixed it."), "pitcrew: Fix the parser\n\nFixed it.");
+        assert_eq!(
+            commit_message("Fix the parser\nmore detail", "Fixed it."),
+            "pitcrew: Fix the parser\n\nFixed it."
+        );
         let long = "x".repeat(100);
         assert_eq!(commit_message(&long, ""), format!("pitcrew: {}…", "x".repeat(60)));
     }

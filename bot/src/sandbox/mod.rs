@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use crate::tools::BoxFuture;
 
+pub mod docker;
+pub mod image;
 pub mod local;
+pub(crate) mod output;
 
 /// A command to run in the workspace.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +52,8 @@ pub struct ExecOutput {
     pub stderr_bytes: u64,
     pub truncated: bool,
     pub timed_out: bool,
+    /// The kernel killed a process of the command for exceeding the sandbox's memory limit.
+    pub oom_killed: bool,
     pub duration: Duration,
 }
 

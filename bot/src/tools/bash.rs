@@ -109,6 +109,9 @@ fn render(output: &ExecOutput, timeout: Duration) -> String {
         (false, Some(code)) => format!("exit code: {code} ({took:.1} s)"),
         (false, None) => format!("killed by a signal ({took:.1} s)"),
     };
+    if output.oom_killed {
+        text.push_str("\nkilled: out of memory (the sandbox's memory limit)");
+    }
     let streams = [
         ("stdout", &output.stdout, output.stdout_bytes),
         ("stderr", &output.stderr, output.stderr_bytes),
@@ -124,7 +127,7 @@ fn render(output: &ExecOutput, timeout: Duration) -> String {
             let _ = write!(
                 text,
                 "\n--- {name} ({} bytes) ---\n",
-                crate::sandbox::local::group_digits(bytes)
+                crate::sandbox::output::group_digits(bytes)
             );
         }
         text.push_str(body.strip_suffix('\n').unwrap_or(body));
@@ -156,8 +159,7 @@ mod tests {
 
     /// A tool context whose sandbox really runs commands, locally.
     fn context() -> (tempfile::TempDir, ToolContext) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut ctx = test_support::context(dir.path());
+        let (dir, mut ctx) = test_support::workspace_with(&[]);
         ctx.sandbox = Arc::new(LocalSession::start(dir.path(), LocalOptions::default()).unwrap());
         (dir, ctx)
     }
@@ -242,6 +244,25 @@ mod tests {
             dead
         });
         assert!(gone, "the background sleep survived the timeout");
+    }
+
+    #[test]
+    fn an_out_of_memory_kill_is_said() {
+        let output = ExecOutput {
+            exit_code: Some(137),
+            stdout: String::new(),
+            stderr: "Killed\n".to_owned(),
+            stdout_bytes: 0,
+            stderr_bytes: 7,
+            truncated: false,
+            timed_out: false,
+            oom_killed: true,
+            duration: Duration::from_millis(400),
+        };
+        assert_eq!(
+            render(&output, Duration::from_secs(120)),
+            "exit code: 137 (0.4 s)\nkilled: out of memory (the sandbox's memory limit)\n--- stderr ---\nKilled"
+        );
     }
 
     #[tokio::test]

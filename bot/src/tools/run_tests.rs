@@ -482,21 +482,15 @@ fn unparsed_report(command: &TestCommand, output: &ExecOutput) -> TestReport {
 #[cfg(test)]
 #[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use tokio_util::sync::CancellationToken;
+    use std::sync::Arc;
 
     use super::*;
     use crate::sandbox::local::{LocalOptions, LocalSession};
-    use crate::tools::{Plan, ReadTracker, Workspace};
+    use crate::tools::test_support::{self, write_files};
 
     fn project(files: Files<'_>) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let path = dir.path().join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
+        write_files(dir.path(), files);
         dir
     }
 
@@ -664,24 +658,15 @@ mod tests {
                 .or_else(|| Some(home.join(".rustup"))),
             ..LocalOptions::default()
         };
-        let sandbox = LocalSession::start(dir, options).unwrap();
-        ToolContext {
-            workspace: Workspace::new(dir).unwrap(),
-            sandbox: Arc::new(sandbox),
-            run_dir: dir.join(".run"),
-            test_command: test_command.map(str::to_owned),
-            plan: Mutex::new(Plan::default()),
-            reads: ReadTracker::default(),
-            tests: Mutex::new(None),
-            cancel: CancellationToken::new(),
-        }
+        let mut ctx = test_support::context(dir);
+        ctx.sandbox = Arc::new(LocalSession::start(dir, options).unwrap());
+        ctx.run_dir = dir.join(".run");
+        ctx.test_command = test_command.map(str::to_owned);
+        ctx
     }
 
     async fn run(ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
-        let Value::Object(args) = args else {
-            panic!("arguments must be an object")
-        };
-        RunTests.call(ctx, args).await
+        test_support::call(&RunTests, ctx, args).await
     }
 
     #[tokio::test]
@@ -777,6 +762,7 @@ mod tests {
             stderr_bytes: 0,
             truncated: false,
             timed_out: false,
+            oom_killed: false,
             duration: Duration::from_millis(1500),
         };
         let text = render(

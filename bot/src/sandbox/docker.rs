@@ -1,0 +1,1216 @@
+//! The `docker` sandbox backend (through bollard): one container per job, with the workspace
+//! bind-mounted at `/workspace` (its `.git` read-only), no network, no capabilities, memory, CPU and
+//! process limits, and an allow-listed environment.
+//!
+//! Commands go to one long-lived `sh` per container, started with `docker exec` and fed over its
+//! stdin, so `cd`, variables and functions persist between calls as in a terminal, and a command
+//! costs a round trip rather than a `docker exec`. Shell options do not persist (`set -e` carried
+//! into later calls would end the shell at their first failure). Each command is followed by a
+//! marker line carrying a fresh random nonce, its exit status and the container's OOM-kill
+//! counter; the marker ends the command's output on each stream. After every command the shell
+//! kills whatever the command left running (as the local backend kills the command's process
+//! group), so background processes neither outlive their command nor write into the next one's
+//! output.
+//!
+//! A timeout kills the command's processes, not the shell, with a second `docker exec`: every
+//! process of the container but docker-init (PID 1), the keep-alive and the shell. When the shell
+//! itself dies (the command ran `exit`, or was the shell stuck in a builtin loop), the next call
+//! starts a new one, and the output says that the working directory and variables were reset.
+//! When no shell can be started at all, each command gets its own `docker exec` (also the mode of
+//! `setup`).
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::errors::Error as EngineError;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, NetworkDisconnectRequest};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::time::Instant;
+
+use self::shell::{
+    Ended, OutputStream, Prepared, Scan, bootstrap_script, kill_command, nonce, oom_command, parse_pair, per_command,
+    pump, shell_command,
+};
+use super::output::Capture;
+use super::{ExecOutput, ExecRequest, SandboxError, Session};
+use crate::tools::BoxFuture;
+
+mod shell;
+
+/// Label on every container this backend creates.
+pub const LABEL_MANAGED: &str = "pitcrew.managed";
+/// Label carrying the job id.
+pub const LABEL_JOB: &str = "pitcrew.job";
+/// Where the workspace is mounted, and the working directory.
+pub const WORKDIR: &str = "/workspace";
+/// Where the engine is when `DOCKER_HOST` is unset.
+const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
+/// The keep-alive writes its PID here, so killers can spare it.
+const KEEPALIVE_PID_FILE: &str = "/tmp/.pitcrew-keepalive.pid";
+const DEFAULT_MEMORY_BYTES: u64 = 4 << 30;
+const TMP_SIZE: &str = "1g";
+/// How long engine-side chores may take: starting the shell, killing processes, reading a file.
+const CHORE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the shell may take to print its marker once the command's processes are killed.
+const GRACE: Duration = Duration::from_secs(2);
+/// Bytes kept of each stream of a failed setup script, for the error message.
+const SETUP_OUTPUT_LIMIT: usize = 4 * 1024;
+const SHELL_EXITED: &str = "[pitcrew: the shell exited, so the next command runs in a new one: the working \
+                            directory, variables and shell options were reset]";
+const SHELL_KILLED: &str = "[pitcrew: the shell did not come back after the timeout and was killed, so the next \
+                            command runs in a new one: the working directory, variables and shell options were \
+                            reset]";
+
+/// The network a container gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Network {
+    /// Loopback only.
+    #[default]
+    None,
+    /// Docker's default bridge: outbound access.
+    Bridge,
+}
+
+impl Network {
+    fn mode(self) -> &'static str {
+        match self {
+            Network::None => "none",
+            Network::Bridge => "bridge",
+        }
+    }
+}
+
+/// What a job's container looks like.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DockerSpec {
+    /// Names the container (`pitcrew-<job id>`) and labels it: letters, digits, `_`, `.`, `-`.
+    pub job_id: String,
+    pub image: String,
+    /// The job's workspace on the host: mounted read-write at `/workspace`, its `.git` read-only.
+    /// Commands run as its owner.
+    pub workspace: PathBuf,
+    pub network: Network,
+    /// Memory limit; swap is not allowed on top.
+    pub memory_bytes: u64,
+    pub cpus: f64,
+    pub pids_limit: i64,
+    /// Variables added to the allow-list (they may override it).
+    pub env: Vec<(String, String)>,
+    /// A shell script run once after start, in `/workspace`, before any command.
+    pub setup: Option<String>,
+    /// Run `setup` with bridge networking, then cut the container off (loopback only).
+    pub setup_network: bool,
+    /// How long `setup` may run.
+    pub setup_timeout: Duration,
+}
+
+impl DockerSpec {
+    /// A spec with the default limits: no network, 4 GiB, 2 CPUs, 512 processes.
+    pub fn new(job_id: impl Into<String>, image: impl Into<String>, workspace: impl Into<PathBuf>) -> Self {
+        DockerSpec {
+            job_id: job_id.into(),
+            image: image.into(),
+            workspace: workspace.into(),
+            network: Network::None,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            cpus: 2.0,
+            pids_limit: 512,
+            env: Vec::new(),
+            setup: None,
+            setup_network: false,
+            setup_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// A connection to the Docker engine.
+#[derive(Clone)]
+pub struct DockerSandbox {
+    docker: Docker,
+}
+
+impl std::fmt::Debug for DockerSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerSandbox").finish_non_exhaustive()
+    }
+}
+
+impl DockerSandbox {
+    /// Connects to the engine at `DOCKER_HOST` (the local socket by default) and agrees on an API
+    /// version with it.
+    pub async fn connect() -> Result<DockerSandbox, SandboxError> {
+        let host = std::env::var("DOCKER_HOST").unwrap_or_else(|_| DEFAULT_HOST.to_owned());
+        let docker = Docker::connect_with_defaults().map_err(|err| unreachable(&host, &err))?;
+        Self::negotiate(docker, &host).await
+    }
+
+    /// Connects to the engine at `host` (`unix:///…`, `tcp://…`).
+    pub async fn connect_to(host: &str) -> Result<DockerSandbox, SandboxError> {
+        let docker = Docker::connect_with_host(host).map_err(|err| unreachable(host, &err))?;
+        Self::negotiate(docker, host).await
+    }
+
+    async fn negotiate(docker: Docker, host: &str) -> Result<DockerSandbox, SandboxError> {
+        let docker = tokio::time::timeout(CHORE_TIMEOUT, docker.negotiate_version())
+            .await
+            .map_err(|_| SandboxError::Backend(format!("cannot reach the Docker engine at {host}: no answer")))?
+            .map_err(|err| unreachable(host, &err))?;
+        Ok(DockerSandbox { docker })
+    }
+
+    /// The underlying client.
+    pub fn client(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// Makes sure `image` is present, pulling it when it is not.
+    pub async fn ensure_image(&self, image: &str) -> Result<(), SandboxError> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => return Ok(()),
+            Err(err) if status(&err) == Some(404) => {}
+            Err(err) => return Err(engine("inspecting the image", &err)),
+        }
+        let unavailable = |why: String| {
+            SandboxError::Backend(format!(
+                "image `{image}` is not available locally and could not be pulled: {why}"
+            ))
+        };
+        let (name, tag) = split_reference(image);
+        let mut options = CreateImageOptionsBuilder::default().from_image(name);
+        if let Some(tag) = tag {
+            options = options.tag(tag);
+        }
+        tracing::info!(image, "pulling the sandbox image");
+        let mut pull = self.docker.create_image(Some(options.build()), None, None);
+        let mut last_status = String::new();
+        while let Some(progress) = pull.next().await {
+            let progress = progress.map_err(|err| unavailable(err.to_string()))?;
+            let status = progress.status.unwrap_or_default();
+            if status != last_status {
+                tracing::info!(image, layer = progress.id.as_deref().unwrap_or(""), %status, "pull");
+            } else if let Some(detail) = progress.progress_detail {
+                let layer = progress.id.as_deref().unwrap_or("");
+                tracing::debug!(image, layer, current = ?detail.current, total = ?detail.total, "pull");
+            }
+            last_status = status;
+        }
+        self.docker
+            .inspect_image(image)
+            .await
+            .map(|_| ())
+            .map_err(|err| unavailable(err.to_string()))
+    }
+
+    /// Creates and starts the job's container, runs `setup`, and opens the shell session.
+    pub async fn start(&self, spec: DockerSpec) -> Result<DockerSession, SandboxError> {
+        check_job_id(&spec.job_id)?;
+        check_env(&spec.env).map_err(SandboxError::Backend)?;
+        let workspace = spec
+            .workspace
+            .canonicalize()
+            .map_err(|err| SandboxError::Backend(format!("workspace {}: {err}", spec.workspace.display())))?;
+        let meta = std::fs::metadata(&workspace)
+            .map_err(|err| SandboxError::Backend(format!("workspace {}: {err}", workspace.display())))?;
+        if !meta.is_dir() {
+            return Err(SandboxError::Backend(format!(
+                "workspace {} is not a directory",
+                workspace.display()
+            )));
+        }
+        self.ensure_image(&spec.image).await?;
+
+        let name = container_name(&spec.job_id);
+        let config = container_config(&spec, &workspace, (meta.uid(), meta.gid()))?;
+        let options = CreateContainerOptionsBuilder::default().name(&name).build();
+        match self
+            .docker
+            .create_container(Some(options.clone()), config.clone())
+            .await
+        {
+            Ok(_) => {}
+            Err(err) if status(&err) == Some(409) => {
+                // A container of the same job survived a crash: it is stale.
+                tracing::warn!(container = %name, "removing a stale container of the same job");
+                remove_container(&self.docker, &name).await?;
+                self.docker
+                    .create_container(Some(options), config)
+                    .await
+                    .map_err(|err| engine("creating the container", &err))?;
+            }
+            Err(err) => return Err(engine("creating the container", &err)),
+        }
+        let mut session = DockerSession {
+            docker: self.docker.clone(),
+            container: name,
+            workspace,
+            description: format!("docker {} (network {})", spec.image, spec.network.mode()),
+            keepalive: 0,
+            stopped: AtomicBool::new(false),
+            slot: Arc::new(Mutex::new(Slot::default())),
+        };
+        // From here on, a failure removes the container.
+        if let Err(err) = session.boot(&spec).await {
+            let _ = session.stop().await;
+            return Err(err);
+        }
+        tracing::info!(container = %session.container, sandbox = %session.description, "sandbox started");
+        Ok(session)
+    }
+
+    /// Removes (forcibly) every container of this backend whose job is not in `keep`: what a crash
+    /// left behind. Returns how many were removed.
+    pub async fn reap_orphans(&self, keep: &HashSet<String>) -> Result<usize, SandboxError> {
+        self.reap_where(|job| job.is_none_or(|job| !keep.contains(job))).await
+    }
+
+    /// Removes the containers of this backend whose job (label) `orphan` picks.
+    async fn reap_where(&self, orphan: impl Fn(Option<&str>) -> bool) -> Result<usize, SandboxError> {
+        let filters = HashMap::from([("label", vec![format!("{LABEL_MANAGED}=true")])]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let containers = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|err| engine("listing containers", &err))?;
+        let mut removed = 0;
+        for container in containers {
+            let job = container.labels.as_ref().and_then(|labels| labels.get(LABEL_JOB));
+            if !orphan(job.map(String::as_str)) {
+                continue;
+            }
+            let Some(id) = container.id else { continue };
+            let job = job.map_or("", String::as_str);
+            tracing::info!(container = %id, job, "removing an orphaned sandbox container");
+            remove_container(&self.docker, &id).await?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+}
+
+/// A job's container. Removed by `stop()`, or in the background when dropped.
+pub struct DockerSession {
+    docker: Docker,
+    container: String,
+    /// Canonical, so cwd escapes can be checked by prefix.
+    workspace: PathBuf,
+    description: String,
+    /// The keep-alive's PID inside the container.
+    keepalive: u32,
+    stopped: AtomicBool,
+    /// The shell; held by the running command (one at a time).
+    slot: Arc<Mutex<Slot>>,
+}
+
+impl std::fmt::Debug for DockerSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerSession")
+            .field("container", &self.container)
+            .field("workspace", &self.workspace)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Slot {
+    shell: Option<Shell>,
+    /// No shell could be started: every command gets its own `docker exec`.
+    per_command: bool,
+    /// The container's OOM-kill count after the last command.
+    oom_kills: u64,
+    /// A cancelled command may have left processes behind: kill them before the next command.
+    dirty: bool,
+}
+
+/// The long-lived shell, attached.
+struct Shell {
+    exec_id: String,
+    pid: u32,
+    input: Pin<Box<dyn AsyncWrite + Send>>,
+    output: OutputStream,
+}
+
+impl DockerSession {
+    /// The container's name.
+    pub fn container(&self) -> &str {
+        &self.container
+    }
+
+    /// Runs a request with its own `docker exec` instead of the shell session: no state carries
+    /// over. The fallback mode, public for measurements.
+    pub async fn exec_per_command(&self, request: ExecRequest) -> Result<ExecOutput, SandboxError> {
+        if self.is_stopped() {
+            return Err(SandboxError::Stopped);
+        }
+        let prepared = self.prepare(&request)?;
+        let guard = Arc::clone(&self.slot).lock_owned().await;
+        let mut pending = Pending::new(guard, self);
+        self.clean(pending.slot()).await;
+        let result = self.run_per_command(pending.slot(), &prepared, &request).await;
+        pending.disarm();
+        self.finish(result)
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// After start: find the keep-alive, run setup, cut the network, open the shell.
+    async fn boot(&mut self, spec: &DockerSpec) -> Result<(), SandboxError> {
+        self.docker
+            .start_container(&self.container, None)
+            .await
+            .map_err(|err| engine("starting the container", &err))?;
+        self.keepalive = self.read_keepalive().await?;
+        if let Some(setup) = &spec.setup {
+            self.run_setup(setup, spec).await?;
+        }
+        if spec.setup_network && spec.network == Network::None {
+            self.disconnect_all().await?;
+        }
+        let mut slot = self.slot.lock().await;
+        match self.start_shell().await {
+            Ok((shell, oom_kills)) => {
+                slot.shell = Some(shell);
+                slot.oom_kills = oom_kills;
+            }
+            Err(err) => {
+                tracing::warn!(
+                    container = %self.container, error = %err,
+                    "no shell session: one `docker exec` per command"
+                );
+                slot.per_command = true;
+                slot.oom_kills = self.read_oom_kills().await.unwrap_or(0);
+            }
+        }
+        Ok(())
+    }
+
+    async fn read_keepalive(&self) -> Result<u32, SandboxError> {
+        let deadline = Instant::now() + CHORE_TIMEOUT;
+        loop {
+            let (code, stdout, stderr) = self.run_chore(vec!["cat".into(), KEEPALIVE_PID_FILE.into()]).await?;
+            if code == Some(0)
+                && let Ok(pid) = stdout.trim().parse()
+            {
+                return Ok(pid);
+            }
+            if Instant::now() > deadline {
+                return Err(SandboxError::Backend(format!(
+                    "the container's keep-alive did not start (does the image have `sh` and `sleep`?): {}",
+                    stderr.trim()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn run_setup(&self, setup: &str, spec: &DockerSpec) -> Result<(), SandboxError> {
+        let prepared = Prepared {
+            command: setup.to_owned(),
+            cwd: None,
+            env: Vec::new(),
+        };
+        let mut request = ExecRequest::new(setup, spec.setup_timeout);
+        request.output_limit = SETUP_OUTPUT_LIMIT;
+        let mut slot = Slot::default();
+        let out = self.run_per_command(&mut slot, &prepared, &request).await?;
+        if out.exit_code == Some(0) && !out.timed_out {
+            return Ok(());
+        }
+        let what = match out.exit_code {
+            _ if out.timed_out => format!("timed out after {} s", spec.setup_timeout.as_secs()),
+            Some(code) => format!("exit code {code}"),
+            None => "killed".to_owned(),
+        };
+        let mut message = format!("the sandbox setup script failed ({what})");
+        for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            if !text.is_empty() {
+                message.push_str(&format!("\n--- {name} (tail) ---\n{}", tail_chars(text, 2000)));
+            }
+        }
+        Err(SandboxError::Backend(message))
+    }
+
+    /// Leaves every network: only loopback remains.
+    async fn disconnect_all(&self) -> Result<(), SandboxError> {
+        let inspect = self
+            .docker
+            .inspect_container(&self.container, None)
+            .await
+            .map_err(|err| engine("inspecting the container", &err))?;
+        let networks = inspect
+            .network_settings
+            .and_then(|settings| settings.networks)
+            .unwrap_or_default();
+        for network in networks.keys() {
+            let request = NetworkDisconnectRequest {
+                container: self.container.clone(),
+                force: Some(true),
+            };
+            self.docker
+                .disconnect_network(network, request)
+                .await
+                .map_err(|err| engine(&format!("disconnecting the container from network `{network}`"), &err))?;
+        }
+        Ok(())
+    }
+
+    /// Starts the shell session; returns it with the container's OOM-kill count.
+    async fn start_shell(&self) -> Result<(Shell, u64), SandboxError> {
+        let (exec_id, output, input) = self.attach(vec!["sh".into()], Vec::new(), WORKDIR, true).await?;
+        let mut input = input.ok_or_else(|| SandboxError::Backend("the shell has no stdin".to_owned()))?;
+        let mut output = output;
+        let nonce = nonce();
+        let bootstrap = bootstrap_script(&nonce, self.keepalive);
+        input
+            .write_all(bootstrap.as_bytes())
+            .await
+            .map_err(|err| SandboxError::Backend(format!("starting the shell: {err}")))?;
+        input
+            .flush()
+            .await
+            .map_err(|err| SandboxError::Backend(format!("starting the shell: {err}")))?;
+        let mut out = Scan::new(&nonce, 4096);
+        let mut err = Scan::new(&nonce, 4096);
+        let ended = pump(&mut output, &mut out, &mut err, false, Instant::now() + CHORE_TIMEOUT).await;
+        let ready = match ended {
+            Ok(Ended::Markers) => out.status.take().unwrap_or_default(),
+            Ok(_) | Err(_) => {
+                return Err(SandboxError::Backend(format!(
+                    "the shell did not start: {}",
+                    err.capture.into_text().trim()
+                )));
+            }
+        };
+        let (pid, oom_kills) = parse_pair(&ready)
+            .ok_or_else(|| SandboxError::Backend(format!("the shell said `{ready}` when started")))?;
+        let pid = u32::try_from(pid).map_err(|_| SandboxError::Backend(format!("the shell's PID is {pid}")))?;
+        let shell = Shell {
+            exec_id,
+            pid,
+            input,
+            output,
+        };
+        Ok((shell, u64::try_from(oom_kills).unwrap_or(0)))
+    }
+
+    /// `docker exec` with stdout and stderr attached (and stdin when asked).
+    async fn attach(
+        &self,
+        cmd: Vec<String>,
+        env: Vec<String>,
+        working_dir: &str,
+        stdin: bool,
+    ) -> Result<(String, OutputStream, Option<Pin<Box<dyn AsyncWrite + Send>>>), SandboxError> {
+        let options = CreateExecOptions {
+            attach_stdin: Some(stdin),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            tty: Some(false),
+            env: (!env.is_empty()).then_some(env),
+            cmd: Some(cmd),
+            working_dir: Some(working_dir.to_owned()),
+            ..CreateExecOptions::default()
+        };
+        let exec = self
+            .docker
+            .create_exec(&self.container, options)
+            .await
+            .map_err(|err| self.engine_error("creating a `docker exec`", &err))?;
+        let start = StartExecOptions {
+            detach: false,
+            tty: false,
+            output_capacity: Some(64 * 1024),
+        };
+        match self.docker.start_exec(&exec.id, Some(start)).await {
+            Ok(StartExecResults::Attached { output, input }) => Ok((exec.id, output, stdin.then_some(input))),
+            Ok(StartExecResults::Detached) => Err(SandboxError::Backend("the `docker exec` detached".to_owned())),
+            Err(err) => Err(self.engine_error("starting a `docker exec`", &err)),
+        }
+    }
+
+    /// Runs a small command of ours to its end: exit code, stdout, stderr.
+    async fn run_chore(&self, cmd: Vec<String>) -> Result<(Option<i64>, String, String), SandboxError> {
+        let (exec_id, mut output, _) = self.attach(cmd, Vec::new(), "/", false).await?;
+        let mut out = Capture::with_limit(64 * 1024);
+        let mut err = Capture::with_limit(64 * 1024);
+        let deadline = Instant::now() + CHORE_TIMEOUT;
+        loop {
+            match tokio::time::timeout_at(deadline, output.next()).await {
+                Err(_) => {
+                    return Err(SandboxError::Backend(
+                        "a sandbox chore did not finish in time".to_owned(),
+                    ));
+                }
+                Ok(None) => break,
+                Ok(Some(Err(error))) => return Err(self.engine_error("reading a `docker exec`", &error)),
+                Ok(Some(Ok(LogOutput::StdErr { message }))) => err.push(&message),
+                Ok(Some(Ok(LogOutput::StdOut { message } | LogOutput::Console { message }))) => out.push(&message),
+                Ok(Some(Ok(LogOutput::StdIn { .. }))) => {}
+            }
+        }
+        let code = self.exit_code(&exec_id).await;
+        Ok((code, out.into_text(), err.into_text()))
+    }
+
+    async fn exit_code(&self, exec_id: &str) -> Option<i64> {
+        // The exit code is recorded a moment after the streams close.
+        for _ in 0..50 {
+            match self.docker.inspect_exec(exec_id).await {
+                Ok(inspect) if inspect.running != Some(true) => return inspect.exit_code,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(2)).await,
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+
+    /// Kills every process in the container but PID 1, the keep-alive and `spare`.
+    async fn kill_processes(&self, spare: Option<u32>) -> Result<(), SandboxError> {
+        let mut keep = vec![self.keepalive];
+        keep.extend(spare);
+        self.run_chore(kill_command(&keep)).await.map(drop)
+    }
+
+    /// Kills as `kill_processes` does, logging a failure: the command's outcome is reported anyway.
+    async fn try_kill_processes(&self, spare: Option<u32>) {
+        if let Err(err) = self.kill_processes(spare).await {
+            tracing::warn!(container = %self.container, error = %err, "killing the command's processes failed");
+        }
+    }
+
+    /// An error unless the container runs.
+    async fn ensure_running(&self) -> Result<(), SandboxError> {
+        let inspect = self
+            .docker
+            .inspect_container(&self.container, None)
+            .await
+            .map_err(|err| self.engine_error("inspecting the container", &err))?;
+        let state = inspect.state.unwrap_or_default();
+        if state.running == Some(true) {
+            return Ok(());
+        }
+        Err(SandboxError::Backend(format!(
+            "the container {} is not running (status {}, exit code {})",
+            self.container,
+            state
+                .status
+                .map_or_else(|| "unknown".to_owned(), |status| status.to_string()),
+            state.exit_code.unwrap_or(-1),
+        )))
+    }
+
+    async fn read_oom_kills(&self) -> Result<u64, SandboxError> {
+        let (_, stdout, _) = self.run_chore(oom_command()).await?;
+        Ok(stdout.trim().parse().unwrap_or(0))
+    }
+
+    /// Checks the request and translates its working directory.
+    fn prepare(&self, request: &ExecRequest) -> Result<Prepared, SandboxError> {
+        if request.command.contains('\0') {
+            return Err(SandboxError::Spawn("the command contains a NUL byte".to_owned()));
+        }
+        check_env(&request.env).map_err(SandboxError::Spawn)?;
+        let cwd = match request.cwd.as_deref() {
+            None => None,
+            Some(cwd) => {
+                let resolved = resolve_cwd(&self.workspace, cwd)?;
+                let relative = resolved.strip_prefix(&self.workspace).unwrap_or(Path::new(""));
+                let relative = relative
+                    .to_str()
+                    .ok_or_else(|| SandboxError::Spawn(format!("working directory {} is not UTF-8", cwd.display())))?;
+                (!relative.is_empty()).then(|| format!("{WORKDIR}/{relative}"))
+            }
+        };
+        Ok(Prepared {
+            command: request.command.clone(),
+            cwd,
+            env: request.env.clone(),
+        })
+    }
+
+    async fn run(&self, request: ExecRequest) -> Result<ExecOutput, SandboxError> {
+        if self.is_stopped() {
+            return Err(SandboxError::Stopped);
+        }
+        let prepared = self.prepare(&request)?;
+        let guard = Arc::clone(&self.slot).lock_owned().await;
+        let mut pending = Pending::new(guard, self);
+        let slot = pending.slot();
+        self.clean(slot).await;
+        if slot.shell.is_none() && !slot.per_command {
+            match self.start_shell().await {
+                Ok((shell, oom_kills)) => {
+                    slot.shell = Some(shell);
+                    slot.oom_kills = oom_kills;
+                }
+                Err(_) if self.is_stopped() => {
+                    pending.disarm();
+                    return Err(SandboxError::Stopped);
+                }
+                Err(err) => {
+                    // A container that is gone is an error; a shell that cannot start is a mode.
+                    if let Err(gone) = self.ensure_running().await {
+                        pending.disarm();
+                        return Err(gone);
+                    }
+                    tracing::warn!(
+                        container = %self.container, error = %err,
+                        "no shell session: one `docker exec` per command"
+                    );
+                    slot.per_command = true;
+                }
+            }
+        }
+        let result = if slot.per_command {
+            self.run_per_command(slot, &prepared, &request).await
+        } else {
+            self.run_in_shell(slot, &prepared, &request).await
+        };
+        pending.disarm();
+        self.finish(result)
+    }
+
+    /// Kills what a cancelled command left running.
+    async fn clean(&self, slot: &mut Slot) {
+        if slot.dirty {
+            self.try_kill_processes(None).await;
+            slot.dirty = false;
+        }
+    }
+
+    fn finish(&self, result: Result<ExecOutput, SandboxError>) -> Result<ExecOutput, SandboxError> {
+        if self.is_stopped() {
+            return Err(SandboxError::Stopped);
+        }
+        result
+    }
+
+    async fn run_in_shell(
+        &self,
+        slot: &mut Slot,
+        prepared: &Prepared,
+        request: &ExecRequest,
+    ) -> Result<ExecOutput, SandboxError> {
+        let Some(shell) = slot.shell.as_mut() else {
+            return Err(SandboxError::Backend("no shell session".to_owned()));
+        };
+        let nonce = nonce();
+        let script = shell_command(&nonce, prepared);
+        let started = Instant::now();
+        let written = async {
+            shell.input.write_all(script.as_bytes()).await?;
+            shell.input.flush().await
+        };
+        if let Err(err) = written.await {
+            slot.shell = None;
+            return Err(SandboxError::Backend(format!("the shell session is gone: {err}")));
+        }
+        let mut out = Scan::new(&nonce, request.output_limit);
+        let mut err = Scan::new(&nonce, request.output_limit);
+        let mut ended = pump(&mut shell.output, &mut out, &mut err, true, started + request.timeout).await;
+        let mut timed_out = false;
+        let mut note = None;
+        if matches!(ended, Ok(Ended::Deadline)) {
+            timed_out = true;
+            self.try_kill_processes(Some(shell.pid)).await;
+            ended = pump(&mut shell.output, &mut out, &mut err, true, Instant::now() + GRACE).await;
+            if matches!(ended, Ok(Ended::Deadline)) {
+                // The shell itself is busy (a loop of builtins, or it exec'd the command).
+                self.try_kill_processes(None).await;
+                ended = pump(&mut shell.output, &mut out, &mut err, true, Instant::now() + GRACE).await;
+                note = Some(SHELL_KILLED);
+            }
+        }
+        let duration = started.elapsed();
+        let (exit_code, oom_killed) = match ended {
+            Ok(Ended::Markers) => {
+                let status = out.status.take().unwrap_or_default();
+                let (code, oom_kills) = parse_pair(&status)
+                    .ok_or_else(|| SandboxError::Backend(format!("the shell's marker line was `{status}`")))?;
+                let oom_kills = u64::try_from(oom_kills).unwrap_or(0);
+                let oom_killed = oom_kills > slot.oom_kills;
+                slot.oom_kills = oom_kills;
+                (i32::try_from(code).ok(), oom_killed)
+            }
+            Ok(Ended::Eof | Ended::Deadline) => {
+                // The shell is gone: it exited (or was killed above); clear what it left running.
+                let exec_id = shell.exec_id.clone();
+                slot.shell = None;
+                if self.is_stopped() {
+                    return Err(SandboxError::Stopped);
+                }
+                let code = self.exit_code(&exec_id).await;
+                // Also tells a shell that exited from a container that is gone.
+                self.kill_processes(None).await?;
+                let oom_kills = self.read_oom_kills().await.unwrap_or(slot.oom_kills);
+                let oom_killed = oom_kills > slot.oom_kills;
+                slot.oom_kills = oom_kills;
+                note = note.or(Some(SHELL_EXITED));
+                (code.and_then(|code| i32::try_from(code).ok()), oom_killed)
+            }
+            Err(error) => {
+                slot.shell = None;
+                return Err(self.engine_error("reading the shell's output", &error));
+            }
+        };
+        Ok(exec_output(
+            out.capture,
+            err.capture,
+            exit_code,
+            timed_out,
+            oom_killed,
+            duration,
+            note,
+        ))
+    }
+
+    async fn run_per_command(
+        &self,
+        slot: &mut Slot,
+        prepared: &Prepared,
+        request: &ExecRequest,
+    ) -> Result<ExecOutput, SandboxError> {
+        let nonce = nonce();
+        // The shell session, if any, waits for its next command: spare it.
+        let shell = slot.shell.as_ref().map(|shell| shell.pid);
+        let spare = match shell {
+            Some(pid) => format!("{} {pid}", self.keepalive),
+            None => self.keepalive.to_string(),
+        };
+        let cmd = per_command(&nonce, &spare, &prepared.command);
+        let env = prepared.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let workdir = prepared.cwd.as_deref().unwrap_or(WORKDIR);
+        let started = Instant::now();
+        let (exec_id, mut output, _) = self.attach(cmd, env, workdir, false).await?;
+        let mut out = Scan::new(&nonce, request.output_limit);
+        let mut err = Scan::new(&nonce, request.output_limit);
+        let mut ended = pump(&mut output, &mut out, &mut err, true, started + request.timeout).await;
+        let timed_out = matches!(ended, Ok(Ended::Deadline));
+        if timed_out {
+            self.try_kill_processes(shell).await;
+            ended = pump(&mut output, &mut out, &mut err, true, Instant::now() + GRACE).await;
+        }
+        let duration = started.elapsed();
+        let (exit_code, oom_killed) = match ended {
+            Ok(Ended::Markers) => {
+                let status = out.status.take().unwrap_or_default();
+                let (code, oom_kills) = parse_pair(&status)
+                    .ok_or_else(|| SandboxError::Backend(format!("the command's marker line was `{status}`")))?;
+                // Kept in step with the container's count, which the shell session reports.
+                let oom_kills = u64::try_from(oom_kills).unwrap_or(0);
+                slot.oom_kills += oom_kills;
+                (i32::try_from(code).ok(), oom_kills > 0)
+            }
+            Ok(Ended::Eof | Ended::Deadline) => {
+                let code = self.exit_code(&exec_id).await;
+                (code.and_then(|code| i32::try_from(code).ok()), false)
+            }
+            Err(error) => return Err(self.engine_error("reading the command's output", &error)),
+        };
+        Ok(exec_output(
+            out.capture,
+            err.capture,
+            exit_code,
+            timed_out,
+            oom_killed,
+            duration,
+            None,
+        ))
+    }
+
+    /// An engine error, told apart from a stopped session.
+    fn engine_error(&self, doing: &str, err: &EngineError) -> SandboxError {
+        if self.is_stopped() {
+            return SandboxError::Stopped;
+        }
+        match status(err) {
+            Some(404) => SandboxError::Backend(format!("{doing}: the container {} is gone: {err}", self.container)),
+            Some(409) => SandboxError::Backend(format!(
+                "{doing}: the container {} is not running: {err}",
+                self.container
+            )),
+            _ => engine(doing, err),
+        }
+    }
+}
+
+impl Session for DockerSession {
+    fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+
+    fn exec<'a>(&'a self, request: ExecRequest) -> BoxFuture<'a, Result<ExecOutput, SandboxError>> {
+        Box::pin(self.run(request))
+    }
+
+    fn stop<'a>(&'a self) -> BoxFuture<'a, Result<(), SandboxError>> {
+        Box::pin(async move {
+            self.stopped.store(true, Ordering::SeqCst);
+            remove_container(&self.docker, &self.container).await
+        })
+    }
+}
+
+impl Drop for DockerSession {
+    fn drop(&mut self) {
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (docker, container) = (self.docker.clone(), self.container.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(err) = remove_container(&docker, &container).await {
+                        tracing::warn!(%container, error = %err, "removing the dropped sandbox's container");
+                    }
+                });
+            }
+            Err(_) => {
+                tracing::warn!(
+                    %container,
+                    "a sandbox container outlives its session (no runtime to remove it); the next start-up reaps it"
+                );
+            }
+        }
+    }
+}
+
+/// The shell slot, held by a running command. When the command's future is dropped before it
+/// finishes (the caller cancelled it), the shell is abandoned and the slot marked dirty: the
+/// command's processes are killed in the background, or by the next command, whichever takes the
+/// slot first.
+struct Pending {
+    guard: OwnedMutexGuard<Slot>,
+    armed: bool,
+    slot: Arc<Mutex<Slot>>,
+    docker: Docker,
+    container: String,
+    keepalive: u32,
+}
+
+impl Pending {
+    fn new(guard: OwnedMutexGuard<Slot>, session: &DockerSession) -> Self {
+        Pending {
+            guard,
+            armed: true,
+            slot: Arc::clone(&session.slot),
+            docker: session.docker.clone(),
+            container: session.container.clone(),
+            keepalive: session.keepalive,
+        }
+    }
+
+    fn slot(&mut self) -> &mut Slot {
+        &mut self.guard
+    }
+
+    /// The command finished: release the slot as it is.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.guard.shell = None;
+        self.guard.dirty = true;
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (slot, docker, container, keepalive) = (
+            Arc::clone(&self.slot),
+            self.docker.clone(),
+            self.container.clone(),
+            self.keepalive,
+        );
+        runtime.spawn(async move {
+            let mut slot = slot.lock().await;
+            if !slot.dirty {
+                return;
+            }
+            let options = CreateExecOptions {
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                cmd: Some(kill_command(&[keepalive])),
+                ..CreateExecOptions::default()
+            };
+            let killed = async {
+                let exec = docker.create_exec(&container, options).await?;
+                if let StartExecResults::Attached { mut output, .. } = docker.start_exec(&exec.id, None).await? {
+                    while output.next().await.is_some() {}
+                }
+                Ok::<_, EngineError>(())
+            };
+            match tokio::time::timeout(CHORE_TIMEOUT, killed).await {
+                Ok(Ok(())) => slot.dirty = false,
+                Ok(Err(err)) => tracing::debug!(%container, error = %err, "killing a cancelled command's processes"),
+                Err(_) => tracing::debug!(%container, "killing a cancelled command's processes timed out"),
+            }
+        });
+    }
+}
+
+fn exec_output(
+    stdout: Capture,
+    stderr: Capture,
+    exit_code: Option<i32>,
+    timed_out: bool,
+    oom_killed: bool,
+    duration: Duration,
+    note: Option<&str>,
+) -> ExecOutput {
+    let truncated = stdout.truncated() || stderr.truncated();
+    let stdout_bytes = stdout.total;
+    let mut stderr_bytes = stderr.total;
+    let mut stderr = stderr.into_text();
+    if let Some(note) = note {
+        if !stderr.is_empty() && !stderr.ends_with('\n') {
+            stderr.push('\n');
+            stderr_bytes += 1;
+        }
+        stderr.push_str(note);
+        stderr.push('\n');
+        stderr_bytes += note.len() as u64 + 1;
+    }
+    ExecOutput {
+        exit_code: if timed_out { None } else { exit_code },
+        stdout: stdout.into_text(),
+        stderr,
+        stdout_bytes,
+        stderr_bytes,
+        truncated,
+        timed_out,
+        oom_killed,
+        duration,
+    }
+}
+
+fn container_name(job_id: &str) -> String {
+    format!("pitcrew-{job_id}")
+}
+
+fn check_job_id(job_id: &str) -> Result<(), SandboxError> {
+    let valid = job_id.len() <= 200
+        && job_id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && job_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(SandboxError::Backend(format!(
+            "job id `{job_id}` cannot name a container: use letters, digits, `_`, `.` and `-`"
+        )))
+    }
+}
+
+fn check_env(env: &[(String, String)]) -> Result<(), String> {
+    for (name, value) in env {
+        let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!("`{name}` is not a valid environment variable name"));
+        }
+        if value.contains('\0') {
+            return Err(format!("the value of {name} contains a NUL byte"));
+        }
+    }
+    Ok(())
+}
+
+/// The working directory of a request: inside the workspace, after following symlinks.
+fn resolve_cwd(workspace: &Path, cwd: &Path) -> Result<PathBuf, SandboxError> {
+    let escape = || SandboxError::Spawn(format!("working directory {} is outside the workspace", cwd.display()));
+    let mut depth = 0usize;
+    for component in cwd.components() {
+        match component {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir if depth > 0 => depth -= 1,
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return Err(escape()),
+        }
+    }
+    let resolved = workspace
+        .join(cwd)
+        .canonicalize()
+        .map_err(|err| SandboxError::Spawn(format!("working directory {}: {err}", cwd.display())))?;
+    if !resolved.starts_with(workspace) {
+        return Err(escape());
+    }
+    if !resolved.is_dir() {
+        return Err(SandboxError::Spawn(format!(
+            "working directory {} is not a directory",
+            cwd.display()
+        )));
+    }
+    Ok(resolved)
+}
+
+/// The environment every command starts from; the image's own variables (`PATH`) stay.
+fn container_env(extra: &[(String, String)]) -> Vec<String> {
+    let base = [
+        ("HOME", "/tmp"),
+        ("LANG", "C.UTF-8"),
+        ("TERM", "dumb"),
+        ("CI", "true"),
+        ("NO_COLOR", "1"),
+        ("PAGER", "cat"),
+        ("GIT_PAGER", "cat"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+    ];
+    let mut env: Vec<(String, String)> = base.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    for (name, value) in extra {
+        env.retain(|(k, _)| k != name);
+        env.push((name.clone(), value.clone()));
+    }
+    env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
+fn container_config(
+    spec: &DockerSpec,
+    workspace: &Path,
+    owner: (u32, u32),
+) -> Result<ContainerCreateBody, SandboxError> {
+    let path = |p: &Path| {
+        p.to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| SandboxError::Backend(format!("workspace path {} is not UTF-8", p.display())))
+    };
+    let bind = |source: String, target: &str, read_only: bool| Mount {
+        target: Some(target.to_owned()),
+        source: Some(source),
+        typ: Some(MountType::BIND),
+        read_only: Some(read_only),
+        ..Mount::default()
+    };
+    let mut mounts = vec![bind(path(workspace)?, WORKDIR, false)];
+    let git = workspace.join(".git");
+    if git.symlink_metadata().is_ok() {
+        mounts.push(bind(path(&git)?, &format!("{WORKDIR}/.git"), true));
+    }
+    let memory = i64::try_from(spec.memory_bytes)
+        .map_err(|_| SandboxError::Backend(format!("memory limit {} is too large", spec.memory_bytes)))?;
+    if !(spec.cpus.is_finite() && spec.cpus > 0.0) {
+        return Err(SandboxError::Backend(format!(
+            "cpus must be positive, not {}",
+            spec.cpus
+        )));
+    }
+    // Setup with network starts on the bridge; the network is cut after it.
+    let network = if spec.setup_network && spec.setup.is_some() {
+        Network::Bridge
+    } else {
+        spec.network
+    };
+    let host_config = HostConfig {
+        network_mode: Some(network.mode().to_owned()),
+        memory: Some(memory),
+        memory_swap: Some(memory),
+        nano_cpus: Some((spec.cpus * 1e9) as i64),
+        pids_limit: Some(spec.pids_limit),
+        cap_drop: Some(vec!["ALL".to_owned()]),
+        security_opt: Some(vec!["no-new-privileges".to_owned()]),
+        init: Some(true),
+        mounts: Some(mounts),
+        tmpfs: Some(HashMap::from([(
+            "/tmp".to_owned(),
+            format!("rw,exec,nosuid,nodev,size={TMP_SIZE},mode=1777"),
+        )])),
+        ..HostConfig::default()
+    };
+    let labels = HashMap::from([
+        (LABEL_MANAGED.to_owned(), "true".to_owned()),
+        (LABEL_JOB.to_owned(), spec.job_id.clone()),
+    ]);
+    Ok(ContainerCreateBody {
+        image: Some(spec.image.clone()),
+        entrypoint: Some(vec!["sh".to_owned(), "-c".to_owned()]),
+        cmd: Some(vec![format!("echo $$ > {KEEPALIVE_PID_FILE} && exec sleep 2147483647")]),
+        user: Some(format!("{}:{}", owner.0, owner.1)),
+        working_dir: Some(WORKDIR.to_owned()),
+        env: Some(container_env(&spec.env)),
+        labels: Some(labels),
+        network_disabled: Some(false),
+        host_config: Some(host_config),
+        ..ContainerCreateBody::default()
+    })
+}
+
+/// `name:tag` → (`name`, `tag`); no tag → `latest`; a digest stays in the name.
+fn split_reference(image: &str) -> (&str, Option<&str>) {
+    if image.contains('@') {
+        return (image, None);
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.rsplit_once(':') {
+        Some((_, tag)) => (&image[..image.len() - tag.len() - 1], Some(tag)),
+        None => (image, Some("latest")),
+    }
+}
+
+/// Removes a container and its anonymous volumes, forcibly; a container already gone is fine.
+async fn remove_container(docker: &Docker, container: &str) -> Result<(), SandboxError> {
+    let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+    match docker.remove_container(container, Some(options)).await {
+        Ok(()) => Ok(()),
+        Err(err) if status(&err) == Some(404) => Ok(()),
+        // Already being removed (by a concurrent stop or reap).
+        Err(err) if status(&err) == Some(409) && err.to_string().contains("already in progress") => Ok(()),
+        Err(err) => Err(engine(&format!("removing the container {container}"), &err)),
+    }
+}
+
+/// The last `max` characters of `text`.
+fn tail_chars(text: &str, max: usize) -> &str {
+    let count = text.chars().count();
+    if count <= max {
+        return text;
+    }
+    let skip = text.char_indices().nth(count - max).map_or(0, |(i, _)| i);
+    &text[skip..]
+}
+
+fn status(err: &EngineError) -> Option<u16> {
+    match err {
+        EngineError::DockerResponseServerError { status_code, .. } => Some(*status_code),
+        _ => None,
+    }
+}
+
+fn engine(doing: &str, err: &EngineError) -> SandboxError {
+    SandboxError::Backend(format!("Docker engine: {doing}: {err}"))
+}
+
+fn unreachable(host: &str, err: &EngineError) -> SandboxError {
+    SandboxError::Backend(format!("cannot reach the Docker engine at {host}: {err}"))
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests;
