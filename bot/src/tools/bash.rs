@@ -34,8 +34,9 @@ impl Tool for Bash {
     }
 
     fn description(&self) -> &'static str {
-        "Run a shell command (sh -c) in the repository root, inside this job's sandbox: no network unless the \
-         maintainers configured it, no secrets in the environment. Non-interactive: stdin is closed, so never run \
+        "Run a shell command (POSIX sh) in the repository root, inside this job's sandbox: no network unless the \
+         maintainers configured it, no secrets in the environment. The working directory and exported variables \
+         may persist between calls, but do not rely on it: prefer `cd dir && command`. Non-interactive: stdin is closed, so never run \
          anything that prompts or opens an editor or pager. Use it to build, run tests, and inspect git (read-only: \
          git status, diff, log, show; do not commit, push or change branches). To find or read files, prefer the \
          grep, glob and read_file tools. Returns the exit code, the duration and stdout and stderr; each stream is \
