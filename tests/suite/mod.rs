@@ -1,6 +1,7 @@
 //! The suite's test modules, one per area.
 
 pub(crate) mod agent_loop;
+mod git_workspace;
 mod llm_providers;
 mod run_command;
 mod scripted_model;

@@ -2,6 +2,8 @@
 //! committing what the agent changed (respecting `.gitignore` and a size limit for new files) and
 //! listing the changes. Mirrors, per-job copies and pushes build on this.
 
+pub mod mirror;
+
 use std::path::{Path, PathBuf};
 
 use git2::{BranchType, IndexAddOption, Oid, Repository, Signature, Status, StatusOptions};
@@ -22,6 +24,20 @@ pub enum WorkspaceError {
     NoHead,
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    #[error("the forge refused pitcrew's credentials for {repo}; check the app's installation and its access to it")]
+    Auth { repo: String },
+    #[error("{name:?} is not a repository name of the form owner/name")]
+    InvalidRepoName { name: String },
+    #[error("{reference:?} is not a full ref name (refs/…) that can be fetched")]
+    InvalidRef { reference: String },
+    #[error("{repo} has no {target} (was it fetched into the mirror?)")]
+    TargetNotFound { repo: String, target: String },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A file the run changed.

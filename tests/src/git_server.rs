@@ -1,0 +1,519 @@
+//! A real git smart-HTTP server for end-to-end tests: Debian's `git http-backend` run as CGI behind
+//! an axum server, serving bare repositories from a temporary directory and requiring HTTP Basic
+//! auth whose password is a configured token (any user name, as GitHub's `x-access-token:<token>`).
+//!
+//! Like the scripted model, the server runs on its own thread with its own tokio runtime, bound to
+//! `127.0.0.1:0`; dropping the [`GitServer`] stops it and removes the repositories. Every request is
+//! recorded ([`GitServer::requests`]) so tests can count fetches.
+//!
+//! ```no_run
+//! use pitcrew_tests::git_server::GitServer;
+//!
+//! let server = GitServer::start("ghs_secret");
+//! let main = server.create_repo("acme/widgets", &[("README.md", "hi\n")])?;
+//! let pr = server.create_pull_head("acme/widgets", 7, "main", &[("fix.txt", "fixed\n")], "fix")?;
+//! // Clone server.url("acme/widgets") with user `x-access-token`, password `ghs_secret` …
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+use std::future::IntoFuture;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::watch;
+
+/// Where Debian's git installs the CGI program.
+pub const HTTP_BACKEND: &str = "/usr/lib/git-core/git-http-backend";
+/// How long in-flight responses may run on after shutdown before they are dropped.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
+
+/// A running git server. Dropping it shuts the server down and deletes its repositories.
+#[derive(Debug)]
+pub struct GitServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    root: tempfile::TempDir,
+    shutdown: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// One request the server received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitRequest {
+    pub method: String,
+    /// The path, without the query string, e.g. `/acme/widgets.git/git-upload-pack`.
+    pub path: String,
+    pub query: Option<String>,
+    /// Whether the request carried an `Authorization` header at all.
+    pub has_authorization: bool,
+    /// Whether that header held the configured token.
+    pub authorized: bool,
+    /// The status answered (a CGI failure is a 500).
+    pub status: u16,
+}
+
+impl GitRequest {
+    /// Whether this is the start of an authorized fetch or clone: the ref advertisement
+    /// (`GET …/info/refs?service=git-upload-pack`), asked once per fetch whatever the protocol
+    /// version (v2 then makes several POSTs, v0 one or more).
+    pub fn is_fetch(&self) -> bool {
+        self.authorized
+            && self.status == 200
+            && self.method == "GET"
+            && self.path.ends_with("/info/refs")
+            && self.query.as_deref() == Some("service=git-upload-pack")
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    token: String,
+    root: PathBuf,
+    requests: Mutex<Vec<GitRequest>>,
+}
+
+impl Shared {
+    fn requests(&self) -> MutexGuard<'_, Vec<GitRequest>> {
+        // A test that panicked while holding the lock leaves consistent data behind.
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl GitServer {
+    /// Starts a server whose repositories accept `token` as the Basic-auth password.
+    ///
+    /// # Panics
+    /// When no socket, directory or runtime can be had (see [`GitServer::try_start`]).
+    pub fn start(token: &str) -> Self {
+        match Self::try_start(token) {
+            Ok(server) => server,
+            Err(error) => panic!("git server: could not start: {error}"),
+        }
+    }
+
+    /// Starts a server, reporting failure to bind, make its directory or spawn.
+    pub fn try_start(token: &str) -> io::Result<Self> {
+        let root = tempfile::tempdir()?;
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        let shared = Arc::new(Shared {
+            token: token.to_owned(),
+            root: root.path().to_owned(),
+            requests: Mutex::new(Vec::new()),
+        });
+        let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
+        let (shutdown, stop) = watch::channel(false);
+        let thread = std::thread::Builder::new()
+            .name(format!("git-server-{}", addr.port()))
+            .spawn(move || serve(runtime, listener, app, stop))?;
+        Ok(Self {
+            addr,
+            shared,
+            root,
+            shutdown,
+            thread: Some(thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT/owner/name.git`: the repository's clone URL, without credentials.
+    pub fn url(&self, full_name: &str) -> String {
+        format!("http://{}/{full_name}.git", self.addr)
+    }
+
+    /// The bare repository on disk.
+    pub fn repo_path(&self, full_name: &str) -> PathBuf {
+        self.root.path().join(format!("{full_name}.git"))
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<GitRequest> {
+        self.shared.requests().clone()
+    }
+
+    /// How many authorized fetches (see [`GitRequest::is_fetch`]) hit `full_name` so far.
+    pub fn fetch_count(&self, full_name: &str) -> usize {
+        let prefix = format!("/{full_name}.git/");
+        self.shared
+            .requests()
+            .iter()
+            .filter(|r| r.is_fetch() && r.path.starts_with(&prefix))
+            .count()
+    }
+
+    /// Creates bare repository `owner/name.git` whose branch `main` holds one commit of `files`
+    /// (path, content); returns that commit's id.
+    pub fn create_repo(&self, full_name: &str, files: &[(&str, &str)]) -> io::Result<String> {
+        let bare = self.repo_path(full_name);
+        std::fs::create_dir_all(&bare)?;
+        git(&bare, &["init", "-q", "--bare", "-b", "main"])?;
+        let work = tempfile::tempdir()?;
+        git(work.path(), &["init", "-q", "-b", "main"])?;
+        commit_files(work.path(), files, "initial commit")?;
+        push(work.path(), &bare, "refs/heads/main")
+    }
+
+    /// Adds a commit of `files` on top of `branch` (made from `main` when it does not exist yet);
+    /// returns its id.
+    pub fn commit(&self, full_name: &str, branch: &str, files: &[(&str, &str)], message: &str) -> io::Result<String> {
+        let base = if self.has_ref(full_name, &format!("refs/heads/{branch}")) {
+            branch
+        } else {
+            "main"
+        };
+        self.commit_onto(full_name, base, &format!("refs/heads/{branch}"), files, message)
+    }
+
+    /// Makes `refs/pull/N/head`: a commit of `files` on top of branch `base`; returns its id.
+    pub fn create_pull_head(
+        &self,
+        full_name: &str,
+        number: u64,
+        base: &str,
+        files: &[(&str, &str)],
+        message: &str,
+    ) -> io::Result<String> {
+        self.commit_onto(full_name, base, &format!("refs/pull/{number}/head"), files, message)
+    }
+
+    /// The id `reference` points at, if it exists.
+    pub fn rev_parse(&self, full_name: &str, reference: &str) -> Option<String> {
+        git(&self.repo_path(full_name), &["rev-parse", "--verify", "-q", reference])
+            .ok()
+            .map(|out| out.trim().to_owned())
+    }
+
+    fn has_ref(&self, full_name: &str, reference: &str) -> bool {
+        self.rev_parse(full_name, reference).is_some()
+    }
+
+    fn commit_onto(
+        &self,
+        full_name: &str,
+        base_branch: &str,
+        destination: &str,
+        files: &[(&str, &str)],
+        message: &str,
+    ) -> io::Result<String> {
+        let bare = self.repo_path(full_name);
+        let work = tempfile::tempdir()?;
+        let bare_arg = bare.to_string_lossy();
+        let work_arg = work.path().to_string_lossy();
+        git(
+            work.path(),
+            &["clone", "-q", "--branch", base_branch, &bare_arg, &work_arg],
+        )?;
+        commit_files(work.path(), files, message)?;
+        push(work.path(), &bare, destination)
+    }
+}
+
+impl Drop for GitServer {
+    fn drop(&mut self) {
+        self.shutdown.send_replace(true);
+        if let Some(thread) = self.thread.take() {
+            // The server thread ends within SHUTDOWN_GRACE; a panic in it has nothing to add.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Writes `files` into the work tree at `dir` and commits them.
+fn commit_files(dir: &Path, files: &[(&str, &str)], message: &str) -> io::Result<()> {
+    for (path, content) in files {
+        let full = dir.join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(full, content)?;
+    }
+    git(dir, &["add", "-A"])?;
+    git(dir, &["commit", "-q", "--allow-empty", "-m", message])?;
+    Ok(())
+}
+
+/// Pushes HEAD of the work tree at `dir` to `destination` in `bare`; returns the commit id.
+fn push(dir: &Path, bare: &Path, destination: &str) -> io::Result<String> {
+    let bare_arg = bare.to_string_lossy();
+    git(dir, &["push", "-q", "-f", &bare_arg, &format!("HEAD:{destination}")])?;
+    Ok(git(dir, &["rev-parse", "HEAD"])?.trim().to_owned())
+}
+
+/// Runs git in `dir` with a fixed identity; returns stdout, or an error with stderr.
+fn git(dir: &Path, args: &[&str]) -> io::Result<String> {
+    let output = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()?;
+    if !output.status.success() {
+        return Err(io::Error::other(format!(
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The server thread: serves until shutdown, then drops whatever is left after a grace period.
+fn serve(runtime: tokio::runtime::Runtime, listener: std::net::TcpListener, app: Router, stop: watch::Receiver<bool>) {
+    runtime.block_on(async move {
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
+        let mut graceful_stop = stop.clone();
+        let server = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                // An error means the handle is gone: stop too.
+                let _ = graceful_stop.wait_for(|stop| *stop).await;
+            })
+            .into_future();
+        let mut hard_stop = stop;
+        let deadline = async move {
+            let _ = hard_stop.wait_for(|stop| *stop).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::select! {
+            _ = server => {}
+            () = deadline => {}
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_millis(100));
+}
+
+/// Checks Basic auth, then hands the request to `git http-backend`.
+async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let method = request.method().as_str().to_owned();
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().map(str::to_owned);
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let user = authorization
+        .as_deref()
+        .and_then(basic_credentials)
+        .filter(|(_, password)| *password == shared.token)
+        .map(|(user, _)| user);
+    let response = match &user {
+        None => plain(StatusCode::UNAUTHORIZED, "authentication required\n", true),
+        Some(user) => match run_backend(&shared.root, user, request).await {
+            Ok(response) => response,
+            Err(error) => plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("git server: http-backend failed: {error}\n"),
+                false,
+            ),
+        },
+    };
+    shared.requests().push(GitRequest {
+        method,
+        path,
+        query,
+        has_authorization: authorization.is_some(),
+        authorized: user.is_some(),
+        status: response.status().as_u16(),
+    });
+    response
+}
+
+fn plain(status: StatusCode, text: &str, challenge: bool) -> Response {
+    let mut response = Response::new(Body::from(text.to_owned()));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    if challenge {
+        headers.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"git\""),
+        );
+    }
+    response
+}
+
+/// Runs the CGI program: streams the request body to its stdin, parses its headers, streams the
+/// rest of its stdout back as the response body.
+async fn run_backend(root: &Path, user: &str, request: Request) -> io::Result<Response> {
+    let headers = request.headers();
+    let header = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let mut command = tokio::process::Command::new(HTTP_BACKEND);
+    command
+        .env_clear()
+        .env("GIT_PROJECT_ROOT", root)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("REQUEST_METHOD", request.method().as_str())
+        .env("PATH_INFO", request.uri().path())
+        .env("QUERY_STRING", request.uri().query().unwrap_or(""))
+        .env("REMOTE_USER", user)
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .env("GATEWAY_INTERFACE", "CGI/1.1")
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    if let Some(value) = header(header::CONTENT_TYPE) {
+        command.env("CONTENT_TYPE", value);
+    }
+    if let Some(value) = header(header::CONTENT_LENGTH) {
+        command.env("CONTENT_LENGTH", value);
+    }
+    if let Some(value) = header(header::CONTENT_ENCODING) {
+        command.env("HTTP_CONTENT_ENCODING", value);
+    }
+    if let Some(value) = header(HeaderName::from_static("git-protocol")) {
+        command.env("GIT_PROTOCOL", value);
+    }
+    let mut child = command.spawn()?;
+    let mut stdin = child.stdin.take().ok_or_else(|| io::Error::other("no stdin"))?;
+    let stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout"))?;
+    let mut body = request.into_body().into_data_stream();
+    tokio::spawn(async move {
+        while let Some(Ok(chunk)) = body.next().await {
+            if stdin.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        // Dropping stdin closes it: the backend sees the end of the body.
+    });
+
+    let mut reader = BufReader::new(stdout);
+    let mut response = Response::new(Body::empty());
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).await? == 0 {
+            return Err(io::Error::other("the CGI response ended inside its headers"));
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            break;
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(io::Error::other(format!("bad CGI header line {line:?}")));
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("status") {
+            let code = value.split_whitespace().next().unwrap_or("500");
+            *response.status_mut() = code
+                .parse::<u16>()
+                .ok()
+                .and_then(|c| StatusCode::from_u16(c).ok())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        } else if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    // The child rides along with the stream so that it lives (and is reaped) with the response.
+    let stream = futures_util::stream::unfold((reader, child), |(mut reader, child)| async move {
+        let mut buf = vec![0; 64 * 1024];
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok::<_, io::Error>(Bytes::from(buf)), (reader, child)))
+            }
+        }
+    });
+    *response.body_mut() = Body::from_stream(stream);
+    Ok(response)
+}
+
+/// `Basic base64(user:password)` → (user, password).
+fn basic_credentials(value: &str) -> Option<(String, String)> {
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = String::from_utf8(base64_decode(encoded.trim())?).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some((user.to_owned(), password.to_owned()))
+}
+
+/// Standard base64 with padding; `None` on any other character.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for c in text.bytes().filter(|&c| c != b'=') {
+        let value = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(value);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_basic_credentials() {
+        // base64("x-access-token:s3cret") computed with coreutils.
+        assert_eq!(
+            basic_credentials("Basic eC1hY2Nlc3MtdG9rZW46czNjcmV0").unwrap(),
+            ("x-access-token".to_owned(), "s3cret".to_owned())
+        );
+        assert_eq!(basic_credentials("Bearer abc"), None);
+    }
+
+    #[test]
+    fn serves_clones_to_the_real_git_client_with_the_token_only() {
+        let server = GitServer::start("tok");
+        let head = server.create_repo("acme/demo", &[("a.txt", "one\n")]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("clone");
+        let authed = server.url("acme/demo").replace("http://", "http://x-access-token:tok@");
+        git(dir.path(), &["clone", "-q", &authed, &dest.to_string_lossy()]).unwrap();
+        assert_eq!(git(&dest, &["rev-parse", "HEAD"]).unwrap().trim(), head);
+        let wrong = server
+            .url("acme/demo")
+            .replace("http://", "http://x-access-token:nope@");
+        let failed = Command::new("git")
+            .args(["clone", "-q", &wrong, &dir.path().join("no").to_string_lossy()])
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .output()
+            .unwrap();
+        assert!(!failed.status.success());
+        assert!(server.requests().iter().any(|r| r.status == 401 && r.has_authorization));
+        assert_eq!(server.fetch_count("acme/demo"), 1);
+    }
+}
