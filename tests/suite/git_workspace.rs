@@ -1,11 +1,14 @@
-//! Mirrors and per-job copies against a real git smart-HTTP server: creation, incremental fetches,
-//! pull-request heads, a wrong token, concurrency, and the token never landing on disk.
+//! Mirrors, per-job copies and pushes with a lease against a real git smart-HTTP server: creation,
+//! incremental fetches, pull-request heads, a wrong token, concurrency, a branch that moved under the
+//! job (rebased cleanly, or a conflict that pushes nothing), and the token never landing on disk.
 
 use std::path::Path;
 use std::process::Command;
 
+use pitcrew::workspace::LocalRepo;
 use pitcrew::workspace::WorkspaceError;
 use pitcrew::workspace::mirror::{MirrorCache, RemoteRepo, Target};
+use pitcrew::workspace::push::{Oid, PushOutcome, push_with_lease};
 use pitcrew_tests::git_server::GitServer;
 use secrecy::SecretString;
 use url::Url;
@@ -195,4 +198,178 @@ async fn concurrent_jobs_share_one_mirror() {
     assert_eq!(server.fetch_count(REPO), 2);
     let mirror = data.path().join("mirrors/acme/widgets.git");
     git_out(&mirror, &["fsck", "--no-progress"]);
+}
+
+/// A PR branch `fix` on the server and a job copy of it; returns the copy and the commit it started at.
+async fn pr_branch_job(server: &GitServer, data: &Path, job: &Path) -> (LocalRepo, Oid) {
+    server
+        .create_repo(REPO, &[("a.txt", "one\ntwo\nthree\n"), ("b.txt", "bee\n")])
+        .unwrap();
+    server
+        .commit(REPO, "fix", &[("fix.txt", "start\n")], "start the fix")
+        .unwrap();
+    let mirror = MirrorCache::new(data)
+        .prepare(&remote(server), &token(), &[])
+        .await
+        .unwrap();
+    let copy = mirror.checkout(job, Target::Branch("fix".to_owned())).await.unwrap();
+    let start = copy.head().unwrap();
+    (copy, start)
+}
+
+/// The bot's change: line two of `a.txt`, committed in the job copy.
+fn bot_commit(copy: &LocalRepo) -> Oid {
+    std::fs::write(copy.root().join("a.txt"), "one\nTWO (bot)\nthree\n").unwrap();
+    let commit = copy
+        .commit_all("pitcrew: shout two", 1_000_000, None)
+        .unwrap()
+        .commit
+        .unwrap();
+    Oid::from_str(&commit).unwrap()
+}
+
+fn push(copy: &LocalRepo, server: &GitServer, token: &SecretString, start: Oid) -> Result<PushOutcome, WorkspaceError> {
+    // The push blocks on the network; the git server runs on its own thread.
+    tokio::task::block_in_place(|| push_with_lease(copy, &remote(server), token, "fix", start))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_with_lease_moves_the_pr_branch_to_the_bots_commit() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let job = jobs.path().join("job");
+    let (copy, start) = pr_branch_job(&server, data.path(), &job).await;
+    assert_eq!(
+        push(&copy, &server, &token(), start).unwrap(),
+        PushOutcome::NothingToPush
+    );
+
+    let commit = bot_commit(&copy);
+    let outcome = push(&copy, &server, &token(), start).unwrap();
+    assert_eq!(outcome, PushOutcome::Pushed { commit, rebased: false });
+    assert_eq!(server.rev_parse(REPO, "refs/heads/fix").unwrap(), commit.to_string());
+    // Pushed again from where it now is: nothing left to push.
+    assert_eq!(
+        push(&copy, &server, &token(), commit).unwrap(),
+        PushOutcome::NothingToPush
+    );
+
+    // The token is nowhere in the job copy, and the copy's config names no remote but origin.
+    assert_eq!(files_containing(&job, TOKEN.as_bytes()), Vec::<String>::new());
+    assert_eq!(files_containing(data.path(), TOKEN.as_bytes()), Vec::<String>::new());
+    assert_eq!(git_out(&job, &["remote"]), "origin");
+    copy.ensure_clean().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_with_lease_rebases_once_onto_a_concurrent_change_in_another_file() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let job = jobs.path().join("job");
+    let (copy, start) = pr_branch_job(&server, data.path(), &job).await;
+    let bot = bot_commit(&copy);
+    let theirs = server
+        .commit(REPO, "fix", &[("b.txt", "bee, edited by a human\n")], "human edit")
+        .unwrap();
+
+    let outcome = push(&copy, &server, &token(), start).unwrap();
+    let PushOutcome::Pushed { commit, rebased: true } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_ne!(commit, bot);
+    let server_repo = server.repo_path(REPO);
+    assert_eq!(server.rev_parse(REPO, "refs/heads/fix").unwrap(), commit.to_string());
+    // The bot's commit sits on top of theirs, and both changes are there.
+    assert_eq!(git_out(&server_repo, &["rev-parse", "fix^"]), theirs);
+    assert_eq!(
+        git_out(&server_repo, &["log", "-1", "--format=%s", "fix"]),
+        "pitcrew: shout two"
+    );
+    assert_eq!(git_out(&server_repo, &["show", "fix:b.txt"]), "bee, edited by a human");
+    assert_eq!(git_out(&server_repo, &["show", "fix:a.txt"]), "one\nTWO (bot)\nthree");
+    // The job copy follows the pushed commit.
+    assert_eq!(copy.head().unwrap(), commit);
+    assert_eq!(copy.current_branch().as_deref(), Some("fix"));
+    assert_eq!(
+        std::fs::read_to_string(job.join("b.txt")).unwrap(),
+        "bee, edited by a human\n"
+    );
+    copy.ensure_clean().unwrap();
+    assert_eq!(files_containing(&job, TOKEN.as_bytes()), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_with_lease_reports_a_conflicting_concurrent_change_and_pushes_nothing() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let job = jobs.path().join("job");
+    let (copy, start) = pr_branch_job(&server, data.path(), &job).await;
+    let bot = bot_commit(&copy);
+    let theirs = server
+        .commit(REPO, "fix", &[("a.txt", "one\ntwo (human)\nthree\n")], "human edit")
+        .unwrap();
+
+    let outcome = push(&copy, &server, &token(), start).unwrap();
+    assert_eq!(
+        outcome,
+        PushOutcome::Conflict {
+            files: vec!["a.txt".to_owned()],
+            remote_tip: Oid::from_str(&theirs).unwrap(),
+        }
+    );
+    assert_eq!(server.rev_parse(REPO, "refs/heads/fix").unwrap(), theirs);
+    // The job copy is as it was: the bot's commit, a clean tree.
+    assert_eq!(copy.head().unwrap(), bot);
+    assert_eq!(
+        std::fs::read_to_string(job.join("a.txt")).unwrap(),
+        "one\nTWO (bot)\nthree\n"
+    );
+    copy.ensure_clean().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_with_lease_with_a_wrong_token_is_an_auth_error() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let job = jobs.path().join("job");
+    let (copy, start) = pr_branch_job(&server, data.path(), &job).await;
+    bot_commit(&copy);
+
+    let wrong = SecretString::from("ghs_wrongWrongWrong");
+    let error = push(&copy, &server, &wrong, start).unwrap_err();
+    assert!(
+        matches!(&error, WorkspaceError::Auth { repo } if repo == REPO),
+        "{error:?}"
+    );
+    let text = format!("{error} {error:?}");
+    assert!(!text.contains("ghs_"), "{text}");
+    assert_eq!(server.rev_parse(REPO, "refs/heads/fix").unwrap(), start.to_string());
+    assert_eq!(files_containing(&job, b"ghs_wrong"), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_with_lease_turns_a_refused_ref_into_an_error() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let job = jobs.path().join("job");
+    let (copy, start) = pr_branch_job(&server, data.path(), &job).await;
+    bot_commit(&copy);
+    // A server-side hook declines every update: the server answers `ng refs/heads/fix …`.
+    let hook = server.repo_path(REPO).join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\nexit 1\n").unwrap();
+    let mut permissions = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&hook, permissions).unwrap();
+
+    let error = push(&copy, &server, &token(), start).unwrap_err();
+    assert!(
+        matches!(&error, WorkspaceError::PushRejected { repo, reason } if repo == REPO && reason.contains("refs/heads/fix")),
+        "{error:?}"
+    );
+    assert_eq!(server.rev_parse(REPO, "refs/heads/fix").unwrap(), start.to_string());
 }

@@ -285,7 +285,7 @@ fn split_full_name(full_name: &str) -> Result<(&str, &str), WorkspaceError> {
 }
 
 /// A full ref name safe to put in a refspec: `refs/…`, no wildcards, colons or spaces.
-fn valid_ref(reference: &str) -> bool {
+pub(super) fn valid_ref(reference: &str) -> bool {
     reference.starts_with("refs/")
         && git2::Reference::is_valid_name(reference)
         && !reference.contains(['*', ':', ' ', '^', '~'])

@@ -1,8 +1,10 @@
 //! Git working copies: opening a repository, checking it is clean, making the run's branch,
 //! committing what the agent changed (respecting `.gitignore` and a size limit for new files) and
-//! listing the changes. Mirrors, per-job copies and pushes build on this.
+//! listing the changes. Mirrors and per-job copies ([`mirror`]) and pushes with a lease ([`push`])
+//! build on this.
 
 pub mod mirror;
+pub mod push;
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +28,8 @@ pub enum WorkspaceError {
     Git(#[from] git2::Error),
     #[error("the forge refused pitcrew's credentials for {repo}; check the app's installation and its access to it")]
     Auth { repo: String },
+    #[error("{repo} refused pitcrew's push ({reason})")]
+    PushRejected { repo: String, reason: String },
     #[error("{name:?} is not a repository name of the form owner/name")]
     InvalidRepoName { name: String },
     #[error("{reference:?} is not a full ref name (refs/…) that can be fetched")]
