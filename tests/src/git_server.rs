@@ -16,14 +16,10 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-use std::future::IntoFuture;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -33,21 +29,19 @@ use axum::response::Response;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::watch;
+
+use crate::server_thread::ServerThread;
 
 /// Where Debian's git installs the CGI program.
 pub const HTTP_BACKEND: &str = "/usr/lib/git-core/git-http-backend";
-/// How long in-flight responses may run on after shutdown before they are dropped.
-const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
 
 /// A running git server. Dropping it shuts the server down and deletes its repositories.
 #[derive(Debug)]
 pub struct GitServer {
-    addr: SocketAddr,
+    // Declared first so the server stops before the repositories are deleted.
+    server: ServerThread,
     shared: Arc<Shared>,
     root: tempfile::TempDir,
-    shutdown: watch::Sender<bool>,
-    thread: Option<JoinHandle<()>>,
 }
 
 /// One request the server received.
@@ -107,35 +101,19 @@ impl GitServer {
     /// Starts a server, reporting failure to bind, make its directory or spawn.
     pub fn try_start(token: &str) -> io::Result<Self> {
         let root = tempfile::tempdir()?;
-        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?;
         let shared = Arc::new(Shared {
             token: token.to_owned(),
             root: root.path().to_owned(),
             requests: Mutex::new(Vec::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
-        let (shutdown, stop) = watch::channel(false);
-        let thread = std::thread::Builder::new()
-            .name(format!("git-server-{}", addr.port()))
-            .spawn(move || serve(runtime, listener, app, stop))?;
-        Ok(Self {
-            addr,
-            shared,
-            root,
-            shutdown,
-            thread: Some(thread),
-        })
+        let server = ServerThread::start("git-server", app, 2)?;
+        Ok(Self { server, shared, root })
     }
 
     /// `http://127.0.0.1:PORT/owner/name.git`: the repository's clone URL, without credentials.
     pub fn url(&self, full_name: &str) -> String {
-        format!("http://{}/{full_name}.git", self.addr)
+        format!("http://{}/{full_name}.git", self.server.addr())
     }
 
     /// The bare repository on disk.
@@ -225,16 +203,6 @@ impl GitServer {
     }
 }
 
-impl Drop for GitServer {
-    fn drop(&mut self) {
-        self.shutdown.send_replace(true);
-        if let Some(thread) = self.thread.take() {
-            // The server thread ends within SHUTDOWN_GRACE; a panic in it has nothing to add.
-            let _ = thread.join();
-        }
-    }
-}
-
 /// Writes `files` into the work tree at `dir` and commits them.
 fn commit_files(dir: &Path, files: &[(&str, &str)], message: &str) -> io::Result<()> {
     for (path, content) in files {
@@ -278,32 +246,6 @@ fn git(dir: &Path, args: &[&str]) -> io::Result<String> {
         )));
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-/// The server thread: serves until shutdown, then drops whatever is left after a grace period.
-fn serve(runtime: tokio::runtime::Runtime, listener: std::net::TcpListener, app: Router, stop: watch::Receiver<bool>) {
-    runtime.block_on(async move {
-        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-            return;
-        };
-        let mut graceful_stop = stop.clone();
-        let server = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                // An error means the handle is gone: stop too.
-                let _ = graceful_stop.wait_for(|stop| *stop).await;
-            })
-            .into_future();
-        let mut hard_stop = stop;
-        let deadline = async move {
-            let _ = hard_stop.wait_for(|stop| *stop).await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        };
-        tokio::select! {
-            _ = server => {}
-            () = deadline => {}
-        }
-    });
-    runtime.shutdown_timeout(Duration::from_millis(100));
 }
 
 /// Checks Basic auth, then hands the request to `git http-backend`.

@@ -4,3 +4,4 @@ pub mod docker;
 pub mod git_server;
 pub mod repo;
 pub mod scripted_model;
+pub mod server_thread;

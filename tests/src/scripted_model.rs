@@ -90,11 +90,9 @@ mod script;
 mod wire;
 
 use std::collections::VecDeque;
-use std::future::IntoFuture;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -103,23 +101,19 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
-use tokio::sync::watch;
 
 pub use self::script::{Block, Reply, Script, Turn, Usage};
 use self::wire::{Ending, Ids};
+use crate::server_thread::ServerThread;
 
 /// Largest request body read; model requests with long conversations are big.
 const MAX_BODY: usize = 64 * 1024 * 1024;
-/// How long in-flight responses may run on after shutdown before they are dropped.
-const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
 
 /// A running scripted model server. Dropping it shuts the server down.
 #[derive(Debug)]
 pub struct ScriptedModel {
-    addr: SocketAddr,
+    server: ServerThread,
     shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    thread: Option<JoinHandle<()>>,
 }
 
 /// One request the server received.
@@ -170,10 +164,6 @@ impl ScriptedModel {
 
     /// Starts a server playing `script`, reporting failure to bind or spawn.
     pub fn try_start(script: Script) -> io::Result<Self> {
-        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(Playback {
                 turns: script.turns.into(),
@@ -183,21 +173,13 @@ impl ScriptedModel {
             ids: Ids::default(),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
-        let (shutdown, stop) = watch::channel(false);
-        let thread = std::thread::Builder::new()
-            .name(format!("scripted-model-{}", addr.port()))
-            .spawn(move || serve(runtime, listener, app, stop))?;
-        Ok(Self {
-            addr,
-            shared,
-            shutdown,
-            thread: Some(thread),
-        })
+        let server = ServerThread::start("scripted-model", app, 0)?;
+        Ok(Self { server, shared })
     }
 
     /// `http://127.0.0.1:PORT`, without a trailing slash.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr())
     }
 
     /// `http://127.0.0.1:PORT/v1`: what OpenAI clients take as their base URL.
@@ -212,7 +194,7 @@ impl ScriptedModel {
 
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// Appends a turn to the script, even while requests are being served.
@@ -251,43 +233,6 @@ impl ScriptedModel {
             );
         }
     }
-}
-
-impl Drop for ScriptedModel {
-    fn drop(&mut self) {
-        self.shutdown.send_replace(true);
-        if let Some(thread) = self.thread.take() {
-            // The server thread ends within SHUTDOWN_GRACE; a panic in it has nothing to add.
-            let _ = thread.join();
-        }
-    }
-}
-
-/// The server thread: serves until shutdown, lets in-flight responses finish for a grace
-/// period, then drops whatever is left (a stalled stream must not hang the test).
-fn serve(runtime: tokio::runtime::Runtime, listener: std::net::TcpListener, app: Router, stop: watch::Receiver<bool>) {
-    runtime.block_on(async move {
-        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-            return;
-        };
-        let mut graceful_stop = stop.clone();
-        let server = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                // An error means the handle is gone: stop too.
-                let _ = graceful_stop.wait_for(|stop| *stop).await;
-            })
-            .into_future();
-        let mut hard_stop = stop;
-        let deadline = async move {
-            let _ = hard_stop.wait_for(|stop| *stop).await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        };
-        tokio::select! {
-            _ = server => {}
-            () = deadline => {}
-        }
-    });
-    runtime.shutdown_timeout(Duration::from_millis(100));
 }
 
 #[derive(Debug)]
