@@ -3,6 +3,7 @@
 //! listing the changes. Mirrors and per-job copies ([`mirror`]) and pushes with a lease ([`push`])
 //! build on this.
 
+pub mod diff;
 pub mod mirror;
 pub mod push;
 
