@@ -112,6 +112,10 @@ pub struct GithubConfig {
     /// Set when both `app_id` and `private_key_path` are.
     pub app: Option<GithubApp>,
     pub webhook_secret: Option<SecretString>,
+    /// The name the bot commits under (author and committer).
+    pub bot_name: String,
+    /// The email the bot commits under; checked to look like `local@domain`.
+    pub bot_email: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -596,6 +600,14 @@ impl Validator<'_> {
         {
             self.invalid("github.webhook_secret", None, "must not be empty");
         }
+        let bot_name = self.non_empty("github.bot_name", github.bot_name, DEFAULT_BOT_NAME);
+        if let Some(problem) = identity_problem(&bot_name) {
+            self.invalid("github.bot_name", Some(format!("{bot_name:?}")), problem);
+        }
+        let bot_email = self.non_empty("github.bot_email", github.bot_email, DEFAULT_BOT_EMAIL);
+        if let Some(problem) = identity_problem(&bot_email).or_else(|| email_problem(&bot_email)) {
+            self.invalid("github.bot_email", Some(format!("{bot_email:?}")), problem);
+        }
 
         // [server]
         let listen = match server.listen {
@@ -782,6 +794,8 @@ impl Validator<'_> {
                 api_url,
                 app,
                 webhook_secret,
+                bot_name,
+                bot_email,
             },
             server: ServerConfig { listen, data_dir },
             sandbox: SandboxConfig {
@@ -842,6 +856,37 @@ impl Validator<'_> {
             unset,
             origin: self.origin(set),
         });
+    }
+}
+
+const DEFAULT_BOT_NAME: &str = "pitcrew[bot]";
+const DEFAULT_BOT_EMAIL: &str = "pitcrew[bot]@users.noreply.github.com";
+
+/// Why `text` cannot go into a commit's `Name <email>` header, if it cannot: git would split the
+/// header at a newline or an angle bracket.
+fn identity_problem(text: &str) -> Option<&'static str> {
+    if text.contains(['\n', '\r']) {
+        Some("must be a single line")
+    } else if text.contains(['<', '>']) {
+        Some("must not contain `<` or `>`")
+    } else {
+        None
+    }
+}
+
+/// Why `email` is not of the form `local@domain`, if it is not. Only the shape is checked: the
+/// address is matched against GitHub accounts, not delivered to.
+fn email_problem(email: &str) -> Option<&'static str> {
+    if email.chars().any(char::is_whitespace) {
+        Some("must not contain spaces; expected an address like \"pitcrew[bot]@users.noreply.github.com\"")
+    } else if email.matches('@').count() != 1 {
+        Some("must contain exactly one `@`; expected an address like \"pitcrew[bot]@users.noreply.github.com\"")
+    } else if email.starts_with('@') || email.ends_with('@') {
+        Some(
+            "must have text on both sides of the `@`; expected an address like \"pitcrew[bot]@users.noreply.github.com\"",
+        )
+    } else {
+        None
     }
 }
 

@@ -221,7 +221,7 @@ async fn pr_branch_job(server: &GitServer, data: &Path, job: &Path) -> (LocalRep
 fn bot_commit(copy: &LocalRepo) -> Oid {
     std::fs::write(copy.root().join("a.txt"), "one\nTWO (bot)\nthree\n").unwrap();
     let commit = copy
-        .commit_all("pitcrew: shout two", 1_000_000, None)
+        .commit_all("pitcrew: shout two", 1_000_000, None, None)
         .unwrap()
         .commit
         .unwrap();

@@ -57,6 +57,8 @@ pub(crate) struct RawGithub {
     pub(crate) app_id: Option<u64>,
     pub(crate) private_key_path: Option<PathBuf>,
     pub(crate) webhook_secret: Option<RawSecret>,
+    pub(crate) bot_name: Option<String>,
+    pub(crate) bot_email: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -169,7 +171,8 @@ impl RawConfig {
         } = top;
         overlay_fields!(self.model, model; provider, name, base_url, api_key_env, context_window,
             max_output_tokens, request_timeout, stream_idle_timeout, max_retries, max_retry_delay);
-        overlay_fields!(self.github, github; api_url, app_id, private_key_path, webhook_secret);
+        overlay_fields!(self.github, github; api_url, app_id, private_key_path, webhook_secret, bot_name,
+            bot_email);
         overlay_fields!(self.server, server; listen, data_dir);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, cpus, pids_limit, setup,
             setup_network);

@@ -67,6 +67,8 @@ impl Config {
             Some(_) => out.value("github", "webhook_secret", REDACTED.to_owned()),
             None => out.comment("webhook_secret: not set"),
         }
+        out.value("github", "bot_name", string(&g.bot_name));
+        out.value("github", "bot_email", string(&g.bot_email));
 
         out.section("server");
         out.value("server", "listen", string(&self.server.listen.to_string()));

@@ -92,6 +92,8 @@ pub(crate) const KEYS: &[Key] = &[
     key("github", "app_id", Kind::U64),
     key("github", "private_key_path", Kind::Path),
     key("github", "webhook_secret", Kind::Secret),
+    key("github", "bot_name", Kind::Str),
+    key("github", "bot_email", Kind::Str),
     key("server", "listen", Kind::SocketAddr),
     key("server", "data_dir", Kind::Path),
     key("sandbox", "backend", Kind::Choice),

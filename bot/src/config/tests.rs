@@ -101,6 +101,8 @@ fn defaults_apply_with_no_file() {
     assert_eq!(c.github.api_url.as_str(), "https://api.github.com/");
     assert!(c.github.app.is_none());
     assert!(c.github.webhook_secret.is_none());
+    assert_eq!(c.github.bot_name, "pitcrew[bot]");
+    assert_eq!(c.github.bot_email, "pitcrew[bot]@users.noreply.github.com");
     assert_eq!(c.server.listen, SocketAddr::from(([127, 0, 0, 1], 8080)));
     assert_eq!(c.server.data_dir, PathBuf::from("./pitcrew-data"));
     assert_eq!(c.sandbox.backend, SandboxBackend::Docker);
@@ -516,6 +518,91 @@ fn invalid_values_name_key_and_source_layer() {
 }
 
 #[test]
+fn bot_identity_comes_from_the_file_env_or_flags() {
+    let file = "[model]\nname = \"m\"\n[github]\nbot_name = \"Crew Bot\"\nbot_email = \"crew@example.com\"\n";
+    let c = ok(Some(file), &[KEY], &[]);
+    assert_eq!(c.github.bot_name, "Crew Bot");
+    assert_eq!(c.github.bot_email, "crew@example.com");
+
+    let c = ok(
+        Some(file),
+        &[KEY, ("PITCREW_GITHUB_BOT_NAME", "env-bot[bot]")],
+        &["github.bot_email=12345+flag-bot[bot]@users.noreply.github.com"],
+    );
+    assert_eq!(c.github.bot_name, "env-bot[bot]");
+    assert_eq!(c.github.bot_email, "12345+flag-bot[bot]@users.noreply.github.com");
+    assert_eq!(
+        c.origin("github.bot_name"),
+        Origin::Env {
+            var: "PITCREW_GITHUB_BOT_NAME".into()
+        }
+    );
+
+    // The flag beats the environment.
+    let c = ok(
+        None,
+        &[NAME, KEY, ("PITCREW_GITHUB_BOT_NAME", "env")],
+        &["github.bot_name=flag"],
+    );
+    assert_eq!(c.github.bot_name, "flag");
+}
+
+#[test]
+fn bad_bot_identities_are_reported() {
+    for (flag, expected) in [
+        (
+            "github.bot_email=bot",
+            r#"--set github.bot_email: invalid `github.bot_email` = "bot": must contain exactly one `@`; expected an address like "pitcrew[bot]@users.noreply.github.com""#,
+        ),
+        (
+            "github.bot_email=a@b@c",
+            r#"--set github.bot_email: invalid `github.bot_email` = "a@b@c": must contain exactly one `@`; expected an address like "pitcrew[bot]@users.noreply.github.com""#,
+        ),
+        (
+            "github.bot_email=@example.com",
+            r#"--set github.bot_email: invalid `github.bot_email` = "@example.com": must have text on both sides of the `@`; expected an address like "pitcrew[bot]@users.noreply.github.com""#,
+        ),
+        (
+            "github.bot_email=bot@",
+            r#"--set github.bot_email: invalid `github.bot_email` = "bot@": must have text on both sides of the `@`; expected an address like "pitcrew[bot]@users.noreply.github.com""#,
+        ),
+        (
+            "github.bot_email=my bot@example.com",
+            r#"--set github.bot_email: invalid `github.bot_email` = "my bot@example.com": must not contain spaces; expected an address like "pitcrew[bot]@users.noreply.github.com""#,
+        ),
+        (
+            "github.bot_email=<bot@example.com>",
+            r#"--set github.bot_email: invalid `github.bot_email` = "<bot@example.com>": must not contain `<` or `>`"#,
+        ),
+        (
+            "github.bot_email=",
+            r#"--set github.bot_email: invalid `github.bot_email` = "": must not be empty"#,
+        ),
+        (
+            "github.bot_name=Bot <bot@example.com>",
+            r#"--set github.bot_name: invalid `github.bot_name` = "Bot <bot@example.com>": must not contain `<` or `>`"#,
+        ),
+        (
+            "github.bot_name=",
+            r#"--set github.bot_name: invalid `github.bot_name` = "": must not be empty"#,
+        ),
+    ] {
+        assert_eq!(errors(None, &[NAME, KEY], &[flag]), [expected], "{flag}");
+    }
+
+    // Newlines can only come from the file or the environment.
+    let errs = errors(
+        Some("[model]\nname = \"m\"\n[github]\nbot_name = \"Bot\\nSigned-off-by: x\"\n"),
+        &[KEY, ("PITCREW_GITHUB_BOT_EMAIL", "bot@example.com\n")],
+        &[],
+    );
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    <dir>/pitcrew.toml:4: invalid `github.bot_name` = "Bot\nSigned-off-by: x": must be a single line
+    environment variable PITCREW_GITHUB_BOT_EMAIL: invalid `github.bot_email` = "bot@example.com\n": must be a single line
+    "#);
+}
+
+#[test]
 fn sandbox_wrong_types_in_the_file_name_key_and_line() {
     let errs = errors(
         Some(
@@ -908,6 +995,8 @@ fn render_redacted_shows_effective_values_and_origins() {
     app_id = 42                                      # env PITCREW_GITHUB_APP_ID
     private_key_path = "<keys>/app.pem" # env PITCREW_GITHUB_PRIVATE_KEY_PATH
     webhook_secret = "[redacted]"                    # env PITCREW_GITHUB_WEBHOOK_SECRET
+    bot_name = "pitcrew[bot]"                        # default
+    bot_email = "pitcrew[bot]@users.noreply.github.com" # default
 
     [server]
     listen = "127.0.0.1:8080"                        # default

@@ -197,6 +197,8 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
         &commit_message(&options.task, &outcome.summary),
         MAX_NEW_FILE_BYTES,
         None,
+        // Local runs commit as the repository's configured user, not as the bot.
+        None,
     )?;
     let tests = ctx.tests().map(|report| TestSummary {
         passed: report.passed,

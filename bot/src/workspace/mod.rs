@@ -145,11 +145,15 @@ impl LocalRepo {
 
     /// Stages every change (honouring `.gitignore`; new files over `max_new_file_bytes` are left out
     /// and reported) and commits it on HEAD. Nothing changed → no commit.
+    ///
+    /// `identity` is the author and committer (the bot's configured one); `None` uses the
+    /// repository's configured user, so a local `pitcrew run` commits as the developer.
     pub fn commit_all(
         &self,
         message: &str,
         max_new_file_bytes: u64,
         co_author: Option<&str>,
+        identity: Option<&CommitIdentity>,
     ) -> Result<CommitResult, WorkspaceError> {
         let mut index = self.repo.index()?;
         let mut skipped_large = Vec::new();
@@ -181,7 +185,10 @@ impl LocalRepo {
             });
         }
         let tree = self.repo.find_tree(tree_id)?;
-        let signature = self.signature()?;
+        let signature = match identity {
+            Some(identity) => Signature::now(&identity.name, &identity.email)?,
+            None => self.signature()?,
+        };
         let mut message = message.trim_end().to_owned();
         if let Some(co_author) = co_author {
             message.push_str(&format!("\n\nCo-authored-by: {co_author}"));
@@ -231,6 +238,13 @@ impl LocalRepo {
         }
         Ok(files)
     }
+}
+
+/// Who a commit is by: `Name <email>` in its author and committer headers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitIdentity {
+    pub name: String,
+    pub email: String,
 }
 
 /// A branch-name-safe slug of a task: `fix the flaky test!` → `fix-the-flaky-test`.
@@ -298,7 +312,7 @@ mod tests {
         );
 
         let result = repo
-            .commit_all("pitcrew: fix\n\nbody", 1_000, Some("Ann <ann@example.com>"))
+            .commit_all("pitcrew: fix\n\nbody", 1_000, Some("Ann <ann@example.com>"), None)
             .unwrap();
         assert_eq!(result.skipped_large, ["huge.bin"]);
         let commit = repo
@@ -314,9 +328,35 @@ mod tests {
         assert!(tree.get_path(Path::new("huge.bin")).is_err());
         assert!(tree.get_path(Path::new("target/out.bin")).is_err());
         // Nothing left to commit but the skipped file: no commit.
-        assert_eq!(repo.commit_all("again", 1_000, None).unwrap().commit, None);
+        assert_eq!(repo.commit_all("again", 1_000, None, None).unwrap().commit, None);
         // The branch name is taken: a numbered one is made.
         assert_eq!(repo.create_branch("pitcrew/fix").unwrap(), "pitcrew/fix-2");
+    }
+
+    #[test]
+    fn commit_with_an_identity_is_by_that_identity() {
+        let dir = repo();
+        let repo = LocalRepo::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "two\n").unwrap();
+        let identity = CommitIdentity {
+            name: "pitcrew[bot]".to_owned(),
+            email: "pitcrew[bot]@users.noreply.github.com".to_owned(),
+        };
+        let result = repo
+            .commit_all("pitcrew: fix", 1_000, Some("Ann <ann@example.com>"), Some(&identity))
+            .unwrap();
+        let commit = repo
+            .repo
+            .find_commit(Oid::from_str(result.commit.as_deref().unwrap()).unwrap())
+            .unwrap();
+        for signature in [commit.author(), commit.committer()] {
+            assert_eq!(signature.name(), Some("pitcrew[bot]"));
+            assert_eq!(signature.email(), Some("pitcrew[bot]@users.noreply.github.com"));
+        }
+        assert_eq!(
+            commit.message().unwrap(),
+            "pitcrew: fix\n\nCo-authored-by: Ann <ann@example.com>\n"
+        );
     }
 
     #[test]
