@@ -1074,17 +1074,10 @@ fn resolve_cwd(workspace: &Path, cwd: &Path) -> Result<PathBuf, SandboxError> {
 
 /// The environment every command starts from; the image's own variables (`PATH`) stay.
 fn container_env(extra: &[(String, String)]) -> Vec<String> {
-    let base = [
-        ("HOME", "/tmp"),
-        ("LANG", "C.UTF-8"),
-        ("TERM", "dumb"),
-        ("CI", "true"),
-        ("NO_COLOR", "1"),
-        ("PAGER", "cat"),
-        ("GIT_PAGER", "cat"),
-        ("GIT_TERMINAL_PROMPT", "0"),
-    ];
-    let mut env: Vec<(String, String)> = base.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    let mut env: Vec<(String, String)> = std::iter::once(&("HOME", "/tmp"))
+        .chain(super::COMMAND_ENV)
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
     for (name, value) in extra {
         env.retain(|(k, _)| k != name);
         env.push((name.clone(), value.clone()));

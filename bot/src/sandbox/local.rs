@@ -340,17 +340,8 @@ fn base_env(home: &Path, options: LocalOptions) -> Vec<(OsString, OsString)> {
         .path
         .or_else(|| std::env::var_os("PATH"))
         .unwrap_or_else(|| FALLBACK_PATH.into());
-    let mut env: Vec<(OsString, OsString)> = vec![
-        ("PATH".into(), path),
-        ("HOME".into(), home.into()),
-        ("LANG".into(), "C.UTF-8".into()),
-        ("TERM".into(), "dumb".into()),
-        ("CI".into(), "true".into()),
-        ("NO_COLOR".into(), "1".into()),
-        ("PAGER".into(), "cat".into()),
-        ("GIT_PAGER".into(), "cat".into()),
-        ("GIT_TERMINAL_PROMPT".into(), "0".into()),
-    ];
+    let mut env: Vec<(OsString, OsString)> = vec![("PATH".into(), path), ("HOME".into(), home.into())];
+    env.extend(super::COMMAND_ENV.iter().map(|(k, v)| ((*k).into(), (*v).into())));
     if let Some(cargo_home) = options.cargo_home {
         env.push(("CARGO_HOME".into(), cargo_home.into()));
     }

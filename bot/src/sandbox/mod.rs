@@ -11,6 +11,18 @@ pub mod image;
 pub mod local;
 pub(crate) mod output;
 
+/// Variables every command gets, in every backend, besides `HOME` and `PATH`: a non-interactive,
+/// colourless, pager-free CI environment. Nothing of the host's environment is passed on.
+pub const COMMAND_ENV: &[(&str, &str)] = &[
+    ("LANG", "C.UTF-8"),
+    ("TERM", "dumb"),
+    ("CI", "true"),
+    ("NO_COLOR", "1"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+];
+
 /// A command to run in the workspace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecRequest {
