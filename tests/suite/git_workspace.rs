@@ -7,6 +7,7 @@ use std::process::Command;
 
 use pitcrew::workspace::LocalRepo;
 use pitcrew::workspace::WorkspaceError;
+use pitcrew::workspace::deliver::{Delivery, PullHead, deliver_to_pull_request, issue_branch, push_bot_branch};
 use pitcrew::workspace::mirror::{MirrorCache, RemoteRepo, Target};
 use pitcrew::workspace::push::{Oid, PushOutcome, push_with_lease};
 use pitcrew_tests::git_server::GitServer;
@@ -372,4 +373,223 @@ async fn push_with_lease_turns_a_refused_ref_into_an_error() {
         "{error:?}"
     );
     assert_eq!(server.rev_parse(REPO, "refs/heads/fix").unwrap(), start.to_string());
+}
+
+const FORK: &str = "alice/widgets";
+
+/// Pull request 9 from the fork `alice/widgets` (branch `patch-1`) against `acme/widgets`, and a
+/// job copy of its head holding the bot's commit; returns the copy and the head it started at.
+async fn fork_pull_job(server: &GitServer, data: &Path, job: &Path) -> (LocalRepo, Oid) {
+    server
+        .create_repo(REPO, &[("a.txt", "one\ntwo\nthree\n"), ("b.txt", "bee\n")])
+        .unwrap();
+    let base = server.repo_path(REPO);
+    let fork = server.repo_path(FORK);
+    git_out(&base, &["clone", "-q", "--bare", ".", fork.to_str().unwrap()]);
+    let head = server
+        .commit(FORK, "patch-1", &[("c.txt", "from alice\n")], "alice's change")
+        .unwrap();
+    // What the forge does for every pull request: the head, mirrored into the base repository.
+    git_out(
+        &fork,
+        &[
+            "push",
+            "-q",
+            base.to_str().unwrap(),
+            "refs/heads/patch-1:refs/pull/9/head",
+        ],
+    );
+    let mirror = MirrorCache::new(data)
+        .prepare(&remote(server), &token(), &["refs/pull/9/head"])
+        .await
+        .unwrap();
+    let copy = mirror.checkout(job, Target::PullHead(9)).await.unwrap();
+    assert_eq!(copy.head().unwrap().to_string(), head);
+    bot_commit(&copy);
+    (copy, Oid::from_str(&head).unwrap())
+}
+
+fn fork_head(server: &GitServer, maintainer_can_modify: bool) -> PullHead {
+    PullHead {
+        base_repo: REPO.to_owned(),
+        head_repo: Some(RemoteRepo {
+            url: Url::parse(&server.url(FORK)).unwrap(),
+            full_name: FORK.to_owned(),
+        }),
+        head_ref: "patch-1".to_owned(),
+        maintainer_can_modify,
+    }
+}
+
+fn deliver(copy: &LocalRepo, pull: &PullHead, start: Oid) -> Delivery {
+    tokio::task::block_in_place(|| deliver_to_pull_request(copy, pull, &token(), start)).unwrap()
+}
+
+/// Applies `patch` with `git am` on the fork's `patch-1` and returns the resulting tree.
+fn apply_patch(server: &GitServer, patch: &str) -> String {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    git_out(
+        dir,
+        &[
+            "clone",
+            "-q",
+            "--branch",
+            "patch-1",
+            server.repo_path(FORK).to_str().unwrap(),
+            ".",
+        ],
+    );
+    let patch_file = dir.join("../bot.patch");
+    std::fs::write(&patch_file, patch).unwrap();
+    git_out(
+        dir,
+        &[
+            "-c",
+            "user.name=Alice",
+            "-c",
+            "user.email=alice@example.invalid",
+            "am",
+            "-q",
+            patch_file.to_str().unwrap(),
+        ],
+    );
+    git_out(dir, &["rev-parse", "HEAD^{tree}"])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_without_maintainer_edits_gets_a_patch_that_git_am_applies() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let (copy, start) = fork_pull_job(&server, data.path(), &jobs.path().join("job")).await;
+
+    let Delivery::Patch { patch, reason } = deliver(&copy, &fork_head(&server, false), start) else {
+        panic!("expected a patch");
+    };
+    assert!(reason.contains("does not allow edits from maintainers"), "{reason}");
+    assert!(
+        patch.starts_with("From ") && patch.contains("Subject: [PATCH] pitcrew: shout two"),
+        "{patch}"
+    );
+    assert_eq!(
+        server.rev_parse(FORK, "refs/heads/patch-1").unwrap(),
+        start.to_string(),
+        "nothing pushed"
+    );
+    let bot_tree = git_out(copy.root(), &["rev-parse", "HEAD^{tree}"]);
+    assert_eq!(apply_patch(&server, &patch), bot_tree);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_with_maintainer_edits_is_pushed_to_and_a_refusal_falls_back_to_the_patch() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let (copy, start) = fork_pull_job(&server, data.path(), &jobs.path().join("job")).await;
+    let pushed = copy.head().unwrap();
+
+    // The fork refuses (the installation's token cannot write there): a patch, with the reason.
+    let hook = server.repo_path(FORK).join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\nexit 1\n").unwrap();
+    let mut permissions = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&hook, permissions).unwrap();
+    let Delivery::Patch { reason, .. } = deliver(&copy, &fork_head(&server, true), start) else {
+        panic!("expected a patch");
+    };
+    assert_eq!(reason, "the fork alice/widgets refused pitcrew's push");
+    assert_eq!(server.rev_parse(FORK, "refs/heads/patch-1").unwrap(), start.to_string());
+
+    std::fs::remove_file(&hook).unwrap();
+    assert_eq!(
+        deliver(&copy, &fork_head(&server, true), start),
+        Delivery::Pushed {
+            commit: pushed,
+            rebased: false,
+            to_fork: true
+        }
+    );
+    assert_eq!(
+        server.rev_parse(FORK, "refs/heads/patch-1").unwrap(),
+        pushed.to_string()
+    );
+    assert_eq!(
+        server.rev_parse(REPO, "refs/heads/patch-1"),
+        None,
+        "the base repository is untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_same_repository_pull_request_is_pushed_and_a_deleted_fork_gets_a_patch() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let (copy, start) = pr_branch_job(&server, data.path(), &jobs.path().join("job")).await;
+    let same = PullHead {
+        base_repo: REPO.to_owned(),
+        head_repo: Some(remote(&server)),
+        head_ref: "fix".to_owned(),
+        maintainer_can_modify: false,
+    };
+    assert_eq!(deliver(&copy, &same, start), Delivery::NothingToPush);
+    let commit = bot_commit(&copy);
+
+    let deleted = PullHead {
+        head_repo: None,
+        ..same.clone()
+    };
+    assert!(matches!(deliver(&copy, &deleted, start), Delivery::Patch { reason, .. } if reason.contains("deleted")));
+
+    assert_eq!(
+        deliver(&copy, &same, start),
+        Delivery::Pushed {
+            commit,
+            rebased: false,
+            to_fork: false
+        }
+    );
+    assert_eq!(server.rev_parse(REPO, "refs/heads/fix").unwrap(), commit.to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issue_branch_is_created_then_replaced_by_a_rerun() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let main = server.create_repo(REPO, &[("a.txt", "one\ntwo\nthree\n")]).unwrap();
+    let mirror = MirrorCache::new(data.path())
+        .prepare(&remote(&server), &token(), &[])
+        .await
+        .unwrap();
+    let branch = issue_branch(12, "Two is too quiet");
+    assert_eq!(branch, "pitcrew/issue-12-two-is-too-quiet");
+
+    let mut pushed = Vec::new();
+    for run in 0..2 {
+        let job = jobs.path().join(format!("run-{run}"));
+        let copy = mirror.checkout(&job, Target::Branch("main".to_owned())).await.unwrap();
+        copy.create_branch(&branch).unwrap();
+        std::fs::write(job.join("run.txt"), format!("run {run}\n")).unwrap();
+        let commit = bot_commit(&copy);
+        let replaced =
+            tokio::task::block_in_place(|| push_bot_branch(&copy, &remote(&server), &token(), &branch)).unwrap();
+        assert_eq!(replaced, run == 1);
+        assert_eq!(
+            server.rev_parse(REPO, &format!("refs/heads/{branch}")).unwrap(),
+            commit.to_string()
+        );
+        pushed.push(commit);
+    }
+    assert_ne!(pushed[0], pushed[1], "the rerun's commit replaced the first");
+
+    let copy = LocalRepo::open(&jobs.path().join("run-1")).unwrap();
+    let error = tokio::task::block_in_place(|| push_bot_branch(&copy, &remote(&server), &token(), "main")).unwrap_err();
+    assert!(matches!(error, WorkspaceError::InvalidRef { .. }), "{error:?}");
+    assert_eq!(
+        server.rev_parse(REPO, "refs/heads/main").unwrap(),
+        main,
+        "only pitcrew/ branches are forced"
+    );
 }

@@ -5,3 +5,4 @@ mod git_workspace;
 mod llm_providers;
 mod run_command;
 mod scripted_model;
+mod workspace_pool;

@@ -112,6 +112,44 @@ impl MirrorCache {
         })??;
         Ok(mirror)
     }
+
+    /// The mirrors on disk, as they were last fetched (their remote URL is not recorded: the
+    /// result is for housekeeping, not for fetching).
+    pub fn existing(&self) -> Result<Vec<Mirror>, WorkspaceError> {
+        let mut found = Vec::new();
+        let owners = match std::fs::read_dir(&self.root) {
+            Ok(owners) => owners,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+            Err(e) => return Err(io_error(&self.root, e)),
+        };
+        for owner in owners {
+            let owner = owner.map_err(|e| io_error(&self.root, e))?;
+            if !owner.file_type().map_err(|e| io_error(&self.root, e))?.is_dir() {
+                continue;
+            }
+            for entry in std::fs::read_dir(owner.path()).map_err(|e| io_error(&owner.path(), e))? {
+                let entry = entry.map_err(|e| io_error(&owner.path(), e))?;
+                let file_name = entry.file_name();
+                let Some(name) = file_name.to_str().and_then(|n| n.strip_suffix(".git")) else {
+                    continue;
+                };
+                if !entry.file_type().map_err(|e| io_error(&entry.path(), e))?.is_dir() {
+                    continue;
+                }
+                let full_name = format!("{}/{name}", owner.file_name().to_string_lossy());
+                found.push(Mirror {
+                    path: entry.path(),
+                    lock_path: owner.path().join(format!("{name}.git.lock")),
+                    remote: RemoteRepo {
+                        url: Url::parse("file:///").map_err(|e| io_error(&self.root, std::io::Error::other(e)))?,
+                        full_name,
+                    },
+                });
+            }
+        }
+        found.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(found)
+    }
 }
 
 impl Mirror {
@@ -122,6 +160,19 @@ impl Mirror {
 
     pub fn remote(&self) -> &RemoteRepo {
         &self.remote
+    }
+
+    /// The lock file that serialises fetches (exclusive) against checkouts (shared).
+    pub(super) fn lock_path(&self) -> &Path {
+        &self.lock_path
+    }
+
+    /// When the mirror was last fetched into (libgit2 rewrites `FETCH_HEAD` on every fetch).
+    pub fn last_fetch(&self) -> Option<std::time::SystemTime> {
+        std::fs::metadata(self.path.join("FETCH_HEAD"))
+            .or_else(|_| std::fs::metadata(&self.path))
+            .and_then(|meta| meta.modified())
+            .ok()
     }
 
     /// Runs under the exclusive lock: opens (or makes) the bare repository and fetches.
@@ -182,20 +233,10 @@ impl Mirror {
         })?
     }
 
-    fn checkout_blocking(&self, job_dir: &Path, target: &Target) -> Result<LocalRepo, WorkspaceError> {
+    /// [`Mirror::checkout`] without taking the lock: the caller holds it.
+    pub(super) fn checkout_blocking(&self, job_dir: &Path, target: &Target) -> Result<LocalRepo, WorkspaceError> {
         let source = Repository::open_bare(&self.path)?;
-        let not_found = || WorkspaceError::TargetNotFound {
-            repo: self.remote.full_name.clone(),
-            target: target.to_string(),
-        };
-        let commit = match target {
-            Target::Branch(name) => source.refname_to_id(&format!("refs/heads/{name}")),
-            Target::PullHead(n) => source.refname_to_id(&format!("refs/pull/{n}/head")),
-            Target::Commit(sha) => Oid::from_str(sha),
-        }
-        .and_then(|oid| source.find_commit(oid))
-        .map_err(|_| not_found())?
-        .id();
+        let commit = self.resolve(&source, target)?;
 
         std::fs::create_dir_all(job_dir).map_err(|source| io_error(job_dir, source))?;
         // A leftover copy would be re-initialised in place, mixing two jobs' state.
@@ -213,38 +254,78 @@ impl Mirror {
         std::fs::write(&alternates, format!("{}\n", objects.display())).map_err(|e| io_error(&alternates, e))?;
         // Reopen so that the object database sees the alternates.
         let repo = Repository::open(job_dir)?;
+        repo.remote("origin", self.remote.url.as_str())?;
+        self.sync_remote_branches(&source, &repo)?;
+        point_head_at(&repo, target, commit)?;
+        repo.checkout_head(Some(CheckoutBuilder::new().force()))?;
+        LocalRepo::open(job_dir)
+    }
 
-        // The remote's branches, as a clone would have them.
+    /// The commit `target` names in the mirror.
+    pub(super) fn resolve(&self, source: &Repository, target: &Target) -> Result<Oid, WorkspaceError> {
+        let not_found = || WorkspaceError::TargetNotFound {
+            repo: self.remote.full_name.clone(),
+            target: target.to_string(),
+        };
+        Ok(match target {
+            Target::Branch(name) => source.refname_to_id(&format!("refs/heads/{name}")),
+            Target::PullHead(n) => source.refname_to_id(&format!("refs/pull/{n}/head")),
+            Target::Commit(sha) => Oid::from_str(sha),
+        }
+        .and_then(|oid| source.find_commit(oid))
+        .map_err(|_| not_found())?
+        .id())
+    }
+
+    /// Makes the copy's `refs/remotes/origin/*` what the mirror's branches are, as a fresh clone
+    /// would have them (stale ones removed).
+    pub(super) fn sync_remote_branches(&self, source: &Repository, repo: &Repository) -> Result<(), WorkspaceError> {
+        let mut current = std::collections::HashSet::new();
         for reference in source.references_glob("refs/heads/*")? {
             let reference = reference?;
             if let (Some(name), Some(oid)) = (reference.name(), reference.target()) {
                 let remote_name = name.replacen("refs/heads/", "refs/remotes/origin/", 1);
                 repo.reference(&remote_name, oid, true, "pitcrew: from mirror")?;
+                current.insert(remote_name);
             }
         }
-        repo.remote("origin", self.remote.url.as_str())?;
+        for reference in repo.references_glob("refs/remotes/origin/*")? {
+            let mut reference = reference?;
+            if reference.name().is_some_and(|name| !current.contains(name)) {
+                reference.delete()?;
+            }
+        }
+        Ok(())
+    }
 
-        match target {
-            Target::Branch(name) => {
-                let branch = repo.branch(name, &repo.find_commit(commit)?, true)?;
-                let refname = branch
-                    .get()
-                    .name()
-                    .ok_or_else(|| git2::Error::from_str("branch name is not UTF-8"))?
-                    .to_owned();
-                let mut config = repo.config()?;
-                config.set_str(&format!("branch.{name}.remote"), "origin")?;
-                config.set_str(&format!("branch.{name}.merge"), &format!("refs/heads/{name}"))?;
-                repo.set_head(&refname)?;
-            }
-            Target::Commit(_) | Target::PullHead(_) => repo.set_head_detached(commit)?,
-        }
-        repo.checkout_head(Some(CheckoutBuilder::new().force()))?;
-        LocalRepo::open(job_dir)
+    /// The lock file held (shared) by every copy made from this mirror while a job uses it, so that
+    /// eviction never deletes a mirror whose objects a copy borrows.
+    pub(super) fn users_lock_path(&self) -> PathBuf {
+        self.lock_path.with_extension("users")
     }
 }
 
-fn io_error(path: &Path, source: std::io::Error) -> WorkspaceError {
+/// Puts HEAD on `target`: a local branch of that name at `commit` tracking `origin`, or detached.
+pub(super) fn point_head_at(repo: &Repository, target: &Target, commit: Oid) -> Result<(), WorkspaceError> {
+    match target {
+        Target::Branch(name) => {
+            let branch = repo.branch(name, &repo.find_commit(commit)?, true)?;
+            let refname = branch
+                .get()
+                .name()
+                .ok_or_else(|| git2::Error::from_str("branch name is not UTF-8"))?
+                .to_owned();
+            let mut config = repo.config()?;
+            config.set_str(&format!("branch.{name}.remote"), "origin")?;
+            config.set_str(&format!("branch.{name}.merge"), &format!("refs/heads/{name}"))?;
+            repo.set_head(&refname)?;
+        }
+        Target::Commit(_) | Target::PullHead(_) => repo.set_head_detached(commit)?,
+    }
+    Ok(())
+}
+
+pub(super) fn io_error(path: &Path, source: std::io::Error) -> WorkspaceError {
     WorkspaceError::Io {
         context: path.display().to_string(),
         source,
@@ -252,7 +333,7 @@ fn io_error(path: &Path, source: std::io::Error) -> WorkspaceError {
 }
 
 /// Takes `kind` of lock on the file at `path`, creating it; blocks until granted.
-fn lock(path: &Path, kind: FlockArg) -> Result<Flock<File>, WorkspaceError> {
+pub(super) fn lock(path: &Path, kind: FlockArg) -> Result<Flock<File>, WorkspaceError> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
     }

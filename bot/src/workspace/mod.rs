@@ -3,8 +3,10 @@
 //! listing the changes. Mirrors and per-job copies ([`mirror`]) and pushes with a lease ([`push`])
 //! build on this.
 
+pub mod deliver;
 pub mod diff;
 pub mod mirror;
+pub mod pool;
 pub mod push;
 
 use std::path::{Path, PathBuf};
@@ -76,6 +78,11 @@ impl LocalRepo {
             .ok_or_else(|| WorkspaceError::Bare { path: path.to_owned() })?
             .to_owned();
         Ok(LocalRepo { repo, root })
+    }
+
+    /// The libgit2 handle, for the workspace modules.
+    pub(crate) fn raw(&self) -> &Repository {
+        &self.repo
     }
 
     pub fn root(&self) -> &Path {

@@ -87,6 +87,25 @@ pub fn push_with_lease(
     })
 }
 
+/// Pushes HEAD to `refname`, replacing whatever is there (only for the bot's own branches);
+/// returns whether the branch existed. Blocking.
+pub(super) fn force_push(
+    repo: &LocalRepo,
+    remote: &RemoteRepo,
+    token: &SecretString,
+    refname: &str,
+) -> Result<bool, WorkspaceError> {
+    let session = Session {
+        git: &repo.repo,
+        remote,
+        token,
+        refname,
+    };
+    let existed = session.ls_remote()?.is_some();
+    session.push_refspec(format!("+{}:{refname}", repo.head()?))?;
+    Ok(existed)
+}
+
 /// The pieces every network step needs.
 struct Session<'a> {
     git: &'a Repository,
@@ -129,6 +148,10 @@ impl Session<'_> {
 
     /// A plain (non-forced) push of `commit` to the branch, checking the server's per-ref answer.
     fn push(&self, commit: Oid) -> Result<(), WorkspaceError> {
+        self.push_refspec(format!("{commit}:{}", self.refname))
+    }
+
+    fn push_refspec(&self, refspec: String) -> Result<(), WorkspaceError> {
         let attempts = Cell::new(0);
         let refused: RefCell<Option<String>> = RefCell::new(None);
         let mut callbacks = callbacks(self.token, &attempts);
@@ -141,7 +164,7 @@ impl Session<'_> {
         let mut options = PushOptions::new();
         options.remote_callbacks(callbacks);
         let mut remote = self.git.remote_anonymous(self.remote.url.as_str())?;
-        let result = remote.push(&[format!("{commit}:{}", self.refname)], Some(&mut options));
+        let result = remote.push(&[refspec], Some(&mut options));
         drop(options);
         result.map_err(|error| self.classify(error, &attempts))?;
         match refused.into_inner() {
