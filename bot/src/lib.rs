@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod github;
 pub mod llm;
 pub mod logging;
 pub mod prompts;

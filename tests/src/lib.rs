@@ -1,6 +1,7 @@
 //! Support for pitcrew's end-to-end tests: fake servers and real fixtures they run against.
 
 pub mod docker;
+pub mod fake_github;
 pub mod git_server;
 pub mod repo;
 pub mod scripted_model;

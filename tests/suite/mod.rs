@@ -1,6 +1,7 @@
 //! The suite's test modules, one per area.
 
 pub(crate) mod agent_loop;
+mod fake_github;
 mod git_workspace;
 mod llm_providers;
 mod run_command;

@@ -1,0 +1,810 @@
+//! The REST calls the bot makes, typed: repositories, pull requests and issues, permissions, file
+//! contents, comments and reactions, check runs, reviews, new pull requests.
+//!
+//! Request bodies hold exactly the fields GitHub documents for each operation (the test suite's fake
+//! GitHub checks them against the OpenAPI description); response structs keep only what the bot
+//! reads and tolerate what GitHub may omit or send as `null`.
+
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use reqwest::Method;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::client::{Endpoint, GithubClient};
+use super::error::GithubError;
+use super::ids::{CheckRunId, CommentId, CommitSha, IssueNumber, RepoName};
+use super::time::format_rfc3339;
+
+/// GitHub accepts at most this many check-run annotations per request.
+pub const MAX_ANNOTATIONS_PER_REQUEST: usize = 50;
+
+/// The largest file `get_file` reads (the contents API inlines files up to 1 MB).
+pub const MAX_FILE_SIZE: u64 = 1024 * 1024;
+
+/// `null` read as the type's default (GitHub sends `"body": null` for an empty body, `"user": null`
+/// for a deleted account).
+fn null_default<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+pub struct User {
+    #[serde(default)]
+    pub login: String,
+    /// `User`, `Bot` or `Organization`.
+    #[serde(default, rename = "type")]
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Repository {
+    pub full_name: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub default_branch: String,
+    #[serde(default)]
+    pub private: bool,
+    #[serde(default, deserialize_with = "null_default")]
+    pub clone_url: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub html_url: String,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct PullRequest {
+    pub number: IssueNumber,
+    #[serde(default, deserialize_with = "null_default")]
+    pub title: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub body: String,
+    /// `open` or `closed`.
+    #[serde(default, deserialize_with = "null_default")]
+    pub state: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub draft: bool,
+    #[serde(default, deserialize_with = "null_default")]
+    pub user: User,
+    pub head: PullRef,
+    pub base: PullRef,
+    #[serde(default, deserialize_with = "null_default")]
+    pub maintainer_can_modify: bool,
+    #[serde(default, deserialize_with = "null_default")]
+    pub merged: bool,
+    #[serde(default, deserialize_with = "null_default")]
+    pub html_url: String,
+}
+
+impl PullRequest {
+    /// Whether the head branch lives in another repository than the base (a fork, or a deleted one).
+    pub fn is_cross_repository(&self) -> bool {
+        match (&self.head.repo, &self.base.repo) {
+            (Some(head), Some(base)) => head.full_name != base.full_name,
+            _ => true,
+        }
+    }
+}
+
+/// One side of a pull request.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct PullRef {
+    #[serde(rename = "ref")]
+    pub branch: String,
+    pub sha: CommitSha,
+    /// `None` when the head's fork was deleted.
+    #[serde(default)]
+    pub repo: Option<PullRepo>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct PullRepo {
+    pub full_name: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub clone_url: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub fork: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Issue {
+    pub number: IssueNumber,
+    #[serde(default, deserialize_with = "null_default")]
+    pub title: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub body: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub state: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub user: User,
+    #[serde(default, deserialize_with = "null_default")]
+    pub html_url: String,
+    /// Present when the issue is a pull request.
+    #[serde(default)]
+    pub pull_request: Option<serde_json::Value>,
+}
+
+impl Issue {
+    pub fn is_pull_request(&self) -> bool {
+        self.pull_request.is_some()
+    }
+}
+
+/// A user's role on a repository, strongest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Permission {
+    Admin,
+    Maintain,
+    Write,
+    Triage,
+    Read,
+    None,
+}
+
+impl Permission {
+    /// Whether the user may push to the repository, and so may command the bot to.
+    pub fn may_write(self) -> bool {
+        matches!(self, Permission::Admin | Permission::Maintain | Permission::Write)
+    }
+
+    fn from_name(name: &str) -> Option<Permission> {
+        Some(match name {
+            "admin" => Permission::Admin,
+            "maintain" => Permission::Maintain,
+            "write" => Permission::Write,
+            "triage" => Permission::Triage,
+            "read" => Permission::Read,
+            "none" => Permission::None,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct PermissionResponse {
+    #[serde(default, deserialize_with = "null_default")]
+    pub permission: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub role_name: String,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct IssueComment {
+    pub id: CommentId,
+    #[serde(default, deserialize_with = "null_default")]
+    pub body: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub html_url: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub user: User,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct ReviewComment {
+    pub id: CommentId,
+    #[serde(default, deserialize_with = "null_default")]
+    pub body: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub path: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub html_url: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub user: User,
+}
+
+/// A reaction's content, as GitHub names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Reaction {
+    #[serde(rename = "+1")]
+    ThumbsUp,
+    #[serde(rename = "-1")]
+    ThumbsDown,
+    #[serde(rename = "laugh")]
+    Laugh,
+    #[serde(rename = "confused")]
+    Confused,
+    #[serde(rename = "heart")]
+    Heart,
+    #[serde(rename = "hooray")]
+    Hooray,
+    #[serde(rename = "rocket")]
+    Rocket,
+    #[serde(rename = "eyes")]
+    Eyes,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    Queued,
+    InProgress,
+    Completed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckConclusion {
+    ActionRequired,
+    Cancelled,
+    Failure,
+    Neutral,
+    Success,
+    Skipped,
+    TimedOut,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnnotationLevel {
+    Notice,
+    Warning,
+    Failure,
+}
+
+/// A note on lines of a file, shown in the Checks tab and the diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Annotation {
+    pub path: String,
+    pub start_line: u64,
+    pub end_line: u64,
+    /// Only on a single line (`start_line == end_line`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_column: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_column: Option<u64>,
+    pub annotation_level: AnnotationLevel,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_details: Option<String>,
+}
+
+/// A check run's output. Any number of annotations: they are sent fifty per request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CheckRunOutput {
+    pub title: String,
+    pub summary: String,
+    pub text: Option<String>,
+    pub annotations: Vec<Annotation>,
+}
+
+#[derive(Debug, Serialize)]
+struct OutputBody<'a> {
+    title: &'a str,
+    summary: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[Annotation]>::is_empty")]
+    annotations: &'a [Annotation],
+}
+
+impl CheckRunOutput {
+    /// The output with one batch of annotations (the first, or a follow-up repeating the texts).
+    fn body<'a>(&'a self, annotations: &'a [Annotation]) -> OutputBody<'a> {
+        OutputBody {
+            title: &self.title,
+            summary: &self.summary,
+            text: self.text.as_deref(),
+            annotations,
+        }
+    }
+
+    fn batches(&self) -> Vec<&[Annotation]> {
+        if self.annotations.is_empty() {
+            vec![&[]]
+        } else {
+            self.annotations.chunks(MAX_ANNOTATIONS_PER_REQUEST).collect()
+        }
+    }
+}
+
+/// A check run to create. A `Completed` status needs a conclusion (GitHub refuses it otherwise).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewCheckRun {
+    pub name: String,
+    pub head_sha: CommitSha,
+    pub status: CheckStatus,
+    pub started_at: Option<SystemTime>,
+    pub conclusion: Option<CheckConclusion>,
+    pub completed_at: Option<SystemTime>,
+    pub details_url: Option<String>,
+    pub external_id: Option<String>,
+    pub output: Option<CheckRunOutput>,
+}
+
+#[derive(Debug, Serialize)]
+struct NewCheckRunBody<'a> {
+    name: &'a str,
+    head_sha: &'a str,
+    status: CheckStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    started_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conclusion: Option<CheckConclusion>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completed_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details_url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    external_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<OutputBody<'a>>,
+}
+
+/// Changes to a check run; `None` fields are left as they are.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CheckRunUpdate {
+    pub status: Option<CheckStatus>,
+    pub conclusion: Option<CheckConclusion>,
+    pub completed_at: Option<SystemTime>,
+    pub details_url: Option<String>,
+    pub output: Option<CheckRunOutput>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct CheckRunUpdateBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<CheckStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conclusion: Option<CheckConclusion>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completed_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details_url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<OutputBody<'a>>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct CheckRun {
+    pub id: CheckRunId,
+    #[serde(default, deserialize_with = "null_default")]
+    pub name: String,
+    pub head_sha: CommitSha,
+    #[serde(default, deserialize_with = "null_default")]
+    pub status: String,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    pub html_url: String,
+    #[serde(default)]
+    pub external_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReviewEvent {
+    Comment,
+    RequestChanges,
+    Approve,
+}
+
+/// Which version of the diff a review comment's line is in: `Left` the base, `Right` the head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Side {
+    Left,
+    Right,
+}
+
+/// A comment on a line (or, with `start_line`, a range of lines) of a review's diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewCommentDraft {
+    pub path: String,
+    pub line: u64,
+    pub side: Side,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_side: Option<Side>,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewReview {
+    /// The reviewed commit; GitHub takes the head's newest when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_id: Option<CommitSha>,
+    pub body: String,
+    pub event: ReviewEvent,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub comments: Vec<ReviewCommentDraft>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Review {
+    pub id: u64,
+    #[serde(default, deserialize_with = "null_default")]
+    pub state: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub html_url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewPull {
+    pub title: String,
+    pub body: String,
+    /// The branch with the changes (`owner:branch` for another repository of the network).
+    pub head: String,
+    pub base: String,
+    pub draft: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct CreatedPull {
+    pub number: IssueNumber,
+    #[serde(default, deserialize_with = "null_default")]
+    pub html_url: String,
+}
+
+/// A file changed by a pull request.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct PullFile {
+    pub filename: String,
+    /// `added`, `removed`, `modified`, `renamed`, `copied`, `changed` or `unchanged`.
+    #[serde(default, deserialize_with = "null_default")]
+    pub status: String,
+    #[serde(default)]
+    pub additions: u64,
+    #[serde(default)]
+    pub deletions: u64,
+    /// Absent for binary files and very large diffs.
+    #[serde(default)]
+    pub patch: Option<String>,
+    #[serde(default)]
+    pub previous_filename: Option<String>,
+}
+
+/// What the contents API returns for a path (a directory is a JSON array instead).
+#[derive(Debug, Deserialize)]
+pub(crate) struct ContentEntry {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub size: u64,
+    #[serde(default)]
+    pub encoding: Option<String>,
+    #[serde(default)]
+    pub content: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct BodyOnly<'a> {
+    body: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct ReactionBody {
+    content: Reaction,
+}
+
+/// `repos/{owner}/{repo}` followed by `rest`.
+fn repo_path(repo: &RepoName, rest: &[&str]) -> Vec<String> {
+    let mut segments = vec!["repos".to_owned(), repo.owner().to_owned(), repo.name().to_owned()];
+    segments.extend(rest.iter().map(|s| (*s).to_owned()));
+    segments
+}
+
+impl GithubClient {
+    pub async fn get_repo(&self, repo: &RepoName) -> Result<Repository, GithubError> {
+        self.json(Endpoint::new(Method::GET, repo_path(repo, &[])), None).await
+    }
+
+    pub async fn get_pull(&self, repo: &RepoName, number: IssueNumber) -> Result<PullRequest, GithubError> {
+        let number = number.to_string();
+        self.json(Endpoint::new(Method::GET, repo_path(repo, &["pulls", &number])), None)
+            .await
+    }
+
+    pub async fn get_issue(&self, repo: &RepoName, number: IssueNumber) -> Result<Issue, GithubError> {
+        let number = number.to_string();
+        self.json(Endpoint::new(Method::GET, repo_path(repo, &["issues", &number])), None)
+            .await
+    }
+
+    /// The role of `login` on `repo`: the `role_name` when it is a built-in role, else the legacy
+    /// `permission` (custom roles map to the base permission they extend). A user GitHub does not
+    /// know has no permission.
+    pub async fn collaborator_permission(&self, repo: &RepoName, login: &str) -> Result<Permission, GithubError> {
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["collaborators", login, "permission"]));
+        let response: PermissionResponse = match self.json(endpoint, None).await {
+            Ok(response) => response,
+            Err(GithubError::NotFound { .. }) => return Ok(Permission::None),
+            Err(error) => return Err(error),
+        };
+        Ok(Permission::from_name(&response.role_name)
+            .or_else(|| Permission::from_name(&response.permission))
+            .unwrap_or(Permission::None))
+    }
+
+    /// The text of the file at `path` on `git_ref`, or `None` when there is no such path. A directory,
+    /// symlink or submodule, a file over [`MAX_FILE_SIZE`] and a file that is not UTF-8 are errors.
+    pub async fn get_file(&self, repo: &RepoName, path: &str, git_ref: &str) -> Result<Option<String>, GithubError> {
+        let mut rest = vec!["contents"];
+        let what = format!("{repo}:{path}@{git_ref}");
+        for part in path.split('/') {
+            if part.is_empty() || part == "." || part == ".." {
+                return Err(GithubError::InvalidInput {
+                    what,
+                    message: "the path must be relative, without empty, `.` or `..` parts".to_owned(),
+                });
+            }
+            rest.push(part);
+        }
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &rest)).query("ref", git_ref);
+        let reply = match self.send(&endpoint, None).await {
+            Ok(reply) => reply,
+            Err(GithubError::NotFound { .. }) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let value: serde_json::Value = reply.json(&endpoint)?;
+        if value.is_array() {
+            return Err(GithubError::NotAFile {
+                what,
+                kind: "directory".to_owned(),
+            });
+        }
+        let entry: ContentEntry = serde_json::from_value(value).map_err(|err| GithubError::Decode {
+            what: endpoint.to_string(),
+            message: err.to_string(),
+        })?;
+        decode_file(entry, &what).map(Some)
+    }
+
+    pub async fn create_issue_comment(
+        &self,
+        repo: &RepoName,
+        number: IssueNumber,
+        body: &str,
+    ) -> Result<IssueComment, GithubError> {
+        let number = number.to_string();
+        let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["issues", &number, "comments"]));
+        self.json_with(endpoint, &BodyOnly { body }).await
+    }
+
+    pub async fn update_issue_comment(
+        &self,
+        repo: &RepoName,
+        comment: CommentId,
+        body: &str,
+    ) -> Result<IssueComment, GithubError> {
+        let comment = comment.to_string();
+        let endpoint = Endpoint::new(Method::PATCH, repo_path(repo, &["issues", "comments", &comment]));
+        self.json_with(endpoint, &BodyOnly { body }).await
+    }
+
+    /// Replaces the body of review comment `comment` (the bot's own reply in a review thread).
+    pub async fn update_review_comment(
+        &self,
+        repo: &RepoName,
+        comment: CommentId,
+        body: &str,
+    ) -> Result<ReviewComment, GithubError> {
+        let comment = comment.to_string();
+        let endpoint = Endpoint::new(Method::PATCH, repo_path(repo, &["pulls", "comments", &comment]));
+        self.json_with(endpoint, &BodyOnly { body }).await
+    }
+
+    /// Answers in the thread of review comment `comment` on pull request `pull`.
+    pub async fn reply_to_review_comment(
+        &self,
+        repo: &RepoName,
+        pull: IssueNumber,
+        comment: CommentId,
+        body: &str,
+    ) -> Result<ReviewComment, GithubError> {
+        let (pull, comment) = (pull.to_string(), comment.to_string());
+        let endpoint = Endpoint::new(
+            Method::POST,
+            repo_path(repo, &["pulls", &pull, "comments", &comment, "replies"]),
+        );
+        self.json_with(endpoint, &BodyOnly { body }).await
+    }
+
+    pub async fn add_issue_comment_reaction(
+        &self,
+        repo: &RepoName,
+        comment: CommentId,
+        reaction: Reaction,
+    ) -> Result<(), GithubError> {
+        let comment = comment.to_string();
+        self.react(
+            repo_path(repo, &["issues", "comments", &comment, "reactions"]),
+            reaction,
+        )
+        .await
+    }
+
+    pub async fn add_review_comment_reaction(
+        &self,
+        repo: &RepoName,
+        comment: CommentId,
+        reaction: Reaction,
+    ) -> Result<(), GithubError> {
+        let comment = comment.to_string();
+        self.react(repo_path(repo, &["pulls", "comments", &comment, "reactions"]), reaction)
+            .await
+    }
+
+    /// Reacts to the issue or pull request itself (its description).
+    pub async fn add_issue_reaction(
+        &self,
+        repo: &RepoName,
+        number: IssueNumber,
+        reaction: Reaction,
+    ) -> Result<(), GithubError> {
+        let number = number.to_string();
+        self.react(repo_path(repo, &["issues", &number, "reactions"]), reaction)
+            .await
+    }
+
+    async fn react(&self, segments: Vec<String>, reaction: Reaction) -> Result<(), GithubError> {
+        // 200 when the reaction was there already, 201 when new: both are success.
+        let _: serde_json::Value = self
+            .json_with(
+                Endpoint::new(Method::POST, segments),
+                &ReactionBody { content: reaction },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Creates a check run; annotations beyond the first fifty follow in updates.
+    pub async fn create_check_run(&self, repo: &RepoName, run: &NewCheckRun) -> Result<CheckRun, GithubError> {
+        let batches = run.output.as_ref().map(CheckRunOutput::batches).unwrap_or_default();
+        let body = NewCheckRunBody {
+            name: &run.name,
+            head_sha: run.head_sha.as_str(),
+            status: run.status,
+            started_at: run.started_at.map(format_rfc3339),
+            conclusion: run.conclusion,
+            completed_at: run.completed_at.map(format_rfc3339),
+            details_url: run.details_url.as_deref(),
+            external_id: run.external_id.as_deref(),
+            output: run
+                .output
+                .as_ref()
+                .map(|output| output.body(batches.first().copied().unwrap_or_default())),
+        };
+        let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["check-runs"]));
+        let mut created: CheckRun = self.json_with(endpoint, &body).await?;
+        if let Some(output) = &run.output {
+            for batch in batches.iter().skip(1) {
+                created = self.append_annotations(repo, created.id, output, batch).await?;
+            }
+        }
+        Ok(created)
+    }
+
+    /// Updates a check run. GitHub takes at most fifty annotations per request: the first fifty go
+    /// with the update, the rest in follow-up updates that repeat the output's texts (GitHub appends
+    /// annotations across updates).
+    pub async fn update_check_run(
+        &self,
+        repo: &RepoName,
+        id: CheckRunId,
+        update: &CheckRunUpdate,
+    ) -> Result<CheckRun, GithubError> {
+        let batches = update.output.as_ref().map(CheckRunOutput::batches).unwrap_or_default();
+        let body = CheckRunUpdateBody {
+            status: update.status,
+            conclusion: update.conclusion,
+            completed_at: update.completed_at.map(format_rfc3339),
+            details_url: update.details_url.as_deref(),
+            output: update
+                .output
+                .as_ref()
+                .map(|output| output.body(batches.first().copied().unwrap_or_default())),
+        };
+        let mut updated = self.patch_check_run(repo, id, &body).await?;
+        if let Some(output) = &update.output {
+            for batch in batches.iter().skip(1) {
+                updated = self.append_annotations(repo, id, output, batch).await?;
+            }
+        }
+        Ok(updated)
+    }
+
+    async fn append_annotations(
+        &self,
+        repo: &RepoName,
+        id: CheckRunId,
+        output: &CheckRunOutput,
+        batch: &[Annotation],
+    ) -> Result<CheckRun, GithubError> {
+        let body = CheckRunUpdateBody {
+            output: Some(output.body(batch)),
+            ..CheckRunUpdateBody::default()
+        };
+        self.patch_check_run(repo, id, &body).await
+    }
+
+    async fn patch_check_run(
+        &self,
+        repo: &RepoName,
+        id: CheckRunId,
+        body: &CheckRunUpdateBody<'_>,
+    ) -> Result<CheckRun, GithubError> {
+        let id = id.to_string();
+        let endpoint = Endpoint::new(Method::PATCH, repo_path(repo, &["check-runs", &id]));
+        self.json_with(endpoint, body).await
+    }
+
+    pub async fn create_review(
+        &self,
+        repo: &RepoName,
+        pull: IssueNumber,
+        review: &NewReview,
+    ) -> Result<Review, GithubError> {
+        let pull = pull.to_string();
+        let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["pulls", &pull, "reviews"]));
+        self.json_with(endpoint, review).await
+    }
+
+    pub async fn create_pull(&self, repo: &RepoName, pull: &NewPull) -> Result<CreatedPull, GithubError> {
+        let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["pulls"]));
+        self.json_with(endpoint, pull).await
+    }
+
+    /// Every file the pull request changes (GitHub lists at most 3000), a hundred per page.
+    pub async fn list_pull_files(&self, repo: &RepoName, pull: IssueNumber) -> Result<Vec<PullFile>, GithubError> {
+        const PER_PAGE: usize = 100;
+        let pull = pull.to_string();
+        let mut files = Vec::new();
+        for page in 1..=30 {
+            let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["pulls", &pull, "files"]))
+                .query("per_page", PER_PAGE.to_string())
+                .query("page", page.to_string());
+            let batch: Vec<PullFile> = self.json(endpoint, None).await?;
+            let last = batch.len() < PER_PAGE;
+            files.extend(batch);
+            if last {
+                break;
+            }
+        }
+        Ok(files)
+    }
+}
+
+/// A contents-API entry's text.
+pub(crate) fn decode_file(entry: ContentEntry, what: &str) -> Result<String, GithubError> {
+    if entry.kind != "file" {
+        return Err(GithubError::NotAFile {
+            what: what.to_owned(),
+            kind: entry.kind,
+        });
+    }
+    // Files over 1 MB come with `"encoding": "none"` and no content.
+    if entry.size > MAX_FILE_SIZE || entry.encoding.as_deref() == Some("none") {
+        return Err(GithubError::FileTooLarge {
+            what: what.to_owned(),
+            size: entry.size,
+            limit: MAX_FILE_SIZE,
+        });
+    }
+    let decode_error = |message: String| GithubError::Decode {
+        what: what.to_owned(),
+        message,
+    };
+    if entry.encoding.as_deref() != Some("base64") {
+        return Err(decode_error(format!("unexpected encoding {:?}", entry.encoding)));
+    }
+    let bytes = decode_wrapped_base64(entry.content.as_deref().unwrap_or_default())
+        .map_err(|err| decode_error(format!("the content is not base64: {err}")))?;
+    String::from_utf8(bytes).map_err(|_| decode_error("the file is not UTF-8 text".to_owned()))
+}
+
+/// Decodes standard base64 (RFC 4648, padded) as GitHub wraps it: the contents API breaks it into
+/// 60-column lines, PEM into 64-column ones, so ASCII whitespace is dropped before decoding. The
+/// error never quotes a character of the text: a PEM body is key material.
+pub(super) fn decode_wrapped_base64(text: &str) -> Result<Vec<u8>, String> {
+    let compact: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    STANDARD.decode(&compact).map_err(|err| match err {
+        base64::DecodeError::InvalidByte(offset, _) => {
+            format!("invalid base64 character at offset {offset} (whitespace not counted)")
+        }
+        base64::DecodeError::InvalidLength(_) => "base64 text ends in the middle of a group".to_owned(),
+        base64::DecodeError::InvalidLastSymbol(..) => "base64 text has stray bits in its last character".to_owned(),
+        base64::DecodeError::InvalidPadding => "base64 padding missing or in the wrong place".to_owned(),
+    })
+}

@@ -1,0 +1,29 @@
+//! GitHub: the concrete REST client, GitHub App authentication and the API calls the bot makes.
+//!
+//! - `ids`: newtypes for repositories, installations, issues, comments, check runs, commits;
+//! - `app`: the App's key and JWT, installation tokens cached per installation;
+//! - `client`: [`GithubClient`], its retries (rate limits, 5xx), errors and call statistics;
+//! - `api`: the typed calls (pulls, issues, comments, reactions, check runs, reviews, contents).
+
+pub mod api;
+pub mod app;
+pub mod client;
+pub mod error;
+pub mod ids;
+pub mod time;
+
+#[cfg(test)]
+mod tests;
+
+pub use api::{
+    Annotation, AnnotationLevel, CheckConclusion, CheckRun, CheckRunOutput, CheckRunUpdate, CheckStatus, CreatedPull,
+    Issue, IssueComment, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest,
+    Reaction, Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, Side, User,
+};
+pub use app::{AppAuth, AppCredentials, AppKeyError, Installation};
+pub use client::{
+    ApiStats, ApiStatsSnapshot, Auth, ClientOptions, Clock, GithubClient, RetryPolicy, Sleeper, SystemClock,
+    TokioSleeper,
+};
+pub use error::{FieldError, GithubError};
+pub use ids::{CheckRunId, CommentId, CommitSha, InstallationId, IssueNumber, RepoName, RepoNameError};

@@ -1,0 +1,930 @@
+//! A stateful fake of GitHub's REST API for end-to-end tests, served over real HTTP on
+//! `127.0.0.1`, that checks every request against GitHub's own REST description
+//! (`../shared/fixtures/github-openapi/api.github.com.subset.json`).
+//!
+//! Each request is routed by the description: an unknown path, a method the path does not have,
+//! a path or query parameter of the wrong type, or a JSON body that breaks the operation's
+//! `requestBody` schema is recorded as a *violation* and answered as GitHub would (404 or 422,
+//! GitHub's error shape, the JSON path of the problem in the message). So is a request without
+//! `User-Agent` (GitHub answers those 403). An operation of the
+//! description the fake does not implement is a violation too. [`FakeGithub::violations`] lists
+//! them; dropping a fake that has any fails the test, so no test can forget to look.
+//!
+//! Authentication is GitHub's: `/app/...` (and `GET /repos/{o}/{r}/installation`) take an App JWT
+//! (RS256, checked with the test App's public key, `iss` the App id, GitHub's time rules); the
+//! repository endpoints take an installation token the fake issued or a token the test
+//! registered ([`FakeGithub::allow_token`]), as `Bearer` or `token`. Anything else is a 401.
+//!
+//! Every response carries `x-ratelimit-limit`/`-remaining`/`-reset`/`-used`/`-resource` and an
+//! `x-github-request-id`. [`FakeGithub::fail_next`] injects faults (rate limits, 5xx) for the next
+//! requests that match a method and a path prefix or template. Every request is recorded
+//! ([`FakeGithub::requests`]) without its credentials, and [`FakeGithub::wait_until`] waits for a
+//! condition on the state, woken by each change (it works on paused tokio time too: its timeout
+//! is measured on the wall clock).
+//!
+//! ```no_run
+//! use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
+//!
+//! let github = FakeGithub::builder()
+//!     .repo(Repo::new("acme/widgets").clone_url("http://127.0.0.1:9/acme/widgets.git"))
+//!     .permission("acme/widgets", "alice", Permission::Write)
+//!     .issue("acme/widgets", Issue::pull_request(7, "Fix it", ("fix", "a1b2c3"), ("main", "d4e5f6")))
+//!     .start();
+//! let comment = github.add_issue_comment("acme/widgets", 7, "alice", "@agent fix this");
+//! // Point pitcrew's `[github] api_url` at github.url(), sign JWTs with FakeGithub::test_private_key_path() …
+//! # let _ = comment;
+//! ```
+
+mod auth;
+pub mod openapi;
+mod routes;
+mod state;
+mod wire;
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use jsonwebtoken::DecodingKey;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use self::auth::{AppKey, Needs};
+pub use self::auth::{AuthKind, MAX_JWT_AHEAD_SECS, MAX_JWT_LIFETIME_SECS, sign_app_jwt};
+pub use self::openapi::{Operation, RouteError, SchemaError, Spec, SpecError};
+use self::routes::{AppConfig, Ctx, Payload, RateLimit, Reply};
+pub use self::state::{
+    CheckRun, GithubState, Issue, IssueComment, IssuedToken, Permission, PullBase, PullHead, PullInfo, Reaction,
+    ReactionTarget, Repo, Review, ReviewComment,
+};
+use crate::server_thread::ServerThread;
+
+/// Largest request body read.
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// GitHub's primary limit for an installation.
+const RATE_LIMIT: u64 = 5000;
+
+/// Request headers worth keeping in the record; `authorization` never is.
+const RECORDED_HEADERS: [&str; 5] = [
+    "accept",
+    "content-type",
+    "user-agent",
+    "x-github-api-version",
+    "if-none-match",
+];
+
+/// A running fake. Dropping it stops the server, and fails the test when violations are left.
+#[derive(Debug)]
+pub struct FakeGithub {
+    server: ServerThread,
+    shared: Arc<Shared>,
+}
+
+/// One request the fake received, without credentials.
+#[derive(Debug, Clone)]
+pub struct GithubRequest {
+    /// 1 for the first request, then counting up.
+    pub sequence: u64,
+    pub method: String,
+    /// The path, without the query string.
+    pub path: String,
+    pub query: Option<String>,
+    /// GitHub's operation id (`issues/create-comment`) when the path and method matched one.
+    pub operation: Option<String>,
+    /// Selected headers (lowercase names): accept, content-type, user-agent, x-github-api-version.
+    pub headers: Vec<(String, String)>,
+    pub auth: AuthKind,
+    /// The body as JSON; `Null` when empty or not JSON.
+    pub body: Value,
+    pub status: u16,
+    /// The response body as JSON; `Null` when empty or not JSON.
+    pub response: Value,
+}
+
+impl GithubRequest {
+    /// The first value of header `name` (case-insensitive), among the recorded ones.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// An injected failure: answers the next `remaining` matching requests instead of the fake.
+#[derive(Debug, Clone)]
+struct Fault {
+    /// Uppercase method, or `*`.
+    method: String,
+    /// A path prefix (`/repos/acme/widgets/check-runs`) or a description template
+    /// (`/repos/{owner}/{repo}/check-runs/{check_run_id}`).
+    pattern: String,
+    remaining: usize,
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Fault {
+    fn matches(&self, method: &str, path: &str, template: Option<&str>) -> bool {
+        let method_ok = self.method == "*" || self.method.eq_ignore_ascii_case(method);
+        let path_ok = if self.pattern.contains('{') {
+            template == Some(self.pattern.as_str())
+        } else {
+            path.starts_with(&self.pattern)
+        };
+        method_ok && path_ok && self.remaining > 0
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    app: AppKey,
+    config: Mutex<AppConfig>,
+    inner: Mutex<Inner>,
+    changed: Notify,
+    sequence: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    state: GithubState,
+    violations: Vec<String>,
+    requests: Vec<GithubRequest>,
+    faults: Vec<Fault>,
+    rate_used: u64,
+    rate_reset: u64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A test that panicked while holding the lock leaves consistent data behind.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn config(&self) -> AppConfig {
+        self.config.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Applies `change` to the state and wakes every waiter.
+    fn change<R>(&self, change: impl FnOnce(&mut GithubState) -> R) -> R {
+        let result = change(&mut self.lock().state);
+        self.changed.notify_waiters();
+        result
+    }
+}
+
+/// Builds a fake with its App and initial state.
+#[derive(Debug)]
+pub struct FakeGithubBuilder {
+    app_id: u64,
+    client_id: String,
+    slug: String,
+    installation_id: u64,
+    account: Option<String>,
+    public_key_pem: Option<Vec<u8>>,
+    token_lifetime: Duration,
+    state: GithubState,
+}
+
+impl Default for FakeGithubBuilder {
+    fn default() -> Self {
+        FakeGithubBuilder {
+            app_id: 12345,
+            client_id: "Iv1.fakepitcrew0001".to_owned(),
+            slug: "pitcrew".to_owned(),
+            installation_id: 4242,
+            account: None,
+            public_key_pem: None,
+            token_lifetime: Duration::from_secs(3600),
+            state: GithubState::default(),
+        }
+    }
+}
+
+impl FakeGithubBuilder {
+    /// The App id JWTs must name in `iss` (default 12345).
+    pub fn app_id(mut self, id: u64) -> Self {
+        self.app_id = id;
+        self
+    }
+
+    /// The App's client id, also accepted as `iss`.
+    pub fn client_id(mut self, id: &str) -> Self {
+        id.clone_into(&mut self.client_id);
+        self
+    }
+
+    /// The App's slug (default `pitcrew`); its bot is `<slug>[bot]`.
+    pub fn app_slug(mut self, slug: &str) -> Self {
+        slug.clone_into(&mut self.slug);
+        self
+    }
+
+    /// The one installation's id (default 4242).
+    pub fn installation_id(mut self, id: u64) -> Self {
+        self.installation_id = id;
+        self
+    }
+
+    /// The installation's account (default: the owner of the first repository).
+    pub fn account(mut self, login: &str) -> Self {
+        self.account = Some(login.to_owned());
+        self
+    }
+
+    /// The PEM public key JWTs are verified with (default: the test App's key).
+    pub fn public_key_pem(mut self, pem: &[u8]) -> Self {
+        self.public_key_pem = Some(pem.to_vec());
+        self
+    }
+
+    /// How long installation tokens live (default one hour).
+    pub fn token_lifetime(mut self, lifetime: Duration) -> Self {
+        self.token_lifetime = lifetime;
+        self
+    }
+
+    pub fn repo(mut self, repo: Repo) -> Self {
+        self.state.add_repo(repo);
+        self
+    }
+
+    pub fn permission(mut self, repo: &str, login: &str, permission: Permission) -> Self {
+        self.state
+            .permissions
+            .insert((repo.to_owned(), login.to_owned()), permission);
+        self
+    }
+
+    /// An issue or pull request ([`Issue::pull_request`]).
+    pub fn issue(mut self, repo: &str, issue: Issue) -> Self {
+        self.state.add_issue(repo, issue);
+        self
+    }
+
+    /// A file served by `GET /repos/{repo}/contents/{path}?ref={reference}` (the default branch
+    /// when `ref` is absent).
+    pub fn file(mut self, repo: &str, reference: &str, path: &str, content: impl Into<Vec<u8>>) -> Self {
+        let key = (repo.to_owned(), reference.to_owned(), path.to_owned());
+        self.state.files.insert(key, content.into());
+        self
+    }
+
+    /// Branch `branch` of `repo` points at `sha` (for new pull requests).
+    pub fn branch(mut self, repo: &str, branch: &str, sha: &str) -> Self {
+        self.state
+            .branches
+            .insert((repo.to_owned(), branch.to_owned()), sha.to_owned());
+        self
+    }
+
+    /// A static token accepted on repository endpoints, acting as the App's bot.
+    pub fn token(mut self, token: &str) -> Self {
+        let login = format!("{}[bot]", self.slug);
+        self.state.tokens.push(static_token(token, &login));
+        self
+    }
+
+    /// Starts the fake.
+    ///
+    /// # Panics
+    /// When the description or key cannot be loaded or no socket can be had.
+    pub fn start(self) -> FakeGithub {
+        match self.try_start() {
+            Ok(fake) => fake,
+            Err(error) => panic!("fake GitHub: could not start: {error}"),
+        }
+    }
+
+    /// Starts the fake, reporting failure to load the description or key, bind or spawn.
+    pub fn try_start(self) -> io::Result<FakeGithub> {
+        // Parse the 1.9 MB description before the first request, not during it.
+        Spec::github().map_err(io::Error::other)?;
+        let pem = match self.public_key_pem {
+            Some(pem) => pem,
+            None => std::fs::read(FakeGithub::test_public_key_path())?,
+        };
+        let key = DecodingKey::from_rsa_pem(&pem).map_err(|e| io::Error::other(format!("App public key: {e}")))?;
+        let account = self
+            .account
+            .or_else(|| self.state.repos.values().next().map(|r| r.owner().to_owned()))
+            .unwrap_or_else(|| "octo-org".to_owned());
+        let shared = Arc::new(Shared {
+            app: AppKey {
+                app_id: self.app_id,
+                client_id: self.client_id.clone(),
+                key,
+            },
+            config: Mutex::new(AppConfig {
+                app_id: self.app_id,
+                client_id: self.client_id,
+                slug: self.slug,
+                installation_id: self.installation_id,
+                account,
+                base_url: String::new(),
+                token_lifetime: self.token_lifetime,
+            }),
+            inner: Mutex::new(Inner {
+                state: self.state,
+                violations: Vec::new(),
+                requests: Vec::new(),
+                faults: Vec::new(),
+                rate_used: 0,
+                rate_reset: wire::unix_now() + 3600,
+            }),
+            changed: Notify::new(),
+            sequence: AtomicU64::new(0),
+        });
+        let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
+        let server = ServerThread::start("fake-github", app, 0)?;
+        shared.config.lock().unwrap_or_else(PoisonError::into_inner).base_url = format!("http://{}", server.addr());
+        Ok(FakeGithub { server, shared })
+    }
+}
+
+fn static_token(token: &str, login: &str) -> IssuedToken {
+    IssuedToken {
+        token: token.to_owned(),
+        login: login.to_owned(),
+        installation_id: None,
+        expires_at: None,
+        permissions: Value::Null,
+    }
+}
+
+impl FakeGithub {
+    /// A fake with the default App and no repositories.
+    ///
+    /// # Panics
+    /// See [`FakeGithubBuilder::start`].
+    pub fn start() -> FakeGithub {
+        FakeGithub::builder().start()
+    }
+
+    pub fn builder() -> FakeGithubBuilder {
+        FakeGithubBuilder::default()
+    }
+
+    /// `http://127.0.0.1:PORT`: the API base URL (pitcrew's `[github] api_url`), no trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.server.addr())
+    }
+
+    pub fn app_id(&self) -> u64 {
+        self.shared.app.app_id
+    }
+
+    pub fn installation_id(&self) -> u64 {
+        self.shared.config().installation_id
+    }
+
+    /// The login the App's tokens act as: `<slug>[bot]`.
+    pub fn bot_login(&self) -> String {
+        self.shared.config().bot_login()
+    }
+
+    /// The test App's private key (PEM), whose public half the fake trusts by default.
+    pub fn test_private_key_path() -> PathBuf {
+        auth::test_private_key_path()
+    }
+
+    pub fn test_public_key_path() -> PathBuf {
+        auth::test_public_key_path()
+    }
+
+    /// A JWT for this fake's App, signed with the test key: `iat` a minute ago, `exp` in nine
+    /// minutes.
+    ///
+    /// # Panics
+    /// When the test key cannot be read.
+    pub fn app_jwt(&self) -> String {
+        let now = wire::unix_now();
+        let key = std::fs::read(Self::test_private_key_path())
+            .unwrap_or_else(|e| panic!("{}: {e}", Self::test_private_key_path().display()));
+        sign_app_jwt(&key, &json!(self.app_id()), now - 60, now + 540)
+            .unwrap_or_else(|e| panic!("fake GitHub: signing a JWT: {e}"))
+    }
+
+    /// Accepts `token` on repository endpoints, acting as the App's bot.
+    pub fn allow_token(&self, token: &str) {
+        let login = self.bot_login();
+        self.allow_token_as(token, &login);
+    }
+
+    /// Accepts `token` on repository endpoints, acting as user `login`.
+    pub fn allow_token_as(&self, token: &str, login: &str) {
+        self.shared.change(|s| s.tokens.push(static_token(token, login)));
+    }
+
+    /// Installation tokens issued from now on live `lifetime`.
+    pub fn set_token_lifetime(&self, lifetime: Duration) {
+        self.shared
+            .config
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .token_lifetime = lifetime;
+    }
+
+    /// Makes every installation token issued so far expired, as if its hour had passed.
+    pub fn expire_installation_tokens(&self) {
+        let now = wire::unix_now();
+        self.shared.change(|s| {
+            for token in s.tokens.iter_mut().filter(|t| t.installation_id.is_some()) {
+                token.expires_at = Some(now);
+            }
+        });
+    }
+
+    pub fn add_repo(&self, repo: Repo) {
+        self.shared.change(|s| s.add_repo(repo));
+    }
+
+    /// Changes repository `full_name` (e.g. its `clone_url`).
+    ///
+    /// # Panics
+    /// When there is no such repository.
+    pub fn update_repo(&self, full_name: &str, update: impl FnOnce(&mut Repo)) {
+        self.shared.change(|s| match s.repos.get_mut(full_name) {
+            Some(repo) => update(repo),
+            None => panic!("fake GitHub: no repository {full_name}"),
+        });
+    }
+
+    pub fn set_permission(&self, repo: &str, login: &str, permission: Permission) {
+        self.shared
+            .change(|s| s.permissions.insert((repo.to_owned(), login.to_owned()), permission));
+    }
+
+    /// Adds (or replaces) an issue or pull request.
+    pub fn add_issue(&self, repo: &str, issue: Issue) {
+        self.shared.change(|s| s.add_issue(repo, issue));
+    }
+
+    /// Changes pull request or issue `number` (e.g. a new head commit).
+    ///
+    /// # Panics
+    /// When there is no such issue.
+    pub fn update_issue(&self, repo: &str, number: u64, update: impl FnOnce(&mut Issue)) {
+        self.shared
+            .change(|s| match s.issues.get_mut(&(repo.to_owned(), number)) {
+                Some(issue) => update(issue),
+                None => panic!("fake GitHub: no issue {repo}#{number}"),
+            });
+    }
+
+    /// See [`FakeGithubBuilder::file`].
+    pub fn add_file(&self, repo: &str, reference: &str, path: &str, content: impl Into<Vec<u8>>) {
+        let key = (repo.to_owned(), reference.to_owned(), path.to_owned());
+        self.shared.change(|s| s.files.insert(key, content.into()));
+    }
+
+    /// See [`FakeGithubBuilder::branch`].
+    pub fn set_branch(&self, repo: &str, branch: &str, sha: &str) {
+        self.shared
+            .change(|s| s.branches.insert((repo.to_owned(), branch.to_owned()), sha.to_owned()));
+    }
+
+    /// A comment by `user` on issue or pull request `number` (what a webhook would announce);
+    /// returns its id.
+    pub fn add_issue_comment(&self, repo: &str, number: u64, user: &str, body: &str) -> u64 {
+        self.shared.change(|s| s.add_issue_comment(repo, number, user, body))
+    }
+
+    /// A review comment by `user` on `path` line `line` of pull request `number`; returns its id.
+    pub fn add_review_comment(&self, repo: &str, number: u64, user: &str, body: &str, path: &str, line: u64) -> u64 {
+        self.shared
+            .change(|s| s.add_review_comment(repo, number, None, None, user, body, path, Some(line)))
+    }
+
+    /// Reads the state.
+    pub fn state<R>(&self, read: impl FnOnce(&GithubState) -> R) -> R {
+        read(&self.shared.lock().state)
+    }
+
+    /// Every check run, oldest first.
+    pub fn check_runs(&self) -> Vec<CheckRun> {
+        self.state(|s| s.check_runs.values().cloned().collect())
+    }
+
+    /// The comments on issue or pull request `number`, oldest first.
+    pub fn comments_on(&self, repo: &str, number: u64) -> Vec<IssueComment> {
+        self.state(|s| s.comments_on(repo, number).into_iter().cloned().collect())
+    }
+
+    /// Every review, oldest first.
+    pub fn reviews(&self) -> Vec<Review> {
+        self.state(|s| s.reviews.values().cloned().collect())
+    }
+
+    /// How many installation tokens were asked for.
+    pub fn token_requests(&self) -> usize {
+        self.state(|s| s.token_requests)
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<GithubRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// The requests to operation `operation_id` (e.g. `checks/update`), in order.
+    pub fn requests_to(&self, operation_id: &str) -> Vec<GithubRequest> {
+        self.shared
+            .lock()
+            .requests
+            .iter()
+            .filter(|r| r.operation.as_deref() == Some(operation_id))
+            .cloned()
+            .collect()
+    }
+
+    /// Every violation so far: requests GitHub's description does not allow, or operations the
+    /// fake does not implement.
+    pub fn violations(&self) -> Vec<String> {
+        self.shared.lock().violations.clone()
+    }
+
+    /// The violations so far, forgetting them (a test that provoked them on purpose calls this).
+    pub fn take_violations(&self) -> Vec<String> {
+        std::mem::take(&mut self.shared.lock().violations)
+    }
+
+    /// # Panics
+    /// When there are violations, listing them.
+    pub fn assert_no_violations(&self) {
+        let violations = self.violations();
+        if !violations.is_empty() {
+            panic!("{}", describe_violations(&violations));
+        }
+    }
+
+    /// Answers the next `n` requests matching `method` (or `*`) and `pattern` (a path prefix, or a
+    /// template of the description such as `/repos/{owner}/{repo}/check-runs/{check_run_id}`)
+    /// with `status`, `headers` (over the usual ones) and a JSON `body`, instead of serving them.
+    /// The requests are still validated and recorded.
+    pub fn fail_next(&self, method: &str, pattern: &str, n: usize, status: u16, headers: &[(&str, &str)], body: Value) {
+        let fault = Fault {
+            method: method.to_ascii_uppercase(),
+            pattern: pattern.to_owned(),
+            remaining: n,
+            status,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), (*v).to_owned()))
+                .collect(),
+            body,
+        };
+        self.shared.lock().faults.push(fault);
+    }
+
+    /// GitHub's primary rate limit: 403, `x-ratelimit-remaining: 0` and a reset `reset_in` ahead.
+    pub fn fail_next_rate_limited(&self, method: &str, pattern: &str, n: usize, reset_in: Duration) {
+        let reset = (wire::unix_now() + reset_in.as_secs()).to_string();
+        let body = wire::error_body(
+            403,
+            &format!(
+                "API rate limit exceeded for installation ID {}.",
+                self.installation_id()
+            ),
+            "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+        );
+        let limit = RATE_LIMIT.to_string();
+        let headers = [
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-used", limit.as_str()),
+            ("x-ratelimit-reset", reset.as_str()),
+        ];
+        self.fail_next(method, pattern, n, 403, &headers, body);
+    }
+
+    /// GitHub's secondary rate limit: `status` (403 or 429) with `retry-after`.
+    pub fn fail_next_secondary_rate_limited(
+        &self,
+        method: &str,
+        pattern: &str,
+        n: usize,
+        status: u16,
+        retry_after: Duration,
+    ) {
+        let body = wire::error_body(
+            status,
+            "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out \
+             to GitHub Support for help, please include the request ID.",
+            "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+        );
+        let retry = retry_after.as_secs().to_string();
+        self.fail_next(method, pattern, n, status, &[("retry-after", retry.as_str())], body);
+    }
+
+    /// A server error (500, 502, 503…) in GitHub's shape.
+    pub fn fail_next_server_error(&self, method: &str, pattern: &str, n: usize, status: u16) {
+        let body = wire::error_body(status, "Server Error", "https://docs.github.com/rest");
+        self.fail_next(method, pattern, n, status, &[], body);
+    }
+
+    /// Waits until `predicate` holds for the state, re-checking it after every change and every
+    /// request; `false` when `timeout` (wall-clock time, so paused tokio time does not shorten
+    /// it) passes first. The predicate runs under the fake's lock: it must not call the fake.
+    pub async fn wait_until(&self, timeout: Duration, mut predicate: impl FnMut(&GithubState) -> bool) -> bool {
+        self.wait(timeout, |inner| predicate(&inner.state)).await
+    }
+
+    /// Like [`FakeGithub::wait_until`], on the recorded requests.
+    pub async fn wait_for_requests(
+        &self,
+        timeout: Duration,
+        mut predicate: impl FnMut(&[GithubRequest]) -> bool,
+    ) -> bool {
+        self.wait(timeout, |inner| predicate(&inner.requests)).await
+    }
+
+    async fn wait(&self, timeout: Duration, mut predicate: impl FnMut(&Inner) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let alarm = Alarm::set(deadline);
+        loop {
+            let notified = self.shared.changed.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a change between the check and the await wakes us.
+            notified.as_mut().enable();
+            if predicate(&self.shared.lock()) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = alarm.rang() => return predicate(&self.shared.lock()),
+            }
+        }
+    }
+}
+
+impl Drop for FakeGithub {
+    fn drop(&mut self) {
+        let violations = self.violations();
+        if !violations.is_empty() && !std::thread::panicking() {
+            panic!("{}", describe_violations(&violations));
+        }
+    }
+}
+
+fn describe_violations(violations: &[String]) -> String {
+    let mut text = format!(
+        "fake GitHub: {} request(s) broke GitHub's REST API description:\n",
+        violations.len()
+    );
+    for violation in violations {
+        text.push_str("  - ");
+        text.push_str(violation);
+        text.push('\n');
+    }
+    text
+}
+
+/// A wall-clock alarm for async waits: a thread sleeps until the deadline and then wakes the
+/// waiter; dropping the alarm ends the thread early.
+struct Alarm {
+    rang: Arc<Notify>,
+    fired: Arc<AtomicBool>,
+    cancelled: Arc<AtomicBool>,
+    thread: std::thread::Thread,
+}
+
+impl Alarm {
+    fn set(deadline: Instant) -> Alarm {
+        let rang = Arc::new(Notify::new());
+        let fired = Arc::new(AtomicBool::new(false));
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let (ring, fire, cancel) = (Arc::clone(&rang), Arc::clone(&fired), Arc::clone(&cancelled));
+        let handle = std::thread::spawn(move || {
+            loop {
+                if cancel.load(Ordering::Acquire) {
+                    return;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                std::thread::park_timeout(deadline - now);
+            }
+            fire.store(true, Ordering::Release);
+            // `notify_one` keeps a permit when nobody waits yet, so the ring is not lost.
+            ring.notify_one();
+        });
+        Alarm {
+            rang,
+            fired,
+            cancelled,
+            thread: handle.thread().clone(),
+        }
+    }
+
+    async fn rang(&self) {
+        if self.fired.load(Ordering::Acquire) {
+            return;
+        }
+        self.rang.notified().await;
+        // Keep the permit for the next select round.
+        self.rang.notify_one();
+    }
+}
+
+impl Drop for Alarm {
+    fn drop(&mut self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+/// The one handler: route and validate by the description, inject faults, authenticate, serve,
+/// record.
+async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
+    let (parts, body) = request.into_parts();
+    // A body that cannot be read (client gone, too large) counts as empty.
+    let bytes = to_bytes(body, MAX_BODY).await.unwrap_or_default();
+    let method = parts.method.as_str().to_owned();
+    let path = parts.uri.path().to_owned();
+    let raw_query = parts.uri.query().map(str::to_owned);
+    let query = wire::parse_query(raw_query.as_deref());
+    let header_text = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let authorization = header_text(header::AUTHORIZATION.as_str());
+    let has_user_agent = parts.headers.contains_key(header::USER_AGENT);
+    // Several `Accept` headers count as one list, as HTTP has it.
+    let accept = parts
+        .headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let body_json = serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null);
+    let config = shared.config();
+    let now = wire::unix_now();
+
+    let route = match Spec::github() {
+        Err(error) => Err(error.to_string()),
+        Ok(spec) => spec
+            .route(&method, &path)
+            .map(|op| (spec, op))
+            .map_err(|e| e.to_string()),
+    };
+    let summary = format!(
+        "{method} {path}{}",
+        raw_query.as_deref().map(|q| format!("?{q}")).unwrap_or_default()
+    );
+
+    let mut inner = shared.lock();
+    let mut violations = Vec::new();
+    let mut auth_kind = AuthKind::None;
+    let operation_id = route.as_ref().ok().map(|(_, op)| op.operation_id.to_owned());
+    let template = route.as_ref().ok().map(|(_, op)| op.template.to_owned());
+
+    let reply = match &route {
+        Err(reason) => {
+            violations.push(format!("{summary}: {reason}"));
+            Reply::error(404, "Not Found", "https://docs.github.com/rest")
+        }
+        Ok((spec, op)) => {
+            let body = (!bytes.is_empty()).then_some(&bytes[..]);
+            let errors = spec.validate_request(op, &query, body);
+            let fault = inner
+                .faults
+                .iter_mut()
+                .find(|f| f.matches(&method, &path, template.as_deref()));
+            if !has_user_agent {
+                violations.push(format!(
+                    "{summary}: no User-Agent header (GitHub refuses such requests)"
+                ));
+                Reply::error(
+                    403,
+                    "Request forbidden by administrative rules. Please make sure your request has a User-Agent header \
+                     (https://docs.github.com/en/rest/overview/resources-in-the-rest-api#user-agent-required). Check \
+                     https://developer.github.com for other possible causes.",
+                    "https://docs.github.com/rest",
+                )
+            } else if !errors.is_empty() {
+                let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                violations.push(format!("{summary} ({}): {}", op.operation_id, listed.join("; ")));
+                // A bad path parameter names no resource (404); a bad body or query is a 422.
+                if errors.iter().any(|e| e.path.starts_with("path parameter")) {
+                    Reply::error(404, "Not Found", op.docs_url)
+                } else {
+                    Reply::error(422, &format!("Invalid request.\n\n{}", listed.join("\n")), op.docs_url)
+                }
+            } else if let Some(fault) = fault {
+                fault.remaining -= 1;
+                Reply {
+                    status: fault.status,
+                    payload: Payload::Json(fault.body.clone()),
+                    headers: fault.headers.clone(),
+                }
+            } else {
+                let needs = Needs::of(op.operation_id, op.template);
+                let (kind, caller) = auth::authorize(needs, authorization.as_deref(), &shared.app, &inner.state, now);
+                auth_kind = kind;
+                match caller {
+                    Err(message) => Reply::error(401, &message, "https://docs.github.com/rest"),
+                    Ok(caller) => {
+                        inner.rate_used += 1;
+                        let ctx = Ctx {
+                            op,
+                            path: &path,
+                            query: &query,
+                            body: &body_json,
+                            caller: &caller,
+                            accept: &accept,
+                            cfg: &config,
+                            rate: RateLimit {
+                                limit: RATE_LIMIT,
+                                used: inner.rate_used,
+                                reset: inner.rate_reset,
+                            },
+                        };
+                        match routes::handle(&mut inner.state, &ctx) {
+                            Some(reply) => reply,
+                            None => {
+                                violations.push(format!(
+                                    "{summary} ({}): the fake GitHub does not implement this operation",
+                                    op.operation_id
+                                ));
+                                Reply::error(501, "Not Implemented by the fake GitHub", op.docs_url)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    inner.faults.retain(|f| f.remaining > 0);
+
+    let rate = RateLimit {
+        limit: RATE_LIMIT,
+        used: inner.rate_used,
+        reset: inner.rate_reset,
+    };
+    let response = render(&reply, rate, sequence);
+    inner.violations.extend(violations);
+    inner.requests.push(GithubRequest {
+        sequence,
+        method,
+        path,
+        query: raw_query,
+        operation: operation_id,
+        headers: RECORDED_HEADERS
+            .iter()
+            .filter_map(|name| header_text(name).map(|v| ((*name).to_owned(), v)))
+            .collect(),
+        auth: auth_kind,
+        body: body_json,
+        status: reply.status,
+        response: match &reply.payload {
+            Payload::Json(value) => value.clone(),
+            Payload::Raw { .. } | Payload::Empty => Value::Null,
+        },
+    });
+    drop(inner);
+    shared.changed.notify_waiters();
+    response
+}
+
+/// The HTTP response for `reply`, with GitHub's rate-limit and request-id headers.
+fn render(reply: &Reply, rate: RateLimit, sequence: u64) -> Response {
+    let (body, content_type) = match &reply.payload {
+        Payload::Json(value) => (Body::from(value.to_string()), Some("application/json; charset=utf-8")),
+        Payload::Raw { bytes, content_type } => (Body::from(bytes.clone()), Some(*content_type)),
+        Payload::Empty => (Body::empty(), None),
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut headers: Vec<(String, String)> = vec![
+        ("x-ratelimit-limit".to_owned(), rate.limit.to_string()),
+        ("x-ratelimit-remaining".to_owned(), rate.remaining().to_string()),
+        ("x-ratelimit-reset".to_owned(), rate.reset.to_string()),
+        ("x-ratelimit-used".to_owned(), rate.used.to_string()),
+        ("x-ratelimit-resource".to_owned(), "core".to_owned()),
+        ("x-github-request-id".to_owned(), wire::request_id(sequence)),
+        ("x-github-api-version-selected".to_owned(), "2022-11-28".to_owned()),
+    ];
+    if let Some(content_type) = content_type {
+        headers.push(("content-type".to_owned(), content_type.to_owned()));
+    }
+    // Injected and per-operation headers win over the defaults.
+    headers.extend(reply.headers.iter().cloned());
+    let map = response.headers_mut();
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+            map.insert(name, value);
+        }
+    }
+    response
+}

@@ -1,0 +1,571 @@
+//! The fake GitHub's world: repositories, permissions, issues and pull requests, comments,
+//! reactions, reviews, check runs and issued tokens. Tests read it through `&GithubState` (in
+//! [`FakeGithub::state`](super::FakeGithub::state) and `wait_until` predicates); it changes only
+//! through the API and the fake's own methods.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::wire;
+
+/// A repository the fake knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    /// `owner/name`.
+    pub full_name: String,
+    pub id: u64,
+    pub default_branch: String,
+    pub private: bool,
+    /// Where clients clone from; tests point it at a local git server.
+    pub clone_url: String,
+    pub html_url: String,
+    /// A local (bare) repository the fake reads branch heads and file contents from when they
+    /// were not registered: e.g. [`GitServer::repo_path`](crate::git_server::GitServer::repo_path).
+    pub git_dir: Option<PathBuf>,
+}
+
+impl Repo {
+    /// `owner/name` with branch `main`, public, GitHub-style URLs.
+    pub fn new(full_name: &str) -> Self {
+        Repo {
+            full_name: full_name.to_owned(),
+            id: 0,
+            default_branch: "main".to_owned(),
+            private: false,
+            clone_url: format!("https://github.com/{full_name}.git"),
+            html_url: format!("https://github.com/{full_name}"),
+            git_dir: None,
+        }
+    }
+
+    pub fn default_branch(mut self, branch: &str) -> Self {
+        self.default_branch = branch.to_owned();
+        self
+    }
+
+    pub fn private(mut self, private: bool) -> Self {
+        self.private = private;
+        self
+    }
+
+    pub fn clone_url(mut self, url: &str) -> Self {
+        self.clone_url = url.to_owned();
+        self
+    }
+
+    pub fn html_url(mut self, url: &str) -> Self {
+        self.html_url = url.to_owned();
+        self
+    }
+
+    pub fn git_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.git_dir = Some(dir.into());
+        self
+    }
+
+    pub fn owner(&self) -> &str {
+        self.full_name
+            .split_once('/')
+            .map_or(self.full_name.as_str(), |(owner, _)| owner)
+    }
+
+    pub fn name(&self) -> &str {
+        self.full_name
+            .split_once('/')
+            .map_or(self.full_name.as_str(), |(_, name)| name)
+    }
+}
+
+/// A collaborator's permission, as `GET …/collaborators/{username}/permission` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Permission {
+    None,
+    Read,
+    Triage,
+    Write,
+    Maintain,
+    Admin,
+}
+
+impl Permission {
+    /// The legacy `permission` field: triage reads as `read`, maintain as `write`.
+    pub fn legacy_name(self) -> &'static str {
+        match self {
+            Permission::None => "none",
+            Permission::Read | Permission::Triage => "read",
+            Permission::Write | Permission::Maintain => "write",
+            Permission::Admin => "admin",
+        }
+    }
+
+    /// The `role_name` field.
+    pub fn role_name(self) -> &'static str {
+        match self {
+            Permission::None => "none",
+            Permission::Read => "read",
+            Permission::Triage => "triage",
+            Permission::Write => "write",
+            Permission::Maintain => "maintain",
+            Permission::Admin => "admin",
+        }
+    }
+}
+
+/// An issue, or the issue side of a pull request (`pull` is then set). Issues and pull requests
+/// share one number sequence per repository, as on GitHub.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    pub number: u64,
+    pub id: u64,
+    pub title: String,
+    pub body: Option<String>,
+    /// `open` or `closed`.
+    pub state: String,
+    /// The author's login.
+    pub user: String,
+    pub labels: Vec<String>,
+    pub assignees: Vec<String>,
+    pub pull: Option<PullInfo>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// What a pull request has beyond its issue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullInfo {
+    pub head: PullHead,
+    pub base: PullBase,
+    pub maintainer_can_modify: bool,
+    pub draft: bool,
+    pub merged: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullHead {
+    pub ref_name: String,
+    pub sha: String,
+    /// The repository the head branch lives in: the base repository, or a fork.
+    pub repo_full_name: String,
+    /// That repository's clone URL; `None` means the base repository's.
+    pub clone_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullBase {
+    pub ref_name: String,
+    pub sha: String,
+}
+
+impl Issue {
+    /// An open issue by `octocat` with no body.
+    pub fn new(number: u64, title: &str) -> Self {
+        let now = wire::now_rfc3339();
+        Issue {
+            number,
+            id: 0,
+            title: title.to_owned(),
+            body: None,
+            state: "open".to_owned(),
+            user: "octocat".to_owned(),
+            labels: Vec::new(),
+            assignees: Vec::new(),
+            pull: None,
+            created_at: now.clone(),
+            updated_at: now,
+        }
+    }
+
+    /// An open pull request from branch `head_ref` of the same repository into `base_ref`.
+    pub fn pull_request(number: u64, title: &str, head: (&str, &str), base: (&str, &str)) -> Self {
+        let mut issue = Issue::new(number, title);
+        issue.pull = Some(PullInfo {
+            head: PullHead {
+                ref_name: head.0.to_owned(),
+                sha: head.1.to_owned(),
+                repo_full_name: String::new(),
+                clone_url: None,
+            },
+            base: PullBase {
+                ref_name: base.0.to_owned(),
+                sha: base.1.to_owned(),
+            },
+            maintainer_can_modify: false,
+            draft: false,
+            merged: false,
+        });
+        issue
+    }
+
+    pub fn body(mut self, body: &str) -> Self {
+        self.body = Some(body.to_owned());
+        self
+    }
+
+    pub fn user(mut self, login: &str) -> Self {
+        self.user = login.to_owned();
+        self
+    }
+
+    pub fn label(mut self, name: &str) -> Self {
+        self.labels.push(name.to_owned());
+        self
+    }
+
+    pub fn closed(mut self) -> Self {
+        self.state = "closed".to_owned();
+        self
+    }
+
+    /// The head branch lives in fork `full_name`, cloned from `clone_url`.
+    pub fn from_fork(mut self, full_name: &str, clone_url: &str) -> Self {
+        if let Some(pull) = &mut self.pull {
+            pull.head.repo_full_name = full_name.to_owned();
+            pull.head.clone_url = Some(clone_url.to_owned());
+        }
+        self
+    }
+
+    pub fn maintainer_can_modify(mut self, allowed: bool) -> Self {
+        if let Some(pull) = &mut self.pull {
+            pull.maintainer_can_modify = allowed;
+        }
+        self
+    }
+
+    pub fn draft(mut self, draft: bool) -> Self {
+        if let Some(pull) = &mut self.pull {
+            pull.draft = draft;
+        }
+        self
+    }
+
+    pub fn is_pull_request(&self) -> bool {
+        self.pull.is_some()
+    }
+}
+
+/// A comment on an issue or on a pull request's conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssueComment {
+    pub id: u64,
+    pub repo: String,
+    pub issue_number: u64,
+    pub user: String,
+    pub body: String,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Every body it had before the current one, oldest first.
+    pub edits: Vec<String>,
+}
+
+/// A comment on a pull request's diff; a reply has `in_reply_to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub repo: String,
+    pub pull_number: u64,
+    /// The review it belongs to (GitHub makes one for a lone comment too).
+    pub review_id: u64,
+    pub in_reply_to: Option<u64>,
+    pub user: String,
+    pub body: String,
+    pub path: String,
+    pub line: Option<u64>,
+    pub start_line: Option<u64>,
+    pub side: Option<String>,
+    pub commit_id: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A pull request review, as created (the request body is kept whole).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Review {
+    pub id: u64,
+    pub repo: String,
+    pub pull_number: u64,
+    pub user: String,
+    pub body: String,
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED` or `PENDING`.
+    pub state: String,
+    pub commit_id: String,
+    /// Ids of its inline comments, in request order.
+    pub comment_ids: Vec<u64>,
+    pub submitted_at: String,
+    pub request: Value,
+}
+
+/// What a reaction is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReactionTarget {
+    IssueComment(u64),
+    ReviewComment(u64),
+    Issue { repo: String, number: u64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reaction {
+    pub id: u64,
+    pub target: ReactionTarget,
+    pub user: String,
+    /// `+1`, `-1`, `laugh`, `confused`, `heart`, `hooray`, `rocket` or `eyes`.
+    pub content: String,
+    pub created_at: String,
+}
+
+/// A check run and every request body that shaped it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckRun {
+    pub id: u64,
+    pub repo: String,
+    pub name: String,
+    pub head_sha: String,
+    /// `queued`, `in_progress` or `completed` (or what the client set).
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
+    pub details_url: Option<String>,
+    pub external_id: Option<String>,
+    /// The current `output` (title, summary, text), without annotations.
+    pub output: Value,
+    /// Every annotation sent, in order (GitHub appends them across updates).
+    pub annotations: Vec<Value>,
+    /// The create body, then each update body, verbatim.
+    pub history: Vec<Value>,
+}
+
+impl CheckRun {
+    /// The `status` each request left behind, in order: e.g. `["queued", "in_progress", "completed"]`.
+    pub fn status_history(&self) -> Vec<String> {
+        let mut status = "queued".to_owned();
+        self.history
+            .iter()
+            .map(|body| {
+                if let Some(s) = body["status"].as_str() {
+                    s.clone_into(&mut status);
+                }
+                if body["conclusion"].is_string() {
+                    "completed".clone_into(&mut status);
+                }
+                status.clone()
+            })
+            .collect()
+    }
+}
+
+/// A token the fake accepts on repository endpoints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedToken {
+    pub token: String,
+    /// The login requests with it act as.
+    pub login: String,
+    /// For installation tokens: the installation and when it stops working (Unix seconds).
+    pub installation_id: Option<u64>,
+    pub expires_at: Option<u64>,
+    pub permissions: Value,
+}
+
+/// Everything the fake holds. Fields are public for reading; change it through [`super::FakeGithub`].
+#[derive(Debug, Default)]
+pub struct GithubState {
+    pub repos: BTreeMap<String, Repo>,
+    /// (repository, login) → permission; absent means [`Permission::None`].
+    pub permissions: HashMap<(String, String), Permission>,
+    /// (repository, number) → issue or pull request.
+    pub issues: BTreeMap<(String, u64), Issue>,
+    pub issue_comments: BTreeMap<u64, IssueComment>,
+    pub review_comments: BTreeMap<u64, ReviewComment>,
+    pub reviews: BTreeMap<u64, Review>,
+    pub reactions: Vec<Reaction>,
+    pub check_runs: BTreeMap<u64, CheckRun>,
+    /// (repository, ref, path) → content, for `GET …/contents/{path}`.
+    pub files: BTreeMap<(String, String, String), Vec<u8>>,
+    /// (repository, branch) → head commit, for new pull requests.
+    pub branches: BTreeMap<(String, String), String>,
+    pub tokens: Vec<IssuedToken>,
+    /// How many installation tokens were asked for (successfully or not).
+    pub token_requests: usize,
+    last_id: u64,
+}
+
+impl GithubState {
+    /// A fresh id; ids are unique across everything in the fake, as comment ids are on GitHub.
+    pub(crate) fn next_id(&mut self) -> u64 {
+        self.last_id += 1;
+        self.last_id
+    }
+
+    pub fn repo(&self, full_name: &str) -> Option<&Repo> {
+        self.repos.get(full_name)
+    }
+
+    pub fn issue(&self, repo: &str, number: u64) -> Option<&Issue> {
+        self.issues.get(&(repo.to_owned(), number))
+    }
+
+    pub fn permission(&self, repo: &str, login: &str) -> Permission {
+        self.permissions
+            .get(&(repo.to_owned(), login.to_owned()))
+            .copied()
+            .unwrap_or(Permission::None)
+    }
+
+    /// Comments on issue or pull request `number`, oldest first.
+    pub fn comments_on(&self, repo: &str, number: u64) -> Vec<&IssueComment> {
+        self.issue_comments
+            .values()
+            .filter(|c| c.repo == repo && c.issue_number == number)
+            .collect()
+    }
+
+    /// Reactions on issue comment `id`.
+    pub fn reactions_on_issue_comment(&self, id: u64) -> Vec<&Reaction> {
+        self.reactions
+            .iter()
+            .filter(|r| r.target == ReactionTarget::IssueComment(id))
+            .collect()
+    }
+
+    /// Reactions on review comment `id`.
+    pub fn reactions_on_review_comment(&self, id: u64) -> Vec<&Reaction> {
+        self.reactions
+            .iter()
+            .filter(|r| r.target == ReactionTarget::ReviewComment(id))
+            .collect()
+    }
+
+    /// Check runs named `name` on `repo`, oldest first.
+    pub fn check_runs_named(&self, repo: &str, name: &str) -> Vec<&CheckRun> {
+        self.check_runs
+            .values()
+            .filter(|c| c.repo == repo && c.name == name)
+            .collect()
+    }
+
+    /// How many installation tokens were handed out.
+    pub fn installation_tokens_issued(&self) -> usize {
+        self.tokens.iter().filter(|t| t.installation_id.is_some()).count()
+    }
+
+    pub(crate) fn add_repo(&mut self, mut repo: Repo) {
+        if repo.id == 0 {
+            repo.id = self.next_id();
+        }
+        self.repos.insert(repo.full_name.clone(), repo);
+    }
+
+    pub(crate) fn add_issue(&mut self, repo: &str, mut issue: Issue) {
+        if issue.id == 0 {
+            issue.id = self.next_id();
+        }
+        if let Some(pull) = &mut issue.pull
+            && pull.head.repo_full_name.is_empty()
+        {
+            repo.clone_into(&mut pull.head.repo_full_name);
+        }
+        self.issues.insert((repo.to_owned(), issue.number), issue);
+    }
+
+    /// The next free issue/pull request number of `repo`.
+    pub(crate) fn next_number(&self, repo: &str) -> u64 {
+        self.issues
+            .keys()
+            .filter(|(r, _)| r == repo)
+            .map(|(_, n)| *n)
+            .max()
+            .unwrap_or(0)
+            + 1
+    }
+
+    pub(crate) fn add_issue_comment(&mut self, repo: &str, number: u64, user: &str, body: &str) -> u64 {
+        let id = self.next_id();
+        let now = wire::now_rfc3339();
+        self.issue_comments.insert(
+            id,
+            IssueComment {
+                id,
+                repo: repo.to_owned(),
+                issue_number: number,
+                user: user.to_owned(),
+                body: body.to_owned(),
+                created_at: now.clone(),
+                updated_at: now,
+                edits: Vec::new(),
+            },
+        );
+        id
+    }
+
+    /// Adds a review comment (with its own one-comment review when `review_id` is `None`).
+    #[expect(clippy::too_many_arguments, reason = "a review comment has that many parts")]
+    pub(crate) fn add_review_comment(
+        &mut self,
+        repo: &str,
+        pull_number: u64,
+        review_id: Option<u64>,
+        in_reply_to: Option<u64>,
+        user: &str,
+        body: &str,
+        path: &str,
+        line: Option<u64>,
+    ) -> u64 {
+        let review_id = review_id.unwrap_or_else(|| self.next_id());
+        let id = self.next_id();
+        let now = wire::now_rfc3339();
+        let commit_id = self
+            .issue(repo, pull_number)
+            .and_then(|i| i.pull.as_ref())
+            .map(|p| p.head.sha.clone())
+            .unwrap_or_default();
+        self.review_comments.insert(
+            id,
+            ReviewComment {
+                id,
+                repo: repo.to_owned(),
+                pull_number,
+                review_id,
+                in_reply_to,
+                user: user.to_owned(),
+                body: body.to_owned(),
+                path: path.to_owned(),
+                line,
+                start_line: None,
+                side: line.map(|_| "RIGHT".to_owned()),
+                commit_id,
+                created_at: now.clone(),
+                updated_at: now,
+            },
+        );
+        id
+    }
+
+    /// The token `token`, if it is known and not expired at `now` (Unix seconds).
+    pub(crate) fn valid_token(&self, token: &str, now: u64) -> Option<&IssuedToken> {
+        self.tokens
+            .iter()
+            .find(|t| t.token == token)
+            .filter(|t| t.expires_at.is_none_or(|at| now < at))
+    }
+
+    pub(crate) fn issue_token(
+        &mut self,
+        installation_id: u64,
+        login: &str,
+        lifetime: Duration,
+        permissions: Value,
+    ) -> IssuedToken {
+        let token = IssuedToken {
+            token: format!("ghs_{}", wire::random_alnum(36)),
+            login: login.to_owned(),
+            installation_id: Some(installation_id),
+            expires_at: Some(wire::unix_now().saturating_add(lifetime.as_secs())),
+            permissions,
+        };
+        self.tokens.push(token.clone());
+        token
+    }
+}

@@ -1,0 +1,933 @@
+//! The fake GitHub API seen by a plain HTTP client: check runs through their lifecycle, every kind
+//! of description violation, App JWTs and installation tokens, reactions and comments, pull
+//! requests and reviews, contents (registered and from a real git repository), fault injection,
+//! waiting on state changes, and the drop check that fails a test with violations left.
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use pitcrew_tests::fake_github::{AuthKind, FakeGithub, Issue, Permission, Repo, Spec, sign_app_jwt};
+use pitcrew_tests::git_server::GitServer;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+const REPO: &str = "acme/widgets";
+const TOKEN: &str = "ghs_staticTestToken0123456789";
+const HEAD_SHA: &str = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+const BASE_SHA: &str = "e7fdf7640066d71ad16a86fbcbb9c6a10a18af4f";
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Answer {
+    status: u16,
+    headers: HeaderMap,
+    body: Value,
+    text: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> &str {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+    }
+}
+
+/// One request to the fake with `Authorization: <auth>` when given.
+async fn call(fake: &FakeGithub, method: &str, path: &str, auth: Option<&str>, body: Option<Value>) -> Answer {
+    call_with(fake, method, path, auth, body, &[]).await
+}
+
+async fn call_with(
+    fake: &FakeGithub,
+    method: &str,
+    path: &str,
+    auth: Option<&str>,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> Answer {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let accept = headers
+        .iter()
+        .find(|(name, _)| *name == "accept")
+        .map_or("application/vnd.github+json", |(_, value)| *value);
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}{path}", fake.url()))
+        .header("accept", accept)
+        .header("x-github-api-version", "2022-11-28");
+    // An empty `user-agent` in `headers` means: send none.
+    let user_agent = headers
+        .iter()
+        .find(|(name, _)| *name == "user-agent")
+        .map_or("pitcrew-tests", |(_, v)| *v);
+    if !user_agent.is_empty() {
+        request = request.header("user-agent", user_agent);
+    }
+    if let Some(auth) = auth {
+        request = request.header("authorization", auth);
+    }
+    for (name, value) in headers
+        .iter()
+        .filter(|(name, _)| !["accept", "user-agent"].contains(name))
+    {
+        request = request.header(*name, *value);
+    }
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&body).unwrap());
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap();
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Answer {
+        status,
+        headers,
+        body,
+        text,
+    }
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+fn fake() -> FakeGithub {
+    let fake = FakeGithub::builder()
+        .repo(Repo::new(REPO).clone_url("http://127.0.0.1:9/acme/widgets.git"))
+        .permission(REPO, "alice", Permission::Write)
+        .issue(REPO, Issue::new(1, "Crash on start").body("It crashes.").user("bob"))
+        .issue(
+            REPO,
+            Issue::pull_request(2, "Fix the crash", ("fix-crash", HEAD_SHA), ("main", BASE_SHA)).user("alice"),
+        )
+        .branch(REPO, "main", BASE_SHA)
+        .branch(REPO, "pitcrew/fix", HEAD_SHA)
+        .start();
+    fake.allow_token(TOKEN);
+    fake
+}
+
+/// Fails when a response the fake gave breaks the schema GitHub's description gives for it.
+fn assert_responses_match_the_description(fake: &FakeGithub) {
+    let spec = Spec::github().unwrap();
+    let mut problems = Vec::new();
+    for request in fake.requests() {
+        // Raw and empty bodies have no JSON to check.
+        let Ok(operation) = spec.route(&request.method, &request.path) else {
+            continue;
+        };
+        if request.response.is_null() {
+            continue;
+        }
+        for error in spec.validate_response(&operation, request.status, &request.response) {
+            problems.push(format!(
+                "{} {} → {}: {error}",
+                request.method, request.path, request.status
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+fn private_key() -> Vec<u8> {
+    std::fs::read(FakeGithub::test_private_key_path()).unwrap()
+}
+
+/// Standard base64, ignoring the line breaks GitHub puts in.
+fn base64_decode(text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in text.bytes().filter(|c| !c.is_ascii_whitespace() && *c != b'=') {
+        let value = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        };
+        acc = (acc << 6) | u32::from(value);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_check_run_lifecycle_is_accepted_and_kept_whole() {
+    let fake = fake();
+    let auth = bearer(TOKEN);
+    let created = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/check-runs",
+        Some(&auth),
+        Some(json!({"name": "pitcrew", "head_sha": HEAD_SHA, "status": "queued",
+            "output": {"title": "Queued", "summary": "Waiting for a worker."}})),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let id = created.body["id"].as_u64().unwrap();
+    assert_eq!(created.body["status"], "queued");
+    assert_eq!(created.body["head_sha"], HEAD_SHA);
+    assert_eq!(created.body["app"]["slug"], "pitcrew");
+    assert_eq!(created.header("x-ratelimit-limit"), "5000");
+    assert_eq!(created.header("x-ratelimit-remaining"), "4999");
+    assert_eq!(created.header("x-ratelimit-used"), "1");
+    assert!(created.header("x-ratelimit-reset").parse::<u64>().unwrap() > unix_now());
+    assert!(!created.header("x-github-request-id").is_empty());
+
+    let path = format!("/repos/acme/widgets/check-runs/{id}");
+    let running = call(
+        &fake,
+        "PATCH",
+        &path,
+        Some(&auth),
+        Some(json!({"status": "in_progress"})),
+    )
+    .await;
+    assert_eq!(running.status, 200, "{}", running.text);
+    let annotation = json!({"path": "src/lib.rs", "start_line": 3, "end_line": 4, "annotation_level": "failure",
+        "message": "does not compile"});
+    let done = call(
+        &fake,
+        "PATCH",
+        &path,
+        Some(&auth),
+        Some(
+            json!({"conclusion": "failure", "output": {"title": "1 error", "summary": "See the annotation.",
+            "annotations": [annotation]}}),
+        ),
+    )
+    .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert_eq!(done.body["status"], "completed");
+    assert_eq!(done.body["output"]["annotations_count"], 1);
+
+    let fetched = call(&fake, "GET", &path, Some(&auth), None).await;
+    assert_eq!(fetched.body["conclusion"], "failure");
+    assert_eq!(fetched.body["output"]["title"], "1 error");
+    assert!(fetched.body["completed_at"].as_str().unwrap().ends_with('Z'));
+
+    let runs = fake.check_runs();
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run.status_history(), ["queued", "in_progress", "completed"]);
+    assert_eq!(run.history.len(), 3);
+    assert_eq!(run.history[0]["output"]["title"], "Queued");
+    assert_eq!(run.history[2]["output"]["summary"], "See the annotation.");
+    assert_eq!(run.annotations, [annotation]);
+    assert_eq!(
+        fake.requests_to("checks/update")
+            .iter()
+            .map(|r| r.status)
+            .collect::<Vec<_>>(),
+        [200, 200]
+    );
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn every_kind_of_violation_is_recorded_and_answered_like_github() {
+    let fake = fake();
+    let auth = bearer(TOKEN);
+    let unknown = call(&fake, "GET", "/repos/acme/widgets/frobnicate", Some(&auth), None).await;
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.body["message"], "Not Found");
+    let wrong_method = call(&fake, "PUT", "/repos/acme/widgets/issues/comments/1", Some(&auth), None).await;
+    assert_eq!(wrong_method.status, 404);
+    let missing = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/check-runs",
+        Some(&auth),
+        Some(json!({"name": "pitcrew"})),
+    )
+    .await;
+    assert_eq!(missing.status, 422);
+    assert!(
+        missing.body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid request.")
+    );
+    assert!(
+        missing.body["documentation_url"]
+            .as_str()
+            .unwrap()
+            .contains("docs.github.com")
+    );
+    let wrong_type = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/issues/1/comments",
+        Some(&auth),
+        Some(json!({"body": 42})),
+    )
+    .await;
+    assert_eq!(wrong_type.status, 422);
+    let bad_enum = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/check-runs",
+        Some(&auth),
+        Some(json!({"name": "pitcrew", "head_sha": HEAD_SHA, "output": {"title": "t", "summary": "s",
+            "annotations": [{"path": "a.rs", "start_line": 1, "end_line": 1, "annotation_level": "fatal", "message": "m"}]}})),
+    )
+    .await;
+    assert_eq!(bad_enum.status, 422);
+    assert!(bad_enum.text.contains("annotation_level"), "{}", bad_enum.text);
+
+    let anonymous_client = call_with(
+        &fake,
+        "GET",
+        "/repos/acme/widgets",
+        Some(&auth),
+        None,
+        &[("user-agent", "")],
+    )
+    .await;
+    assert_eq!(anonymous_client.status, 403);
+    assert!(
+        anonymous_client.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("User-Agent")
+    );
+
+    let violations = fake.take_violations();
+    assert_eq!(violations.len(), 6, "{violations:#?}");
+    assert_eq!(
+        violations[5],
+        "GET /repos/acme/widgets: no User-Agent header (GitHub refuses such requests)"
+    );
+    assert_eq!(
+        violations[0],
+        "GET /repos/acme/widgets/frobnicate: no such path in GitHub's REST API description"
+    );
+    assert_eq!(
+        violations[1],
+        "PUT /repos/acme/widgets/issues/comments/1: /repos/{owner}/{repo}/issues/comments/{comment_id} has no such \
+         method (it has GET, DELETE, PATCH)"
+    );
+    assert_eq!(
+        violations[2],
+        "POST /repos/acme/widgets/check-runs (checks/create): $: missing required property \"head_sha\""
+    );
+    assert_eq!(
+        violations[3],
+        "POST /repos/acme/widgets/issues/1/comments (issues/create-comment): $.body: expected string, found integer 42"
+    );
+    assert_eq!(
+        violations[4],
+        "POST /repos/acme/widgets/check-runs (checks/create): $.output.annotations[0].annotation_level: \"fatal\" is \
+         not one of [\"notice\",\"warning\",\"failure\"]"
+    );
+    // Refused requests changed nothing.
+    assert!(fake.check_runs().is_empty());
+    assert!(fake.comments_on(REPO, 1).is_empty());
+    let statuses: Vec<u16> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [404, 404, 422, 422, 422, 403]);
+    assert!(fake.violations().is_empty());
+}
+
+#[tokio::test]
+async fn an_app_jwt_is_accepted_and_bad_ones_are_refused() {
+    let fake = fake();
+    let app = call(&fake, "GET", "/app", Some(&bearer(&fake.app_jwt())), None).await;
+    assert_eq!(app.status, 200, "{}", app.text);
+    assert_eq!(app.body["id"], fake.app_id());
+    assert_eq!(app.body["slug"], "pitcrew");
+    // GitHub's documented example: iat a minute back, exp ten minutes ahead, iss as a string.
+    let now = unix_now();
+    let docs_style = sign_app_jwt(&private_key(), &json!(fake.app_id().to_string()), now - 60, now + 600).unwrap();
+    assert_eq!(
+        call(&fake, "GET", "/app", Some(&bearer(&docs_style)), None)
+            .await
+            .status,
+        200
+    );
+
+    let refused = |jwt: String| {
+        let fake = &fake;
+        async move {
+            let answer = call(fake, "GET", "/app", Some(&bearer(&jwt)), None).await;
+            assert_eq!(answer.status, 401, "{}", answer.text);
+            answer.body["message"].as_str().unwrap().to_owned()
+        }
+    };
+    let key = private_key();
+    let id = json!(fake.app_id());
+    let expired = refused(sign_app_jwt(&key, &id, now - 700, now - 100).unwrap()).await;
+    assert!(expired.contains("'exp'"), "{expired}");
+    let wrong_iss = refused(sign_app_jwt(&key, &json!(fake.app_id() + 1), now - 60, now + 500).unwrap()).await;
+    assert!(wrong_iss.contains("'iss'"), "{wrong_iss}");
+    let too_long = refused(sign_app_jwt(&key, &id, now, now + 3600).unwrap()).await;
+    assert!(too_long.contains("too far in the future"), "{too_long}");
+    let future = refused(sign_app_jwt(&key, &id, now + 120, now + 300).unwrap()).await;
+    assert!(future.contains("'iat'"), "{future}");
+    // Not signed by the App's key: the claims of one token under the signature of another.
+    let good = sign_app_jwt(&key, &id, now - 60, now + 500).unwrap();
+    let other = sign_app_jwt(&key, &id, now - 30, now + 400).unwrap();
+    let forged = format!(
+        "{}.{}",
+        good.rsplit_once('.').unwrap().0,
+        other.rsplit_once('.').unwrap().1
+    );
+    assert_eq!(refused(forged).await, "A JSON web token could not be decoded");
+    // HS256 keyed with the public key: the classic algorithm confusion.
+    let public = std::fs::read(FakeGithub::test_public_key_path()).unwrap();
+    let confused = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &json!({"iat": now - 60, "exp": now + 500, "iss": fake.app_id()}),
+        &jsonwebtoken::EncodingKey::from_secret(&public),
+    )
+    .unwrap();
+    assert_eq!(refused(confused).await, "A JSON web token could not be decoded");
+    // A JWT goes only as `Bearer`, and a token is no JWT.
+    let as_token = call(&fake, "GET", "/app", Some(&format!("token {}", fake.app_jwt())), None).await;
+    assert_eq!(as_token.status, 401);
+    assert_eq!(call(&fake, "GET", "/app", Some(&bearer(TOKEN)), None).await.status, 401);
+    assert_eq!(call(&fake, "GET", "/app", None, None).await.status, 401);
+    let kinds: Vec<AuthKind> = fake.requests().into_iter().map(|r| r.auth).collect();
+    assert_eq!(kinds[..2], [AuthKind::AppJwt, AuthKind::AppJwt]);
+    assert!(matches!(&kinds[2], AuthKind::Refused(reason) if reason.contains("'exp'")));
+    assert_eq!(kinds.last(), Some(&AuthKind::None));
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn an_installation_token_opens_the_repository_endpoints() {
+    let fake = fake();
+    let jwt = bearer(&fake.app_jwt());
+    let installation = call(&fake, "GET", "/repos/acme/widgets/installation", Some(&jwt), None).await;
+    assert_eq!(installation.status, 200, "{}", installation.text);
+    assert_eq!(installation.body["id"], fake.installation_id());
+    assert_eq!(installation.body["account"]["login"], "acme");
+
+    let path = format!("/app/installations/{}/access_tokens", fake.installation_id());
+    let issued = call(
+        &fake,
+        "POST",
+        &path,
+        Some(&jwt),
+        Some(json!({"permissions": {"checks": "write"}})),
+    )
+    .await;
+    assert_eq!(issued.status, 201, "{}", issued.text);
+    let token = issued.body["token"].as_str().unwrap().to_owned();
+    assert!(token.starts_with("ghs_") && token.len() == 40, "{token}");
+    assert_eq!(issued.body["permissions"], json!({"checks": "write"}));
+    let expires_at = issued.body["expires_at"].as_str().unwrap();
+    assert_eq!(expires_at.len(), "2016-07-11T22:14:10Z".len(), "{expires_at}");
+    assert!(expires_at.ends_with('Z'));
+    let wrong_installation = call(&fake, "POST", "/app/installations/1/access_tokens", Some(&jwt), None).await;
+    assert_eq!(wrong_installation.status, 404);
+    assert_eq!(fake.token_requests(), 2);
+
+    for auth in [bearer(&token), format!("token {token}")] {
+        let repo = call(&fake, "GET", "/repos/acme/widgets", Some(&auth), None).await;
+        assert_eq!(repo.status, 200, "{}", repo.text);
+        assert_eq!(repo.body["full_name"], REPO);
+        assert_eq!(repo.body["clone_url"], "http://127.0.0.1:9/acme/widgets.git");
+        assert_eq!(repo.body["default_branch"], "main");
+        assert_eq!(repo.body["owner"]["login"], "acme");
+    }
+    let last = fake.requests().pop().unwrap();
+    assert_eq!(last.auth, AuthKind::InstallationToken);
+    assert!(
+        last.headers
+            .iter()
+            .all(|(name, value)| name != "authorization" && !value.contains(&token))
+    );
+    // The repository endpoints do not take the JWT.
+    assert_eq!(
+        call(&fake, "GET", "/repos/acme/widgets", Some(&jwt), None).await.status,
+        401
+    );
+
+    fake.expire_installation_tokens();
+    let expired = call(&fake, "GET", "/repos/acme/widgets", Some(&bearer(&token)), None).await;
+    assert_eq!(expired.status, 401);
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn requests_without_a_good_token_get_githubs_401() {
+    let fake = fake();
+    let none = call(&fake, "GET", "/repos/acme/widgets/issues/1", None, None).await;
+    assert_eq!(none.status, 401);
+    assert_eq!(none.body["message"], "Requires authentication");
+    let bad = call(
+        &fake,
+        "GET",
+        "/repos/acme/widgets/issues/1",
+        Some("Bearer ghs_nope"),
+        None,
+    )
+    .await;
+    assert_eq!(bad.status, 401);
+    assert_eq!(bad.body["message"], "Bad credentials");
+    assert_eq!(bad.body["documentation_url"], "https://docs.github.com/rest");
+    assert!(!bad.header("x-github-request-id").is_empty());
+    // Rate limits need no authentication.
+    let rate = call(&fake, "GET", "/rate_limit", None, None).await;
+    assert_eq!(rate.status, 200);
+    assert_eq!(rate.body["resources"]["core"]["limit"], 5000);
+    let ok = call(
+        &fake,
+        "GET",
+        "/repos/acme/widgets/issues/1",
+        Some(&format!("token {TOKEN}")),
+        None,
+    )
+    .await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.body["title"], "Crash on start");
+    assert!(ok.body.get("pull_request").is_none());
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn reactions_and_comment_edits_round_trip() {
+    let fake = fake();
+    let auth = bearer(TOKEN);
+    let comment_id = fake.add_issue_comment(REPO, 2, "alice", "@agent fix this");
+    let path = format!("/repos/acme/widgets/issues/comments/{comment_id}/reactions");
+    let first = call(&fake, "POST", &path, Some(&auth), Some(json!({"content": "eyes"}))).await;
+    assert_eq!(first.status, 201, "{}", first.text);
+    assert_eq!(first.body["content"], "eyes");
+    assert_eq!(first.body["user"]["login"], "pitcrew[bot]");
+    assert_eq!(first.body["user"]["type"], "Bot");
+    let again = call(&fake, "POST", &path, Some(&auth), Some(json!({"content": "eyes"}))).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.body["id"], first.body["id"]);
+    let listed = call(&fake, "GET", &path, Some(&auth), None).await;
+    assert_eq!(listed.body.as_array().unwrap().len(), 1);
+
+    let reply = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/issues/2/comments",
+        Some(&auth),
+        Some(json!({"body": "On it."})),
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    let reply_id = reply.body["id"].as_u64().unwrap();
+    assert_ne!(reply_id, comment_id);
+    assert!(
+        reply.body["html_url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/issues/2#issuecomment-{reply_id}"))
+    );
+    let edit_path = format!("/repos/acme/widgets/issues/comments/{reply_id}");
+    let edited = call(
+        &fake,
+        "PATCH",
+        &edit_path,
+        Some(&auth),
+        Some(json!({"body": "Done: 1 commit."})),
+    )
+    .await;
+    assert_eq!(edited.status, 200);
+    assert_eq!(
+        call(&fake, "GET", &edit_path, Some(&auth), None).await.body["body"],
+        "Done: 1 commit."
+    );
+    let comments = fake.comments_on(REPO, 2);
+    assert_eq!(comments.len(), 2);
+    assert_eq!(comments[1].edits, ["On it."]);
+    assert_eq!(comments[1].user, "pitcrew[bot]");
+
+    // Review comments: a reaction, and a reply in the thread.
+    let review_comment = fake.add_review_comment(REPO, 2, "alice", "@agent rename this", "src/lib.rs", 10);
+    let reaction_path = format!("/repos/acme/widgets/pulls/comments/{review_comment}/reactions");
+    let reacted = call(
+        &fake,
+        "POST",
+        &reaction_path,
+        Some(&auth),
+        Some(json!({"content": "+1"})),
+    )
+    .await;
+    assert_eq!(reacted.status, 201);
+    let thread_reply = call(
+        &fake,
+        "POST",
+        &format!("/repos/acme/widgets/pulls/2/comments/{review_comment}/replies"),
+        Some(&auth),
+        Some(json!({"body": "Renamed."})),
+    )
+    .await;
+    assert_eq!(thread_reply.status, 201, "{}", thread_reply.text);
+    assert_eq!(thread_reply.body["in_reply_to_id"], review_comment);
+    assert_eq!(thread_reply.body["path"], "src/lib.rs");
+    let missing_parent = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/pulls/2/comments/999999/replies",
+        Some(&auth),
+        Some(json!({"body": "?"})),
+    )
+    .await;
+    assert_eq!(missing_parent.status, 404);
+    fake.state(|s| {
+        assert_eq!(s.reactions_on_issue_comment(comment_id).len(), 1);
+        assert_eq!(s.reactions_on_review_comment(review_comment)[0].content, "+1");
+        assert_eq!(s.review_comments.len(), 2);
+    });
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn pull_requests_reviews_and_permissions() {
+    let fake = fake();
+    let auth = bearer(TOKEN);
+    let permission = call(
+        &fake,
+        "GET",
+        "/repos/acme/widgets/collaborators/alice/permission",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(permission.body["permission"], "write");
+    assert_eq!(permission.body["user"]["login"], "alice");
+    let nobody = call(
+        &fake,
+        "GET",
+        "/repos/acme/widgets/collaborators/mallory/permission",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(nobody.body["permission"], "none");
+
+    let pull = call(&fake, "GET", "/repos/acme/widgets/pulls/2", Some(&auth), None).await;
+    assert_eq!(pull.status, 200);
+    assert_eq!(pull.body["head"]["sha"], HEAD_SHA);
+    assert_eq!(pull.body["head"]["ref"], "fix-crash");
+    assert_eq!(pull.body["head"]["repo"]["full_name"], REPO);
+    assert_eq!(pull.body["base"]["ref"], "main");
+    assert_eq!(pull.body["user"]["login"], "alice");
+    let as_issue = call(&fake, "GET", "/repos/acme/widgets/issues/2", Some(&auth), None).await;
+    assert!(
+        as_issue.body["pull_request"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/pulls/2")
+    );
+
+    let created = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/pulls",
+        Some(&auth),
+        Some(json!({"title": "Bump deps", "head": "pitcrew/fix", "base": "main", "body": "Chore."})),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(created.body["number"], 3);
+    assert!(
+        created.body["html_url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/acme/widgets/pull/3")
+    );
+    assert_eq!(created.body["head"]["sha"], HEAD_SHA);
+    let duplicate = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/pulls",
+        Some(&auth),
+        Some(json!({"title": "Again", "head": "acme:pitcrew/fix", "base": "main"})),
+    )
+    .await;
+    assert_eq!(duplicate.status, 422);
+    let unknown_branch = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/pulls",
+        Some(&auth),
+        Some(json!({"title": "Nope", "head": "no-such-branch", "base": "main"})),
+    )
+    .await;
+    assert_eq!(unknown_branch.status, 422);
+    assert_eq!(unknown_branch.body["errors"][0]["field"], "head");
+
+    let review = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/pulls/2/reviews",
+        Some(&auth),
+        Some(
+            json!({"commit_id": HEAD_SHA, "body": "Two nits.", "event": "COMMENT", "comments": [
+                {"path": "src/lib.rs", "line": 3, "side": "RIGHT", "body": "nit: name"},
+                {"path": "src/main.rs", "start_line": 1, "line": 4, "body": "nit: order"}
+            ]}),
+        ),
+    )
+    .await;
+    assert_eq!(review.status, 200, "{}", review.text);
+    assert_eq!(review.body["state"], "COMMENTED");
+    let reviews = fake.reviews();
+    assert_eq!(reviews.len(), 1);
+    assert_eq!(reviews[0].comment_ids.len(), 2);
+    let inline = call(&fake, "GET", "/repos/acme/widgets/pulls/2/comments", Some(&auth), None).await;
+    let inline = inline.body.as_array().unwrap().clone();
+    assert_eq!(inline.len(), 2);
+    assert_eq!(inline[1]["start_line"], 1);
+    assert_eq!(inline[1]["pull_request_review_id"], reviews[0].id);
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn contents_come_base64_encoded_from_registered_files_and_git() {
+    let git = GitServer::start("unused");
+    let readme = "# Widgets\n".repeat(20);
+    git.create_repo("acme/gadgets", &[("README.md", &readme), ("docs/guide.md", "guide\n")])
+        .unwrap();
+    let fake = FakeGithub::builder()
+        .repo(Repo::new(REPO))
+        .repo(Repo::new("acme/gadgets").git_dir(git.repo_path("acme/gadgets")))
+        .file(REPO, "main", ".github/pitcrew.toml", "[agent]\nmax_steps = 5\n")
+        .file(REPO, "feature", ".github/pitcrew.toml", "[agent]\nmax_steps = 9\n")
+        .token(TOKEN)
+        .start();
+    let auth = bearer(TOKEN);
+    let config = call(
+        &fake,
+        "GET",
+        "/repos/acme/widgets/contents/.github/pitcrew.toml",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(config.status, 200, "{}", config.text);
+    assert_eq!(config.body["encoding"], "base64");
+    assert_eq!(config.body["path"], ".github/pitcrew.toml");
+    assert_eq!(config.body["name"], "pitcrew.toml");
+    assert_eq!(
+        base64_decode(config.body["content"].as_str().unwrap()),
+        b"[agent]\nmax_steps = 5\n"
+    );
+    let feature = call(
+        &fake,
+        "GET",
+        "/repos/acme/widgets/contents/.github/pitcrew.toml?ref=feature",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(
+        base64_decode(feature.body["content"].as_str().unwrap()),
+        b"[agent]\nmax_steps = 9\n"
+    );
+    let missing = call(&fake, "GET", "/repos/acme/widgets/contents/nope.txt", Some(&auth), None).await;
+    assert_eq!(missing.status, 404);
+
+    let from_git = call(
+        &fake,
+        "GET",
+        "/repos/acme/gadgets/contents/README.md",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(from_git.status, 200, "{}", from_git.text);
+    let content = from_git.body["content"].as_str().unwrap();
+    assert!(
+        content.lines().all(|line| line.len() <= 60),
+        "GitHub breaks base64 into lines"
+    );
+    assert_eq!(base64_decode(content), readme.as_bytes());
+    assert_eq!(from_git.body["size"], readme.len());
+    let blob = git.rev_parse("acme/gadgets", "main:README.md").unwrap();
+    assert_eq!(from_git.body["sha"], blob);
+    let raw = call_with(
+        &fake,
+        "GET",
+        "/repos/acme/gadgets/contents/docs/guide.md",
+        Some(&auth),
+        None,
+        &[("accept", "application/vnd.github.raw+json")],
+    )
+    .await;
+    assert_eq!(raw.text, "guide\n");
+    let directory = call(&fake, "GET", "/repos/acme/gadgets/contents/docs", Some(&auth), None).await;
+    assert_eq!(directory.status, 404);
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn injected_faults_answer_instead_of_the_fake_and_then_stop() {
+    let fake = fake();
+    let auth = bearer(TOKEN);
+    let create = json!({"name": "pitcrew", "head_sha": HEAD_SHA});
+    fake.fail_next_rate_limited("POST", "/repos/{owner}/{repo}/check-runs", 1, Duration::from_secs(60));
+    let limited = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/check-runs",
+        Some(&auth),
+        Some(create.clone()),
+    )
+    .await;
+    assert_eq!(limited.status, 403);
+    assert_eq!(limited.header("x-ratelimit-remaining"), "0");
+    let reset: u64 = limited.header("x-ratelimit-reset").parse().unwrap();
+    assert!(reset >= unix_now() + 50, "{reset}");
+    assert!(
+        limited.body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("API rate limit exceeded")
+    );
+    assert!(fake.check_runs().is_empty(), "a refused request changes nothing");
+
+    fake.fail_next_secondary_rate_limited("*", "/repos/acme/widgets/issues", 1, 429, Duration::from_secs(7));
+    let secondary = call(&fake, "GET", "/repos/acme/widgets/issues/1", Some(&auth), None).await;
+    assert_eq!(secondary.status, 429);
+    assert_eq!(secondary.header("retry-after"), "7");
+    assert!(!secondary.header("x-ratelimit-limit").is_empty());
+
+    fake.fail_next_server_error("POST", "/repos/acme/widgets/check-runs", 2, 502);
+    for _ in 0..2 {
+        let failed = call(
+            &fake,
+            "POST",
+            "/repos/acme/widgets/check-runs",
+            Some(&auth),
+            Some(create.clone()),
+        )
+        .await;
+        assert_eq!(failed.status, 502);
+    }
+    fake.fail_next(
+        "GET",
+        "/rate_limit",
+        1,
+        503,
+        &[("x-custom", "yes")],
+        json!({"message": "custom"}),
+    );
+    let custom = call(&fake, "GET", "/rate_limit", None, None).await;
+    assert_eq!((custom.status, custom.header("x-custom")), (503, "yes"));
+
+    let served = call(
+        &fake,
+        "POST",
+        "/repos/acme/widgets/check-runs",
+        Some(&auth),
+        Some(create),
+    )
+    .await;
+    assert_eq!(served.status, 201);
+    assert_eq!(fake.check_runs().len(), 1);
+    let statuses: Vec<u16> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [403, 429, 502, 502, 503, 201]);
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn wait_until_wakes_on_a_state_change() {
+    let fake = fake();
+    let auth = bearer(TOKEN);
+    let (seen, answer) = tokio::join!(
+        fake.wait_until(WAIT, |s| s.comments_on(REPO, 1).iter().any(|c| c.body == "hello")),
+        call(
+            &fake,
+            "POST",
+            "/repos/acme/widgets/issues/1/comments",
+            Some(&auth),
+            Some(json!({"body": "hello"}))
+        ),
+    );
+    assert!(seen);
+    assert_eq!(answer.status, 201);
+    // Changes made through the fake's own methods wake waiters too.
+    let (seen, ()) = tokio::join!(
+        fake.wait_until(WAIT, |s| s.permission(REPO, "carol") == Permission::Admin),
+        async { fake.set_permission(REPO, "carol", Permission::Admin) },
+    );
+    assert!(seen);
+    assert!(
+        !fake
+            .wait_until(Duration::from_millis(20), |s| s.issue(REPO, 99).is_some())
+            .await
+    );
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test(start_paused = true)]
+async fn wait_until_is_not_cut_short_by_paused_time() {
+    let fake = fake();
+    let auth = bearer(TOKEN);
+    let (seen, answer) = tokio::join!(
+        fake.wait_for_requests(WAIT, |requests| requests.iter().any(|r| r.status == 201)),
+        call(
+            &fake,
+            "POST",
+            "/repos/acme/widgets/issues/1/comments",
+            Some(&auth),
+            Some(json!({"body": "paused"}))
+        ),
+    );
+    assert!(seen);
+    assert_eq!(answer.status, 201);
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn dropping_a_fake_with_violations_fails_the_test() {
+    let fake = fake();
+    let unknown = call(&fake, "GET", "/repos/acme/widgets/nonsense", Some(&bearer(TOKEN)), None).await;
+    assert_eq!(unknown.status, 404);
+    let panic = std::panic::catch_unwind(AssertUnwindSafe(move || drop(fake))).unwrap_err();
+    let message = panic.downcast_ref::<String>().unwrap();
+    assert!(message.contains("GET /repos/acme/widgets/nonsense"), "{message}");
+    assert!(
+        message.contains("1 request(s) broke GitHub's REST API description"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn unimplemented_operations_are_violations_not_silent_answers() {
+    let fake = fake();
+    let answer = call(
+        &fake,
+        "GET",
+        "/repos/acme/widgets/git/ref/heads/main",
+        Some(&bearer(TOKEN)),
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 501);
+    let violations = fake.take_violations();
+    assert_eq!(violations.len(), 1);
+    assert!(
+        violations[0].contains("(git/get-ref): the fake GitHub does not implement"),
+        "{violations:?}"
+    );
+}
