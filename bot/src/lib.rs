@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod config;
 pub mod github;
+pub mod jobs;
 pub mod llm;
 pub mod logging;
 pub mod prompts;

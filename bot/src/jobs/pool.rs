@@ -1,0 +1,494 @@
+//! The worker pool: claims jobs from the store (at most `concurrency` at once, one per key, which the
+//! store's claim enforces), runs each with the job handler under a heartbeated lease, writes how it
+//! ended, and on shutdown lets running jobs finish within a grace period and requeues the rest.
+//!
+//! Each running job has a supervisor task that owns its lease: it heartbeats, turns "stop asked",
+//! "lease lost" and "shutting down" into the handler's cancellation token, drops a handler that does
+//! not return within `cancel_grace` of its token firing, and writes the outcome. The handler itself
+//! runs in its own task, so a panic fails the job instead of taking the pool down.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, broadcast};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+use super::store::{
+    Cancellation, Claim, Finish, Heartbeat, Job, JobId, JobState, JobStore, Lease, Release, StoreError,
+};
+
+/// Runs one job. It should return soon after `control`'s token fires (a stop was asked, the lease
+/// was lost, or the pool is shutting down); one that does not is dropped after `cancel_grace`.
+pub type JobHandler = Arc<dyn Fn(Job, JobControl) -> BoxFuture<'static, Finish> + Send + Sync>;
+
+/// The current time as unix milliseconds, the store's clock.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Jobs running at once in this process.
+    pub concurrency: usize,
+    /// How long a claim or a heartbeat holds a job; a worker silent for longer is presumed dead.
+    pub lease: Duration,
+    /// How often a running job's lease is renewed (and a stop request noticed). Capped at half the
+    /// lease, so one late heartbeat never loses it.
+    pub heartbeat: Duration,
+    /// How often the pool looks for work without being woken, and recovers expired leases.
+    pub poll_interval: Duration,
+    /// How long a handler whose token fired may take to return before it is dropped.
+    pub cancel_grace: Duration,
+    /// Names this process in leases and job events.
+    pub worker_name: String,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            concurrency: 4,
+            lease: Duration::from_secs(60),
+            heartbeat: Duration::from_secs(10),
+            poll_interval: Duration::from_secs(2),
+            cancel_grace: Duration::from_secs(30),
+            worker_name: format!("pitcrew-{}-{:04x}", std::process::id(), fastrand::u16(..)),
+        }
+    }
+}
+
+/// Why a job's token fired; the first cause wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopCause {
+    /// `@agent stop`, with its reason.
+    Requested { reason: String },
+    /// The pool is shutting down: the job will be requeued unless it succeeds first.
+    Shutdown,
+    /// Another worker may run the job now: nothing this attempt returns is written.
+    LeaseLost,
+}
+
+/// What a handler gets besides the job: its cancellation token and its event log.
+#[derive(Clone)]
+pub struct JobControl {
+    job: JobId,
+    store: Arc<dyn JobStore>,
+    token: CancellationToken,
+    cause: Arc<OnceLock<StopCause>>,
+}
+
+impl std::fmt::Debug for JobControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobControl")
+            .field("job", &self.job)
+            .field("cancelled", &self.token.is_cancelled())
+            .field("cause", &self.cause.get())
+            .finish()
+    }
+}
+
+impl JobControl {
+    pub fn job(&self) -> JobId {
+        self.job
+    }
+
+    /// Fires when the job should stop; pass it (or child tokens) to model calls, sandboxes and tools.
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    /// Why the token fired, once it has.
+    pub fn stop_cause(&self) -> Option<StopCause> {
+        self.cause.get().cloned()
+    }
+
+    /// Appends to the job's history (progress a user or an operator can follow).
+    pub async fn event(&self, kind: &str, data: Value) -> Result<u64, StoreError> {
+        self.store.append_event(self.job, kind, data, now_ms()).await
+    }
+
+    fn stop(&self, cause: StopCause) {
+        let _ = self.cause.set(cause);
+        self.token.cancel();
+    }
+}
+
+/// How a job this pool ran ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEnd {
+    pub job: JobId,
+    pub outcome: EndOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndOutcome {
+    /// Written to the store in this final state.
+    Finished(JobState),
+    /// Back in the queue (shutdown), the attempt not counted.
+    Requeued,
+    /// The lease was lost; nothing was written (the job belongs to whoever holds it now).
+    LeaseLost,
+    /// The store refused the write; the lease will expire and recovery will retry or fail the job.
+    NotRecorded,
+}
+
+/// What [`WorkerPool::shutdown`] did with the jobs that were running when claiming stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Ended during the shutdown, in this state.
+    pub finished: Vec<(JobId, JobState)>,
+    /// Did not finish within the grace period; queued again.
+    pub requeued: Vec<JobId>,
+    /// Could not be written back (lease lost, store failure); recovery deals with them.
+    pub abandoned: Vec<JobId>,
+}
+
+struct Shared {
+    store: Arc<dyn JobStore>,
+    handler: JobHandler,
+    config: PoolConfig,
+    slots: Arc<Semaphore>,
+    wake: Notify,
+    stopping: CancellationToken,
+    running: Mutex<HashMap<JobId, JobControl>>,
+    /// Ends recorded once claiming has stopped, for the shutdown report.
+    ended: Mutex<Vec<JobEnd>>,
+    events: broadcast::Sender<JobEnd>,
+}
+
+/// Runs jobs from a store until shut down. Dropping it stops claiming; jobs already running go on.
+pub struct WorkerPool {
+    shared: Arc<Shared>,
+    dispatcher: Option<JoinHandle<()>>,
+    recovery: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerPool")
+            .field("config", &self.shared.config)
+            .field("running", &self.running())
+            .finish()
+    }
+}
+
+impl WorkerPool {
+    /// Starts claiming at once. Must be called inside a tokio runtime.
+    pub fn start(store: Arc<dyn JobStore>, handler: JobHandler, mut config: PoolConfig) -> WorkerPool {
+        config.concurrency = config
+            .concurrency
+            .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+        config.heartbeat = config.heartbeat.min(config.lease / 2).max(Duration::from_millis(1));
+        let shared = Arc::new(Shared {
+            store,
+            handler,
+            slots: Arc::new(Semaphore::new(config.concurrency)),
+            config,
+            wake: Notify::new(),
+            stopping: CancellationToken::new(),
+            running: Mutex::new(HashMap::new()),
+            ended: Mutex::new(Vec::new()),
+            events: broadcast::channel(256).0,
+        });
+        let dispatcher = tokio::spawn(dispatch(Arc::clone(&shared)));
+        let recovery = tokio::spawn(recover_periodically(Arc::clone(&shared)));
+        WorkerPool {
+            shared,
+            dispatcher: Some(dispatcher),
+            recovery: Some(recovery),
+        }
+    }
+
+    /// Looks for work now (call it after enqueueing, so a job starts within milliseconds rather than
+    /// at the next poll).
+    pub fn wake(&self) {
+        self.shared.wake.notify_one();
+    }
+
+    /// Every job end from now on (tests and the server's metrics follow jobs with it).
+    pub fn subscribe(&self) -> broadcast::Receiver<JobEnd> {
+        self.shared.events.subscribe()
+    }
+
+    /// The jobs running in this process.
+    pub fn running(&self) -> Vec<JobId> {
+        let mut ids: Vec<JobId> = lock(&self.shared.running).keys().copied().collect();
+        ids.sort();
+        ids
+    }
+
+    /// `@agent stop`: cancels the key's queued jobs and asks its running one to stop. A job running
+    /// in this process sees its token fire at once; one running elsewhere, at its next heartbeat.
+    pub async fn cancel(&self, key: &str, reason: &str) -> Result<Cancellation, StoreError> {
+        let cancellation = self.shared.store.cancel(key, reason, now_ms()).await?;
+        let running = lock(&self.shared.running);
+        for id in &cancellation.stopping {
+            if let Some(control) = running.get(id) {
+                control.stop(StopCause::Requested {
+                    reason: reason.to_owned(),
+                });
+            }
+        }
+        Ok(cancellation)
+    }
+
+    /// Stops claiming new jobs; running ones go on. [`WorkerPool::shutdown`] does this first.
+    pub fn stop_claiming(&self) {
+        self.shared.stopping.cancel();
+        self.shared.wake.notify_one();
+    }
+
+    /// SIGTERM: stops claiming, waits up to `grace` for running jobs, then fires the tokens of the
+    /// rest, gives them `cancel_grace` to return, and requeues them (a job that succeeds in the
+    /// meantime is recorded as such).
+    pub async fn shutdown(mut self, grace: Duration) -> ShutdownReport {
+        self.stop_claiming();
+        if let Some(dispatcher) = self.dispatcher.take() {
+            // The dispatcher only ends by seeing `stopping`; a panic in it has nothing to clean up.
+            let _ = dispatcher.await;
+        }
+        if let Some(recovery) = self.recovery.take() {
+            recovery.abort();
+        }
+        let all = u32::try_from(self.shared.config.concurrency).unwrap_or(u32::MAX);
+        let slots = Arc::clone(&self.shared.slots);
+        // Every slot free again means every supervisor has written its job's end.
+        if tokio::time::timeout(grace, slots.acquire_many(all)).await.is_err() {
+            let running: Vec<JobControl> = lock(&self.shared.running).values().cloned().collect();
+            tracing::info!(jobs = running.len(), "grace period over; stopping the running jobs");
+            for control in running {
+                control.stop(StopCause::Shutdown);
+            }
+            // Bounded: each supervisor drops its handler after `cancel_grace`.
+            let _ = slots.acquire_many(all).await;
+        }
+        let mut report = ShutdownReport::default();
+        for end in lock(&self.shared.ended).drain(..) {
+            match end.outcome {
+                EndOutcome::Finished(state) => report.finished.push((end.job, state)),
+                EndOutcome::Requeued => report.requeued.push(end.job),
+                EndOutcome::LeaseLost | EndOutcome::NotRecorded => report.abandoned.push(end.job),
+            }
+        }
+        report
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.shared.stopping.cancel();
+        if let Some(recovery) = self.recovery.take() {
+            recovery.abort();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+async fn dispatch(shared: Arc<Shared>) {
+    loop {
+        let permit = tokio::select! {
+            biased;
+            () = shared.stopping.cancelled() => return,
+            permit = Arc::clone(&shared.slots).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
+        let claimed = shared
+            .store
+            .claim(&shared.config.worker_name, shared.config.lease, now_ms())
+            .await;
+        match claimed {
+            Ok(Some(claim)) => {
+                tracing::info!(job = %claim.job.id, kind = claim.job.kind, key = claim.job.key,
+                    attempt = claim.lease.attempt, "job started");
+                tokio::spawn(supervise(Arc::clone(&shared), claim, permit));
+                // Look again at once: more jobs may be waiting.
+            }
+            Ok(None) => {
+                drop(permit);
+                idle(&shared).await;
+            }
+            Err(error) => {
+                drop(permit);
+                tracing::error!(error = %error, "could not claim a job");
+                idle(&shared).await;
+            }
+        }
+    }
+}
+
+/// Waits for a wake-up, the poll interval, or shutdown. `Notify` keeps one wake-up that arrives while
+/// nobody waits, so an enqueue between a fruitless claim and this wait is not missed.
+async fn idle(shared: &Shared) {
+    tokio::select! {
+        () = shared.stopping.cancelled() => {}
+        () = shared.wake.notified() => {}
+        () = tokio::time::sleep(shared.config.poll_interval) => {}
+    }
+}
+
+async fn recover_periodically(shared: Arc<Shared>) {
+    loop {
+        match shared.store.recover(now_ms()).await {
+            Ok(recovery) if !recovery.is_empty() => {
+                tracing::warn!(requeued = ?recovery.requeued, failed = ?recovery.failed,
+                    cancelled = ?recovery.cancelled, "recovered jobs whose worker stopped heartbeating");
+                shared.wake.notify_one();
+            }
+            Ok(_) => {}
+            Err(error) => tracing::error!(error = %error, "could not recover expired jobs"),
+        }
+        tokio::select! {
+            () = shared.stopping.cancelled() => return,
+            () = tokio::time::sleep(shared.config.poll_interval) => {}
+        }
+    }
+}
+
+/// How the handler's task ended.
+enum Ended {
+    Returned(Finish),
+    Panicked(String),
+    /// Dropped after not returning within `cancel_grace` of its token firing.
+    Dropped,
+}
+
+async fn supervise(shared: Arc<Shared>, claim: Claim, permit: OwnedSemaphorePermit) {
+    let Claim { job, lease } = claim;
+    let id = job.id;
+    let control = JobControl {
+        job: id,
+        store: Arc::clone(&shared.store),
+        token: CancellationToken::new(),
+        cause: Arc::new(OnceLock::new()),
+    };
+    lock(&shared.running).insert(id, control.clone());
+
+    let ended = run_handler(&shared, job, &lease, &control).await;
+    let outcome = record(&shared, &lease, &control, ended).await;
+
+    lock(&shared.running).remove(&id);
+    let end = JobEnd { job: id, outcome };
+    tracing::info!(job = %id, outcome = ?end.outcome, "job ended");
+    if shared.stopping.is_cancelled() {
+        lock(&shared.ended).push(end.clone());
+    }
+    // Nobody listening is fine.
+    let _ = shared.events.send(end);
+    drop(permit);
+    // The slot is free, and a job waiting behind this one's key may be claimable now.
+    shared.wake.notify_one();
+}
+
+async fn run_handler(shared: &Shared, job: Job, lease: &Lease, control: &JobControl) -> Ended {
+    let handler = Arc::clone(&shared.handler);
+    let handler_control = control.clone();
+    // The handler is called inside the task too, so that a panic before its future exists is caught.
+    let mut task = tokio::spawn(async move { handler(job, handler_control).await });
+    let period = shared.config.heartbeat;
+    let mut beat = tokio::time::interval_at(Instant::now() + period, period);
+    beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let deadline = tokio::time::sleep(Duration::MAX);
+    tokio::pin!(deadline);
+    let mut dropping = false;
+    loop {
+        tokio::select! {
+            joined = &mut task => {
+                return match joined {
+                    Ok(finish) => Ended::Returned(finish),
+                    Err(error) if error.is_panic() => Ended::Panicked(panic_message(error.into_panic())),
+                    Err(_) => Ended::Dropped,
+                };
+            }
+            _ = beat.tick() => match shared.store.heartbeat(lease, shared.config.lease, now_ms()).await {
+                Ok(Heartbeat::Ok) => {}
+                Ok(Heartbeat::CancelRequested { reason }) => control.stop(StopCause::Requested { reason }),
+                Ok(Heartbeat::LeaseLost) => {
+                    tracing::warn!(job = %lease.job, "lost the job's lease; stopping it");
+                    control.stop(StopCause::LeaseLost);
+                }
+                // The lease outlives a few failed heartbeats; if it expires meanwhile, recovery
+                // requeues the job and the next heartbeat reports the loss.
+                Err(error) => tracing::warn!(job = %lease.job, error = %error, "heartbeat failed"),
+            },
+            () = control.token.cancelled(), if !dropping => {
+                dropping = true;
+                deadline.as_mut().reset(Instant::now() + shared.config.cancel_grace);
+            }
+            () = &mut deadline, if dropping => {
+                tracing::warn!(job = %lease.job, "the job did not stop within the grace period; dropping it");
+                task.abort();
+                return Ended::Dropped;
+            }
+        }
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "no message".to_owned()
+    }
+}
+
+/// Writes how the job ended, according to why it stopped.
+async fn record(shared: &Shared, lease: &Lease, control: &JobControl, ended: Ended) -> EndOutcome {
+    let panicked = |message: String| Finish::Failed(format!("internal error: the job handler panicked ({message})"));
+    let finish = match (control.stop_cause(), ended) {
+        (Some(StopCause::LeaseLost), _) => return EndOutcome::LeaseLost,
+        (_, Ended::Panicked(message)) => panicked(message),
+        // A job that made it despite the shutdown keeps its result; anything else (an error caused
+        // by the cancellation, most likely) runs again after the restart.
+        (Some(StopCause::Shutdown), Ended::Returned(Finish::Succeeded(result))) => Finish::Succeeded(result),
+        (Some(StopCause::Shutdown), _) => return requeue(shared, lease).await,
+        (Some(StopCause::Requested { reason }), Ended::Dropped) => Finish::Cancelled(reason),
+        (_, Ended::Returned(finish)) => finish,
+        (None, Ended::Dropped) => Finish::Failed("internal error: the job was aborted".to_owned()),
+    };
+    let state = finish.state();
+    let mut attempt = 0;
+    loop {
+        match shared.store.finish(lease, finish.clone(), now_ms()).await {
+            Ok(Release::Done | Release::Cancelled) => return EndOutcome::Finished(state),
+            Ok(Release::LeaseLost) => return EndOutcome::LeaseLost,
+            Err(error) if attempt < 2 => {
+                attempt += 1;
+                tracing::warn!(job = %lease.job, error = %error, "could not record the job's end; retrying");
+                tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+            }
+            Err(error) => {
+                tracing::error!(job = %lease.job, error = %error, "could not record the job's end");
+                return EndOutcome::NotRecorded;
+            }
+        }
+    }
+}
+
+async fn requeue(shared: &Shared, lease: &Lease) -> EndOutcome {
+    match shared.store.requeue(lease, now_ms()).await {
+        Ok(Release::Done) => EndOutcome::Requeued,
+        Ok(Release::Cancelled) => EndOutcome::Finished(JobState::Cancelled),
+        Ok(Release::LeaseLost) => EndOutcome::LeaseLost,
+        Err(error) => {
+            tracing::error!(job = %lease.job, error = %error, "could not requeue the job");
+            EndOutcome::NotRecorded
+        }
+    }
+}

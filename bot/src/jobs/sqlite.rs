@@ -1,0 +1,738 @@
+//! The SQLite job store: one file `<data_dir>/pitcrew.sqlite3` in WAL mode, a versioned schema
+//! migrated at open, and every [`JobStore`] method as one transaction on tokio's blocking threads.
+//!
+//! One writer connection (SQLite allows one writer at a time anyway) and one reader connection, each
+//! behind a mutex: with WAL, reads (/metrics, job listings) never wait for a write in progress, and
+//! writes are short. `synchronous=FULL` makes a commit durable when it returns, which is what lets the
+//! webhook route answer 202 only after the delivery is on disk. Write transactions start with
+//! `BEGIN IMMEDIATE`, so the claim's "read the oldest eligible job, then take it" cannot interleave
+//! with another claimer, even one in another process on the same file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use serde_json::{Value, json};
+
+use super::store::{
+    Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Heartbeat, Job, JobEvent, JobFilter, JobId, JobState,
+    JobStore, Lease, NewJob, Recorded, Recovery, Release, StoreError, StoreFuture,
+};
+
+/// The database's file name inside the data directory.
+pub const FILE_NAME: &str = "pitcrew.sqlite3";
+
+/// How long a statement waits for another connection's write lock (another process on the same
+/// file, or a checkpoint) before failing with "database is locked".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The schema, one migration per version; `PRAGMA user_version` is the number applied. Never edit a
+/// migration that has shipped: append a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: deliveries, jobs, job events.
+    "CREATE TABLE deliveries (
+        id           TEXT PRIMARY KEY NOT NULL,
+        event        TEXT NOT NULL,
+        received_at  INTEGER NOT NULL,
+        payload      BLOB NOT NULL,
+        processed_at INTEGER
+    );
+    CREATE INDEX deliveries_processed ON deliveries (processed_at);
+
+    -- AUTOINCREMENT: a job id is never reused, even after the newest job is deleted.
+    CREATE TABLE jobs (
+        id               INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind             TEXT NOT NULL,
+        repo             TEXT NOT NULL,
+        key              TEXT NOT NULL,
+        request          TEXT NOT NULL,
+        delivery_id      TEXT REFERENCES deliveries (id),
+        state            TEXT NOT NULL
+                         CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        max_attempts     INTEGER NOT NULL CHECK (max_attempts >= 1),
+        created_at       INTEGER NOT NULL,
+        started_at       INTEGER,
+        finished_at      INTEGER,
+        lease_owner      TEXT,
+        lease_expires_at INTEGER,
+        cancel_reason    TEXT,
+        result           TEXT,
+        error            TEXT
+    );
+    CREATE INDEX jobs_state ON jobs (state, id);
+    CREATE INDEX jobs_key ON jobs (key, state);
+    CREATE INDEX jobs_repo ON jobs (repo);
+    CREATE INDEX jobs_lease ON jobs (lease_expires_at) WHERE state = 'running';
+
+    CREATE TABLE job_events (
+        job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+        seq    INTEGER NOT NULL,
+        at     INTEGER NOT NULL,
+        kind   TEXT NOT NULL,
+        data   TEXT NOT NULL,
+        PRIMARY KEY (job_id, seq)
+    ) WITHOUT ROWID;",
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+const JOB_COLUMNS: &str = "id, kind, repo, key, request, delivery_id, state, attempts, max_attempts, created_at, \
+     started_at, finished_at, lease_owner, lease_expires_at, cancel_reason, result, error";
+
+const DELIVERY_COLUMNS: &str = "id, event, received_at, payload, processed_at";
+
+/// The SQLite [`JobStore`]. Cheap to clone; clones share the connections.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    reader: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.inner.path).finish()
+    }
+}
+
+/// A failure inside a blocking call, before it is given the database's path.
+enum Fail {
+    Sql(rusqlite::Error),
+    Store(StoreError),
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(error: rusqlite::Error) -> Self {
+        Fail::Sql(error)
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(error: StoreError) -> Self {
+        Fail::Store(error)
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating it and the directory when missing) `<data_dir>/pitcrew.sqlite3`. Blocking:
+    /// call it at startup, or inside `spawn_blocking`.
+    pub fn open(data_dir: &Path) -> Result<SqliteStore, StoreError> {
+        let path = data_dir.join(FILE_NAME);
+        std::fs::create_dir_all(data_dir).map_err(|error| StoreError::Open {
+            path: path.clone(),
+            source: Box::new(error),
+        })?;
+        SqliteStore::open_file(&path)
+    }
+
+    /// Opens (creating it when missing) the database at `path` and brings its schema up to date.
+    pub fn open_file(path: &Path) -> Result<SqliteStore, StoreError> {
+        let open_error = |error: rusqlite::Error| StoreError::Open {
+            path: path.to_path_buf(),
+            source: Box::new(error),
+        };
+        let mut writer = Connection::open(path).map_err(open_error)?;
+        configure(&writer, path).map_err(open_error)?;
+        migrate(&mut writer, path)?;
+        let reader = Connection::open(path).map_err(open_error)?;
+        configure(&reader, path).map_err(open_error)?;
+        reader.pragma_update(None, "query_only", true).map_err(open_error)?;
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                writer: Mutex::new(writer),
+                reader: Mutex::new(reader),
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    fn write<T, F>(&self, work: F) -> StoreFuture<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
+    {
+        self.run(true, work)
+    }
+
+    fn read<T, F>(&self, work: F) -> StoreFuture<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
+    {
+        self.run(false, work)
+    }
+
+    fn run<T, F>(&self, write: bool, work: F) -> StoreFuture<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move {
+            let task_inner = Arc::clone(&inner);
+            let outcome = tokio::task::spawn_blocking(move || {
+                let connection = if write { &task_inner.writer } else { &task_inner.reader };
+                // A panic while the lock was held leaves the connection usable: an open transaction
+                // rolls back when its guard drops during the unwind.
+                let mut connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
+                work(&mut connection)
+            })
+            .await
+            .map_err(|error| StoreError::Task(error.to_string()))?;
+            outcome.map_err(|fail| match fail {
+                Fail::Sql(error) => StoreError::Database {
+                    path: inner.path.clone(),
+                    source: Box::new(error),
+                },
+                Fail::Store(error) => error,
+            })
+        })
+    }
+}
+
+fn configure(connection: &Connection, path: &Path) -> rusqlite::Result<()> {
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    // The first statement that reads the file: a file that is not a database fails here.
+    let mode: String = connection.pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        // Some file systems (network mounts) cannot hold WAL's shared memory; SQLite then keeps its
+        // rollback journal, slower but just as durable.
+        tracing::warn!(path = %path.display(), mode, "the job database could not switch to WAL mode");
+    }
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    connection.pragma_update(None, "foreign_keys", true)?;
+    Ok(())
+}
+
+fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let open_error = |error: rusqlite::Error| StoreError::Open {
+        path: path.to_path_buf(),
+        source: Box::new(error),
+    };
+    // IMMEDIATE: two processes starting at once on a new file must not both apply migration 1.
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(open_error)?;
+    let found: i64 = tx
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(open_error)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(usize::try_from(found).unwrap_or(0)) {
+        tx.execute_batch(migration).map_err(open_error)?;
+        let version = i64::try_from(index + 1).unwrap_or(i64::MAX);
+        tx.pragma_update(None, "user_version", version).map_err(open_error)?;
+        tracing::info!(path = %path.display(), version, "migrated the job database");
+    }
+    tx.commit().map_err(open_error)
+}
+
+fn lease_end(now: i64, lease_for: Duration) -> i64 {
+    now.saturating_add(i64::try_from(lease_for.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn conversion_error(index: usize, error: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(index, Type::Text, Box::new(error))
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown job state {0:?}")]
+struct BadState(String);
+
+fn json_column(row: &Row<'_>, index: usize) -> rusqlite::Result<Value> {
+    let text: String = row.get(index)?;
+    serde_json::from_str(&text).map_err(|error| conversion_error(index, error))
+}
+
+fn optional_json_column(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Value>> {
+    let text: Option<String> = row.get(index)?;
+    text.map(|text| serde_json::from_str(&text).map_err(|error| conversion_error(index, error)))
+        .transpose()
+}
+
+fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
+    let state: String = row.get(6)?;
+    Ok(Job {
+        id: JobId(row.get(0)?),
+        kind: row.get(1)?,
+        repo: row.get(2)?,
+        key: row.get(3)?,
+        request: json_column(row, 4)?,
+        delivery: row.get::<_, Option<String>>(5)?.map(DeliveryId),
+        state: JobState::parse(&state).ok_or_else(|| conversion_error(6, BadState(state.clone())))?,
+        attempts: row.get(7)?,
+        max_attempts: row.get(8)?,
+        created_at: row.get(9)?,
+        started_at: row.get(10)?,
+        finished_at: row.get(11)?,
+        lease_owner: row.get(12)?,
+        lease_expires_at: row.get(13)?,
+        cancel_requested: row.get(14)?,
+        result: optional_json_column(row, 15)?,
+        error: row.get(16)?,
+    })
+}
+
+fn delivery_from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
+    Ok(Delivery {
+        id: DeliveryId(row.get(0)?),
+        event: row.get(1)?,
+        received_at: row.get(2)?,
+        payload: row.get(3)?,
+        processed_at: row.get(4)?,
+    })
+}
+
+fn load_job(tx: &Connection, id: JobId) -> rusqlite::Result<Option<Job>> {
+    tx.query_row(
+        &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"),
+        [id.0],
+        job_from_row,
+    )
+    .optional()
+}
+
+fn insert_job(tx: &Transaction<'_>, job: &NewJob, delivery: Option<&DeliveryId>, now: i64) -> rusqlite::Result<JobId> {
+    let delivery = job.delivery.as_ref().or(delivery);
+    tx.execute(
+        "INSERT INTO jobs (kind, repo, key, request, delivery_id, state, max_attempts, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7)",
+        params![
+            job.kind,
+            job.repo,
+            job.key,
+            job.request.to_string(),
+            delivery.map(|d| d.0.as_str()),
+            job.max_attempts.max(1),
+            now
+        ],
+    )?;
+    let id = JobId(tx.last_insert_rowid());
+    let data = json!({ "kind": job.kind, "key": job.key, "delivery": delivery });
+    insert_event(tx, id, "queued", &data, now)?;
+    Ok(id)
+}
+
+fn insert_event(tx: &Connection, id: JobId, kind: &str, data: &Value, now: i64) -> rusqlite::Result<u64> {
+    tx.query_row(
+        "INSERT INTO job_events (job_id, seq, at, kind, data)
+         VALUES (?1, COALESCE((SELECT MAX(seq) FROM job_events WHERE job_id = ?1), 0) + 1, ?2, ?3, ?4)
+         RETURNING seq",
+        params![id.0, now, kind, data.to_string()],
+        |row| row.get(0),
+    )
+}
+
+/// Why a job that ran out of attempts failed, in words a user can act on.
+fn interrupted_error(attempts: u32) -> String {
+    let times = match attempts {
+        1 => "once".to_owned(),
+        2 => "twice".to_owned(),
+        n => format!("{n} times"),
+    };
+    format!("interrupted {times} (the worker stopped or crashed mid-job); not retrying")
+}
+
+impl JobStore for SqliteStore {
+    fn record_delivery(&self, id: &DeliveryId, event: &str, payload: Bytes, now: i64) -> StoreFuture<Recorded> {
+        let (id, event) = (id.clone(), event.to_owned());
+        self.write(move |connection| {
+            let inserted = connection.execute(
+                "INSERT INTO deliveries (id, event, received_at, payload) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (id) DO NOTHING",
+                params![id.0, event, now, &payload[..]],
+            )?;
+            Ok(if inserted == 1 {
+                Recorded::New
+            } else {
+                Recorded::Duplicate
+            })
+        })
+    }
+
+    fn delivery(&self, id: &DeliveryId) -> StoreFuture<Option<Delivery>> {
+        let id = id.clone();
+        self.read(move |connection| {
+            Ok(connection
+                .query_row(
+                    &format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE id = ?1"),
+                    [&id.0],
+                    delivery_from_row,
+                )
+                .optional()?)
+        })
+    }
+
+    fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Delivery>> {
+        self.read(move |connection| {
+            let mut statement = connection.prepare_cached(&format!(
+                "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE processed_at IS NULL ORDER BY rowid LIMIT ?1"
+            ))?;
+            let rows = statement.query_map([limit], delivery_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn process_delivery(&self, id: &DeliveryId, jobs: Vec<NewJob>, now: i64) -> StoreFuture<Dispatch> {
+        let id = id.clone();
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let processed: Option<Option<i64>> = tx
+                .query_row("SELECT processed_at FROM deliveries WHERE id = ?1", [&id.0], |row| {
+                    row.get(0)
+                })
+                .optional()?;
+            match processed {
+                None => return Err(StoreError::UnknownDelivery(id).into()),
+                Some(Some(_)) => return Ok(Dispatch::AlreadyProcessed),
+                Some(None) => {}
+            }
+            let ids = jobs
+                .iter()
+                .map(|job| insert_job(&tx, job, Some(&id), now))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            tx.execute(
+                "UPDATE deliveries SET processed_at = ?2 WHERE id = ?1",
+                params![id.0, now],
+            )?;
+            tx.commit()?;
+            Ok(Dispatch::Created(ids))
+        })
+    }
+
+    fn count_deliveries(&self) -> StoreFuture<u64> {
+        self.read(|connection| Ok(connection.query_row("SELECT COUNT(*) FROM deliveries", [], |row| row.get(0))?))
+    }
+
+    fn enqueue(&self, job: NewJob, now: i64) -> StoreFuture<JobId> {
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let id = insert_job(&tx, &job, None, now)?;
+            tx.commit()?;
+            Ok(id)
+        })
+    }
+
+    fn claim(&self, worker: &str, lease_for: Duration, now: i64) -> StoreFuture<Option<Claim>> {
+        let worker = worker.to_owned();
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // The oldest queued job of a key is always older than its other queued jobs, so taking
+            // the oldest eligible job overall keeps each key's jobs in arrival order.
+            let id: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM jobs AS j
+                     WHERE j.state = 'queued'
+                       AND NOT EXISTS (SELECT 1 FROM jobs AS r WHERE r.key = j.key AND r.state = 'running')
+                     ORDER BY j.id LIMIT 1",
+                    [],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            let Some(id) = id.map(JobId) else {
+                return Ok(None);
+            };
+            tx.execute(
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_at = ?2, finished_at = NULL,
+                        lease_owner = ?3, lease_expires_at = ?4
+                 WHERE id = ?1",
+                params![id.0, now, worker, lease_end(now, lease_for)],
+            )?;
+            let job = load_job(&tx, id)?.ok_or(StoreError::UnknownJob(id))?;
+            insert_event(
+                &tx,
+                id,
+                "claimed",
+                &json!({ "worker": worker, "attempt": job.attempts }),
+                now,
+            )?;
+            tx.commit()?;
+            let lease = Lease {
+                job: id,
+                worker,
+                attempt: job.attempts,
+            };
+            Ok(Some(Claim { job, lease }))
+        })
+    }
+
+    fn heartbeat(&self, lease: &Lease, lease_for: Duration, now: i64) -> StoreFuture<Heartbeat> {
+        let lease = lease.clone();
+        self.write(move |connection| {
+            let cancel: Option<Option<String>> = connection
+                .query_row(
+                    "UPDATE jobs SET lease_expires_at = ?4
+                     WHERE id = ?1 AND state = 'running' AND lease_owner = ?2 AND attempts = ?3
+                     RETURNING cancel_reason",
+                    params![lease.job.0, lease.worker, lease.attempt, lease_end(now, lease_for)],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            Ok(match cancel {
+                None => Heartbeat::LeaseLost,
+                Some(None) => Heartbeat::Ok,
+                Some(Some(reason)) => Heartbeat::CancelRequested { reason },
+            })
+        })
+    }
+
+    fn finish(&self, lease: &Lease, outcome: Finish, now: i64) -> StoreFuture<Release> {
+        let lease = lease.clone();
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let state = outcome.state();
+            let (result, error) = match &outcome {
+                Finish::Succeeded(value) => (Some(value.to_string()), None),
+                Finish::Failed(reason) | Finish::Cancelled(reason) => (None, Some(reason.as_str())),
+            };
+            let changed = tx.execute(
+                "UPDATE jobs SET state = ?4, finished_at = ?5, result = ?6, error = ?7,
+                        lease_owner = NULL, lease_expires_at = NULL
+                 WHERE id = ?1 AND state = 'running' AND lease_owner = ?2 AND attempts = ?3",
+                params![
+                    lease.job.0,
+                    lease.worker,
+                    lease.attempt,
+                    state.as_str(),
+                    now,
+                    result,
+                    error
+                ],
+            )?;
+            if changed == 0 {
+                return Ok(Release::LeaseLost);
+            }
+            insert_event(
+                &tx,
+                lease.job,
+                "finished",
+                &json!({ "state": state, "attempt": lease.attempt, "error": error }),
+                now,
+            )?;
+            tx.commit()?;
+            Ok(Release::Done)
+        })
+    }
+
+    fn requeue(&self, lease: &Lease, now: i64) -> StoreFuture<Release> {
+        let lease = lease.clone();
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let cancel: Option<Option<String>> = tx
+                .query_row(
+                    "SELECT cancel_reason FROM jobs
+                     WHERE id = ?1 AND state = 'running' AND lease_owner = ?2 AND attempts = ?3",
+                    params![lease.job.0, lease.worker, lease.attempt],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            match cancel {
+                None => return Ok(Release::LeaseLost),
+                Some(Some(reason)) => {
+                    tx.execute(
+                        "UPDATE jobs SET state = 'cancelled', finished_at = ?2, error = ?3,
+                                lease_owner = NULL, lease_expires_at = NULL
+                         WHERE id = ?1",
+                        params![lease.job.0, now, reason],
+                    )?;
+                    let data = json!({ "state": JobState::Cancelled, "attempt": lease.attempt, "error": reason });
+                    insert_event(&tx, lease.job, "finished", &data, now)?;
+                    tx.commit()?;
+                    return Ok(Release::Cancelled);
+                }
+                Some(None) => {
+                    tx.execute(
+                        "UPDATE jobs SET state = 'queued', attempts = attempts - 1, started_at = NULL,
+                                lease_owner = NULL, lease_expires_at = NULL
+                         WHERE id = ?1",
+                        [lease.job.0],
+                    )?;
+                    let data = json!({ "worker": lease.worker, "attempt": lease.attempt });
+                    insert_event(&tx, lease.job, "requeued", &data, now)?;
+                }
+            }
+            tx.commit()?;
+            Ok(Release::Done)
+        })
+    }
+
+    fn cancel(&self, key: &str, reason: &str, now: i64) -> StoreFuture<Cancellation> {
+        let (key, reason) = (key.to_owned(), reason.to_owned());
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut cancellation = Cancellation::default();
+            let targets: Vec<(i64, String, Option<String>)> = tx
+                .prepare_cached(
+                    "SELECT id, state, cancel_reason FROM jobs
+                     WHERE key = ?1 AND state IN ('queued', 'running') ORDER BY id",
+                )?
+                .query_map([&key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            for (id, state, asked) in targets {
+                let id = JobId(id);
+                if state == JobState::Queued.as_str() {
+                    tx.execute(
+                        "UPDATE jobs SET state = 'cancelled', finished_at = ?2, error = ?3 WHERE id = ?1",
+                        params![id.0, now, reason],
+                    )?;
+                    let data = json!({ "state": JobState::Cancelled, "error": reason });
+                    insert_event(&tx, id, "finished", &data, now)?;
+                    cancellation.cancelled.push(id);
+                } else {
+                    // A second stop keeps the first reason: that is what the worker may already act on.
+                    if asked.is_none() {
+                        tx.execute(
+                            "UPDATE jobs SET cancel_reason = ?2 WHERE id = ?1",
+                            params![id.0, reason],
+                        )?;
+                        insert_event(&tx, id, "cancel_requested", &json!({ "reason": reason }), now)?;
+                    }
+                    cancellation.stopping.push(id);
+                }
+            }
+            tx.commit()?;
+            Ok(cancellation)
+        })
+    }
+
+    fn recover(&self, now: i64) -> StoreFuture<Recovery> {
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let expired: Vec<Job> = tx
+                .prepare_cached(&format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs
+                     WHERE state = 'running' AND lease_expires_at <= ?1 ORDER BY id"
+                ))?
+                .query_map([now], job_from_row)?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut recovery = Recovery::default();
+            for job in expired {
+                let data = json!({ "worker": job.lease_owner, "attempt": job.attempts });
+                insert_event(&tx, job.id, "interrupted", &data, now)?;
+                let (state, error) = if let Some(reason) = job.cancel_requested {
+                    recovery.cancelled.push(job.id);
+                    (JobState::Cancelled, Some(reason))
+                } else if job.attempts < job.max_attempts {
+                    recovery.requeued.push(job.id);
+                    (JobState::Queued, None)
+                } else {
+                    recovery.failed.push(job.id);
+                    (JobState::Failed, Some(interrupted_error(job.attempts)))
+                };
+                let finished_at = state.is_final().then_some(now);
+                tx.execute(
+                    "UPDATE jobs SET state = ?2, finished_at = ?3, error = ?4, lease_owner = NULL,
+                            lease_expires_at = NULL
+                     WHERE id = ?1",
+                    params![job.id.0, state.as_str(), finished_at, error],
+                )?;
+                if state.is_final() {
+                    let data = json!({ "state": state, "attempt": job.attempts, "error": error });
+                    insert_event(&tx, job.id, "finished", &data, now)?;
+                }
+            }
+            tx.commit()?;
+            Ok(recovery)
+        })
+    }
+
+    fn append_event(&self, id: JobId, kind: &str, data: Value, now: i64) -> StoreFuture<u64> {
+        let kind = kind.to_owned();
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let exists = tx
+                .query_row("SELECT 1 FROM jobs WHERE id = ?1", [id.0], |_| Ok(()))
+                .optional()?;
+            if exists.is_none() {
+                return Err(StoreError::UnknownJob(id).into());
+            }
+            let seq = insert_event(&tx, id, &kind, &data, now)?;
+            tx.commit()?;
+            Ok(seq)
+        })
+    }
+
+    fn events(&self, id: JobId) -> StoreFuture<Vec<JobEvent>> {
+        self.read(move |connection| {
+            let mut statement = connection
+                .prepare_cached("SELECT seq, at, kind, data FROM job_events WHERE job_id = ?1 ORDER BY seq")?;
+            let rows = statement.query_map([id.0], |row| {
+                Ok(JobEvent {
+                    job_id: id,
+                    seq: row.get(0)?,
+                    at: row.get(1)?,
+                    kind: row.get(2)?,
+                    data: json_column(row, 3)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn job(&self, id: JobId) -> StoreFuture<Option<Job>> {
+        self.read(move |connection| Ok(load_job(connection, id)?))
+    }
+
+    fn jobs(&self, filter: &JobFilter) -> StoreFuture<Vec<Job>> {
+        let filter = filter.clone();
+        self.read(move |connection| {
+            let mut conditions = Vec::new();
+            let mut values: Vec<String> = Vec::new();
+            let mut condition = |column: &str, value: String| {
+                values.push(value);
+                conditions.push(format!("{column} = ?{}", values.len()));
+            };
+            if let Some(state) = filter.state {
+                condition("state", state.as_str().to_owned());
+            }
+            if let Some(key) = filter.key {
+                condition("key", key);
+            }
+            if let Some(repo) = filter.repo {
+                condition("repo", repo);
+            }
+            let mut sql = format!("SELECT {JOB_COLUMNS} FROM jobs");
+            if !conditions.is_empty() {
+                sql.push_str(" WHERE ");
+                sql.push_str(&conditions.join(" AND "));
+            }
+            sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", filter.limit));
+            let mut statement = connection.prepare(&sql)?;
+            let rows = statement.query_map(rusqlite::params_from_iter(values), job_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn count_by_state(&self) -> StoreFuture<BTreeMap<JobState, u64>> {
+        self.read(|connection| {
+            let mut counts: BTreeMap<JobState, u64> = JobState::ALL.into_iter().map(|state| (state, 0)).collect();
+            let mut statement = connection.prepare_cached("SELECT state, COUNT(*) FROM jobs GROUP BY state")?;
+            let rows = statement.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, u64>(1)?)))?;
+            for row in rows {
+                let (state, count) = row?;
+                let state = JobState::parse(&state).ok_or_else(|| conversion_error(0, BadState(state.clone())))?;
+                counts.insert(state, count);
+            }
+            Ok(counts)
+        })
+    }
+}

@@ -1,0 +1,386 @@
+//! The job store's contract: the records (deliveries, jobs, job events), the state machine of a job
+//! and the [`JobStore`] trait that SQLite implements now and PostgreSQL later.
+//!
+//! Times are unix milliseconds passed in by the caller, so a store is deterministic under test; only
+//! the worker pool reads the clock. Every method returns a boxed `'static` future: SQLite work is
+//! blocking and runs on tokio's blocking threads, a PostgreSQL client is natively async, and callers
+//! (axum handlers, the pool) can spawn or `select!` on the futures without borrowing the store.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What every store method returns.
+pub type StoreFuture<T> = BoxFuture<'static, Result<T, StoreError>>;
+
+/// GitHub's `X-GitHub-Delivery` header: unique per delivery, repeated on a redelivery.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DeliveryId(pub String);
+
+impl fmt::Display for DeliveryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A job's id; ids grow with insertion order and are never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JobId(pub i64);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// queued → running → succeeded | failed | cancelled. A running job may go back to queued when its
+/// worker stopped (graceful shutdown, or a crash seen through an expired lease).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 5] = [
+        JobState::Queued,
+        JobState::Running,
+        JobState::Succeeded,
+        JobState::Failed,
+        JobState::Cancelled,
+    ];
+
+    /// The name stored in the database and shown in metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<JobState> {
+        JobState::ALL.into_iter().find(|state| state.as_str() == text)
+    }
+
+    /// Whether the job is over (succeeded, failed or cancelled).
+    pub fn is_final(self) -> bool {
+        matches!(self, JobState::Succeeded | JobState::Failed | JobState::Cancelled)
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A job to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    /// What the handler should do, e.g. `fix`, `review`.
+    pub kind: String,
+    /// `owner/name`.
+    pub repo: String,
+    /// The serialisation key, e.g. `owner/name#12`: at most one job per key runs at a time, and a
+    /// newer one waits in the queue behind it.
+    pub key: String,
+    /// Everything the handler needs, as the triggers produced it.
+    pub request: Value,
+    /// The delivery that caused the job; set by [`JobStore::process_delivery`] when left empty.
+    pub delivery: Option<DeliveryId>,
+    /// How many times the job may be started; interruptions (crash, lost lease) beyond this fail it.
+    pub max_attempts: u32,
+}
+
+impl NewJob {
+    /// The default bound on attempts: one crash is retried, a job that kills its worker twice more
+    /// is probably what kills it.
+    pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+}
+
+/// A stored job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub id: JobId,
+    pub kind: String,
+    pub repo: String,
+    pub key: String,
+    pub request: Value,
+    pub delivery: Option<DeliveryId>,
+    pub state: JobState,
+    /// Starts so far, the current one included; a graceful requeue does not count.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub created_at: i64,
+    /// When the latest attempt started.
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<i64>,
+    /// Why a stop was asked while the job ran (`@agent stop`); its worker learns it at the next
+    /// heartbeat.
+    pub cancel_requested: Option<String>,
+    pub result: Option<Value>,
+    /// Why the job failed or was cancelled, in plain words.
+    pub error: Option<String>,
+}
+
+/// The right to act on one attempt of a running job. A lease names the attempt, not just the worker,
+/// so a worker that was presumed dead and whose job was restarted elsewhere (or by itself, under the
+/// same name) can no longer write over the newer attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub job: JobId,
+    pub worker: String,
+    pub attempt: u32,
+}
+
+/// A job just claimed, with the lease to heartbeat and finish it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    pub job: Job,
+    pub lease: Lease,
+}
+
+/// One line of a job's history: lifecycle changes recorded by the store (`queued`, `claimed`,
+/// `cancel_requested`, `requeued`, `interrupted`, `finished`) and whatever the handler appends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobEvent {
+    pub job_id: JobId,
+    /// 1, 2, 3… per job, in the order the events were appended.
+    pub seq: u64,
+    pub at: i64,
+    pub kind: String,
+    pub data: Value,
+}
+
+/// A webhook delivery as received (headers already checked by the route).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    pub id: DeliveryId,
+    /// `X-GitHub-Event`.
+    pub event: String,
+    pub received_at: i64,
+    pub payload: Vec<u8>,
+    /// When it was turned into jobs (possibly none); `None` while it waits for the dispatcher.
+    pub processed_at: Option<i64>,
+}
+
+/// The answer to [`JobStore::record_delivery`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// Stored durably; the dispatcher will process it.
+    New,
+    /// A redelivery of an id already stored; nothing changed.
+    Duplicate,
+}
+
+/// The answer to [`JobStore::process_delivery`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dispatch {
+    /// The delivery is now processed and these jobs exist (possibly none).
+    Created(Vec<JobId>),
+    /// It had been processed before; no job was added.
+    AlreadyProcessed,
+}
+
+/// The answer to [`JobStore::heartbeat`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heartbeat {
+    /// The lease is renewed.
+    Ok,
+    /// The lease is renewed, and someone asked the job to stop, for this reason.
+    CancelRequested { reason: String },
+    /// The lease is no longer this attempt's (it expired and the job was recovered, requeued or
+    /// finished elsewhere): stop, and write nothing.
+    LeaseLost,
+}
+
+/// The answer to [`JobStore::finish`] and [`JobStore::requeue`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    Done,
+    /// Only from [`JobStore::requeue`]: a stop had been asked, so the job was cancelled instead.
+    Cancelled,
+    /// Refused: the lease is no longer this attempt's.
+    LeaseLost,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finish {
+    Succeeded(Value),
+    /// A plain-words reason.
+    Failed(String),
+    /// A plain-words reason, e.g. "stopped by @alice".
+    Cancelled(String),
+}
+
+impl Finish {
+    pub fn state(&self) -> JobState {
+        match self {
+            Finish::Succeeded(_) => JobState::Succeeded,
+            Finish::Failed(_) => JobState::Failed,
+            Finish::Cancelled(_) => JobState::Cancelled,
+        }
+    }
+}
+
+/// The answer to [`JobStore::cancel`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cancellation {
+    /// Queued jobs, now cancelled.
+    pub cancelled: Vec<JobId>,
+    /// Running jobs, asked to stop; their workers see it at the next heartbeat.
+    pub stopping: Vec<JobId>,
+}
+
+impl Cancellation {
+    pub fn is_empty(&self) -> bool {
+        self.cancelled.is_empty() && self.stopping.is_empty()
+    }
+}
+
+/// The answer to [`JobStore::recover`]: running jobs whose lease had expired.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Queued again, to be retried.
+    pub requeued: Vec<JobId>,
+    /// Out of attempts: failed, with the reason in `error`.
+    pub failed: Vec<JobId>,
+    /// A stop had been asked before the worker vanished: cancelled rather than retried.
+    pub cancelled: Vec<JobId>,
+}
+
+impl Recovery {
+    pub fn is_empty(&self) -> bool {
+        self.requeued.is_empty() && self.failed.is_empty() && self.cancelled.is_empty()
+    }
+}
+
+/// Which jobs [`JobStore::jobs`] lists: all conditions given must hold; newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFilter {
+    pub state: Option<JobState>,
+    pub key: Option<String>,
+    pub repo: Option<String>,
+    pub limit: u32,
+}
+
+impl Default for JobFilter {
+    fn default() -> Self {
+        JobFilter {
+            state: None,
+            key: None,
+            repo: None,
+            limit: 100,
+        }
+    }
+}
+
+/// Why a store call failed. Messages name the database but never hold payloads or request data.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be created, opened or migrated (unwritable directory, corrupt file…).
+    #[error("cannot open the job database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The database was written by a newer pitcrew; an older one must not guess at its schema.
+    #[error(
+        "the job database {path} has schema version {found}, newer than this pitcrew knows ({supported}); \
+         upgrade pitcrew or point it at another data directory"
+    )]
+    NewerSchema { path: PathBuf, found: i64, supported: i64 },
+    /// A query failed (disk full, I/O error, a database locked for longer than the busy timeout…).
+    #[error("job database {path}: {source}")]
+    Database {
+        path: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("there is no job {0}")]
+    UnknownJob(JobId),
+    #[error("there is no delivery {0}")]
+    UnknownDelivery(DeliveryId),
+    /// The blocking task running the query died (a panic) or the runtime is shutting down.
+    #[error("the job database task failed: {0}")]
+    Task(String),
+}
+
+/// The durable state of the bot: webhook deliveries, jobs with their leases, job events.
+///
+/// Implementations must make every method atomic: a crash between two statements of one method
+/// leaves the state as before the call or as after it, never in between.
+pub trait JobStore: Send + Sync + 'static {
+    /// Stores a delivery durably (it is on disk when the future resolves), or recognises a
+    /// redelivery of the same id.
+    fn record_delivery(&self, id: &DeliveryId, event: &str, payload: Bytes, now: i64) -> StoreFuture<Recorded>;
+
+    fn delivery(&self, id: &DeliveryId) -> StoreFuture<Option<Delivery>>;
+
+    /// Deliveries not processed yet, oldest first: the dispatcher's work, and after a crash what was
+    /// accepted but not yet turned into jobs.
+    fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Delivery>>;
+
+    /// Marks the delivery processed and creates its jobs in one transaction, so a crash can neither
+    /// lose them nor create them twice. A delivery processed before is left alone.
+    fn process_delivery(&self, id: &DeliveryId, jobs: Vec<NewJob>, now: i64) -> StoreFuture<Dispatch>;
+
+    fn count_deliveries(&self) -> StoreFuture<u64>;
+
+    /// Creates a queued job that no delivery caused (a schedule, the CLI).
+    fn enqueue(&self, job: NewJob, now: i64) -> StoreFuture<JobId>;
+
+    /// Takes the oldest queued job whose key has no running job: running, one more attempt, leased
+    /// to `worker` until `now + lease_for`. Two claimers never get the same job.
+    fn claim(&self, worker: &str, lease_for: Duration, now: i64) -> StoreFuture<Option<Claim>>;
+
+    /// Extends the lease until `now + lease_for`, and says whether a stop was asked.
+    fn heartbeat(&self, lease: &Lease, lease_for: Duration, now: i64) -> StoreFuture<Heartbeat>;
+
+    /// Ends the job; refused when the lease is no longer this attempt's.
+    fn finish(&self, lease: &Lease, outcome: Finish, now: i64) -> StoreFuture<Release>;
+
+    /// Puts the job back in the queue without counting the attempt (graceful shutdown). A job asked
+    /// to stop is cancelled instead.
+    fn requeue(&self, lease: &Lease, now: i64) -> StoreFuture<Release>;
+
+    /// `@agent stop` for a key: its queued jobs are cancelled at once with `reason`; a running one is
+    /// asked to stop.
+    fn cancel(&self, key: &str, reason: &str, now: i64) -> StoreFuture<Cancellation>;
+
+    /// Running jobs whose lease expired before `now` (their worker crashed or hung): queued again
+    /// while attempts remain, else failed with a plain reason; cancelled if a stop had been asked.
+    fn recover(&self, now: i64) -> StoreFuture<Recovery>;
+
+    /// Appends to a job's history; returns the event's `seq`.
+    fn append_event(&self, id: JobId, kind: &str, data: Value, now: i64) -> StoreFuture<u64>;
+
+    /// A job's history, in order.
+    fn events(&self, id: JobId) -> StoreFuture<Vec<JobEvent>>;
+
+    fn job(&self, id: JobId) -> StoreFuture<Option<Job>>;
+
+    fn jobs(&self, filter: &JobFilter) -> StoreFuture<Vec<Job>>;
+
+    /// How many jobs are in each state; every state is present, zeros included (for /metrics).
+    fn count_by_state(&self) -> StoreFuture<BTreeMap<JobState, u64>>;
+}

@@ -1,0 +1,1000 @@
+//! Tests of the SQLite store and the worker pool, on real database files in temporary directories.
+//! The store gets explicit times; the pool runs on the real clock, and tests synchronise on handler
+//! starts and job ends (channels), never on sleeps. Timeouts only turn a hang into a failure.
+
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::*;
+
+const LEASE: Duration = Duration::from_secs(60);
+const LEASE_MS: i64 = 60_000;
+const T0: i64 = 1_700_000_000_000;
+
+/// Turns a hang into a failure; never part of what a test asserts.
+async fn within<T>(future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), future).await.unwrap()
+}
+
+fn open(dir: &Path) -> SqliteStore {
+    SqliteStore::open(dir).unwrap()
+}
+
+fn new_job(key: &str) -> NewJob {
+    NewJob {
+        kind: "fix".to_owned(),
+        repo: key.split('#').next().unwrap().to_owned(),
+        key: key.to_owned(),
+        request: json!({ "instructions": "fix it", "key": key }),
+        delivery: None,
+        max_attempts: 3,
+    }
+}
+
+fn delivery(id: &str) -> DeliveryId {
+    DeliveryId(id.to_owned())
+}
+
+#[tokio::test]
+async fn a_redelivery_is_recognised_also_after_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let payload = Bytes::from_static(br#"{"action":"created"}"#);
+    let id = delivery("72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    assert_eq!(
+        store
+            .record_delivery(&id, "issue_comment", payload.clone(), T0)
+            .await
+            .unwrap(),
+        Recorded::New
+    );
+    assert_eq!(
+        store
+            .record_delivery(&id, "issue_comment", payload.clone(), T0 + 5)
+            .await
+            .unwrap(),
+        Recorded::Duplicate
+    );
+    drop(store);
+
+    let store = open(dir.path());
+    assert_eq!(
+        store
+            .record_delivery(&id, "issue_comment", payload, T0 + 10)
+            .await
+            .unwrap(),
+        Recorded::Duplicate
+    );
+    let stored = store.delivery(&id).await.unwrap().unwrap();
+    assert_eq!(stored.event, "issue_comment");
+    assert_eq!(stored.received_at, T0, "the first receipt is kept");
+    assert_eq!(stored.payload, br#"{"action":"created"}"#);
+    assert_eq!(stored.processed_at, None);
+    assert_eq!(store.count_deliveries().await.unwrap(), 1);
+    assert_eq!(store.delivery(&delivery("other")).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn processing_a_delivery_creates_its_jobs_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for (n, id) in ["d1", "d2", "d3"].into_iter().enumerate() {
+        let at = T0 + i64::try_from(n).unwrap();
+        store
+            .record_delivery(&delivery(id), "issue_comment", Bytes::new(), at)
+            .await
+            .unwrap();
+    }
+    let pending: Vec<String> = store
+        .unprocessed_deliveries(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id.0)
+        .collect();
+    assert_eq!(pending, ["d1", "d2", "d3"], "oldest first");
+
+    let jobs = vec![new_job("o/r#1"), new_job("o/r#2")];
+    let Dispatch::Created(ids) = store
+        .process_delivery(&delivery("d1"), jobs.clone(), T0 + 10)
+        .await
+        .unwrap()
+    else {
+        panic!("the first processing creates the jobs");
+    };
+    assert_eq!(ids.len(), 2);
+    assert_eq!(
+        store.process_delivery(&delivery("d1"), jobs, T0 + 11).await.unwrap(),
+        Dispatch::AlreadyProcessed
+    );
+    assert_eq!(
+        store.process_delivery(&delivery("d2"), vec![], T0 + 12).await.unwrap(),
+        Dispatch::Created(vec![])
+    );
+    let job = store.job(ids[0]).await.unwrap().unwrap();
+    assert_eq!(job.delivery, Some(delivery("d1")));
+    assert_eq!(job.state, JobState::Queued);
+    assert_eq!(job.request, json!({ "instructions": "fix it", "key": "o/r#1" }));
+    assert_eq!(store.count_by_state().await.unwrap()[&JobState::Queued], 2);
+    assert_eq!(
+        store.delivery(&delivery("d1")).await.unwrap().unwrap().processed_at,
+        Some(T0 + 10)
+    );
+
+    // A job that cannot be stored (it names a delivery that does not exist) rolls back the whole
+    // processing: the delivery stays unprocessed and the first job is not created either.
+    let broken = NewJob {
+        delivery: Some(delivery("missing")),
+        ..new_job("o/r#4")
+    };
+    let error = store
+        .process_delivery(&delivery("d3"), vec![new_job("o/r#3"), broken], T0 + 13)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, StoreError::Database { .. }), "{error}");
+    let pending: Vec<String> = store
+        .unprocessed_deliveries(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id.0)
+        .collect();
+    assert_eq!(pending, ["d3"]);
+    assert_eq!(store.count_by_state().await.unwrap()[&JobState::Queued], 2);
+
+    let error = store.process_delivery(&delivery("nope"), vec![], T0).await.unwrap_err();
+    assert!(matches!(error, StoreError::UnknownDelivery(_)), "{error}");
+}
+
+#[tokio::test]
+async fn claims_take_the_oldest_job_and_one_job_per_key_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let first = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
+    let second_same_pr = store.enqueue(new_job("o/r#1"), T0 + 1).await.unwrap();
+    let other_pr = store.enqueue(new_job("o/r#2"), T0 + 2).await.unwrap();
+
+    let a = store.claim("w1", LEASE, T0 + 10).await.unwrap().unwrap();
+    assert_eq!(a.job.id, first);
+    assert_eq!(a.job.state, JobState::Running);
+    assert_eq!(a.job.attempts, 1);
+    assert_eq!(a.job.started_at, Some(T0 + 10));
+    assert_eq!(a.job.lease_owner.as_deref(), Some("w1"));
+    assert_eq!(a.job.lease_expires_at, Some(T0 + 10 + LEASE_MS));
+    assert_eq!(
+        a.lease,
+        Lease {
+            job: first,
+            worker: "w1".to_owned(),
+            attempt: 1
+        }
+    );
+
+    // The newer request on the same pull request waits; the other pull request's job does not.
+    let b = store.claim("w2", LEASE, T0 + 11).await.unwrap().unwrap();
+    assert_eq!(b.job.id, other_pr);
+    assert_eq!(store.claim("w2", LEASE, T0 + 12).await.unwrap(), None);
+
+    let result = json!({ "commit": "abc123" });
+    assert_eq!(
+        store
+            .finish(&a.lease, Finish::Succeeded(result.clone()), T0 + 20)
+            .await
+            .unwrap(),
+        Release::Done
+    );
+    let c = store.claim("w2", LEASE, T0 + 21).await.unwrap().unwrap();
+    assert_eq!(c.job.id, second_same_pr);
+
+    let done = store.job(first).await.unwrap().unwrap();
+    assert_eq!(done.state, JobState::Succeeded);
+    assert_eq!(done.result, Some(result));
+    assert_eq!(done.finished_at, Some(T0 + 20));
+    assert_eq!(done.lease_owner, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_claimers_never_get_the_same_job() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two stores on one file: their writes contend across connections, as two processes would.
+    let stores = [open(dir.path()), open(dir.path())];
+    const JOBS: usize = 60;
+    for n in 0..JOBS {
+        stores[0].enqueue(new_job(&format!("o/r#{n}")), T0).await.unwrap();
+    }
+    let mut claimers = Vec::new();
+    for worker in 0..8 {
+        let store = stores[worker % 2].clone();
+        claimers.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while let Some(claim) = store.claim(&format!("w{worker}"), LEASE, T0 + 1).await.unwrap() {
+                mine.push(claim.job.id);
+            }
+            mine
+        }));
+    }
+    let mut all = Vec::new();
+    for claimer in claimers {
+        all.extend(within(claimer).await.unwrap());
+    }
+    let unique: HashSet<JobId> = all.iter().copied().collect();
+    assert_eq!(all.len(), JOBS, "every job claimed once: {all:?}");
+    assert_eq!(unique.len(), JOBS);
+    assert_eq!(
+        stores[1].count_by_state().await.unwrap()[&JobState::Running],
+        JOBS as u64
+    );
+}
+
+#[tokio::test]
+async fn expired_leases_are_retried_then_failed_visibly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let id = store
+        .enqueue(
+            NewJob {
+                max_attempts: 2,
+                ..new_job("o/r#1")
+            },
+            T0,
+        )
+        .await
+        .unwrap();
+
+    let first = store.claim("w1", LEASE, T0).await.unwrap().unwrap();
+    // A heartbeat moves the expiry: recovery just before it leaves the job alone.
+    assert_eq!(
+        store.heartbeat(&first.lease, LEASE, T0 + 1_000).await.unwrap(),
+        Heartbeat::Ok
+    );
+    assert_eq!(store.recover(T0 + LEASE_MS).await.unwrap(), Recovery::default());
+    let recovery = store.recover(T0 + 1_000 + LEASE_MS).await.unwrap();
+    assert_eq!(recovery.requeued, [id]);
+    let job = store.job(id).await.unwrap().unwrap();
+    assert_eq!((job.state, job.attempts, job.lease_owner), (JobState::Queued, 1, None));
+
+    let second = store.claim("w2", LEASE, T0 + 100_000).await.unwrap().unwrap();
+    assert_eq!(second.lease.attempt, 2);
+    let recovery = store.recover(T0 + 100_000 + LEASE_MS).await.unwrap();
+    assert_eq!(recovery.failed, [id]);
+    let job = store.job(id).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert_eq!(job.attempts, 2);
+    assert_eq!(job.finished_at, Some(T0 + 100_000 + LEASE_MS));
+    assert_eq!(
+        job.error.as_deref(),
+        Some("interrupted twice (the worker stopped or crashed mid-job); not retrying")
+    );
+    assert_eq!(store.claim("w3", LEASE, T0 + 200_000).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn cancel_stops_queued_jobs_at_once_and_asks_the_running_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let running = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
+    let queued = store.enqueue(new_job("o/r#1"), T0 + 1).await.unwrap();
+    let elsewhere = store.enqueue(new_job("o/r#2"), T0 + 2).await.unwrap();
+    let claim = store.claim("w1", LEASE, T0 + 3).await.unwrap().unwrap();
+    assert_eq!(claim.job.id, running);
+
+    let cancellation = store.cancel("o/r#1", "stopped by @alice", T0 + 4).await.unwrap();
+    assert_eq!(
+        cancellation,
+        Cancellation {
+            cancelled: vec![queued],
+            stopping: vec![running]
+        }
+    );
+    let job = store.job(queued).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Cancelled);
+    assert_eq!(job.error.as_deref(), Some("stopped by @alice"));
+    let job = store.job(running).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Running);
+    assert_eq!(job.cancel_requested.as_deref(), Some("stopped by @alice"));
+    assert_eq!(store.job(elsewhere).await.unwrap().unwrap().state, JobState::Queued);
+
+    assert_eq!(
+        store.heartbeat(&claim.lease, LEASE, T0 + 5).await.unwrap(),
+        Heartbeat::CancelRequested {
+            reason: "stopped by @alice".to_owned()
+        }
+    );
+    // Asking again changes nothing but still names the running job.
+    let again = store.cancel("o/r#1", "stopped by @bob", T0 + 6).await.unwrap();
+    assert_eq!(again.stopping, [running]);
+    assert!(again.cancelled.is_empty());
+
+    let reason = Finish::Cancelled("stopped by @alice".to_owned());
+    assert_eq!(store.finish(&claim.lease, reason, T0 + 7).await.unwrap(), Release::Done);
+    assert_eq!(store.job(running).await.unwrap().unwrap().state, JobState::Cancelled);
+    assert!(store.cancel("o/r#1", "again", T0 + 8).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_lost_lease_refuses_heartbeats_and_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
+    let stale = store.claim("w1", LEASE, T0).await.unwrap().unwrap().lease;
+    store.recover(T0 + LEASE_MS).await.unwrap();
+    // The same worker name claims it again: the attempt number still tells the two leases apart.
+    let fresh = store
+        .claim("w1", LEASE, T0 + LEASE_MS + 1)
+        .await
+        .unwrap()
+        .unwrap()
+        .lease;
+    assert_eq!(fresh.attempt, 2);
+
+    assert_eq!(
+        store.heartbeat(&stale, LEASE, T0 + LEASE_MS + 2).await.unwrap(),
+        Heartbeat::LeaseLost
+    );
+    let late = Finish::Succeeded(json!("stale"));
+    assert_eq!(
+        store.finish(&stale, late, T0 + LEASE_MS + 3).await.unwrap(),
+        Release::LeaseLost
+    );
+    assert_eq!(
+        store.requeue(&stale, T0 + LEASE_MS + 3).await.unwrap(),
+        Release::LeaseLost
+    );
+    assert_eq!(store.job(id).await.unwrap().unwrap().state, JobState::Running);
+
+    let failed = Finish::Failed("the tests still fail".to_owned());
+    assert_eq!(
+        store.finish(&fresh, failed, T0 + LEASE_MS + 4).await.unwrap(),
+        Release::Done
+    );
+    let job = store.job(id).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert_eq!(job.error.as_deref(), Some("the tests still fail"));
+    assert_eq!(job.result, None);
+    // A finished job's lease is gone for good.
+    assert_eq!(
+        store.heartbeat(&fresh, LEASE, T0 + LEASE_MS + 5).await.unwrap(),
+        Heartbeat::LeaseLost
+    );
+}
+
+#[tokio::test]
+async fn requeue_gives_the_attempt_back_unless_a_stop_was_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
+    let lease = store.claim("w1", LEASE, T0).await.unwrap().unwrap().lease;
+    assert_eq!(store.requeue(&lease, T0 + 1).await.unwrap(), Release::Done);
+    let job = store.job(id).await.unwrap().unwrap();
+    assert_eq!((job.state, job.attempts, job.started_at), (JobState::Queued, 0, None));
+
+    let lease = store.claim("w2", LEASE, T0 + 2).await.unwrap().unwrap().lease;
+    assert_eq!(lease.attempt, 1, "the requeued attempt was not counted");
+    store.cancel("o/r#1", "stopped by @alice", T0 + 3).await.unwrap();
+    assert_eq!(store.requeue(&lease, T0 + 4).await.unwrap(), Release::Cancelled);
+    let job = store.job(id).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Cancelled);
+    assert_eq!(job.error.as_deref(), Some("stopped by @alice"));
+}
+
+#[tokio::test]
+async fn events_keep_their_order_beside_the_lifecycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
+    let lease = store.claim("w1", LEASE, T0 + 1).await.unwrap().unwrap().lease;
+    for step in 0..3 {
+        let seq = store
+            .append_event(id, "step", json!({ "n": step }), T0 + 2 + step)
+            .await
+            .unwrap();
+        assert_eq!(seq, u64::try_from(step).unwrap() + 3);
+    }
+    store
+        .finish(&lease, Finish::Succeeded(json!(null)), T0 + 9)
+        .await
+        .unwrap();
+
+    let events = store.events(id).await.unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["queued", "claimed", "step", "step", "step", "finished"]);
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(events[1].data, json!({ "worker": "w1", "attempt": 1 }));
+    assert_eq!(events[3].data, json!({ "n": 1 }));
+    assert_eq!(events[3].at, T0 + 3);
+    assert_eq!(events[5].data["state"], "succeeded");
+
+    let error = store.append_event(JobId(999), "step", json!({}), T0).await.unwrap_err();
+    assert!(matches!(error, StoreError::UnknownJob(JobId(999))), "{error}");
+}
+
+#[tokio::test]
+async fn jobs_are_counted_by_state_and_listed_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let zero: BTreeMap<JobState, u64> = JobState::ALL.into_iter().map(|s| (s, 0)).collect();
+    assert_eq!(store.count_by_state().await.unwrap(), zero);
+
+    let a = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
+    let b = store.enqueue(new_job("o/r#2"), T0).await.unwrap();
+    let c = store.enqueue(new_job("x/y#2"), T0).await.unwrap();
+    let d = store.enqueue(new_job("x/y#3"), T0).await.unwrap();
+    let lease = store.claim("w", LEASE, T0).await.unwrap().unwrap().lease;
+    store.finish(&lease, Finish::Failed("no".to_owned()), T0).await.unwrap();
+    store.claim("w", LEASE, T0).await.unwrap().unwrap();
+    store.cancel("x/y#3", "stop", T0).await.unwrap();
+
+    let counts = store.count_by_state().await.unwrap();
+    let expected = [
+        (JobState::Queued, 1),
+        (JobState::Running, 1),
+        (JobState::Succeeded, 0),
+        (JobState::Failed, 1),
+        (JobState::Cancelled, 1),
+    ];
+    assert_eq!(counts, BTreeMap::from(expected));
+
+    let ids = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.jobs(&JobFilter::default()).await.unwrap()), [d, c, b, a]);
+    let filter = JobFilter {
+        repo: Some("o/r".to_owned()),
+        ..JobFilter::default()
+    };
+    assert_eq!(ids(store.jobs(&filter).await.unwrap()), [b, a]);
+    let filter = JobFilter {
+        state: Some(JobState::Queued),
+        ..JobFilter::default()
+    };
+    assert_eq!(ids(store.jobs(&filter).await.unwrap()), [c]);
+    let filter = JobFilter {
+        key: Some("o/r#1".to_owned()),
+        state: Some(JobState::Failed),
+        ..JobFilter::default()
+    };
+    assert_eq!(ids(store.jobs(&filter).await.unwrap()), [a]);
+    let filter = JobFilter {
+        limit: 2,
+        ..JobFilter::default()
+    };
+    assert_eq!(ids(store.jobs(&filter).await.unwrap()), [d, c]);
+}
+
+#[test]
+fn the_database_is_in_wal_mode_at_the_current_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("nested").join("data");
+    let store = SqliteStore::open(&data_dir).unwrap();
+    assert_eq!(store.path(), data_dir.join("pitcrew.sqlite3"));
+    drop(store);
+    let connection = rusqlite::Connection::open(data_dir.join(FILE_NAME)).unwrap();
+    let mode: String = connection
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let version: i64 = connection
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    // Reopening an up-to-date database migrates nothing and keeps the data.
+    drop(connection);
+    SqliteStore::open(&data_dir).unwrap();
+}
+
+#[test]
+fn a_database_from_a_newer_pitcrew_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(connection);
+    let error = SqliteStore::open(dir.path()).unwrap_err();
+    assert!(
+        matches!(error, StoreError::NewerSchema { found, supported, .. } if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("upgrade pitcrew"), "{message}");
+}
+
+#[test]
+fn a_corrupt_database_is_reported_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+    let error = SqliteStore::open(dir.path()).unwrap_err();
+    assert!(matches!(error, StoreError::Open { .. }), "{error}");
+    let message = error.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("not a database"), "{message}");
+
+    // A data directory that is a file cannot hold the database either.
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    let error = SqliteStore::open(&file).unwrap_err();
+    assert!(error.to_string().contains("plain-file"), "{error}");
+}
+
+// --- the worker pool ---
+
+/// A handler start, handed to the test, which decides when and how the job ends.
+struct Started {
+    job: Job,
+    control: JobControl,
+    done: oneshot::Sender<Finish>,
+}
+
+#[derive(Default)]
+struct Gauge {
+    current: AtomicUsize,
+    max: AtomicUsize,
+}
+
+/// A handler that reports each start and returns what the test sends. Jobs of kind `panic` panic;
+/// jobs whose request has `"obey": false` ignore their token.
+fn scripted() -> (JobHandler, mpsc::UnboundedReceiver<Started>, Arc<Gauge>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let gauge = Arc::new(Gauge::default());
+    let handler_gauge = Arc::clone(&gauge);
+    let handler: JobHandler = Arc::new(move |job: Job, control: JobControl| {
+        let tx = tx.clone();
+        let gauge = Arc::clone(&handler_gauge);
+        Box::pin(async move {
+            if job.kind == "panic" {
+                panic!("the handler blew up");
+            }
+            let now = gauge.current.fetch_add(1, Ordering::SeqCst) + 1;
+            gauge.max.fetch_max(now, Ordering::SeqCst);
+            let obey = job.request["obey"].as_bool().unwrap_or(true);
+            let token = control.token().clone();
+            let (done, finish) = oneshot::channel();
+            let _ = tx.send(Started { job, control, done });
+            let finish = tokio::select! {
+                finish = finish => finish.unwrap_or_else(|_| Finish::Failed("the test went away".to_owned())),
+                () = token.cancelled(), if obey => Finish::Cancelled("stopped".to_owned()),
+            };
+            gauge.current.fetch_sub(1, Ordering::SeqCst);
+            finish
+        })
+    });
+    (handler, rx, gauge)
+}
+
+fn pool_config(concurrency: usize) -> PoolConfig {
+    PoolConfig {
+        concurrency,
+        lease: LEASE,
+        heartbeat: Duration::from_millis(20),
+        // Longer than any test: jobs start because the pool is woken, never because it polled.
+        poll_interval: Duration::from_secs(3600),
+        cancel_grace: Duration::from_millis(100),
+        worker_name: "test-worker".to_owned(),
+    }
+}
+
+async fn next_start(rx: &mut mpsc::UnboundedReceiver<Started>) -> Started {
+    within(rx.recv()).await.unwrap()
+}
+
+async fn end_of(events: &mut broadcast::Receiver<JobEnd>, id: JobId) -> EndOutcome {
+    within(async {
+        loop {
+            let end = events.recv().await.unwrap();
+            if end.job == id {
+                return end.outcome;
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_never_runs_more_jobs_than_its_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let (handler, mut starts, gauge) = scripted();
+    const JOBS: usize = 10;
+    for n in 0..JOBS {
+        store.enqueue(new_job(&format!("o/r#{n}")), now_ms()).await.unwrap();
+    }
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(3));
+    let mut events = pool.subscribe();
+
+    // Three run at once; each release lets exactly one more in.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(next_start(&mut starts).await);
+    }
+    let mut finished = 0;
+    while let Some(started) = held.pop() {
+        let id = started.job.id;
+        started.done.send(Finish::Succeeded(json!({ "n": finished }))).unwrap();
+        assert_eq!(end_of(&mut events, id).await, EndOutcome::Finished(JobState::Succeeded));
+        finished += 1;
+        if finished + held.len() < JOBS {
+            held.push(next_start(&mut starts).await);
+        }
+    }
+    assert_eq!(finished, JOBS);
+    assert_eq!(gauge.max.load(Ordering::SeqCst), 3);
+    assert_eq!(store.count_by_state().await.unwrap()[&JobState::Succeeded], JOBS as u64);
+    let report = pool.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(report, ShutdownReport::default());
+}
+
+#[tokio::test]
+async fn a_wake_starts_a_new_job_at_once_and_same_pr_jobs_run_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let (handler, mut starts, _) = scripted();
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(4));
+    let mut events = pool.subscribe();
+
+    let first = store.enqueue(new_job("o/r#7"), now_ms()).await.unwrap();
+    pool.wake();
+    let started = next_start(&mut starts).await;
+    assert_eq!(started.job.id, first);
+    assert_eq!(pool.running(), [first]);
+
+    // A newer request on the same pull request waits for the running one, though slots are free.
+    let second = store.enqueue(new_job("o/r#7"), now_ms()).await.unwrap();
+    let other = store.enqueue(new_job("o/r#8"), now_ms()).await.unwrap();
+    pool.wake();
+    let started_other = next_start(&mut starts).await;
+    assert_eq!(started_other.job.id, other);
+    started.done.send(Finish::Succeeded(json!(1))).unwrap();
+    assert_eq!(
+        end_of(&mut events, first).await,
+        EndOutcome::Finished(JobState::Succeeded)
+    );
+    let started_second = next_start(&mut starts).await;
+    assert_eq!(started_second.job.id, second);
+
+    started_other.done.send(Finish::Succeeded(json!(2))).unwrap();
+    started_second.done.send(Finish::Succeeded(json!(3))).unwrap();
+    assert_eq!(
+        end_of(&mut events, second).await,
+        EndOutcome::Finished(JobState::Succeeded)
+    );
+    let job = store.job(second).await.unwrap().unwrap();
+    assert_eq!((job.state, job.result), (JobState::Succeeded, Some(json!(3))));
+    pool.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_stop_reaches_the_running_handler_directly_and_through_the_heartbeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let (handler, mut starts, _) = scripted();
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(2));
+    let mut events = pool.subscribe();
+
+    // Through the pool: the token fires without waiting for a heartbeat.
+    let here = store.enqueue(new_job("o/r#1"), now_ms()).await.unwrap();
+    pool.wake();
+    let started = next_start(&mut starts).await;
+    let cancellation = pool.cancel("o/r#1", "stopped by @alice").await.unwrap();
+    assert_eq!(cancellation.stopping, [here]);
+    within(started.control.token().cancelled()).await;
+    assert_eq!(
+        started.control.stop_cause(),
+        Some(StopCause::Requested {
+            reason: "stopped by @alice".to_owned()
+        })
+    );
+    assert_eq!(
+        end_of(&mut events, here).await,
+        EndOutcome::Finished(JobState::Cancelled)
+    );
+
+    // Through the store only (as from another replica): the heartbeat brings the request.
+    let there = store.enqueue(new_job("o/r#2"), now_ms()).await.unwrap();
+    pool.wake();
+    let started = next_start(&mut starts).await;
+    assert_eq!(started.job.id, there);
+    store.cancel("o/r#2", "stopped by @bob", now_ms()).await.unwrap();
+    within(started.control.token().cancelled()).await;
+    assert_eq!(
+        started.control.stop_cause(),
+        Some(StopCause::Requested {
+            reason: "stopped by @bob".to_owned()
+        })
+    );
+    assert_eq!(
+        end_of(&mut events, there).await,
+        EndOutcome::Finished(JobState::Cancelled)
+    );
+
+    // A handler that ignores its token is dropped after the grace and the job is cancelled.
+    let stubborn = store
+        .enqueue(
+            NewJob {
+                request: json!({ "obey": false }),
+                ..new_job("o/r#3")
+            },
+            now_ms(),
+        )
+        .await
+        .unwrap();
+    pool.wake();
+    let started = next_start(&mut starts).await;
+    pool.cancel("o/r#3", "stopped by @carol").await.unwrap();
+    assert_eq!(
+        end_of(&mut events, stubborn).await,
+        EndOutcome::Finished(JobState::Cancelled)
+    );
+    let job = store.job(stubborn).await.unwrap().unwrap();
+    assert_eq!(job.error.as_deref(), Some("stopped by @carol"));
+    drop(started);
+    pool.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_panicking_handler_fails_its_job_and_the_pool_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let (handler, mut starts, _) = scripted();
+    let boom = store
+        .enqueue(
+            NewJob {
+                kind: "panic".to_owned(),
+                ..new_job("o/r#1")
+            },
+            now_ms(),
+        )
+        .await
+        .unwrap();
+    let fine = store.enqueue(new_job("o/r#2"), now_ms()).await.unwrap();
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(1));
+    let mut events = pool.subscribe();
+
+    // One slot: the second job starts only after the first one's end was written.
+    let started = next_start(&mut starts).await;
+    assert_eq!(started.job.id, fine);
+    let job = store.job(boom).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert_eq!(
+        job.error.as_deref(),
+        Some("internal error: the job handler panicked (the handler blew up)")
+    );
+    started.done.send(Finish::Succeeded(json!("ok"))).unwrap();
+    assert_eq!(
+        end_of(&mut events, fine).await,
+        EndOutcome::Finished(JobState::Succeeded)
+    );
+    pool.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_lost_lease_stops_the_handler_and_its_result_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let (handler, mut starts, _) = scripted();
+    let id = store.enqueue(new_job("o/r#1"), now_ms()).await.unwrap();
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(1));
+    let mut events = pool.subscribe();
+
+    let first = next_start(&mut starts).await;
+    // Another replica decides this worker is dead (its clock ran past the lease).
+    let recovery = store.recover(now_ms() + 2 * LEASE_MS).await.unwrap();
+    assert_eq!(recovery.requeued, [id]);
+    within(first.control.token().cancelled()).await;
+    assert_eq!(first.control.stop_cause(), Some(StopCause::LeaseLost));
+    assert_eq!(end_of(&mut events, id).await, EndOutcome::LeaseLost);
+
+    let second = next_start(&mut starts).await;
+    assert_eq!((second.job.id, second.job.attempts), (id, 2));
+    second.done.send(Finish::Succeeded(json!("second"))).unwrap();
+    assert_eq!(end_of(&mut events, id).await, EndOutcome::Finished(JobState::Succeeded));
+    assert_eq!(store.job(id).await.unwrap().unwrap().result, Some(json!("second")));
+    pool.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn shutdown_lets_quick_jobs_finish_and_requeues_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let (handler, mut starts, _) = scripted();
+    let ignore_token = |key: &str| NewJob {
+        request: json!({ "obey": false }),
+        ..new_job(key)
+    };
+    let quick = store.enqueue(ignore_token("o/r#1"), now_ms()).await.unwrap();
+    let slow = store.enqueue(ignore_token("o/r#2"), now_ms()).await.unwrap();
+    let waiting = store.enqueue(new_job("o/r#3"), now_ms()).await.unwrap();
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(2));
+    let (a, b) = (next_start(&mut starts).await, next_start(&mut starts).await);
+    let (quick_run, slow_run) = if a.job.id == quick { (a, b) } else { (b, a) };
+    assert_eq!(slow_run.job.id, slow);
+
+    pool.stop_claiming();
+    quick_run.done.send(Finish::Succeeded(json!("quick"))).unwrap();
+    let report = within(pool.shutdown(Duration::from_millis(300))).await;
+    assert_eq!(
+        report,
+        ShutdownReport {
+            finished: vec![(quick, JobState::Succeeded)],
+            requeued: vec![slow],
+            abandoned: vec![],
+        }
+    );
+    assert_eq!(slow_run.control.stop_cause(), Some(StopCause::Shutdown));
+    let job = store.job(slow).await.unwrap().unwrap();
+    assert_eq!((job.state, job.attempts, job.lease_owner), (JobState::Queued, 0, None));
+    assert_eq!(store.job(quick).await.unwrap().unwrap().state, JobState::Succeeded);
+    assert_eq!(store.job(waiting).await.unwrap().unwrap().state, JobState::Queued);
+    assert!(starts.try_recv().is_err(), "nothing started after claiming stopped");
+    drop(slow_run);
+}
+
+#[tokio::test]
+async fn a_job_whose_process_vanished_is_recovered_after_a_restart_and_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let started_at = now_ms();
+    let (id, delivery_id) = {
+        // The first process accepts a delivery, dispatches it, claims the job, then dies (SIGKILL):
+        // nothing is finished, requeued or closed in order.
+        let store = open(dir.path());
+        let delivery_id = delivery("d-crash");
+        store
+            .record_delivery(&delivery_id, "issue_comment", Bytes::from_static(b"{}"), started_at)
+            .await
+            .unwrap();
+        let accepted = delivery("d-accepted-only");
+        store
+            .record_delivery(&accepted, "issue_comment", Bytes::from_static(b"{}"), started_at)
+            .await
+            .unwrap();
+        let Dispatch::Created(ids) = store
+            .process_delivery(&delivery_id, vec![new_job("o/r#1")], started_at)
+            .await
+            .unwrap()
+        else {
+            panic!("new delivery");
+        };
+        let claim = store.claim("doomed-process", LEASE, started_at).await.unwrap().unwrap();
+        assert_eq!(claim.job.id, ids[0]);
+        (ids[0], delivery_id)
+    };
+
+    let store = Arc::new(open(dir.path()));
+    // The accepted but undispatched delivery is still there for the dispatcher.
+    let pending = store.unprocessed_deliveries(10).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].id, delivery("d-accepted-only"));
+    assert_eq!(store.job(id).await.unwrap().unwrap().delivery, Some(delivery_id));
+    // Before the lease runs out the job may still be alive somewhere: hands off.
+    assert!(store.recover(started_at + LEASE_MS - 1).await.unwrap().is_empty());
+    let recovery = store.recover(started_at + LEASE_MS).await.unwrap();
+    assert_eq!(recovery.requeued, [id]);
+
+    let (handler, mut starts, _) = scripted();
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(1));
+    let mut events = pool.subscribe();
+    let started = next_start(&mut starts).await;
+    assert_eq!((started.job.id, started.job.attempts), (id, 2));
+    started.control.event("note", json!({ "retried": true })).await.unwrap();
+    started.done.send(Finish::Succeeded(json!({ "pr": 1 }))).unwrap();
+    assert_eq!(end_of(&mut events, id).await, EndOutcome::Finished(JobState::Succeeded));
+
+    let kinds: Vec<String> = store.events(id).await.unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        ["queued", "claimed", "interrupted", "claimed", "note", "finished"]
+    );
+    pool.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Where [`sigkill_child`] keeps its database; set only in the child process.
+const CHILD_DIR: &str = "PITCREW_JOBS_TEST_SIGKILL_DIR";
+
+#[tokio::test]
+async fn a_sigkilled_worker_process_loses_no_delivery_and_its_job_runs_again() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    // The test binary itself is the doomed process: it runs the helper below and is killed mid-job.
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "jobs::tests::sigkill_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR, dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let ready = tokio::task::spawn_blocking(move || {
+        // libtest prints "test … ... " before the helper's line, without a newline.
+        BufReader::new(stdout).lines().map_while(Result::ok).find_map(|line| {
+            line.rsplit_once("READY ")
+                .map(|(_, id)| JobId(id.trim().parse().unwrap()))
+        })
+    });
+    let ready = tokio::time::timeout(Duration::from_secs(30), ready).await;
+    // SIGKILL: no destructor, no graceful anything. Killed before asserting, so a failing test does
+    // not leave the helper running.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = ready.unwrap().unwrap().unwrap();
+
+    let store = Arc::new(open(dir.path()));
+    let delivery = store.delivery(&delivery("d-killed")).await.unwrap().unwrap();
+    assert!(delivery.processed_at.is_some());
+    let accepted = store.unprocessed_deliveries(10).await.unwrap();
+    assert_eq!(accepted.len(), 1, "the delivery accepted but not dispatched survives");
+    let job = store.job(id).await.unwrap().unwrap();
+    assert_eq!((job.state, job.attempts), (JobState::Running, 1));
+    let lease_end = job.lease_expires_at.unwrap();
+    assert!(store.recover(lease_end - 1).await.unwrap().is_empty());
+    assert_eq!(store.recover(lease_end).await.unwrap().requeued, [id]);
+
+    let (handler, mut starts, _) = scripted();
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(1));
+    let mut events = pool.subscribe();
+    let started = next_start(&mut starts).await;
+    assert_eq!((started.job.id, started.job.attempts), (id, 2));
+    started.done.send(Finish::Succeeded(json!("done"))).unwrap();
+    assert_eq!(end_of(&mut events, id).await, EndOutcome::Finished(JobState::Succeeded));
+    let kinds: Vec<String> = store.events(id).await.unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        ["queued", "claimed", "working", "interrupted", "claimed", "finished"]
+    );
+    pool.shutdown(Duration::from_secs(5)).await;
+}
+
+/// The process killed by the test above: accepts two deliveries, dispatches one, and starts its job
+/// in a pool, then announces the job and waits to be killed. Does nothing when run on its own.
+#[tokio::test]
+#[ignore = "run by a_sigkilled_worker_process_loses_no_delivery_and_its_job_runs_again in a child process"]
+async fn sigkill_child() {
+    use std::io::Write;
+
+    let Some(dir) = std::env::var_os(CHILD_DIR) else {
+        return;
+    };
+    let store = Arc::new(open(Path::new(&dir)));
+    let now = now_ms();
+    for id in ["d-killed", "d-accepted"] {
+        store
+            .record_delivery(&delivery(id), "issue_comment", Bytes::from_static(b"{}"), now)
+            .await
+            .unwrap();
+    }
+    store
+        .process_delivery(&delivery("d-killed"), vec![new_job("o/r#1")], now)
+        .await
+        .unwrap();
+    let handler: JobHandler = Arc::new(|job: Job, control: JobControl| {
+        Box::pin(async move {
+            control.event("working", json!({})).await.unwrap();
+            {
+                let mut stdout = std::io::stdout().lock();
+                writeln!(stdout, "READY {}", job.id).unwrap();
+                stdout.flush().unwrap();
+            }
+            std::future::pending::<Finish>().await
+        })
+    });
+    let _pool = WorkerPool::start(store, handler, pool_config(1));
+    std::future::pending::<()>().await;
+}
