@@ -9,6 +9,8 @@ pub mod logging;
 pub mod prompts;
 pub mod run;
 pub mod sandbox;
+pub mod server;
 pub mod testparse;
 pub mod tools;
+pub mod triggers;
 pub mod workspace;

@@ -1,0 +1,513 @@
+//! What to do about an event: ignore it, answer a ping, or act for someone — run jobs, stop one, post
+//! help — behind a permission gate the caller resolves with GitHub's collaborator permission API.
+
+use serde::{Deserialize, Serialize};
+
+use super::command::{Chore, Command, parse_commands};
+use super::event::{Actor, AuthorAssociation, CommentEvent, Context, Event, IssueRef, RepoRef, ReviewContext};
+
+/// The trigger settings of one installation or repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriggerConfig {
+    /// The mention that addresses the bot, e.g. `@agent`.
+    pub trigger: String,
+    /// The App's bot account, e.g. `pitcrew[bot]`: its own comments are never commands, and assigning
+    /// an issue to it asks for a fix.
+    pub bot_login: String,
+    /// Adding this label to an issue asks for a fix; `None` turns label triggers off.
+    pub label: Option<String>,
+    pub commands: EnabledCommands,
+}
+
+impl TriggerConfig {
+    /// Every command on, no trigger label.
+    pub fn new(trigger: impl Into<String>, bot_login: impl Into<String>) -> Self {
+        TriggerConfig {
+            trigger: trigger.into(),
+            bot_login: bot_login.into(),
+            label: None,
+            commands: EnabledCommands::default(),
+        }
+    }
+}
+
+/// Which job-starting commands a repository allows. `help` and `stop` are always on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnabledCommands {
+    pub fix: bool,
+    pub review: bool,
+    pub explain: bool,
+    pub triage: bool,
+    pub chore: bool,
+}
+
+impl Default for EnabledCommands {
+    fn default() -> Self {
+        EnabledCommands {
+            fix: true,
+            review: true,
+            explain: true,
+            triage: true,
+            chore: true,
+        }
+    }
+}
+
+impl EnabledCommands {
+    fn allows(&self, kind: &JobKind) -> bool {
+        match kind {
+            JobKind::Fix => self.fix,
+            JobKind::Review => self.review,
+            JobKind::Explain => self.explain,
+            JobKind::Triage => self.triage,
+            JobKind::Chore(_) => self.chore,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    Fix,
+    Review,
+    Explain,
+    Triage,
+    Chore(Chore),
+}
+
+impl JobKind {
+    /// The job store's `kind` column.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            JobKind::Fix => "fix",
+            JobKind::Review => "review",
+            JobKind::Explain => "explain",
+            JobKind::Triage => "triage",
+            JobKind::Chore(_) => "chore",
+        }
+    }
+}
+
+/// Who asked. `association` is `None` when the payload does not say (assignments, labels).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Requester {
+    pub login: String,
+    /// The account's numeric id, when the payload gave it.
+    #[serde(default)]
+    pub id: Option<u64>,
+    pub association: Option<AuthorAssociation>,
+}
+
+/// Where the bot answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReplyTarget {
+    /// The issue or PR conversation; `comment_id` is the triggering comment (for a reaction).
+    Issue { number: u64, comment_id: Option<u64> },
+    /// A review thread on a PR's diff. `comment_id` is the thread's first comment: GitHub's reply
+    /// endpoint does not accept replies to replies.
+    ReviewThread { pull_number: u64, comment_id: u64 },
+}
+
+/// What started a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JobSource {
+    Comment { comment_id: u64 },
+    ReviewComment { comment_id: u64 },
+    Assigned,
+    Labeled { label: String },
+}
+
+/// A job as the store keeps it (JSON in the job database) and a worker reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRequest {
+    pub kind: JobKind,
+    pub repo: RepoRef,
+    pub installation_id: Option<u64>,
+    /// The PR or issue number.
+    pub number: u64,
+    pub is_pull_request: bool,
+    pub requested_by: Requester,
+    pub reply_to: ReplyTarget,
+    pub source: JobSource,
+    pub instructions: Option<String>,
+    /// The diff position of the review comment that asked, if one did.
+    pub review_comment: Option<ReviewContext>,
+    /// The PR head the request was made against, when the payload said.
+    pub head_sha: Option<String>,
+    /// The webhook delivery that asked (`X-GitHub-Delivery`).
+    pub delivery_id: Option<String>,
+}
+
+impl JobRequest {
+    /// The serialisation key: at most one job runs per PR or issue at a time.
+    pub fn key(&self) -> String {
+        job_key(&self.repo, self.number)
+    }
+
+    /// A fix asked for on an issue ends in a new pull request linked to it; on a PR it pushes to it.
+    pub fn opens_pull_request(&self) -> bool {
+        self.kind == JobKind::Fix && !self.is_pull_request
+    }
+}
+
+fn job_key(repo: &RepoRef, number: u64) -> String {
+    format!("{}/{}#{number}", repo.owner, repo.name)
+}
+
+/// Whether the caller must ask GitHub before acting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionGate {
+    /// The requester may have write access: check with the collaborator permission API.
+    NeedsPermissionCheck,
+    /// The requester cannot have write access (`author_association` says so): post the refusal and
+    /// do nothing else, without spending an API call.
+    Refuse,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Run(Box<JobRequest>),
+    /// Cancel the queued or running job for `key`.
+    Stop {
+        key: String,
+    },
+    /// Post `text` (the command list).
+    Help {
+        text: String,
+    },
+    /// A command that cannot be run; post `message` (it names the problem and, if it can, the fix).
+    Invalid {
+        message: String,
+    },
+}
+
+/// Someone asked for something on a PR or issue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub repo: RepoRef,
+    pub installation_id: Option<u64>,
+    pub number: u64,
+    pub is_pull_request: bool,
+    pub requested_by: Requester,
+    pub reply_to: ReplyTarget,
+    pub permission: PermissionGate,
+    /// In the order asked; never empty.
+    pub actions: Vec<Action>,
+}
+
+impl Request {
+    pub fn key(&self) -> String {
+        job_key(&self.repo, self.number)
+    }
+
+    /// The short, polite answer to someone without write access.
+    pub fn refusal_message(&self) -> String {
+        format!(
+            "Sorry @{}, only people with write access to {} can ask me to do things here.",
+            self.requested_by.login,
+            self.repo.full_name()
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing to do (still answered 2xx); `reason` is for the log.
+    Ignore {
+        reason: String,
+    },
+    Pong {
+        zen: String,
+    },
+    Act(Box<Request>),
+}
+
+impl Decision {
+    /// Records the delivery that asked in every job request.
+    pub fn with_delivery(mut self, delivery_id: &str) -> Self {
+        if let Decision::Act(request) = &mut self {
+            for action in &mut request.actions {
+                if let Action::Run(job) = action {
+                    job.delivery_id = Some(delivery_id.to_owned());
+                }
+            }
+        }
+        self
+    }
+
+    /// The job requests in this decision.
+    pub fn jobs(&self) -> Vec<&JobRequest> {
+        match self {
+            Decision::Act(request) => request
+                .actions
+                .iter()
+                .filter_map(|action| match action {
+                    Action::Run(job) => Some(job.as_ref()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The collaborator permission API's verdict: `permission` is `admin`/`write`/`read`/`none` (maintain
+/// reads as write, triage as read) and `role_name` the finer role, custom roles included.
+pub fn permission_allows(permission: &str, role_name: Option<&str>) -> bool {
+    matches!(permission, "admin" | "write") || matches!(role_name, Some("admin" | "maintain" | "write"))
+}
+
+/// Decides what `event` asks for.
+pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
+    match event {
+        Event::Ping { zen, .. } => Decision::Pong { zen: zen.clone() },
+        Event::Comment(comment) => decide_comment(comment, cfg),
+        Event::IssueAssigned { ctx, issue, assignee } => {
+            if !is_self(&assignee.login, &cfg.bot_login) {
+                return ignore(format!(
+                    "issue #{} assigned to {}, not to the bot",
+                    issue.number, assignee.login
+                ));
+            }
+            issue_fix(ctx, issue, JobSource::Assigned, cfg)
+        }
+        Event::IssueLabeled { ctx, issue, label } => match &cfg.label {
+            Some(wanted) if wanted.eq_ignore_ascii_case(label) => {
+                let source = JobSource::Labeled { label: label.clone() };
+                issue_fix(ctx, issue, source, cfg)
+            }
+            Some(_) => ignore(format!("label `{label}` is not the trigger label")),
+            None => ignore("no trigger label is configured".to_owned()),
+        },
+        Event::PullRequestClosed { number, .. } => ignore(format!("pull request #{number} closed")),
+        Event::PullRequestSynchronize { number, .. } => ignore(format!("pull request #{number} updated")),
+        Event::WorkflowRunCompleted(run) => ignore(format!("workflow run {} completed: CI triage is not on", run.id)),
+        Event::CheckRunCompleted(run) => ignore(format!("check run {} completed: CI triage is not on", run.id)),
+        Event::CheckSuiteCompleted(suite) => ignore(format!("check suite {} completed: CI triage is not on", suite.id)),
+        Event::InstallationChanged { action, .. } => ignore(format!("installation {action}")),
+        Event::Ignored { reason } => ignore(reason.clone()),
+    }
+}
+
+/// The command list for `help`, with only the commands this repository allows.
+pub fn help_text(cfg: &TriggerConfig) -> String {
+    let t = &cfg.trigger;
+    let mut lines = vec![format!("Mention `{t}` followed by a command:"), String::new()];
+    let c = &cfg.commands;
+    let entries = [
+        (
+            c.fix,
+            format!("- `{t} fix [instructions]`: fix the problem and push the change (also any free text after `{t}`)"),
+        ),
+        (c.review, format!("- `{t} review [focus]`: review this pull request")),
+        (
+            c.explain,
+            format!("- `{t} explain [question]`: answer a question about the code"),
+        ),
+        (c.triage, format!("- `{t} triage`: find out why CI failed")),
+        (c.chore, format!("- `{t} chore deps`: update dependencies")),
+        (true, format!("- `{t} stop`: cancel the running job")),
+        (true, format!("- `{t} help`: this list")),
+    ];
+    lines.extend(entries.into_iter().filter(|(on, _)| *on).map(|(_, line)| line));
+    if c.fix {
+        let label = match &cfg.label {
+            Some(label) => format!(" (or label it `{label}`)"),
+            None => String::new(),
+        };
+        lines.push(String::new());
+        lines.push(format!(
+            "Assign an issue to @{}{label} to get a fix in a new pull request.",
+            cfg.bot_login
+        ));
+    }
+    lines.join("\n")
+}
+
+fn ignore(reason: String) -> Decision {
+    Decision::Ignore { reason }
+}
+
+/// `login` is the bot itself, with or without the `[bot]` suffix.
+fn is_self(login: &str, bot_login: &str) -> bool {
+    let bare = |s: &str| {
+        let lower = s.trim().to_ascii_lowercase();
+        lower.strip_suffix("[bot]").map(str::to_owned).unwrap_or(lower)
+    };
+    !bot_login.trim().is_empty() && bare(login) == bare(bot_login)
+}
+
+fn is_bot(actor: &Actor, cfg: &TriggerConfig) -> bool {
+    actor.is_bot() || is_self(&actor.login, &cfg.bot_login)
+}
+
+fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
+    // Bots never command the bot: its own replies quote commands, and two bots answering each other
+    // would loop.
+    if is_bot(&comment.author, cfg) || is_bot(&comment.ctx.sender, cfg) {
+        return ignore(format!("comment by the bot account {}", comment.author.login));
+    }
+    let commands = parse_commands(&comment.body, &cfg.trigger);
+    if commands.is_empty() {
+        return ignore(format!(
+            "comment {} does not mention {}",
+            comment.comment_id, cfg.trigger
+        ));
+    }
+    let issue = &comment.issue;
+    let (reply_to, source) = match &comment.review {
+        Some(review) => (
+            ReplyTarget::ReviewThread {
+                pull_number: issue.number,
+                comment_id: review.in_reply_to.unwrap_or(comment.comment_id),
+            },
+            JobSource::ReviewComment {
+                comment_id: comment.comment_id,
+            },
+        ),
+        None => (
+            ReplyTarget::Issue {
+                number: issue.number,
+                comment_id: Some(comment.comment_id),
+            },
+            JobSource::Comment {
+                comment_id: comment.comment_id,
+            },
+        ),
+    };
+    let mut request = Request {
+        repo: comment.ctx.repo.clone(),
+        installation_id: comment.ctx.installation_id,
+        number: issue.number,
+        is_pull_request: issue.is_pull_request,
+        requested_by: Requester {
+            login: comment.author.login.clone(),
+            id: comment.author.id,
+            association: Some(comment.author_association.clone()),
+        },
+        reply_to: reply_to.clone(),
+        permission: gate(&comment.author_association),
+        actions: Vec::new(),
+    };
+    for parsed in commands {
+        let action = match parsed {
+            Err(err) => Action::Invalid {
+                message: err.to_string(),
+            },
+            Ok(Command::Help) => Action::Help { text: help_text(cfg) },
+            Ok(Command::Stop) => Action::Stop { key: request.key() },
+            Ok(command) => {
+                let (kind, instructions) = match command {
+                    Command::Fix { instructions } => (JobKind::Fix, instructions),
+                    Command::Review { instructions } => (JobKind::Review, instructions),
+                    Command::Explain { question } => (JobKind::Explain, question),
+                    Command::Triage => (JobKind::Triage, None),
+                    Command::Chore(chore) => (JobKind::Chore(chore), None),
+                    Command::Help | Command::Stop => continue,
+                };
+                job_action(
+                    JobRequest {
+                        kind,
+                        repo: comment.ctx.repo.clone(),
+                        installation_id: comment.ctx.installation_id,
+                        number: issue.number,
+                        is_pull_request: issue.is_pull_request,
+                        requested_by: request.requested_by.clone(),
+                        reply_to: reply_to.clone(),
+                        source: source.clone(),
+                        instructions,
+                        review_comment: comment.review.clone(),
+                        head_sha: issue.head_sha.clone(),
+                        delivery_id: None,
+                    },
+                    cfg,
+                )
+            }
+        };
+        // "@agent fix" twice in one comment is one fix.
+        if !request.actions.contains(&action) {
+            request.actions.push(action);
+        }
+    }
+    Decision::Act(Box::new(request))
+}
+
+/// The job, or why it cannot run here.
+fn job_action(job: JobRequest, cfg: &TriggerConfig) -> Action {
+    if !cfg.commands.allows(&job.kind) {
+        return Action::Invalid {
+            message: format!("`{}` is turned off in this repository.", job.kind.as_str()),
+        };
+    }
+    if matches!(job.kind, JobKind::Review | JobKind::Triage) && !job.is_pull_request {
+        return Action::Invalid {
+            message: format!("`{}` works on pull requests only.", job.kind.as_str()),
+        };
+    }
+    Action::Run(Box::new(job))
+}
+
+fn gate(association: &AuthorAssociation) -> PermissionGate {
+    if association.may_have_write_access() {
+        PermissionGate::NeedsPermissionCheck
+    } else {
+        PermissionGate::Refuse
+    }
+}
+
+/// An assigned or labelled issue: a fix that ends in a new pull request.
+fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerConfig) -> Decision {
+    if is_bot(&ctx.sender, cfg) {
+        return ignore(format!(
+            "issue #{} changed by the bot account {}",
+            issue.number, ctx.sender.login
+        ));
+    }
+    if issue.is_pull_request {
+        return ignore(format!("#{} is a pull request, not an issue", issue.number));
+    }
+    if !cfg.commands.fix {
+        return ignore("`fix` is turned off".to_owned());
+    }
+    let instructions = match issue.body.as_deref().map(str::trim) {
+        Some(body) if !body.is_empty() => format!("{}\n\n{body}", issue.title),
+        _ => issue.title.clone(),
+    };
+    let requested_by = Requester {
+        login: ctx.sender.login.clone(),
+        id: ctx.sender.id,
+        association: None,
+    };
+    let reply_to = ReplyTarget::Issue {
+        number: issue.number,
+        comment_id: None,
+    };
+    let job = JobRequest {
+        kind: JobKind::Fix,
+        repo: ctx.repo.clone(),
+        installation_id: ctx.installation_id,
+        number: issue.number,
+        is_pull_request: false,
+        requested_by: requested_by.clone(),
+        reply_to: reply_to.clone(),
+        source,
+        instructions: Some(instructions),
+        review_comment: None,
+        head_sha: None,
+        delivery_id: None,
+    };
+    Decision::Act(Box::new(Request {
+        repo: ctx.repo.clone(),
+        installation_id: ctx.installation_id,
+        number: issue.number,
+        is_pull_request: false,
+        requested_by,
+        reply_to,
+        // Assigning and labelling take only triage access, and the payload has no association for
+        // the sender: always ask GitHub.
+        permission: PermissionGate::NeedsPermissionCheck,
+        actions: vec![Action::Run(Box::new(job))],
+    }))
+}

@@ -1,0 +1,626 @@
+//! Domain events: what a webhook delivery means, parsed once at the edge from the event name and the
+//! payload, keeping only the fields the bot acts on. Everything nobody handles is `Event::Ignored`.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::json::{Field, FieldError, Node};
+use crate::server::webhook::Delivery;
+
+/// A signed payload that does not have the shape its event promises.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{event} payload: {path}: {problem}")]
+pub struct EventError {
+    /// `event.action`, e.g. `issue_comment.created`.
+    pub event: String,
+    /// Where in the payload, e.g. `$.comment.user.login`.
+    pub path: String,
+    pub problem: String,
+}
+
+/// The repository an event happened in; also stored in job requests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepoRef {
+    pub owner: String,
+    pub name: String,
+    pub clone_url: String,
+    pub default_branch: String,
+    pub private: bool,
+}
+
+impl RepoRef {
+    /// `owner/name`.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+}
+
+/// The kind of GitHub account (`user.type`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActorKind {
+    User,
+    Bot,
+    Organization,
+    Other(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub login: String,
+    /// The account's numeric id (for its `ID+login@users.noreply.github.com` commit address).
+    pub id: Option<u64>,
+    pub kind: ActorKind,
+}
+
+impl Actor {
+    /// GitHub marks App accounts both ways: `type: Bot` and a login ending in `[bot]`.
+    pub fn is_bot(&self) -> bool {
+        self.kind == ActorKind::Bot || self.login.ends_with("[bot]")
+    }
+}
+
+/// A commenter's relation to the repository (`author_association`). OWNER, MEMBER and COLLABORATOR
+/// are the only ones that can have write access; the permission API has the final word.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum AuthorAssociation {
+    Owner,
+    Member,
+    Collaborator,
+    Contributor,
+    FirstTimeContributor,
+    FirstTimer,
+    Mannequin,
+    None,
+    Other(String),
+}
+
+impl AuthorAssociation {
+    pub fn may_have_write_access(&self) -> bool {
+        matches!(
+            self,
+            AuthorAssociation::Owner | AuthorAssociation::Member | AuthorAssociation::Collaborator
+        )
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            AuthorAssociation::Owner => "OWNER",
+            AuthorAssociation::Member => "MEMBER",
+            AuthorAssociation::Collaborator => "COLLABORATOR",
+            AuthorAssociation::Contributor => "CONTRIBUTOR",
+            AuthorAssociation::FirstTimeContributor => "FIRST_TIME_CONTRIBUTOR",
+            AuthorAssociation::FirstTimer => "FIRST_TIMER",
+            AuthorAssociation::Mannequin => "MANNEQUIN",
+            AuthorAssociation::None => "NONE",
+            AuthorAssociation::Other(other) => other,
+        }
+    }
+}
+
+impl From<String> for AuthorAssociation {
+    fn from(text: String) -> Self {
+        match text.as_str() {
+            "OWNER" => AuthorAssociation::Owner,
+            "MEMBER" => AuthorAssociation::Member,
+            "COLLABORATOR" => AuthorAssociation::Collaborator,
+            "CONTRIBUTOR" => AuthorAssociation::Contributor,
+            "FIRST_TIME_CONTRIBUTOR" => AuthorAssociation::FirstTimeContributor,
+            "FIRST_TIMER" => AuthorAssociation::FirstTimer,
+            "MANNEQUIN" => AuthorAssociation::Mannequin,
+            "NONE" => AuthorAssociation::None,
+            _ => AuthorAssociation::Other(text),
+        }
+    }
+}
+
+impl From<AuthorAssociation> for String {
+    fn from(association: AuthorAssociation) -> Self {
+        association.as_str().to_owned()
+    }
+}
+
+impl fmt::Display for AuthorAssociation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What most events share: where, through which installation, and who did it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Context {
+    pub repo: RepoRef,
+    /// `installation.id`; absent on plain repository webhooks.
+    pub installation_id: Option<u64>,
+    pub sender: Actor,
+}
+
+/// An issue or a pull request (GitHub numbers them in one sequence).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssueRef {
+    pub number: u64,
+    pub title: String,
+    pub body: Option<String>,
+    pub is_pull_request: bool,
+    /// The PR head, when the payload has it (review comments do, issue comments on a PR do not).
+    pub head_sha: Option<String>,
+    pub head_ref: Option<String>,
+}
+
+/// Where on the diff a review comment sits; carried into the job so the agent sees the same lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewContext {
+    pub path: String,
+    /// `line`, or `original_line` when the comment is on an outdated diff (`line` is then null).
+    pub line: Option<u64>,
+    pub start_line: Option<u64>,
+    /// `LEFT` (the old file) or `RIGHT` (the new one).
+    pub side: Option<String>,
+    pub diff_hunk: String,
+    pub commit_id: String,
+    /// The thread's first comment when this one is a reply.
+    pub in_reply_to: Option<u64>,
+}
+
+/// A new comment on an issue or a pull request, or a new review comment on a diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentEvent {
+    pub ctx: Context,
+    pub comment_id: u64,
+    pub body: String,
+    pub author: Actor,
+    pub author_association: AuthorAssociation,
+    pub issue: IssueRef,
+    /// Present for `pull_request_review_comment`.
+    pub review: Option<ReviewContext>,
+}
+
+/// A check or workflow conclusion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conclusion {
+    Success,
+    Failure,
+    Neutral,
+    Cancelled,
+    Skipped,
+    TimedOut,
+    ActionRequired,
+    Stale,
+    StartupFailure,
+    Other(String),
+}
+
+impl Conclusion {
+    fn parse(text: &str) -> Self {
+        match text {
+            "success" => Conclusion::Success,
+            "failure" => Conclusion::Failure,
+            "neutral" => Conclusion::Neutral,
+            "cancelled" => Conclusion::Cancelled,
+            "skipped" => Conclusion::Skipped,
+            "timed_out" => Conclusion::TimedOut,
+            "action_required" => Conclusion::ActionRequired,
+            "stale" => Conclusion::Stale,
+            "startup_failure" => Conclusion::StartupFailure,
+            other => Conclusion::Other(other.to_owned()),
+        }
+    }
+
+    /// The conclusions worth triaging: the code (or its CI) broke, as opposed to a cancel or a skip.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Conclusion::Failure | Conclusion::TimedOut | Conclusion::StartupFailure
+        )
+    }
+}
+
+/// The GitHub App that owns a check run or suite: lets the bot ignore its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppRef {
+    pub id: u64,
+    pub slug: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowRun {
+    pub ctx: Context,
+    pub id: u64,
+    pub name: Option<String>,
+    pub conclusion: Option<Conclusion>,
+    pub head_sha: String,
+    pub head_branch: Option<String>,
+    /// PRs of this repository whose head is this run's commit.
+    pub pull_requests: Vec<u64>,
+    pub html_url: Option<String>,
+    pub run_attempt: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRun {
+    pub ctx: Context,
+    pub id: u64,
+    pub name: String,
+    pub conclusion: Option<Conclusion>,
+    pub head_sha: String,
+    pub head_branch: Option<String>,
+    pub check_suite_id: Option<u64>,
+    pub app: Option<AppRef>,
+    pub pull_requests: Vec<u64>,
+    pub html_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckSuite {
+    pub ctx: Context,
+    pub id: u64,
+    pub conclusion: Option<Conclusion>,
+    pub head_sha: String,
+    pub head_branch: Option<String>,
+    pub app: Option<AppRef>,
+    pub pull_requests: Vec<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Sent when a hook is created; `repo` is absent for App-level hooks.
+    Ping {
+        zen: String,
+        hook_id: u64,
+        repo: Option<RepoRef>,
+    },
+    Comment(Box<CommentEvent>),
+    IssueAssigned {
+        ctx: Context,
+        issue: IssueRef,
+        assignee: Actor,
+    },
+    IssueLabeled {
+        ctx: Context,
+        issue: IssueRef,
+        label: String,
+    },
+    PullRequestClosed {
+        ctx: Context,
+        number: u64,
+        merged: bool,
+    },
+    PullRequestSynchronize {
+        ctx: Context,
+        number: u64,
+        head_sha: String,
+    },
+    WorkflowRunCompleted(Box<WorkflowRun>),
+    CheckRunCompleted(Box<CheckRun>),
+    CheckSuiteCompleted(Box<CheckSuite>),
+    /// The App was installed, removed, suspended, or given other repositories.
+    InstallationChanged {
+        action: String,
+        installation_id: u64,
+        account: Option<String>,
+        repositories_added: Vec<String>,
+        repositories_removed: Vec<String>,
+    },
+    /// Everything else, including edited and deleted comments: answered 202 and dropped.
+    Ignored {
+        reason: String,
+    },
+}
+
+impl Event {
+    /// Parses a delivery's body (already known to be well-formed JSON).
+    pub fn from_delivery(delivery: &Delivery) -> Result<Event, EventError> {
+        Self::from_json(&delivery.event, &delivery.body)
+    }
+
+    pub fn from_json(event: &str, body: &[u8]) -> Result<Event, EventError> {
+        let payload: Value = serde_json::from_slice(body).map_err(|err| EventError {
+            event: event.to_owned(),
+            path: "$".to_owned(),
+            problem: format!("malformed JSON: {err}"),
+        })?;
+        Self::parse(event, &payload)
+    }
+
+    /// Parses `payload` as the `X-GitHub-Event: event` it was delivered as.
+    pub fn parse(event: &str, payload: &Value) -> Result<Event, EventError> {
+        let root = Node::root(payload);
+        let action = root.opt_string("action").map_err(|err| located(event, err))?;
+        let name = match &action {
+            Some(action) => format!("{event}.{action}"),
+            None => event.to_owned(),
+        };
+        parse_known(event, action.as_deref(), &root, &name).map_err(|err| located(&name, err))
+    }
+
+    /// The shared context, for events that have one.
+    pub fn context(&self) -> Option<&Context> {
+        match self {
+            Event::Comment(comment) => Some(&comment.ctx),
+            Event::IssueAssigned { ctx, .. }
+            | Event::IssueLabeled { ctx, .. }
+            | Event::PullRequestClosed { ctx, .. }
+            | Event::PullRequestSynchronize { ctx, .. } => Some(ctx),
+            Event::WorkflowRunCompleted(run) => Some(&run.ctx),
+            Event::CheckRunCompleted(run) => Some(&run.ctx),
+            Event::CheckSuiteCompleted(suite) => Some(&suite.ctx),
+            Event::Ping { .. } | Event::InstallationChanged { .. } | Event::Ignored { .. } => None,
+        }
+    }
+}
+
+fn located(event: &str, err: FieldError) -> EventError {
+    EventError {
+        event: event.to_owned(),
+        path: err.path,
+        problem: err.problem,
+    }
+}
+
+fn ignored(reason: String) -> Field<Event> {
+    Ok(Event::Ignored { reason })
+}
+
+fn parse_known(event: &str, action: Option<&str>, root: &Node<'_>, name: &str) -> Field<Event> {
+    match (event, action) {
+        ("ping", _) => Ok(Event::Ping {
+            zen: root.string("zen")?,
+            hook_id: root.u64("hook_id")?,
+            repo: root.opt("repository").map(|r| repo(&r)).transpose()?,
+        }),
+        ("issue_comment", Some("created")) => issue_comment(root),
+        ("pull_request_review_comment", Some("created")) => review_comment(root),
+        ("issue_comment" | "pull_request_review_comment", _) => {
+            ignored(format!("{name}: only new comments are read, never edits or deletions"))
+        }
+        ("issues", Some("assigned")) => {
+            let Some(assignee) = root.opt("assignee") else {
+                return ignored(format!("{name} without an assignee"));
+            };
+            Ok(Event::IssueAssigned {
+                ctx: context(root)?,
+                issue: issue(&root.field("issue")?)?,
+                assignee: actor(&assignee)?,
+            })
+        }
+        ("issues", Some("labeled")) => {
+            let Some(label) = root.opt("label") else {
+                return ignored(format!("{name} without a label"));
+            };
+            Ok(Event::IssueLabeled {
+                ctx: context(root)?,
+                issue: issue(&root.field("issue")?)?,
+                label: label.string("name")?,
+            })
+        }
+        ("pull_request", Some("closed")) => {
+            let pr = root.field("pull_request")?;
+            Ok(Event::PullRequestClosed {
+                ctx: context(root)?,
+                number: pr.u64("number")?,
+                merged: pr.opt_bool("merged")?.unwrap_or(false),
+            })
+        }
+        ("pull_request", Some("synchronize")) => {
+            let pr = root.field("pull_request")?;
+            Ok(Event::PullRequestSynchronize {
+                ctx: context(root)?,
+                number: pr.u64("number")?,
+                head_sha: pr.field("head")?.string("sha")?,
+            })
+        }
+        ("workflow_run", Some("completed")) => workflow_run(root).map(|run| Event::WorkflowRunCompleted(Box::new(run))),
+        ("check_run", Some("completed")) => check_run(root).map(|run| Event::CheckRunCompleted(Box::new(run))),
+        ("check_suite", Some("completed")) => {
+            check_suite(root).map(|suite| Event::CheckSuiteCompleted(Box::new(suite)))
+        }
+        ("installation" | "installation_repositories", Some(action)) => installation(root, action),
+        _ => ignored(format!("{name}: not an event pitcrew acts on")),
+    }
+}
+
+fn repo(node: &Node<'_>) -> Field<RepoRef> {
+    Ok(RepoRef {
+        owner: node.field("owner")?.string("login")?,
+        name: node.string("name")?,
+        clone_url: node.string("clone_url")?,
+        default_branch: node.string("default_branch")?,
+        private: node.bool("private")?,
+    })
+}
+
+fn actor(node: &Node<'_>) -> Field<Actor> {
+    let kind = match node.opt_string("type")?.as_deref() {
+        Some("User") => ActorKind::User,
+        Some("Bot") => ActorKind::Bot,
+        Some("Organization") => ActorKind::Organization,
+        Some(other) => ActorKind::Other(other.to_owned()),
+        None => ActorKind::Other(String::new()),
+    };
+    Ok(Actor {
+        login: node.string("login")?,
+        id: node.opt_u64("id")?,
+        kind,
+    })
+}
+
+fn context(root: &Node<'_>) -> Field<Context> {
+    Ok(Context {
+        repo: repo(&root.field("repository")?)?,
+        installation_id: root.opt("installation").map(|i| i.u64("id")).transpose()?,
+        sender: actor(&root.field("sender")?)?,
+    })
+}
+
+fn issue(node: &Node<'_>) -> Field<IssueRef> {
+    Ok(IssueRef {
+        number: node.u64("number")?,
+        title: node.string("title")?,
+        body: node.opt_string("body")?,
+        // Issue payloads mark a PR by the presence of `issue.pull_request`.
+        is_pull_request: node.opt("pull_request").is_some(),
+        head_sha: None,
+        head_ref: None,
+    })
+}
+
+fn association(node: &Node<'_>) -> Field<AuthorAssociation> {
+    Ok(node
+        .opt_string("author_association")?
+        .map_or(AuthorAssociation::None, AuthorAssociation::from))
+}
+
+fn issue_comment(root: &Node<'_>) -> Field<Event> {
+    let comment = root.field("comment")?;
+    Ok(Event::Comment(Box::new(CommentEvent {
+        ctx: context(root)?,
+        comment_id: comment.u64("id")?,
+        body: comment.opt_string("body")?.unwrap_or_default(),
+        author: actor(&comment.field("user")?)?,
+        author_association: association(&comment)?,
+        issue: issue(&root.field("issue")?)?,
+        review: None,
+    })))
+}
+
+fn review_comment(root: &Node<'_>) -> Field<Event> {
+    let comment = root.field("comment")?;
+    let pr = root.field("pull_request")?;
+    let head = pr.field("head")?;
+    let issue = IssueRef {
+        number: pr.u64("number")?,
+        title: pr.string("title")?,
+        body: pr.opt_string("body")?,
+        is_pull_request: true,
+        head_sha: Some(head.string("sha")?),
+        head_ref: Some(head.string("ref")?),
+    };
+    let review = ReviewContext {
+        path: comment.string("path")?,
+        line: match comment.opt_u64("line")? {
+            Some(line) => Some(line),
+            None => comment.opt_u64("original_line")?,
+        },
+        start_line: comment.opt_u64("start_line")?,
+        side: comment.opt_string("side")?,
+        diff_hunk: comment.string("diff_hunk")?,
+        commit_id: comment.string("commit_id")?,
+        in_reply_to: comment.opt_u64("in_reply_to_id")?,
+    };
+    Ok(Event::Comment(Box::new(CommentEvent {
+        ctx: context(root)?,
+        comment_id: comment.u64("id")?,
+        body: comment.opt_string("body")?.unwrap_or_default(),
+        author: actor(&comment.field("user")?)?,
+        author_association: association(&comment)?,
+        issue,
+        review: Some(review),
+    })))
+}
+
+fn conclusion(node: &Node<'_>) -> Field<Option<Conclusion>> {
+    Ok(node.opt_string("conclusion")?.as_deref().map(Conclusion::parse))
+}
+
+/// PR numbers from a `pull_requests` list. GitHub also lists PRs of *other* repositories whose head
+/// branch has the same name (forks), so only those based in this repository are kept.
+fn pull_numbers(list: &Node<'_>, repo_id: Option<u64>) -> Field<Vec<u64>> {
+    let mut numbers = Vec::new();
+    for pr in list.list("pull_requests")? {
+        let base_repo = match pr.opt("base").and_then(|b| b.opt("repo")) {
+            Some(repo) => repo.opt_u64("id")?,
+            None => None,
+        };
+        if let (Some(base), Some(ours)) = (base_repo, repo_id)
+            && base != ours
+        {
+            continue;
+        }
+        numbers.push(pr.u64("number")?);
+    }
+    Ok(numbers)
+}
+
+fn repo_id(root: &Node<'_>) -> Field<Option<u64>> {
+    root.field("repository")?.opt_u64("id")
+}
+
+fn app(node: &Node<'_>) -> Field<Option<AppRef>> {
+    node.opt("app")
+        .map(|app| {
+            Ok(AppRef {
+                id: app.u64("id")?,
+                slug: app.opt_string("slug")?,
+            })
+        })
+        .transpose()
+}
+
+fn workflow_run(root: &Node<'_>) -> Field<WorkflowRun> {
+    let run = root.field("workflow_run")?;
+    Ok(WorkflowRun {
+        ctx: context(root)?,
+        id: run.u64("id")?,
+        name: run.opt_string("name")?,
+        conclusion: conclusion(&run)?,
+        head_sha: run.string("head_sha")?,
+        head_branch: run.opt_string("head_branch")?,
+        pull_requests: pull_numbers(&run, repo_id(root)?)?,
+        html_url: run.opt_string("html_url")?,
+        run_attempt: run.opt_u64("run_attempt")?,
+    })
+}
+
+fn check_run(root: &Node<'_>) -> Field<CheckRun> {
+    let run = root.field("check_run")?;
+    let suite = run.opt("check_suite");
+    Ok(CheckRun {
+        ctx: context(root)?,
+        id: run.u64("id")?,
+        name: run.string("name")?,
+        conclusion: conclusion(&run)?,
+        head_sha: run.string("head_sha")?,
+        head_branch: suite
+            .as_ref()
+            .map(|s| s.opt_string("head_branch"))
+            .transpose()?
+            .flatten(),
+        check_suite_id: suite.as_ref().map(|s| s.opt_u64("id")).transpose()?.flatten(),
+        app: app(&run)?,
+        pull_requests: pull_numbers(&run, repo_id(root)?)?,
+        html_url: run.opt_string("html_url")?,
+    })
+}
+
+fn check_suite(root: &Node<'_>) -> Field<CheckSuite> {
+    let suite = root.field("check_suite")?;
+    Ok(CheckSuite {
+        ctx: context(root)?,
+        id: suite.u64("id")?,
+        conclusion: conclusion(&suite)?,
+        head_sha: suite.string("head_sha")?,
+        head_branch: suite.opt_string("head_branch")?,
+        app: app(&suite)?,
+        pull_requests: pull_numbers(&suite, repo_id(root)?)?,
+    })
+}
+
+fn installation(root: &Node<'_>, action: &str) -> Field<Event> {
+    let installation = root.field("installation")?;
+    let names =
+        |key: &str| -> Field<Vec<String>> { root.list(key)?.iter().map(|repo| repo.string("full_name")).collect() };
+    let (added, removed) = match action {
+        "created" => (names("repositories")?, Vec::new()),
+        "deleted" => (Vec::new(), names("repositories")?),
+        _ => (names("repositories_added")?, names("repositories_removed")?),
+    };
+    Ok(Event::InstallationChanged {
+        action: action.to_owned(),
+        installation_id: installation.u64("id")?,
+        account: installation.opt("account").map(|a| a.string("login")).transpose()?,
+        repositories_added: added,
+        repositories_removed: removed,
+    })
+}

@@ -1,0 +1,23 @@
+//! Triggers: domain events from webhook deliveries, comment commands, and the jobs they ask for.
+//!
+//! `Event::from_delivery` (event.rs) turns a signed delivery into a domain event, `parse_commands`
+//! (command.rs) reads `@agent …` mentions, and `decide` (decide.rs) says what to do: ignore, pong, or
+//! act for a requester behind a permission gate.
+
+pub mod command;
+pub mod decide;
+pub mod event;
+mod json;
+
+#[cfg(test)]
+mod tests;
+
+pub use command::{Chore, Command, ParseError, parse_commands};
+pub use decide::{
+    Action, Decision, EnabledCommands, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request, Requester,
+    TriggerConfig, decide, help_text, permission_allows,
+};
+pub use event::{
+    Actor, ActorKind, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event,
+    EventError, IssueRef, RepoRef, ReviewContext, WorkflowRun,
+};

@@ -1,0 +1,773 @@
+//! Tests against real webhook payloads (`../shared/fixtures/webhooks/`): every example parses, the
+//! interesting ones parse into the right events, and comment bodies substituted into real payloads
+//! lead to the right decisions.
+
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::*;
+
+const WEBHOOKS: &str = "webhooks";
+
+/// A fixture as (event name, payload). triagebot's recordings wrap the payload and name the event;
+/// octokit's and octocrab's are plain payloads named by their folder.
+fn load(relative: &str) -> (String, Value) {
+    let path = crate::llm::fixture_path(&format!("{WEBHOOKS}/{relative}"));
+    load_path(&path, relative.split('/').next().unwrap())
+}
+
+fn load_path(path: &Path, folder_event: &str) -> (String, Value) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let value: Value = serde_json::from_str(&text).unwrap();
+    if value.get("kind").and_then(Value::as_str) == Some("Webhook") {
+        let event = value["webhook_event"].as_str().unwrap().to_owned();
+        return (event, value["payload"].clone());
+    }
+    (folder_event.to_owned(), value)
+}
+
+fn parse(relative: &str) -> Event {
+    let (event, payload) = load(relative);
+    Event::parse(&event, &payload).unwrap()
+}
+
+fn comment(event: Event) -> CommentEvent {
+    match event {
+        Event::Comment(comment) => *comment,
+        other => panic!("not a comment: {other:?}"),
+    }
+}
+
+fn cfg() -> TriggerConfig {
+    TriggerConfig::new("@agent", "pitcrew[bot]")
+}
+
+/// The real PR comment delivery (triagebot) with `body` substituted.
+fn pr_comment_saying(body: &str) -> (String, Value) {
+    let (event, mut payload) = load("issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json");
+    payload["comment"]["body"] = json!(body);
+    (event, payload)
+}
+
+fn decide_on(event: &str, payload: &Value) -> Decision {
+    decide(&Event::parse(event, payload).unwrap(), &cfg())
+}
+
+fn act(decision: Decision) -> Request {
+    match decision {
+        Decision::Act(request) => *request,
+        other => panic!("not an act: {other:?}"),
+    }
+}
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(&path, out);
+        } else if path.extension().is_some_and(|e| e == "json") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_example_of_every_event_parses() {
+    let root = crate::llm::fixture_path(WEBHOOKS);
+    let mut parsed = 0;
+    let mut kinds = std::collections::BTreeMap::<&str, usize>::new();
+    for folder in std::fs::read_dir(&root).unwrap() {
+        let folder = folder.unwrap().path();
+        let name = folder.file_name().unwrap().to_str().unwrap().to_owned();
+        if !folder.is_dir() || name == "payload-schemas" {
+            continue;
+        }
+        let mut files = Vec::new();
+        files_under(&folder, &mut files);
+        for file in files {
+            let (event, payload) = load_path(&file, &name);
+            let result = Event::parse(&event, &payload);
+            let parsed_event = result.unwrap_or_else(|err| panic!("{}: {err}", file.display()));
+            let kind = match parsed_event {
+                Event::Ping { .. } => "ping",
+                Event::Comment(_) => "comment",
+                Event::IssueAssigned { .. } => "assigned",
+                Event::IssueLabeled { .. } => "labeled",
+                Event::PullRequestClosed { .. } => "closed",
+                Event::PullRequestSynchronize { .. } => "synchronize",
+                Event::WorkflowRunCompleted(_) => "workflow_run",
+                Event::CheckRunCompleted(_) => "check_run",
+                Event::CheckSuiteCompleted(_) => "check_suite",
+                Event::InstallationChanged { .. } => "installation",
+                Event::Ignored { .. } => "ignored",
+            };
+            *kinds.entry(kind).or_default() += 1;
+            // Deciding never panics either.
+            let _ = decide(
+                &Event::parse(&event, &payload).unwrap(),
+                &TriggerConfig {
+                    label: Some("bug".to_owned()),
+                    ..cfg()
+                },
+            );
+            parsed += 1;
+        }
+    }
+    assert_eq!(parsed, 136, "the fixture set changed: {kinds:?}");
+    insta::assert_snapshot!(format!("{kinds:?}"), @r#"{"assigned": 3, "check_run": 3, "check_suite": 3, "closed": 4, "comment": 9, "ignored": 91, "installation": 11, "labeled": 3, "ping": 4, "synchronize": 3, "workflow_run": 2}"#);
+}
+
+#[test]
+fn a_comment_on_a_pull_request() {
+    let c = comment(parse(
+        "issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json",
+    ));
+    assert!(c.issue.is_pull_request);
+    assert_eq!(c.issue.number, 111);
+    assert_eq!(c.comment_id, 1459205742);
+    assert_eq!(c.body, "a custom message\n\ncc @octocat");
+    assert_eq!(c.author.login, "ehuss");
+    assert_eq!(c.author.kind, ActorKind::User);
+    assert_eq!(c.author_association, AuthorAssociation::Owner);
+    assert_eq!(c.ctx.repo.full_name(), "ehuss/triagebot-test");
+    assert_eq!(c.ctx.repo.default_branch, "main");
+    assert_eq!(c.ctx.repo.clone_url, "https://github.com/ehuss/triagebot-test.git");
+    assert_eq!(c.ctx.installation_id, None);
+    assert_eq!(c.review, None);
+    assert_eq!(c.issue.head_sha, None);
+}
+
+#[test]
+fn a_comment_on_an_issue() {
+    let c = comment(parse("issue_comment/created.with-installation.payload.json"));
+    assert!(!c.issue.is_pull_request);
+    assert_eq!(c.issue.number, 1);
+    assert_eq!(c.body, "You are totally right! I'll get this fixed right away.");
+    assert_eq!(c.ctx.installation_id, Some(1));
+    assert_eq!(c.ctx.repo.full_name(), "Codertocat/Hello-World");
+    assert!(!c.ctx.repo.private);
+}
+
+#[test]
+fn a_review_comment_carries_its_diff_position() {
+    let c = comment(parse("pull_request_review_comment/created.payload.json"));
+    assert!(c.issue.is_pull_request);
+    assert_eq!(c.issue.number, 2);
+    assert_eq!(
+        c.issue.head_sha.as_deref(),
+        Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
+    );
+    assert_eq!(c.issue.head_ref.as_deref(), Some("changes"));
+    assert_eq!(
+        c.review,
+        Some(ReviewContext {
+            path: "README.md".to_owned(),
+            line: Some(265),
+            start_line: None,
+            side: Some("RIGHT".to_owned()),
+            diff_hunk: "@@ -1 +1 @@\n-# Hello-World".to_owned(),
+            commit_id: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".to_owned(),
+            in_reply_to: None,
+        })
+    );
+}
+
+#[test]
+fn an_outdated_review_comment_falls_back_to_original_line() {
+    let (event, mut payload) = load("pull_request_review_comment/created.payload.json");
+    payload["comment"]["line"] = Value::Null;
+    payload["comment"]["original_line"] = json!(12);
+    payload["comment"]["in_reply_to_id"] = json!(42);
+    let c = comment(Event::parse(&event, &payload).unwrap());
+    let review = c.review.unwrap();
+    assert_eq!(review.line, Some(12));
+    assert_eq!(review.in_reply_to, Some(42));
+}
+
+#[test]
+fn edited_and_deleted_comments_are_ignored() {
+    for file in [
+        "issue_comment/edited.payload.json",
+        "issue_comment/deleted.payload.json",
+        "issue_comment/octocrab/issue_comment_edited_webhook_event.json",
+        "issue_comment/octocrab/issue_comment_deleted_webhook_event.json",
+        "pull_request_review_comment/edited.payload.json",
+        "pull_request_review_comment/deleted.payload.json",
+    ] {
+        let (event, mut payload) = load(file);
+        // Even a command in the edited text runs nothing.
+        payload["comment"]["body"] = json!("@agent fix");
+        let parsed = Event::parse(&event, &payload).unwrap();
+        assert!(matches!(parsed, Event::Ignored { .. }), "{file}: {parsed:?}");
+        assert!(matches!(decide(&parsed, &cfg()), Decision::Ignore { .. }), "{file}");
+    }
+    let Event::Ignored { reason } = parse("issue_comment/edited.payload.json") else {
+        panic!()
+    };
+    assert_eq!(
+        reason,
+        "issue_comment.edited: only new comments are read, never edits or deletions"
+    );
+}
+
+#[test]
+fn a_bot_comment_is_ignored() {
+    // octocrab's recording: a comment by the App `gagbo-test-app[bot]` (type Bot).
+    let (event, mut payload) = load("issue_comment/octocrab/issue_comment_created_webhook_event.json");
+    payload["comment"]["body"] = json!("@agent fix the flaky test");
+    let Decision::Ignore { reason } = decide_on(&event, &payload) else {
+        panic!("a bot's comment was acted on")
+    };
+    assert_eq!(reason, "comment by the bot account gagbo-test-app[bot]");
+
+    // The bot itself, even if GitHub called it a User, and a `[bot]` login typed User.
+    for login in ["pitcrew[bot]", "PitCrew", "renovate[bot]"] {
+        let (event, mut payload) = pr_comment_saying("@agent fix");
+        payload["comment"]["user"]["login"] = json!(login);
+        payload["sender"]["login"] = json!(login);
+        assert!(
+            matches!(decide_on(&event, &payload), Decision::Ignore { .. }),
+            "{login}"
+        );
+    }
+}
+
+#[test]
+fn fix_with_instructions_on_a_pull_request() {
+    let (event, payload) = pr_comment_saying("@agent fix the flaky test");
+    let request = act(decide_on(&event, &payload).with_delivery("d-1"));
+    assert_eq!(request.permission, PermissionGate::NeedsPermissionCheck);
+    assert_eq!(request.key(), "ehuss/triagebot-test#111");
+    assert_eq!(request.actions.len(), 1);
+    let Action::Run(job) = &request.actions[0] else {
+        panic!("{:?}", request.actions)
+    };
+    assert_eq!(job.kind, JobKind::Fix);
+    assert_eq!(job.instructions.as_deref(), Some("the flaky test"));
+    assert!(job.is_pull_request);
+    assert!(!job.opens_pull_request());
+    assert_eq!(job.key(), "ehuss/triagebot-test#111");
+    assert_eq!(job.delivery_id.as_deref(), Some("d-1"));
+    assert_eq!(
+        job.reply_to,
+        ReplyTarget::Issue {
+            number: 111,
+            comment_id: Some(1459205742)
+        }
+    );
+    assert_eq!(
+        job.requested_by,
+        Requester {
+            login: "ehuss".to_owned(),
+            id: Some(43_198),
+            association: Some(AuthorAssociation::Owner)
+        }
+    );
+}
+
+#[test]
+fn the_stored_job_request_json() {
+    let (event, payload) = pr_comment_saying("@agent fix the flaky test");
+    let decision = decide_on(&event, &payload).with_delivery("72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    let job = decision.jobs()[0].clone();
+    let text = serde_json::to_string_pretty(&job).unwrap();
+    insta::assert_snapshot!(text, @r#"
+    {
+      "kind": "fix",
+      "repo": {
+        "owner": "ehuss",
+        "name": "triagebot-test",
+        "clone_url": "https://github.com/ehuss/triagebot-test.git",
+        "default_branch": "main",
+        "private": false
+      },
+      "installation_id": null,
+      "number": 111,
+      "is_pull_request": true,
+      "requested_by": {
+        "login": "ehuss",
+        "id": 43198,
+        "association": "OWNER"
+      },
+      "reply_to": {
+        "type": "issue",
+        "number": 111,
+        "comment_id": 1459205742
+      },
+      "source": {
+        "type": "comment",
+        "comment_id": 1459205742
+      },
+      "instructions": "the flaky test",
+      "review_comment": null,
+      "head_sha": null,
+      "delivery_id": "72d3162e-cc78-11e3-81ab-4c9367dc0958"
+    }
+    "#);
+    let back: JobRequest = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, job);
+    let chore = JobRequest {
+        kind: JobKind::Chore(Chore::Deps),
+        ..job
+    };
+    let json = serde_json::to_value(&chore).unwrap();
+    assert_eq!(json["kind"], json!({"chore": "deps"}));
+    assert_eq!(serde_json::from_value::<JobRequest>(json).unwrap(), chore);
+}
+
+#[test]
+fn a_mention_in_a_code_block_is_ignored() {
+    let (event, payload) = pr_comment_saying("To ask for a fix, write:\n\n```\n@agent fix\n```\n\n> @agent stop");
+    let Decision::Ignore { reason } = decide_on(&event, &payload) else {
+        panic!("acted on a quoted example")
+    };
+    assert_eq!(reason, "comment 1459205742 does not mention @agent");
+}
+
+#[test]
+fn a_commenter_without_write_association_is_refused() {
+    let mut refusals = Vec::new();
+    for association in ["NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR"] {
+        let (event, mut payload) = pr_comment_saying("@agent fix the flaky test");
+        payload["comment"]["author_association"] = json!(association);
+        let request = act(decide_on(&event, &payload));
+        assert_eq!(request.permission, PermissionGate::Refuse, "{association}");
+        refusals.push(request.refusal_message());
+    }
+    refusals.dedup();
+    insta::assert_snapshot!(refusals.join("\n"), @"Sorry @ehuss, only people with write access to ehuss/triagebot-test can ask me to do things here.");
+    for association in ["OWNER", "MEMBER", "COLLABORATOR"] {
+        let (event, mut payload) = pr_comment_saying("@agent fix");
+        payload["comment"]["author_association"] = json!(association);
+        assert_eq!(
+            act(decide_on(&event, &payload)).permission,
+            PermissionGate::NeedsPermissionCheck,
+            "{association}"
+        );
+    }
+}
+
+#[test]
+fn stop_and_help() {
+    let (event, payload) = pr_comment_saying("@agent stop");
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(
+        request.actions,
+        vec![Action::Stop {
+            key: "ehuss/triagebot-test#111".to_owned()
+        }]
+    );
+    assert_eq!(request.requested_by.login, "ehuss");
+
+    let (event, payload) = pr_comment_saying("@agent help");
+    let request = act(decide_on(&event, &payload));
+    let [Action::Help { text }] = request.actions.as_slice() else {
+        panic!("{:?}", request.actions)
+    };
+    insta::assert_snapshot!(text, @r"
+    Mention `@agent` followed by a command:
+
+    - `@agent fix [instructions]`: fix the problem and push the change (also any free text after `@agent`)
+    - `@agent review [focus]`: review this pull request
+    - `@agent explain [question]`: answer a question about the code
+    - `@agent triage`: find out why CI failed
+    - `@agent chore deps`: update dependencies
+    - `@agent stop`: cancel the running job
+    - `@agent help`: this list
+
+    Assign an issue to @pitcrew[bot] to get a fix in a new pull request.
+    ");
+}
+
+#[test]
+fn help_lists_only_enabled_commands_and_the_label() {
+    let config = TriggerConfig {
+        label: Some("pitcrew".to_owned()),
+        commands: EnabledCommands {
+            review: false,
+            chore: false,
+            ..EnabledCommands::default()
+        },
+        ..TriggerConfig::new("@crew", "crew[bot]")
+    };
+    insta::assert_snapshot!(help_text(&config), @r"
+    Mention `@crew` followed by a command:
+
+    - `@crew fix [instructions]`: fix the problem and push the change (also any free text after `@crew`)
+    - `@crew explain [question]`: answer a question about the code
+    - `@crew triage`: find out why CI failed
+    - `@crew stop`: cancel the running job
+    - `@crew help`: this list
+
+    Assign an issue to @crew[bot] (or label it `pitcrew`) to get a fix in a new pull request.
+    ");
+}
+
+#[test]
+fn disabled_misplaced_and_mistyped_commands_are_invalid() {
+    let config = TriggerConfig {
+        commands: EnabledCommands {
+            explain: false,
+            ..EnabledCommands::default()
+        },
+        ..cfg()
+    };
+    let (event, payload) = pr_comment_saying("@agent explain the cache\n@agent reveiw");
+    let request = act(decide(&Event::parse(&event, &payload).unwrap(), &config));
+    let messages: Vec<_> = request
+        .actions
+        .iter()
+        .map(|a| match a {
+            Action::Invalid { message } => message.as_str(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "`explain` is turned off in this repository.",
+            "unknown command `reveiw`; did you mean `review`?"
+        ]
+    );
+
+    // `review` on a plain issue.
+    let (event, mut payload) = load("issue_comment/created.payload.json");
+    payload["comment"]["body"] = json!("@agent review");
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(
+        request.actions,
+        vec![Action::Invalid {
+            message: "`review` works on pull requests only.".to_owned()
+        }]
+    );
+}
+
+#[test]
+fn several_commands_in_one_comment() {
+    let (event, payload) = pr_comment_saying("@agent review\n\n@agent explain why the lock?\n\n@agent review");
+    let request = act(decide_on(&event, &payload));
+    let kinds: Vec<_> = request
+        .actions
+        .iter()
+        .map(|a| match a {
+            Action::Run(job) => (job.kind.as_str(), job.instructions.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, [("review", None), ("explain", Some("why the lock?".to_owned()))]);
+}
+
+#[test]
+fn fix_from_a_review_comment_carries_the_diff_context() {
+    let (event, mut payload) = load("pull_request_review_comment/created.payload.json");
+    payload["comment"]["body"] = json!("@agent fix use a named constant here");
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(
+        request.reply_to,
+        ReplyTarget::ReviewThread {
+            pull_number: 2,
+            comment_id: 284312630
+        }
+    );
+    let jobs: Vec<_> = Decision::Act(Box::new(request)).jobs().into_iter().cloned().collect();
+    let job = &jobs[0];
+    assert_eq!(job.instructions.as_deref(), Some("use a named constant here"));
+    assert_eq!(
+        job.head_sha.as_deref(),
+        Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
+    );
+    assert_eq!(job.installation_id, Some(1));
+    assert_eq!(job.source, JobSource::ReviewComment { comment_id: 284312630 });
+    let review = job.review_comment.as_ref().unwrap();
+    assert_eq!((review.path.as_str(), review.line), ("README.md", Some(265)));
+    assert_eq!(review.diff_hunk, "@@ -1 +1 @@\n-# Hello-World");
+
+    // A reply in a thread answers in the same thread (GitHub takes replies to the first comment only).
+    payload["comment"]["in_reply_to_id"] = json!(1000);
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(
+        request.reply_to,
+        ReplyTarget::ReviewThread {
+            pull_number: 2,
+            comment_id: 1000
+        }
+    );
+}
+
+#[test]
+fn an_issue_assigned_to_the_bot_asks_for_a_fix_in_a_new_pr() {
+    let Event::IssueAssigned { assignee, issue, .. } = parse("issues/assigned.payload.json") else {
+        panic!()
+    };
+    assert_eq!(assignee.login, "Codertocat");
+    assert_eq!(issue.number, 1);
+    assert!(!issue.is_pull_request);
+
+    let (event, payload) = load("issues/assigned.with-installation.payload.json");
+    let Decision::Ignore { reason } = decide_on(&event, &payload) else {
+        panic!("acted on an assignment to someone else")
+    };
+    assert_eq!(reason, "issue #1 assigned to Codertocat, not to the bot");
+
+    for login in ["pitcrew[bot]", "PitCrew[bot]", "pitcrew"] {
+        let (event, mut payload) = load("issues/assigned.with-installation.payload.json");
+        payload["assignee"]["login"] = json!(login);
+        let request = act(decide_on(&event, &payload));
+        assert_eq!(request.permission, PermissionGate::NeedsPermissionCheck);
+        assert_eq!(
+            request.requested_by,
+            Requester {
+                login: "Codertocat".to_owned(),
+                id: Some(21_031_067),
+                association: None
+            }
+        );
+        let [Action::Run(job)] = request.actions.as_slice() else {
+            panic!("{:?}", request.actions)
+        };
+        assert_eq!(job.kind, JobKind::Fix);
+        assert!(job.opens_pull_request(), "{login}");
+        assert_eq!(job.source, JobSource::Assigned);
+        assert_eq!(job.installation_id, Some(1));
+        assert_eq!(
+            job.reply_to,
+            ReplyTarget::Issue {
+                number: 1,
+                comment_id: None
+            }
+        );
+        assert_eq!(
+            job.instructions.as_deref(),
+            Some("Spelling error in the README file\n\nIt looks like you accidently spelled 'commit' with two 't's.")
+        );
+    }
+}
+
+#[test]
+fn an_issue_labeled_with_the_trigger_label_asks_for_a_fix() {
+    let Event::IssueLabeled { label, issue, .. } = parse("issues/labeled.payload.json") else {
+        panic!()
+    };
+    assert_eq!((label.as_str(), issue.number), ("bug", 1));
+
+    let (event, payload) = load("issues/octocrab/issues_labeled_webhook_event.json");
+    let parsed = Event::parse(&event, &payload).unwrap();
+    let with_label = |label: Option<&str>| {
+        decide(
+            &parsed,
+            &TriggerConfig {
+                label: label.map(str::to_owned),
+                ..cfg()
+            },
+        )
+    };
+    let request = act(with_label(Some("Enhancement")));
+    let [Action::Run(job)] = request.actions.as_slice() else {
+        panic!()
+    };
+    assert_eq!(
+        job.source,
+        JobSource::Labeled {
+            label: "enhancement".to_owned()
+        }
+    );
+    assert!(job.opens_pull_request());
+    assert_eq!(job.installation_id, Some(7777777));
+    assert!(matches!(with_label(Some("bug")), Decision::Ignore { .. }));
+    assert!(matches!(with_label(None), Decision::Ignore { .. }));
+}
+
+#[test]
+fn a_failed_workflow_run() {
+    let (event, mut payload) = load("workflow_run/completed.with-pull-requests.payload.json");
+    payload["workflow_run"]["conclusion"] = json!("failure");
+    let Event::WorkflowRunCompleted(run) = Event::parse(&event, &payload).unwrap() else {
+        panic!()
+    };
+    assert_eq!(run.id, 289782451);
+    assert_eq!(run.conclusion, Some(Conclusion::Failure));
+    assert!(run.conclusion.as_ref().unwrap().is_failure());
+    assert_eq!(run.head_sha, "3484a3fb816e0859fd6e1cea078d76385ff50625");
+    assert_eq!(run.head_branch.as_deref(), Some("master"));
+    assert_eq!(run.run_attempt, Some(1));
+    assert_eq!(run.ctx.repo.full_name(), "octo-org/octo-repo");
+    // The example lists PR #2 of Codertocat/Hello-World (another repository, as GitHub does for
+    // forks with the same branch name): not this repository's PR #2.
+    assert_eq!(run.pull_requests, Vec::<u64>::new());
+
+    let repo_id = payload["repository"]["id"].clone();
+    payload["workflow_run"]["pull_requests"][0]["base"]["repo"]["id"] = repo_id;
+    let Event::WorkflowRunCompleted(run) = Event::parse(&event, &payload).unwrap() else {
+        panic!()
+    };
+    assert_eq!(run.pull_requests, vec![2]);
+
+    let Event::WorkflowRunCompleted(run) = parse("workflow_run/completed.payload.json") else {
+        panic!()
+    };
+    assert!(!run.conclusion.unwrap().is_failure());
+    assert!(matches!(
+        parse("workflow_run/requested.payload.json"),
+        Event::Ignored { .. }
+    ));
+}
+
+#[test]
+fn a_completed_check_run_names_its_app() {
+    let Event::CheckRunCompleted(run) = parse("check_run/completed.1.payload.json") else {
+        panic!()
+    };
+    assert_eq!(run.id, 128620228);
+    assert_eq!(run.name, "Octocoders-linter");
+    assert_eq!(run.conclusion, Some(Conclusion::Failure));
+    assert_eq!(
+        run.app,
+        Some(AppRef {
+            id: 29310,
+            slug: Some("github-actions".to_owned())
+        })
+    );
+    assert_eq!(run.pull_requests, vec![2]);
+    assert_eq!(run.head_branch.as_deref(), Some("changes"));
+    assert_eq!(run.check_suite_id, Some(118578147));
+    assert!(matches!(parse("check_run/created.payload.json"), Event::Ignored { .. }));
+
+    let Event::CheckSuiteCompleted(suite) = parse("check_suite/completed.payload.json") else {
+        panic!()
+    };
+    assert_eq!((suite.id, suite.pull_requests.as_slice()), (118578147, &[2][..]));
+    assert_eq!(suite.conclusion, Some(Conclusion::Success));
+    assert_eq!(suite.app.unwrap().id, 29310);
+}
+
+#[test]
+fn ping_is_answered() {
+    let event = parse("ping/payload.json");
+    let Event::Ping { zen, hook_id, repo } = &event else {
+        panic!()
+    };
+    assert_eq!(
+        (zen.as_str(), *hook_id),
+        ("Anything added dilutes everything else.", 109948940)
+    );
+    assert_eq!(repo.as_ref().unwrap().full_name(), "Octocoders/Hello-World");
+    assert_eq!(
+        decide(&event, &cfg()),
+        Decision::Pong {
+            zen: "Anything added dilutes everything else.".to_owned()
+        }
+    );
+    // An App's ping has no repository.
+    let Event::Ping { repo, .. } = parse("ping/octocrab/ping_webhook_event.json") else {
+        panic!()
+    };
+    assert_eq!(repo, None);
+}
+
+#[test]
+fn installation_changes() {
+    let Event::InstallationChanged {
+        action,
+        installation_id,
+        account,
+        repositories_added,
+        ..
+    } = parse("installation_repositories/added.payload.json")
+    else {
+        panic!()
+    };
+    assert_eq!(action, "added");
+    assert!(installation_id > 0);
+    assert!(account.is_some());
+    assert!(!repositories_added.is_empty());
+}
+
+#[test]
+fn malformed_signed_payloads_name_the_event_and_the_field() {
+    let (event, mut payload) = pr_comment_saying("@agent fix");
+    payload["comment"]["user"].as_object_mut().unwrap().remove("login");
+    insta::assert_snapshot!(
+        Event::parse(&event, &payload).unwrap_err(),
+        @"issue_comment.created payload: $.comment.user.login: missing"
+    );
+
+    let (event, mut payload) = pr_comment_saying("@agent fix");
+    payload["comment"]["id"] = json!("1459205742");
+    insta::assert_snapshot!(
+        Event::parse(&event, &payload).unwrap_err(),
+        @"issue_comment.created payload: $.comment.id: expected a non-negative integer, found a string"
+    );
+
+    let (event, mut payload) = load("workflow_run/completed.with-pull-requests.payload.json");
+    payload["workflow_run"]["pull_requests"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("number");
+    payload["workflow_run"]["pull_requests"][0]["base"]["repo"]["id"] = payload["repository"]["id"].clone();
+    insta::assert_snapshot!(
+        Event::parse(&event, &payload).unwrap_err(),
+        @"workflow_run.completed payload: $.workflow_run.pull_requests[0].number: missing"
+    );
+
+    let (event, mut payload) = load("issues/assigned.payload.json");
+    payload["repository"] = Value::Null;
+    insta::assert_snapshot!(
+        Event::parse(&event, &payload).unwrap_err(),
+        @"issues.assigned payload: $.repository: expected a value, found null"
+    );
+
+    insta::assert_snapshot!(
+        Event::parse("issue_comment", &json!({"action": 3})).unwrap_err(),
+        @"issue_comment payload: $.action: expected a string, found a number"
+    );
+    insta::assert_snapshot!(
+        Event::from_json("ping", b"{").unwrap_err(),
+        @"ping payload: $: malformed JSON: EOF while parsing an object at line 1 column 1"
+    );
+}
+
+#[test]
+fn unknown_events_are_ignored() {
+    let event = Event::parse("star", &json!({"action": "created"})).unwrap();
+    assert_eq!(
+        event,
+        Event::Ignored {
+            reason: "star.created: not an event pitcrew acts on".to_owned()
+        }
+    );
+    assert!(matches!(decide(&event, &cfg()), Decision::Ignore { .. }));
+}
+
+#[test]
+fn events_parse_from_a_verified_delivery() {
+    use secrecy::SecretString;
+
+    use crate::server::{signature, webhook};
+    let secret = SecretString::from("s3cret");
+    let (_, payload) = pr_comment_saying("@agent triage");
+    let body = serde_json::to_vec(&payload).unwrap();
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert("x-github-event", "issue_comment".parse().unwrap());
+    headers.insert("x-github-delivery", "abc".parse().unwrap());
+    headers.insert("x-hub-signature-256", signature::sign(&secret, &body).parse().unwrap());
+    let delivery = webhook::parse_delivery(&headers, body.into(), &secret, webhook::DEFAULT_MAX_BODY).unwrap();
+    let decision = decide(&Event::from_delivery(&delivery).unwrap(), &cfg()).with_delivery(&delivery.id);
+    let jobs = decision.jobs();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].kind, JobKind::Triage);
+    assert_eq!(jobs[0].delivery_id.as_deref(), Some("abc"));
+}
+
+#[test]
+fn permission_api_verdicts() {
+    assert!(permission_allows("admin", Some("admin")));
+    assert!(permission_allows("write", Some("maintain")));
+    assert!(permission_allows("write", None));
+    assert!(permission_allows("read", Some("maintain")));
+    assert!(!permission_allows("read", Some("triage")));
+    assert!(!permission_allows("read", None));
+    assert!(!permission_allows("none", None));
+}
