@@ -7,6 +7,7 @@ pub mod jobs;
 pub mod llm;
 pub mod logging;
 pub mod prompts;
+pub mod report;
 pub mod run;
 pub mod sandbox;
 pub mod server;
