@@ -10,6 +10,7 @@ mod duration;
 mod error;
 mod raw;
 mod render;
+pub mod repo;
 mod schema;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -129,6 +130,20 @@ pub struct GithubApp {
 pub struct ServerConfig {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
+    /// Jobs run at once (1..=64).
+    pub concurrency: u32,
+    /// Tries a job gets when the process running it dies (at least 1).
+    pub job_attempts: u32,
+    /// The largest webhook body accepted (GitHub caps deliveries at 25 MiB).
+    pub max_body_bytes: u64,
+    /// How long a stopping server lets running jobs finish before it requeues them.
+    pub shutdown_grace: Duration,
+    /// Idle working copies kept per repository (0: none).
+    pub pool_size: u32,
+    /// An idle working copy unused for longer is removed.
+    pub pool_max_idle: Duration,
+    /// A repository mirror not fetched for longer is removed (when no job uses it).
+    pub mirror_max_idle: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -632,6 +647,41 @@ impl Validator<'_> {
             Some(dir) => dir,
             None => PathBuf::from("./pitcrew-data"),
         };
+        let concurrency = self.at_least_one("server.concurrency", server.concurrency, 4);
+        if concurrency > 64 {
+            self.invalid(
+                "server.concurrency",
+                Some(concurrency.to_string()),
+                "must be at most 64",
+            );
+        }
+        let job_attempts = self.at_least_one("server.job_attempts", server.job_attempts, 3);
+        let max_body_bytes = self.byte_size(
+            "server.max_body",
+            server.max_body,
+            25 * bytesize::MEBIBYTE,
+            64 * 1024,
+            bytesize::GIBIBYTE,
+        );
+        let shutdown_grace = self.duration(
+            "server.shutdown_grace",
+            server.shutdown_grace,
+            Duration::from_secs(60),
+            true,
+        );
+        let pool_size = server.pool_size.unwrap_or(2);
+        let pool_max_idle = self.duration(
+            "server.pool_max_idle",
+            server.pool_max_idle,
+            Duration::from_secs(6 * 3600),
+            true,
+        );
+        let mirror_max_idle = self.duration(
+            "server.mirror_max_idle",
+            server.mirror_max_idle,
+            Duration::from_secs(14 * 86_400),
+            true,
+        );
 
         // [sandbox]
         let backend = self.choice(
@@ -797,7 +847,17 @@ impl Validator<'_> {
                 bot_name,
                 bot_email,
             },
-            server: ServerConfig { listen, data_dir },
+            server: ServerConfig {
+                listen,
+                data_dir,
+                concurrency,
+                job_attempts,
+                max_body_bytes,
+                shutdown_grace,
+                pool_size,
+                pool_max_idle,
+                mirror_max_idle,
+            },
             sandbox: SandboxConfig {
                 backend,
                 image,

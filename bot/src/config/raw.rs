@@ -66,6 +66,13 @@ pub(crate) struct RawGithub {
 pub(crate) struct RawServer {
     pub(crate) listen: Option<String>,
     pub(crate) data_dir: Option<PathBuf>,
+    pub(crate) concurrency: Option<u32>,
+    pub(crate) job_attempts: Option<u32>,
+    pub(crate) max_body: Option<RawByteSize>,
+    pub(crate) shutdown_grace: Option<RawDuration>,
+    pub(crate) pool_size: Option<u32>,
+    pub(crate) pool_max_idle: Option<RawDuration>,
+    pub(crate) mirror_max_idle: Option<RawDuration>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -173,7 +180,8 @@ impl RawConfig {
             max_output_tokens, request_timeout, stream_idle_timeout, max_retries, max_retry_delay);
         overlay_fields!(self.github, github; api_url, app_id, private_key_path, webhook_secret, bot_name,
             bot_email);
-        overlay_fields!(self.server, server; listen, data_dir);
+        overlay_fields!(self.server, server; listen, data_dir, concurrency, job_attempts, max_body,
+            shutdown_grace, pool_size, pool_max_idle, mirror_max_idle);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, cpus, pids_limit, setup,
             setup_network);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time);

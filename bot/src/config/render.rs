@@ -77,6 +77,14 @@ impl Config {
             "data_dir",
             string(&self.server.data_dir.display().to_string()),
         );
+        let server = &self.server;
+        out.value("server", "concurrency", server.concurrency.to_string());
+        out.value("server", "job_attempts", server.job_attempts.to_string());
+        out.value("server", "max_body", string(&format_byte_size(server.max_body_bytes)));
+        out.value("server", "shutdown_grace", duration(server.shutdown_grace));
+        out.value("server", "pool_size", server.pool_size.to_string());
+        out.value("server", "pool_max_idle", duration(server.pool_max_idle));
+        out.value("server", "mirror_max_idle", duration(server.mirror_max_idle));
 
         let s = &self.sandbox;
         out.section("sandbox");

@@ -426,7 +426,7 @@ fn unknown_sections_and_misplaced_keys_get_hints() {
     <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
     <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
     <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, prices
-    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir
+    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle
     ");
 }
 
@@ -1001,6 +1001,13 @@ fn render_redacted_shows_effective_values_and_origins() {
     [server]
     listen = "127.0.0.1:8080"                        # default
     data_dir = "./pitcrew-data"                      # default
+    concurrency = 4                                  # default
+    job_attempts = 3                                 # default
+    max_body = "25MiB"                               # default
+    shutdown_grace = "1m"                            # default
+    pool_size = 2                                    # default
+    pool_max_idle = "6h"                             # default
+    mirror_max_idle = "14d"                          # default
 
     [sandbox]
     backend = "docker"                               # default

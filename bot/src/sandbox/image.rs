@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
-
+use crate::config::repo::{EffectiveSettings, REPO_CONFIG_PATH, RepoConfig};
 use crate::tools::Workspace;
 
 /// Where the image came from, for logs and the run summary.
@@ -19,14 +18,14 @@ pub enum ImageSource {
     Default,
 }
 
-#[derive(Deserialize)]
-struct RepoConfig {
-    sandbox: Option<RepoSandbox>,
-}
-
-#[derive(Deserialize)]
-struct RepoSandbox {
-    image: Option<String>,
+/// The image named in configuration, if any: the operator's explicit choice, else the repository's
+/// `[sandbox] image`. `None` leaves the choice to the dev container, then the default.
+pub fn configured(operator: Option<&str>, repository: Option<&str>) -> Option<(String, ImageSource)> {
+    match (operator, repository) {
+        (Some(image), _) => Some((image.to_owned(), ImageSource::Operator)),
+        (None, Some(image)) => Some((image.to_owned(), ImageSource::RepositoryConfig)),
+        (None, None) => None,
+    }
 }
 
 /// The image for a job in `workspace`. `operator` is the configured image when the operator set it
@@ -37,14 +36,35 @@ pub fn resolve(workspace: &Workspace, operator: Option<&str>, default: &str) -> 
     if let Some(image) = operator {
         return (image.to_owned(), ImageSource::Operator);
     }
-    if let Some(image) = read(workspace, ".github/pitcrew.toml").and_then(|text| {
-        toml::from_str::<RepoConfig>(&text)
-            .map_err(|err| tracing::warn!(%err, "ignoring .github/pitcrew.toml: it is not valid TOML"))
-            .ok()
-            .and_then(|c| c.sandbox?.image)
-    }) {
-        return (image, ImageSource::RepositoryConfig);
+    let repository = read(workspace, REPO_CONFIG_PATH).and_then(|text| repository_image(&text));
+    if let Some(choice) = configured(None, repository.as_deref()) {
+        return choice;
     }
+    dev_container_or(workspace, default)
+}
+
+/// The image for a job whose settings were already decided from the repository's configuration on
+/// its default branch ([`crate::config::repo::RepoConfig::apply`]): those settings' image, unless
+/// they fell back to the default, in which case the checkout's dev container may still name one.
+pub fn resolve_settings(workspace: &Workspace, settings: &EffectiveSettings) -> (String, ImageSource) {
+    match settings.image_source {
+        ImageSource::Default => dev_container_or(workspace, &settings.image),
+        _ => (settings.image.clone(), settings.image_source.clone()),
+    }
+}
+
+/// The `[sandbox] image` of a repository's configuration. A file with problems still yields its
+/// image if that one setting is valid (the problems are logged): this only picks a container image,
+/// and the job runner refuses invalid files with their own report.
+fn repository_image(text: &str) -> Option<String> {
+    let (config, problems) = RepoConfig::parse_lenient(text);
+    for problem in &problems {
+        tracing::warn!(%problem, "problem in the repository's configuration");
+    }
+    config.sandbox.image
+}
+
+fn dev_container_or(workspace: &Workspace, default: &str) -> (String, ImageSource) {
     for path in [".devcontainer/devcontainer.json", ".devcontainer.json"] {
         if let Some(image) = read(workspace, path).and_then(|text| devcontainer_image(&text)) {
             return (image, ImageSource::DevContainer);
@@ -194,6 +214,58 @@ mod tests {
         assert_eq!(
             devcontainer_image("{\"build\": {\"dockerfile\": \"Dockerfile\"}}"),
             None
+        );
+    }
+
+    #[test]
+    fn a_bad_image_setting_falls_through_to_the_dev_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        std::fs::create_dir(dir.path().join(".github")).unwrap();
+        std::fs::write(dir.path().join(".github/pitcrew.toml"), "[sandbox]\nimage = 3\n").unwrap();
+        std::fs::write(dir.path().join(".devcontainer.json"), "{\"image\": \"node:22\"}").unwrap();
+        assert_eq!(
+            resolve(&workspace, None, "debian"),
+            ("node:22".to_owned(), ImageSource::DevContainer)
+        );
+    }
+
+    #[test]
+    fn decided_settings_fall_back_to_the_dev_container_only_from_the_default() {
+        use std::collections::BTreeMap;
+
+        use crate::config::{Config, LoadOptions};
+
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        std::fs::write(dir.path().join(".devcontainer.json"), "{\"image\": \"node:22\"}").unwrap();
+        // The checkout's own `.github/pitcrew.toml` is not read: the settings came from the default branch.
+        std::fs::create_dir(dir.path().join(".github")).unwrap();
+        std::fs::write(
+            dir.path().join(".github/pitcrew.toml"),
+            "[sandbox]\nimage = \"evil:1\"\n",
+        )
+        .unwrap();
+        let env = BTreeMap::from([("OPENAI_API_KEY".to_owned(), "sk-test".to_owned())]);
+        let overrides = ["model.name=gpt-4.1".to_owned()];
+        let operator = Config::load(LoadOptions {
+            config_path: None,
+            env: &env,
+            overrides: &overrides,
+        })
+        .unwrap();
+
+        let settings = RepoConfig::default().apply(&operator);
+        assert_eq!(
+            resolve_settings(&workspace, &settings),
+            ("node:22".to_owned(), ImageSource::DevContainer)
+        );
+        let settings = RepoConfig::parse("[sandbox]\nimage = \"rust:1.90\"\n")
+            .unwrap()
+            .apply(&operator);
+        assert_eq!(
+            resolve_settings(&workspace, &settings),
+            ("rust:1.90".to_owned(), ImageSource::RepositoryConfig)
         );
     }
 }

@@ -1,0 +1,780 @@
+//! The per-repository configuration, `.github/pitcrew.toml` on the default branch: what a repository
+//! chooses for its own jobs (model, budgets, sandbox, test command, triggers, CI triage), and how it
+//! combines with the operator's [`Config`] into the [`EffectiveSettings`] one job runs with.
+//!
+//! The file is written by the repository's maintainers, not the operator: every problem is reported
+//! at once with its line and column (to be posted as a comment), and the operator's budgets are
+//! ceilings the file can lower but never raise.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::Duration;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::duration::{format_duration, parse_duration};
+use super::error::Hint;
+use super::raw::line_column;
+use super::schema::{Kind, did_you_mean};
+use super::{Config, Origin, SandboxNetwork};
+use crate::sandbox::image::{self, ImageSource};
+
+/// Where the file lives in the repository; problems are reported against this path.
+pub const REPO_CONFIG_PATH: &str = ".github/pitcrew.toml";
+
+/// Every section and its keys, in the order messages list them.
+const SECTIONS: &[(&str, &[&str])] = &[
+    ("model", &["name"]),
+    ("agent", &["max_steps", "max_cost_usd", "max_wall_time", "test_command"]),
+    ("sandbox", &["image", "setup", "setup_network"]),
+    (
+        "triggers",
+        &[
+            "trigger",
+            "commands",
+            "label",
+            "assign",
+            "min_permission",
+            "allowed_users",
+        ],
+    ),
+    ("triage", &["auto_fix", "rerun_flaky", "comment"]),
+];
+
+/// GitHub refuses label names longer than this.
+const MAX_LABEL_CHARS: usize = 50;
+
+/// A repository's configuration as written: `None` (or `false` for the triage switches) means the
+/// file does not set it. `RepoConfig::default()` is what an absent or empty file means.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RepoConfig {
+    pub model: RepoModel,
+    pub agent: RepoAgent,
+    pub sandbox: RepoSandbox,
+    pub triggers: RepoTriggers,
+    pub triage: TriageSettings,
+}
+
+/// `[model]`: only the name; the operator's provider, server and key are always used.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepoModel {
+    pub name: Option<String>,
+}
+
+/// `[agent]`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RepoAgent {
+    /// At least 1.
+    pub max_steps: Option<u32>,
+    /// Greater than zero.
+    pub max_cost_usd: Option<f64>,
+    /// Longer than zero.
+    pub max_wall_time: Option<Duration>,
+    /// The command that runs the project's tests, e.g. `cargo nextest run`; never empty.
+    pub test_command: Option<String>,
+}
+
+/// `[sandbox]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepoSandbox {
+    /// A Docker image reference without whitespace.
+    pub image: Option<String>,
+    /// A shell script run once after the sandbox starts; never empty.
+    pub setup: Option<String>,
+    /// Asks for network access while `setup` runs; only set together with `setup`.
+    pub setup_network: Option<bool>,
+}
+
+/// `[triggers]`: who may start jobs, and how.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepoTriggers {
+    /// `@` and a name without spaces.
+    pub trigger: Option<String>,
+    pub commands: Option<BTreeSet<CommandName>>,
+    /// Adding this label to an issue starts a fix.
+    pub label: Option<String>,
+    /// Assigning an issue to the bot starts a fix.
+    pub assign: Option<bool>,
+    pub min_permission: Option<MinPermission>,
+    /// GitHub logins; never empty when set.
+    pub allowed_users: Option<Vec<String>>,
+}
+
+/// `[triage]`: what to do when CI fails on a pull request. All off unless the file turns them on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TriageSettings {
+    /// Try to fix a failure that triage attributes to the pull request's own change.
+    pub auto_fix: bool,
+    /// Re-run jobs that triage judges flaky.
+    pub rerun_flaky: bool,
+    /// Post triage's findings as a comment.
+    pub comment: bool,
+}
+
+/// A comment command that `[triggers] commands` can enable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CommandName {
+    Fix,
+    Review,
+    Explain,
+    Triage,
+    Help,
+    Stop,
+    Chore,
+}
+
+impl CommandName {
+    pub const ALL: [CommandName; 7] = [
+        CommandName::Fix,
+        CommandName::Review,
+        CommandName::Explain,
+        CommandName::Triage,
+        CommandName::Help,
+        CommandName::Stop,
+        CommandName::Chore,
+    ];
+
+    /// The command word as users type it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandName::Fix => "fix",
+            CommandName::Review => "review",
+            CommandName::Explain => "explain",
+            CommandName::Triage => "triage",
+            CommandName::Help => "help",
+            CommandName::Stop => "stop",
+            CommandName::Chore => "chore",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<CommandName> {
+        CommandName::ALL.into_iter().find(|c| c.as_str() == word)
+    }
+}
+
+/// The least repository permission someone needs to start a job.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MinPermission {
+    #[default]
+    Write,
+    Maintain,
+    Admin,
+}
+
+impl MinPermission {
+    const CHOICES: [MinPermission; 3] = [MinPermission::Write, MinPermission::Maintain, MinPermission::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MinPermission::Write => "write",
+            MinPermission::Maintain => "maintain",
+            MinPermission::Admin => "admin",
+        }
+    }
+
+    /// Judges the collaborator permission API's answer: `permission` is `admin`/`write`/`read`/`none`
+    /// (it reports maintain as write) and `role_name` the finer role. A custom role counts for what
+    /// its base `permission` says, so a custom role built on maintain passes only `write`.
+    pub fn allows(self, permission: &str, role_name: Option<&str>) -> bool {
+        match self {
+            MinPermission::Write => {
+                matches!(permission, "admin" | "write") || matches!(role_name, Some("admin" | "maintain" | "write"))
+            }
+            MinPermission::Maintain => permission == "admin" || matches!(role_name, Some("admin" | "maintain")),
+            MinPermission::Admin => permission == "admin" || role_name == Some("admin"),
+        }
+    }
+}
+
+/// One problem in the file. `Display` is the line to post: `.github/pitcrew.toml:3:1: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepoConfigProblem {
+    /// 1-based.
+    pub line: u32,
+    /// 1-based, in characters.
+    pub column: u32,
+    /// What is wrong and, where it can tell, how to fix it; without the file and position.
+    pub message: String,
+}
+
+impl fmt::Display for RepoConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{REPO_CONFIG_PATH}:{}:{}: {}", self.line, self.column, self.message)
+    }
+}
+
+impl std::error::Error for RepoConfigProblem {}
+
+impl RepoConfig {
+    /// Parses the file, reporting every problem at once (a TOML syntax error is the only problem
+    /// reported, as nothing after it can be trusted).
+    pub fn parse(text: &str) -> Result<RepoConfig, Vec<RepoConfigProblem>> {
+        match RepoConfig::parse_lenient(text) {
+            (config, problems) if problems.is_empty() => Ok(config),
+            (_, problems) => Err(problems),
+        }
+    }
+
+    /// Like [`RepoConfig::parse`], but also returns every setting that was valid, for callers that
+    /// carry on past a bad file with a warning (the local `pitcrew run`). After a syntax error
+    /// nothing is kept.
+    pub fn parse_lenient(text: &str) -> (RepoConfig, Vec<RepoConfigProblem>) {
+        let root = match DeTable::parse(text) {
+            Ok(root) => root,
+            Err(e) => {
+                let at = e.span().map_or(0, |s| s.start);
+                let message = format!("invalid TOML: {}", e.message().trim().replace('\n', " "));
+                return (RepoConfig::default(), vec![problem_at(text, at, message)]);
+            }
+        };
+        let mut walk = Walk {
+            config: RepoConfig::default(),
+            problems: Vec::new(),
+            rejected: BTreeSet::new(),
+            setup_network_at: None,
+        };
+        for (key, value) in root.get_ref().iter() {
+            walk.section(key, value);
+        }
+        walk.cross_checks();
+        // The table iterates in key order; report in file order.
+        walk.problems.sort_by_key(|(at, _)| *at);
+        let problems = walk
+            .problems
+            .into_iter()
+            .map(|(at, message)| problem_at(text, at, message))
+            .collect();
+        (walk.config, problems)
+    }
+
+    /// The settings a job in this repository runs with on the operator's server. The operator's
+    /// budgets are ceilings, its explicitly configured image beats the repository's, and network for
+    /// `setup` needs the operator's consent; every request of the file that was not granted as asked
+    /// is explained in `notes`.
+    pub fn apply(&self, operator: &Config) -> EffectiveSettings {
+        let mut notes = Vec::new();
+        let ops = &operator.agent;
+
+        let max_steps = match self.agent.max_steps {
+            Some(n) if n > ops.max_steps => {
+                notes.push(format!(
+                    "`[agent] max_steps = {n}` is above this server's limit of {} steps; using {}.",
+                    ops.max_steps, ops.max_steps
+                ));
+                ops.max_steps
+            }
+            Some(n) => n,
+            None => ops.max_steps,
+        };
+        let max_cost_usd = match (self.agent.max_cost_usd, ops.max_cost_usd) {
+            (Some(wanted), Some(limit)) if wanted > limit => {
+                notes.push(format!(
+                    "`[agent] max_cost_usd = {wanted}` is above this server's limit of ${limit}; using ${limit}."
+                ));
+                Some(limit)
+            }
+            (Some(wanted), _) => Some(wanted),
+            (None, limit) => limit,
+        };
+        let max_wall_time = match self.agent.max_wall_time {
+            Some(wanted) if wanted > ops.max_wall_time => {
+                let limit = format_duration(ops.max_wall_time);
+                notes.push(format!(
+                    "`[agent] max_wall_time = \"{}\"` is above this server's limit of {limit}; using {limit}.",
+                    format_duration(wanted)
+                ));
+                ops.max_wall_time
+            }
+            Some(wanted) => wanted,
+            None => ops.max_wall_time,
+        };
+
+        let sandbox = &operator.sandbox;
+        let explicit = (operator.origin("sandbox.image") != Origin::Default).then_some(sandbox.image.as_str());
+        let (image, image_source) = image::configured(explicit, self.sandbox.image.as_deref())
+            .unwrap_or_else(|| (sandbox.image.clone(), ImageSource::Default));
+        if let Some(wanted) = &self.sandbox.image
+            && image_source == ImageSource::Operator
+            && *wanted != image
+        {
+            notes.push(format!(
+                "`[sandbox] image = \"{wanted}\"` is not used: this server runs every job in `{image}`."
+            ));
+        }
+
+        let network_allowed = sandbox.setup_network || sandbox.network == SandboxNetwork::Bridge;
+        let (setup, setup_network) = match &self.sandbox.setup {
+            Some(script) => {
+                let wanted = self.sandbox.setup_network.unwrap_or(false);
+                if wanted && !network_allowed {
+                    notes.push(
+                        "`[sandbox] setup_network = true` is not allowed on this server; `setup` runs without network."
+                            .to_owned(),
+                    );
+                }
+                (Some(script.clone()), wanted && network_allowed)
+            }
+            None => (sandbox.setup.clone(), sandbox.setup_network),
+        };
+
+        let t = &self.triggers;
+        EffectiveSettings {
+            model_name: self.model.name.clone().unwrap_or_else(|| operator.model.name.clone()),
+            max_steps,
+            max_cost_usd,
+            max_wall_time,
+            test_command: self.agent.test_command.clone(),
+            image,
+            image_source,
+            setup,
+            setup_network,
+            triggers: TriggerSettings {
+                trigger: t.trigger.clone().unwrap_or_else(|| ops.trigger.clone()),
+                commands: t
+                    .commands
+                    .clone()
+                    .unwrap_or_else(|| CommandName::ALL.into_iter().collect()),
+                label: t.label.clone(),
+                assign: t.assign.unwrap_or(true),
+                min_permission: t.min_permission.unwrap_or_default(),
+                allowed_users: t.allowed_users.clone(),
+            },
+            triage: self.triage,
+            notes,
+        }
+    }
+}
+
+/// What one job in one repository runs with: the operator's [`Config`] with the repository's
+/// `.github/pitcrew.toml` applied by [`RepoConfig::apply`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct EffectiveSettings {
+    /// The model, on the operator's provider and server.
+    pub model_name: String,
+    pub max_steps: u32,
+    /// `None`: no cost limit.
+    pub max_cost_usd: Option<f64>,
+    pub max_wall_time: Duration,
+    /// `None`: detect the project's test command.
+    pub test_command: Option<String>,
+    /// The image, unless `image_source` is [`ImageSource::Default`]: then the checkout's dev
+    /// container may still name one (see [`crate::sandbox::image::resolve_settings`]).
+    pub image: String,
+    pub image_source: ImageSource,
+    pub setup: Option<String>,
+    /// Network while `setup` runs.
+    pub setup_network: bool,
+    pub triggers: TriggerSettings,
+    pub triage: TriageSettings,
+    /// What the repository asked for and did not get, one sentence each, for the job's report.
+    pub notes: Vec<String>,
+}
+
+/// What the trigger layer needs to decide whether an event starts a job in this repository.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TriggerSettings {
+    /// The mention that addresses the bot, e.g. `@agent`.
+    pub trigger: String,
+    /// The enabled commands; see [`TriggerSettings::allows_command`].
+    pub commands: BTreeSet<CommandName>,
+    /// Adding this label to an issue starts a fix; `None`: labels start nothing.
+    pub label: Option<String>,
+    /// Assigning an issue to the bot starts a fix.
+    pub assign: bool,
+    pub min_permission: MinPermission,
+    /// When set, only these logins may start jobs (and still need `min_permission`).
+    pub allowed_users: Option<Vec<String>>,
+}
+
+impl TriggerSettings {
+    /// Whether `command` is enabled. `help` and `stop` always are: they start no job, and stopping a
+    /// running one must never be switched off.
+    pub fn allows_command(&self, command: CommandName) -> bool {
+        matches!(command, CommandName::Help | CommandName::Stop) || self.commands.contains(&command)
+    }
+
+    /// Whether `login` is on the allow list (GitHub logins ignore case); true when there is none.
+    pub fn allows_user(&self, login: &str) -> bool {
+        self.allowed_users
+            .as_ref()
+            .is_none_or(|users| users.iter().any(|u| u.eq_ignore_ascii_case(login)))
+    }
+}
+
+fn problem_at(text: &str, offset: usize, message: String) -> RepoConfigProblem {
+    let (line, column) = line_column(text, offset);
+    RepoConfigProblem {
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column: u32::try_from(column).unwrap_or(u32::MAX),
+        message,
+    }
+}
+
+type Key<'i> = Spanned<toml::de::DeString<'i>>;
+type Value<'i> = Spanned<DeValue<'i>>;
+
+/// Problems with one value: byte offset and message. Usually one; an array can have several.
+type Bad = Vec<(usize, String)>;
+
+/// One pass over the parsed file, filling `config` with every valid setting.
+struct Walk {
+    config: RepoConfig,
+    /// Byte offset and message.
+    problems: Bad,
+    /// Dotted keys whose value was rejected, so cross-key checks do not repeat the problem.
+    rejected: BTreeSet<String>,
+    /// Where `setup_network = true` was written, for the check that it comes with `setup`.
+    setup_network_at: Option<usize>,
+}
+
+impl Walk {
+    fn problem(&mut self, at: usize, message: String) {
+        self.problems.push((at, message));
+    }
+
+    fn section(&mut self, key: &Key<'_>, value: &Value<'_>) {
+        let name: &str = key.get_ref();
+        let at = key.span().start;
+        let known = SECTIONS.iter().find(|(section, _)| *section == name);
+        match (known, value.get_ref()) {
+            (Some(&(section, _)), DeValue::Table(table)) => {
+                for (k, v) in table.iter() {
+                    self.key(section, k, v);
+                }
+            }
+            (Some(_), other) => self.problem(
+                at,
+                format!(
+                    "`{name}` must be a table (the `[{name}]` section), found {}",
+                    other.type_str()
+                ),
+            ),
+            (None, DeValue::Table(_)) => {
+                let names = SECTIONS.iter().map(|(s, _)| *s);
+                let hint = Hint::closest(name, names.clone(), |s| format!("`[{s}]`"));
+                let valid = names.collect::<Vec<_>>().join(", ");
+                self.problem(at, format!("unknown section `[{name}]`{hint}; valid sections: {valid}"));
+            }
+            (None, _) => {
+                let hint = match section_of(name) {
+                    Some(section) => Hint::did_you_mean(format!("`{name}` under `[{section}]`")),
+                    None => Hint(Some("settings go under a section header such as `[agent]`".into())),
+                };
+                self.problem(at, format!("`{name}` is outside any section{hint}"));
+            }
+        }
+    }
+
+    fn key(&mut self, section: &'static str, key: &Key<'_>, v: &Value<'_>) {
+        let name: &str = key.get_ref();
+        let key_at = key.span().start;
+        let dotted = format!("{section}.{name}");
+        let key = dotted.as_str();
+        let c = &mut self.config;
+        let result = match (section, name) {
+            ("model", "name") => word(key, v).map(|x| c.model.name = Some(x)),
+            ("agent", "max_steps") => whole(key, v).map(|x| c.agent.max_steps = Some(x)),
+            ("agent", "max_cost_usd") => amount(key, v).map(|x| c.agent.max_cost_usd = Some(x)),
+            ("agent", "max_wall_time") => duration(key, v).map(|x| c.agent.max_wall_time = Some(x)),
+            ("agent", "test_command") => script(key, v, "leave it out to detect the project's test command")
+                .map(|x| c.agent.test_command = Some(x)),
+            ("sandbox", "image") => word(key, v).map(|x| c.sandbox.image = Some(x)),
+            ("sandbox", "setup") => {
+                script(key, v, "leave it out for no setup script").map(|x| c.sandbox.setup = Some(x))
+            }
+            ("sandbox", "setup_network") => boolean(key, v).map(|x| {
+                c.sandbox.setup_network = Some(x);
+                self.setup_network_at = x.then_some(v.span().start);
+            }),
+            ("triggers", "trigger") => trigger(key, v).map(|x| c.triggers.trigger = Some(x)),
+            ("triggers", "commands") => commands(key, v).map(|x| c.triggers.commands = Some(x)),
+            ("triggers", "label") => label(key, v).map(|x| c.triggers.label = Some(x)),
+            ("triggers", "assign") => boolean(key, v).map(|x| c.triggers.assign = Some(x)),
+            ("triggers", "min_permission") => min_permission(key, v).map(|x| c.triggers.min_permission = Some(x)),
+            ("triggers", "allowed_users") => logins(key, v).map(|x| c.triggers.allowed_users = Some(x)),
+            ("triage", "auto_fix") => boolean(key, v).map(|x| c.triage.auto_fix = x),
+            ("triage", "rerun_flaky") => boolean(key, v).map(|x| c.triage.rerun_flaky = x),
+            ("triage", "comment") => boolean(key, v).map(|x| c.triage.comment = x),
+            _ => Err(vec![(key_at, unknown_key(section, name))]),
+        };
+        if let Err(bad) = result {
+            self.problems.extend(bad);
+            self.rejected.insert(dotted);
+        }
+    }
+
+    /// Problems that involve more than one key.
+    fn cross_checks(&mut self) {
+        let sandbox = &self.config.sandbox;
+        if let Some(at) = self.setup_network_at
+            && sandbox.setup.is_none()
+            && !self.rejected.contains("sandbox.setup")
+        {
+            self.config.sandbox.setup_network = None;
+            self.problem(
+                at,
+                "`sandbox.setup_network` is set but there is no `sandbox.setup` script; it only opens the network \
+                 while that script runs"
+                    .to_owned(),
+            );
+        }
+    }
+}
+
+/// The section holding a key named `name`, for a key written in the wrong place.
+fn section_of(name: &str) -> Option<&'static str> {
+    SECTIONS
+        .iter()
+        .find(|(_, keys)| keys.contains(&name))
+        .map(|(section, _)| *section)
+}
+
+fn unknown_key(section: &str, name: &str) -> String {
+    let keys = SECTIONS
+        .iter()
+        .find(|(s, _)| *s == section)
+        .map_or(&[][..], |(_, keys)| *keys);
+    let hint = match did_you_mean(name, keys.iter().copied()) {
+        Some(close) => Hint::did_you_mean(format!("`{close}`")),
+        None => match section_of(name) {
+            Some(other) => Hint::did_you_mean(format!("`{name}` under `[{other}]`")),
+            None => Hint::default(),
+        },
+    };
+    format!(
+        "unknown key `{name}` in [{section}]{hint}; valid keys in [{section}]: {}",
+        keys.join(", ")
+    )
+}
+
+fn wrong_type(key: &str, expected: &str, v: &Value<'_>) -> Bad {
+    let found = v.get_ref().type_str();
+    vec![(v.span().start, format!("`{key}` must be {expected}, found {found}"))]
+}
+
+/// A value of the right type that is not acceptable; `v` must be a string or number.
+fn invalid(key: &str, v: &Value<'_>, message: impl fmt::Display) -> Bad {
+    let shown = match v.get_ref() {
+        DeValue::String(s) => format!("{:?}", s.as_ref()),
+        DeValue::Integer(i) => i.to_string(),
+        DeValue::Float(f) => f.to_string(),
+        other => other.type_str().to_owned(),
+    };
+    vec![(v.span().start, format!("invalid `{key}` = {shown}: {message}"))]
+}
+
+fn string<'v>(key: &str, v: &'v Value<'_>) -> Result<&'v str, Bad> {
+    match v.get_ref() {
+        DeValue::String(s) => Ok(s.as_ref()),
+        _ => Err(wrong_type(key, Kind::Str.expected(), v)),
+    }
+}
+
+fn boolean(key: &str, v: &Value<'_>) -> Result<bool, Bad> {
+    v.get_ref()
+        .as_bool()
+        .ok_or_else(|| wrong_type(key, Kind::Bool.expected(), v))
+}
+
+/// A single word such as a model name or an image reference.
+fn word(key: &str, v: &Value<'_>) -> Result<String, Bad> {
+    let s = string(key, v)?;
+    if s.trim().is_empty() {
+        Err(invalid(key, v, "must not be empty"))
+    } else if s.chars().any(char::is_whitespace) {
+        Err(invalid(key, v, "must not contain whitespace"))
+    } else {
+        Ok(s.to_owned())
+    }
+}
+
+/// A shell command or script; `leave_out` says what leaving it out means.
+fn script(key: &str, v: &Value<'_>, leave_out: &str) -> Result<String, Bad> {
+    let s = string(key, v)?;
+    if s.trim().is_empty() {
+        Err(invalid(key, v, format!("must not be empty; {leave_out}")))
+    } else {
+        Ok(s.to_owned())
+    }
+}
+
+/// A whole number of at least 1 that fits a `u32`.
+fn whole(key: &str, v: &Value<'_>) -> Result<u32, Bad> {
+    let DeValue::Integer(i) = v.get_ref() else {
+        return Err(wrong_type(key, Kind::U32.expected(), v));
+    };
+    match i128::from_str_radix(i.as_str(), i.radix()) {
+        Ok(n) if n < 1 => Err(invalid(key, v, "must be at least 1")),
+        Ok(n) => u32::try_from(n).map_err(|_| invalid(key, v, format!("must be at most {}", u32::MAX))),
+        Err(_) => Err(invalid(key, v, "not a valid integer")),
+    }
+}
+
+/// An amount of money: finite and above zero.
+fn amount(key: &str, v: &Value<'_>) -> Result<f64, Bad> {
+    let parsed = match v.get_ref() {
+        DeValue::Integer(i) => i128::from_str_radix(i.as_str(), i.radix()).ok().map(|n| n as f64),
+        DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
+        _ => return Err(wrong_type(key, Kind::F64.expected(), v)),
+    };
+    match parsed {
+        Some(x) if !x.is_finite() => Err(invalid(key, v, "must be a finite number")),
+        Some(x) if x <= 0.0 => Err(invalid(key, v, "must be greater than zero")),
+        Some(x) => Ok(x),
+        None => Err(invalid(key, v, "not a valid number")),
+    }
+}
+
+/// A duration string like "20m", or a whole number of seconds, longer than zero.
+fn duration(key: &str, v: &Value<'_>) -> Result<Duration, Bad> {
+    let text = match v.get_ref() {
+        DeValue::String(s) => s.to_string(),
+        DeValue::Integer(i) if i.radix() == 10 => i.as_str().to_owned(),
+        _ => return Err(wrong_type(key, Kind::Duration.expected(), v)),
+    };
+    match parse_duration(&text) {
+        Ok(d) if d.is_zero() => Err(invalid(key, v, "must be longer than zero")),
+        Ok(d) => Ok(d),
+        // A negative number of seconds reads as a missing number before the `-`; say it plainly.
+        Err(_) if text.starts_with('-') => Err(invalid(key, v, "must not be negative")),
+        Err(message) => Err(invalid(key, v, message)),
+    }
+}
+
+fn trigger(key: &str, v: &Value<'_>) -> Result<String, Bad> {
+    let s = string(key, v)?;
+    let ok = s
+        .strip_prefix('@')
+        .is_some_and(|rest| !rest.is_empty() && !rest.chars().any(char::is_whitespace) && !rest.contains('@'));
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(invalid(
+            key,
+            v,
+            "must be `@` followed by a name without spaces, e.g. \"@agent\"",
+        ))
+    }
+}
+
+fn label(key: &str, v: &Value<'_>) -> Result<String, Bad> {
+    let s = string(key, v)?;
+    if s.trim().is_empty() {
+        Err(invalid(key, v, "must not be empty; leave it out for no trigger label"))
+    } else if s.chars().count() > MAX_LABEL_CHARS {
+        Err(invalid(
+            key,
+            v,
+            format!("GitHub labels are at most {MAX_LABEL_CHARS} characters"),
+        ))
+    } else {
+        Ok(s.to_owned())
+    }
+}
+
+fn min_permission(key: &str, v: &Value<'_>) -> Result<MinPermission, Bad> {
+    let s = string(key, v)?;
+    if let Some(p) = MinPermission::CHOICES.into_iter().find(|p| p.as_str() == s) {
+        return Ok(p);
+    }
+    let names = MinPermission::CHOICES.map(MinPermission::as_str);
+    let hint = Hint::closest(s, names, |c| format!("`{c}`"));
+    let list = names.map(|n| format!("`{n}`")).join(", ");
+    Err(invalid(key, v, format!("expected one of {list}{hint}")))
+}
+
+/// Strings with the byte offset each was written at.
+type Strings<'v> = Vec<(&'v str, usize)>;
+
+/// The strings of an array with where each was written, and a problem for every item that is not
+/// a string; the caller adds its own problems with the strings, so all are reported together.
+fn strings<'v>(key: &str, v: &'v Value<'_>) -> Result<(Strings<'v>, Bad), Bad> {
+    let DeValue::Array(items) = v.get_ref() else {
+        return Err(wrong_type(key, "an array of strings", v));
+    };
+    let mut out = Vec::new();
+    let mut bad = Vec::new();
+    for item in items.iter() {
+        match item.get_ref() {
+            DeValue::String(s) => out.push((s.as_ref(), item.span().start)),
+            other => bad.push((
+                item.span().start,
+                format!("`{key}` must hold only strings, found {}", other.type_str()),
+            )),
+        }
+    }
+    Ok((out, bad))
+}
+
+fn commands(key: &str, v: &Value<'_>) -> Result<BTreeSet<CommandName>, Bad> {
+    let (words, mut bad) = strings(key, v)?;
+    let names = CommandName::ALL.map(CommandName::as_str);
+    let mut set = BTreeSet::new();
+    for (word, at) in words {
+        match CommandName::parse(word) {
+            Some(command) => {
+                set.insert(command);
+            }
+            None => {
+                let hint = Hint::closest(word, names, |c| format!("`{c}`"));
+                let list = names.join(", ");
+                bad.push((
+                    at,
+                    format!("unknown command `{word}` in `{key}`{hint}; the commands are: {list}"),
+                ));
+            }
+        }
+    }
+    if bad.is_empty() { Ok(set) } else { Err(bad) }
+}
+
+fn logins(key: &str, v: &Value<'_>) -> Result<Vec<String>, Bad> {
+    let (words, mut bad) = strings(key, v)?;
+    if words.is_empty() && bad.is_empty() {
+        return Err(invalid_array(
+            key,
+            v,
+            "must name at least one login; leave it out to let everyone with `min_permission` trigger",
+        ));
+    }
+    let mut users = Vec::new();
+    for (login, at) in words {
+        if is_login(login) {
+            users.push(login.to_owned());
+        } else {
+            let fix = if login.strip_prefix('@').is_some_and(is_login) {
+                "; write it without the `@`"
+            } else {
+                ""
+            };
+            bad.push((
+                at,
+                format!(
+                    "invalid login {login:?} in `{key}`: expected a GitHub login (letters, digits and single hyphens, at most 39 characters){fix}"
+                ),
+            ));
+        }
+    }
+    if bad.is_empty() { Ok(users) } else { Err(bad) }
+}
+
+fn invalid_array(key: &str, v: &Value<'_>, message: &str) -> Bad {
+    vec![(v.span().start, format!("invalid `{key}`: {message}"))]
+}
+
+/// A GitHub login: letters, digits and single inner hyphens, at most 39 characters; an App's bot
+/// account adds `[bot]`.
+fn is_login(login: &str) -> bool {
+    let name = login.strip_suffix("[bot]").unwrap_or(login);
+    !name.is_empty()
+        && name.len() <= 39
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+#[cfg(test)]
+#[path = "repo_tests.rs"]
+mod tests;

@@ -1,0 +1,438 @@
+//! Tests for `.github/pitcrew.toml`: parsing, every kind of problem with its position, and how the
+//! file combines with the operator's configuration.
+
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::config::LoadOptions;
+
+/// Every problem's comment line, one per line.
+fn problems(text: &str) -> String {
+    RepoConfig::parse(text)
+        .unwrap_err()
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The operator's configuration from built-in defaults and `--set` flags (a model name is required).
+fn operator(flags: &[&str]) -> Config {
+    let env = BTreeMap::from([("OPENAI_API_KEY".to_owned(), "sk-test".to_owned())]);
+    let mut overrides = vec!["model.name=gpt-4.1".to_owned()];
+    overrides.extend(flags.iter().map(|f| (*f).to_owned()));
+    Config::load(LoadOptions {
+        config_path: None,
+        env: &env,
+        overrides: &overrides,
+    })
+    .unwrap()
+}
+
+const FULL: &str = r#"
+[model]
+name = "claude-sonnet-4-5"
+
+[agent]
+max_steps = 40
+max_cost_usd = 2.5
+max_wall_time = "20m"
+test_command = "cargo nextest run"
+
+[sandbox]
+image = "rust:1.90"
+setup = "apt-get install -y protobuf-compiler"
+setup_network = true
+
+[triggers]
+trigger = "@crew"
+commands = ["fix", "review", "help", "stop", "fix"]
+label = "pitcrew: fix"
+assign = false
+min_permission = "maintain"
+allowed_users = ["alice", "bob-the-builder", "dependabot[bot]"]
+
+[triage]
+auto_fix = true
+rerun_flaky = true
+comment = false
+"#;
+
+#[test]
+fn a_full_valid_file() {
+    let config = RepoConfig::parse(FULL).unwrap();
+    assert_eq!(
+        config,
+        RepoConfig {
+            model: RepoModel {
+                name: Some("claude-sonnet-4-5".into()),
+            },
+            agent: RepoAgent {
+                max_steps: Some(40),
+                max_cost_usd: Some(2.5),
+                max_wall_time: Some(Duration::from_secs(20 * 60)),
+                test_command: Some("cargo nextest run".into()),
+            },
+            sandbox: RepoSandbox {
+                image: Some("rust:1.90".into()),
+                setup: Some("apt-get install -y protobuf-compiler".into()),
+                setup_network: Some(true),
+            },
+            triggers: RepoTriggers {
+                trigger: Some("@crew".into()),
+                commands: Some(BTreeSet::from([
+                    CommandName::Fix,
+                    CommandName::Review,
+                    CommandName::Help,
+                    CommandName::Stop,
+                ])),
+                label: Some("pitcrew: fix".into()),
+                assign: Some(false),
+                min_permission: Some(MinPermission::Maintain),
+                allowed_users: Some(vec!["alice".into(), "bob-the-builder".into(), "dependabot[bot]".into()]),
+            },
+            triage: TriageSettings {
+                auto_fix: true,
+                rerun_flaky: true,
+                comment: false,
+            },
+        }
+    );
+}
+
+#[test]
+fn an_empty_file_means_defaults() {
+    assert_eq!(RepoConfig::parse("").unwrap(), RepoConfig::default());
+    assert_eq!(
+        RepoConfig::parse("# nothing yet\n\n[agent]\n").unwrap(),
+        RepoConfig::default()
+    );
+    // Durations may also be whole seconds, and amounts whole numbers, as in the operator's file.
+    let config = RepoConfig::parse("[agent]\nmax_wall_time = 90\nmax_cost_usd = 3\ncommands = []\n");
+    assert!(config.is_err(), "commands belongs under [triggers]");
+    let config =
+        RepoConfig::parse("[agent]\nmax_wall_time = 90\nmax_cost_usd = 3\n[triggers]\ncommands = []\n").unwrap();
+    assert_eq!(config.agent.max_wall_time, Some(Duration::from_secs(90)));
+    assert_eq!(config.agent.max_cost_usd, Some(3.0));
+    assert_eq!(config.triggers.commands, Some(BTreeSet::new()));
+}
+
+#[test]
+fn every_listed_key_is_accepted() {
+    for (section, keys) in SECTIONS {
+        for key in *keys {
+            let value = match *key {
+                "max_steps" => "3",
+                "max_cost_usd" => "1.5",
+                "max_wall_time" => "\"5m\"",
+                "setup_network" | "assign" | "auto_fix" | "rerun_flaky" | "comment" => "false",
+                "trigger" => "\"@bot\"",
+                "commands" => "[\"fix\"]",
+                "min_permission" => "\"admin\"",
+                "allowed_users" => "[\"alice\"]",
+                _ => "\"x\"",
+            };
+            let text = format!("[{section}]\n{key} = {value}\n");
+            assert!(
+                RepoConfig::parse(&text).is_ok(),
+                "{text}: {:?}",
+                RepoConfig::parse(&text)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_problem_renders_as_a_comment_line() {
+    let problem = RepoConfigProblem {
+        line: 3,
+        column: 1,
+        message: "unknown key `max_step` in [agent]".into(),
+    };
+    insta::assert_snapshot!(problem, @".github/pitcrew.toml:3:1: unknown key `max_step` in [agent]");
+}
+
+#[test]
+fn unknown_key_with_a_hint_and_the_valid_keys() {
+    insta::assert_snapshot!(problems("[agent]\nmax_steps = 5\nmax_step = 10\n"), @".github/pitcrew.toml:3:1: unknown key `max_step` in [agent]; did you mean `max_steps`?; valid keys in [agent]: max_steps, max_cost_usd, max_wall_time, test_command");
+}
+
+#[test]
+fn a_key_in_the_wrong_section_says_where_it_goes() {
+    insta::assert_snapshot!(problems("[agent]\nimage = \"rust\"\n[sandbox]\ntemperature = 1\n"), @r#"
+    .github/pitcrew.toml:2:1: unknown key `image` in [agent]; did you mean `image` under `[sandbox]`?; valid keys in [agent]: max_steps, max_cost_usd, max_wall_time, test_command
+    .github/pitcrew.toml:4:1: unknown key `temperature` in [sandbox]; valid keys in [sandbox]: image, setup, setup_network
+    "#);
+}
+
+#[test]
+fn unknown_section_and_keys_outside_any_section() {
+    insta::assert_snapshot!(problems("max_steps = 3\nbudget = 1\n[agnet]\nmax_steps = 3\n\n[chores.deps]\nschedule = \"0 6 * * 1\"\n"), @r#"
+    .github/pitcrew.toml:1:1: `max_steps` is outside any section; did you mean `max_steps` under `[agent]`?
+    .github/pitcrew.toml:2:1: `budget` is outside any section; settings go under a section header such as `[agent]`
+    .github/pitcrew.toml:3:2: unknown section `[agnet]`; did you mean `[agent]`?; valid sections: model, agent, sandbox, triggers, triage
+    .github/pitcrew.toml:6:2: unknown section `[chores]`; valid sections: model, agent, sandbox, triggers, triage
+    "#);
+}
+
+#[test]
+fn a_section_that_is_not_a_table() {
+    insta::assert_snapshot!(problems("agent = \"fast\"\n"), @".github/pitcrew.toml:1:1: `agent` must be a table (the `[agent]` section), found string");
+}
+
+#[test]
+fn wrong_types() {
+    insta::assert_snapshot!(problems("[agent]\nmax_steps = \"10\"\n[triage]\nauto_fix = \"yes\"\n[triggers]\ncommands = \"fix\"\nallowed_users = [\"alice\", 7]\n"), @r#"
+    .github/pitcrew.toml:2:13: `agent.max_steps` must be a whole number, found string
+    .github/pitcrew.toml:4:12: `triage.auto_fix` must be a boolean (true or false), found string
+    .github/pitcrew.toml:6:12: `triggers.commands` must be an array of strings, found string
+    .github/pitcrew.toml:7:27: `triggers.allowed_users` must hold only strings, found integer
+    "#);
+}
+
+#[test]
+fn bad_numbers_and_durations() {
+    insta::assert_snapshot!(problems("[agent]\nmax_steps = 0\nmax_cost_usd = -1\nmax_wall_time = \"20 minutes\"\n"), @r#"
+    .github/pitcrew.toml:2:13: invalid `agent.max_steps` = 0: must be at least 1
+    .github/pitcrew.toml:3:16: invalid `agent.max_cost_usd` = -1: must be greater than zero
+    .github/pitcrew.toml:4:17: invalid `agent.max_wall_time` = "20 minutes": write durations without spaces, like "20s", "20m" or "1h30m"
+    "#);
+    insta::assert_snapshot!(problems("[agent]\nmax_wall_time = \"0s\"\nmax_steps = 5_000_000_000\n"), @r#"
+    .github/pitcrew.toml:2:17: invalid `agent.max_wall_time` = "0s": must be longer than zero
+    .github/pitcrew.toml:3:13: invalid `agent.max_steps` = 5000000000: must be at most 4294967295
+    "#);
+}
+
+#[test]
+fn bad_trigger_word() {
+    insta::assert_snapshot!(problems("[triggers]\ntrigger = \"agent\"\n"), @r#".github/pitcrew.toml:2:11: invalid `triggers.trigger` = "agent": must be `@` followed by a name without spaces, e.g. "@agent""#);
+    insta::assert_snapshot!(problems("[triggers]\ntrigger = \"@my agent\"\n"), @r#".github/pitcrew.toml:2:11: invalid `triggers.trigger` = "@my agent": must be `@` followed by a name without spaces, e.g. "@agent""#);
+}
+
+#[test]
+fn unknown_command_names_each_get_a_hint() {
+    insta::assert_snapshot!(problems("[triggers]\ncommands = [\"fix\", \"reveiw\", \"deploy\"]\n"), @r#"
+    .github/pitcrew.toml:2:20: unknown command `reveiw` in `triggers.commands`; did you mean `review`?; the commands are: fix, review, explain, triage, help, stop, chore
+    .github/pitcrew.toml:2:30: unknown command `deploy` in `triggers.commands`; the commands are: fix, review, explain, triage, help, stop, chore
+    "#);
+}
+
+#[test]
+fn bad_min_permission() {
+    insta::assert_snapshot!(problems("[triggers]\nmin_permission = \"admn\"\n"), @r#".github/pitcrew.toml:2:18: invalid `triggers.min_permission` = "admn": expected one of `write`, `maintain`, `admin`; did you mean `admin`?"#);
+    insta::assert_snapshot!(problems("[triggers]\nmin_permission = \"triage\"\n"), @r#".github/pitcrew.toml:2:18: invalid `triggers.min_permission` = "triage": expected one of `write`, `maintain`, `admin`"#);
+}
+
+#[test]
+fn bad_logins_labels_and_empty_strings() {
+    insta::assert_snapshot!(problems("[triggers]\nallowed_users = [\"@alice\", \"bob smith\"]\nlabel = \"\"\n[sandbox]\nimage = \"my image\"\nsetup = \"  \"\n[agent]\ntest_command = \"\"\n"), @r#"
+    .github/pitcrew.toml:2:18: invalid login "@alice" in `triggers.allowed_users`: expected a GitHub login (letters, digits and single hyphens, at most 39 characters); write it without the `@`
+    .github/pitcrew.toml:2:28: invalid login "bob smith" in `triggers.allowed_users`: expected a GitHub login (letters, digits and single hyphens, at most 39 characters)
+    .github/pitcrew.toml:3:9: invalid `triggers.label` = "": must not be empty; leave it out for no trigger label
+    .github/pitcrew.toml:5:9: invalid `sandbox.image` = "my image": must not contain whitespace
+    .github/pitcrew.toml:6:9: invalid `sandbox.setup` = "  ": must not be empty; leave it out for no setup script
+    .github/pitcrew.toml:8:16: invalid `agent.test_command` = "": must not be empty; leave it out to detect the project's test command
+    "#);
+    insta::assert_snapshot!(problems("[triggers]\nallowed_users = []\n"), @".github/pitcrew.toml:2:17: invalid `triggers.allowed_users`: must name at least one login; leave it out to let everyone with `min_permission` trigger");
+}
+
+#[test]
+fn setup_network_needs_a_setup_script() {
+    insta::assert_snapshot!(problems("[sandbox]\nsetup_network = true\n"), @".github/pitcrew.toml:2:17: `sandbox.setup_network` is set but there is no `sandbox.setup` script; it only opens the network while that script runs");
+    // A rejected script has its own problem; the missing-script one would be noise.
+    insta::assert_snapshot!(problems("[sandbox]\nsetup = \"\"\nsetup_network = true\n"), @r#".github/pitcrew.toml:2:9: invalid `sandbox.setup` = "": must not be empty; leave it out for no setup script"#);
+    assert!(RepoConfig::parse("[sandbox]\nsetup_network = false\n").is_ok());
+}
+
+#[test]
+fn a_syntax_error_is_one_problem_at_its_line() {
+    insta::assert_snapshot!(problems("[agent]\nmax_steps = 5\n\n[sandbox\nimage = \"x\"\n"), @".github/pitcrew.toml:4:9: invalid TOML: unclosed table, expected `]`");
+    insta::assert_snapshot!(problems("[agent]\nmax_steps = 5\nmax_steps = 6\n"), @".github/pitcrew.toml:3:1: invalid TOML: duplicate key");
+}
+
+#[test]
+fn several_problems_at_once_in_file_order() {
+    let text = "\
+[triggers]
+min_permission = \"root\"
+commands = [\"fix\", \"stpo\"]
+
+[agent]
+max_step = 10
+max_wall_time = \"1.5h\"
+
+[modle]
+name = \"x\"
+";
+    insta::assert_snapshot!(problems(text), @r#"
+    .github/pitcrew.toml:2:18: invalid `triggers.min_permission` = "root": expected one of `write`, `maintain`, `admin`
+    .github/pitcrew.toml:3:20: unknown command `stpo` in `triggers.commands`; did you mean `stop`?; the commands are: fix, review, explain, triage, help, stop, chore
+    .github/pitcrew.toml:6:1: unknown key `max_step` in [agent]; did you mean `max_steps`?; valid keys in [agent]: max_steps, max_cost_usd, max_wall_time, test_command
+    .github/pitcrew.toml:7:17: invalid `agent.max_wall_time` = "1.5h": fractions are not supported (no fractions: write "1h30m" or "90m", not "1.5h")
+    .github/pitcrew.toml:9:2: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, agent, sandbox, triggers, triage
+    "#);
+}
+
+#[test]
+fn lenient_parsing_keeps_the_valid_settings() {
+    let (config, problems) =
+        RepoConfig::parse_lenient("[sandbox]\nimage = \"python:3.12\"\nimag = 1\n[other]\nx = 1\n");
+    assert_eq!(config.sandbox.image.as_deref(), Some("python:3.12"));
+    assert_eq!(problems.len(), 2);
+    let (config, problems) = RepoConfig::parse_lenient("[sandbox\nimage = \"python:3.12\"");
+    assert_eq!(config, RepoConfig::default());
+    assert_eq!(problems.len(), 1);
+}
+
+#[test]
+fn without_a_file_the_operator_decides_everything() {
+    let settings = RepoConfig::default().apply(&operator(&["agent.max_cost_usd=4", "agent.trigger=@ops"]));
+    assert_eq!(
+        settings,
+        EffectiveSettings {
+            model_name: "gpt-4.1".into(),
+            max_steps: 80,
+            max_cost_usd: Some(4.0),
+            max_wall_time: Duration::from_secs(30 * 60),
+            test_command: None,
+            image: "debian:bookworm-slim".into(),
+            image_source: ImageSource::Default,
+            setup: None,
+            setup_network: false,
+            triggers: TriggerSettings {
+                trigger: "@ops".into(),
+                commands: CommandName::ALL.into_iter().collect(),
+                label: None,
+                assign: true,
+                min_permission: MinPermission::Write,
+                allowed_users: None,
+            },
+            triage: TriageSettings::default(),
+            notes: Vec::new(),
+        }
+    );
+}
+
+#[test]
+fn the_repository_may_lower_budgets_but_never_raise_them() {
+    let ops = operator(&["agent.max_steps=50", "agent.max_cost_usd=5", "agent.max_wall_time=30m"]);
+    let lower = RepoConfig::parse("[agent]\nmax_steps = 20\nmax_cost_usd = 1.25\nmax_wall_time = \"10m\"\n").unwrap();
+    let settings = lower.apply(&ops);
+    assert_eq!(
+        (settings.max_steps, settings.max_cost_usd, settings.max_wall_time),
+        (20, Some(1.25), Duration::from_secs(600))
+    );
+    assert!(settings.notes.is_empty(), "{:?}", settings.notes);
+
+    let higher = RepoConfig::parse("[agent]\nmax_steps = 500\nmax_cost_usd = 50\nmax_wall_time = \"2h\"\n").unwrap();
+    let settings = higher.apply(&ops);
+    assert_eq!(
+        (settings.max_steps, settings.max_cost_usd, settings.max_wall_time),
+        (50, Some(5.0), Duration::from_secs(1800))
+    );
+    insta::assert_snapshot!(settings.notes.join("\n"), @r#"
+    `[agent] max_steps = 500` is above this server's limit of 50 steps; using 50.
+    `[agent] max_cost_usd = 50` is above this server's limit of $5; using $5.
+    `[agent] max_wall_time = "2h"` is above this server's limit of 30m; using 30m.
+    "#);
+
+    // With no cost limit on the server, the repository's own limit is the only one.
+    let settings = higher.apply(&operator(&[]));
+    assert_eq!(settings.max_cost_usd, Some(50.0));
+}
+
+#[test]
+fn the_repository_chooses_model_image_setup_test_command_and_triggers() {
+    let settings = RepoConfig::parse(FULL)
+        .unwrap()
+        .apply(&operator(&["sandbox.setup=make deps"]));
+    assert_eq!(settings.model_name, "claude-sonnet-4-5");
+    assert_eq!(settings.test_command.as_deref(), Some("cargo nextest run"));
+    assert_eq!(
+        (settings.image.as_str(), &settings.image_source),
+        ("rust:1.90", &ImageSource::RepositoryConfig)
+    );
+    assert_eq!(settings.setup.as_deref(), Some("apt-get install -y protobuf-compiler"));
+    let t = &settings.triggers;
+    assert_eq!(t.trigger, "@crew");
+    assert_eq!(
+        (t.label.as_deref(), t.assign, t.min_permission),
+        (Some("pitcrew: fix"), false, MinPermission::Maintain)
+    );
+    assert!(t.allows_command(CommandName::Review));
+    assert!(!t.allows_command(CommandName::Explain));
+    assert!(t.allows_command(CommandName::Stop));
+    assert!(t.allows_user("Alice"));
+    assert!(!t.allows_user("mallory"));
+    assert!(settings.triage.auto_fix && settings.triage.rerun_flaky && !settings.triage.comment);
+}
+
+#[test]
+fn the_operators_explicit_image_beats_the_repositorys() {
+    let repo = RepoConfig::parse("[sandbox]\nimage = \"python:3.12\"\n").unwrap();
+    let settings = repo.apply(&operator(&["sandbox.image=ops:1"]));
+    assert_eq!(
+        (settings.image.as_str(), &settings.image_source),
+        ("ops:1", &ImageSource::Operator)
+    );
+    insta::assert_snapshot!(settings.notes.join("\n"), @r#"`[sandbox] image = "python:3.12"` is not used: this server runs every job in `ops:1`."#);
+    // The operator's built-in default does not.
+    let settings = repo.apply(&operator(&[]));
+    assert_eq!(
+        (settings.image.as_str(), &settings.image_source),
+        ("python:3.12", &ImageSource::RepositoryConfig)
+    );
+}
+
+#[test]
+fn setup_network_only_when_the_operator_allows_it() {
+    let repo = RepoConfig::parse("[sandbox]\nsetup = \"pip install -e .\"\nsetup_network = true\n").unwrap();
+    let denied = repo.apply(&operator(&[]));
+    assert_eq!(
+        (denied.setup.as_deref(), denied.setup_network),
+        (Some("pip install -e ."), false)
+    );
+    insta::assert_snapshot!(denied.notes.join("\n"), @"`[sandbox] setup_network = true` is not allowed on this server; `setup` runs without network.");
+
+    let allowed = repo.apply(&operator(&["sandbox.setup=true", "sandbox.setup_network=true"]));
+    assert_eq!(
+        (allowed.setup.as_deref(), allowed.setup_network),
+        (Some("pip install -e ."), true)
+    );
+    assert!(allowed.notes.is_empty());
+    let bridged = repo.apply(&operator(&["sandbox.network=bridge"]));
+    assert!(bridged.setup_network);
+
+    // A repository script does not inherit the network the operator granted its own script.
+    let quiet = RepoConfig::parse("[sandbox]\nsetup = \"make\"\n").unwrap();
+    let settings = quiet.apply(&operator(&["sandbox.setup=true", "sandbox.setup_network=true"]));
+    assert_eq!(
+        (settings.setup.as_deref(), settings.setup_network),
+        (Some("make"), false)
+    );
+    // Without a repository script, the operator's runs as configured.
+    let settings = RepoConfig::default().apply(&operator(&["sandbox.setup=true", "sandbox.setup_network=true"]));
+    assert_eq!(
+        (settings.setup.as_deref(), settings.setup_network),
+        (Some("true"), true)
+    );
+}
+
+#[test]
+fn min_permission_reads_the_collaborator_api() {
+    use MinPermission::{Admin, Maintain, Write};
+    let cases = [
+        ("admin", Some("admin"), [true, true, true]),
+        ("write", Some("maintain"), [true, true, false]),
+        ("write", Some("write"), [true, false, false]),
+        ("write", Some("release-manager"), [true, false, false]),
+        ("read", Some("triage"), [false, false, false]),
+        ("none", None, [false, false, false]),
+    ];
+    for (permission, role, expected) in cases {
+        let got = [Write, Maintain, Admin].map(|min| min.allows(permission, role));
+        assert_eq!(got, expected, "{permission} {role:?}");
+    }
+}
