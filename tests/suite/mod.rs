@@ -6,4 +6,5 @@ mod git_workspace;
 mod llm_providers;
 mod run_command;
 mod scripted_model;
+mod serve;
 mod workspace_pool;

@@ -1,4 +1,12 @@
-//! The webhook server: signature check and delivery parsing.
+//! The webhook server: signature check, delivery parsing, the axum routes, metrics, the dispatcher
+//! that turns stored deliveries into jobs, and the start-up and shutdown of `pitcrew serve`.
 
+pub mod app;
+pub mod dispatch;
+pub mod metrics;
+pub mod routes;
 pub mod signature;
 pub mod webhook;
+
+pub use app::{RunningServer, ServeError, Server, ServerOptions};
+pub use metrics::Metrics;

@@ -1,0 +1,380 @@
+//! `pitcrew serve` start-up and shutdown: the data directory (locked, so one server owns it), the
+//! job store and its crash recovery, orphaned sandbox containers, the worker pool, the dispatcher
+//! and the HTTP server; and on SIGTERM or SIGINT, the orderly stop (no new webhooks, running jobs
+//! finish within the grace period, the rest go back to the queue).
+
+use std::fs::{File, OpenOptions};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::fcntl::{Flock, FlockArg};
+use secrecy::{ExposeSecret, SecretString};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::dispatch::{DispatchSettings, Dispatcher};
+use super::metrics::Metrics;
+use super::routes::{ServerState, router};
+use crate::config::{Config, SandboxBackend};
+use crate::github::{AppAuth, AppCredentials, AppKeyError, ClientOptions, GithubError, InstallationId};
+use crate::jobs::{JobHandler, JobStore, PoolConfig, ShutdownReport, SqliteStore, StoreError, WorkerPool, now_ms};
+use crate::triggers::TriggerConfig;
+
+/// The lock file in the data directory: held (`flock`, exclusive) for the server's lifetime.
+pub const LOCK_FILE: &str = "serve.lock";
+
+/// What `pitcrew serve` is started with.
+pub struct ServerOptions {
+    pub config: Config,
+    /// Runs each job (the handlers module makes the real one; tests pass their own).
+    pub handler: JobHandler,
+    /// An already bound listener (tests bind port 0); default: bind `[server] listen`.
+    pub listener: Option<std::net::TcpListener>,
+    /// The GitHub App; default: from `[github] api_url`, `app_id` and `private_key_path`.
+    pub github: Option<Arc<AppAuth>>,
+    /// The counters; pass the ones the handler records jobs into. Default: new ones.
+    pub metrics: Option<Arc<Metrics>>,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("config", &self.config)
+            .field("listener", &self.listener)
+            .field("github", &self.github)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "`[github] webhook_secret` is not set: `pitcrew serve` verifies every delivery with it (set it to the \
+         secret in the GitHub App's webhook settings)"
+    )]
+    MissingWebhookSecret,
+    #[error(
+        "the GitHub App is not configured: `pitcrew serve` needs `[github] app_id` and `private_key_path` \
+         (from the App's settings page)"
+    )]
+    MissingApp,
+    #[error(transparent)]
+    AppKey(#[from] AppKeyError),
+    #[error("setting up the GitHub client: {0}")]
+    Github(#[from] GithubError),
+    #[error("the data directory {}: {source}", path.display())]
+    DataDir { path: PathBuf, source: std::io::Error },
+    #[error("the data directory {} is in use by another `pitcrew serve`; stop it or give this one another `[server] data_dir`", path.display())]
+    DataDirInUse { path: PathBuf },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: String, source: std::io::Error },
+    #[error("cannot watch for SIGTERM and SIGINT: {0}")]
+    Signals(std::io::Error),
+}
+
+/// Starts `pitcrew serve`.
+#[derive(Debug)]
+pub struct Server;
+
+/// A started server. Dropping it without [`RunningServer::shutdown`] is like a crash: the HTTP
+/// server and the dispatcher stop at once and no job is written back (recovery deals with them at
+/// the next start).
+pub struct RunningServer {
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    store: Arc<dyn JobStore>,
+    pool: Option<Arc<WorkerPool>>,
+    dispatcher: Option<Dispatcher>,
+    http: Option<JoinHandle<std::io::Result<()>>>,
+    stop_http: CancellationToken,
+    grace: Duration,
+    _lock: Flock<File>,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("addr", &self.addr)
+            .field("grace", &self.grace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Opens the store in `[server] data_dir`, recovers interrupted jobs, reaps orphaned sandbox
+    /// containers, and starts the worker pool, the dispatcher and the HTTP server.
+    pub async fn start(options: ServerOptions) -> Result<RunningServer, ServeError> {
+        let ServerOptions {
+            config,
+            handler,
+            listener,
+            github,
+            metrics,
+        } = options;
+        let secret = config
+            .github
+            .webhook_secret
+            .clone()
+            .filter(|secret| !secret.expose_secret().is_empty())
+            .ok_or(ServeError::MissingWebhookSecret)?;
+        let github = match github {
+            Some(github) => github,
+            None => app_auth(&config)?,
+        };
+        // Every client of the App shares one connection pool and one set of statistics; any
+        // installation's client reaches them.
+        let github_stats = Arc::clone(github.client(InstallationId(0)).stats());
+        let metrics = metrics.unwrap_or_default();
+
+        let data_dir = config.server.data_dir.clone();
+        let (lock, store) = tokio::task::spawn_blocking(move || open_data_dir(data_dir))
+            .await
+            .map_err(|error| ServeError::Store(StoreError::Task(error.to_string())))??;
+        let store: Arc<dyn JobStore> = Arc::new(store);
+
+        let recovery = store.recover(now_ms()).await?;
+        if !recovery.is_empty() {
+            tracing::warn!(requeued = ?recovery.requeued, failed = ?recovery.failed,
+                cancelled = ?recovery.cancelled, "recovered jobs interrupted by a crash");
+        }
+        // Jobs whose lease has not run out yet are recovered by the pool once it has.
+        if config.sandbox.backend == SandboxBackend::Docker {
+            reap_orphaned_containers().await;
+        }
+
+        let listener = match listener {
+            Some(listener) => listener,
+            None => std::net::TcpListener::bind(config.server.listen).map_err(|source| ServeError::Listen {
+                addr: config.server.listen.to_string(),
+                source,
+            })?,
+        };
+        let listen_error = |source| ServeError::Listen {
+            addr: listener_name(&listener),
+            source,
+        };
+        listener.set_nonblocking(true).map_err(listen_error)?;
+        let addr = listener.local_addr().map_err(listen_error)?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(|source| ServeError::Listen {
+            addr: addr.to_string(),
+            source,
+        })?;
+
+        let pool = Arc::new(WorkerPool::start(
+            Arc::clone(&store),
+            handler,
+            PoolConfig {
+                concurrency: usize::try_from(config.server.concurrency).unwrap_or(1),
+                ..PoolConfig::default()
+            },
+        ));
+        let triggers = TriggerConfig::new(config.agent.trigger.clone(), config.github.bot_name.clone());
+        let dispatcher = Dispatcher::start(
+            Arc::clone(&store),
+            Arc::clone(&pool),
+            github,
+            DispatchSettings::new(triggers, config.server.job_attempts),
+        );
+        let state = Arc::new(ServerState {
+            store: Arc::clone(&store),
+            secret: SecretString::from(secret.expose_secret().to_owned()),
+            max_body: usize::try_from(config.server.max_body_bytes).unwrap_or(usize::MAX),
+            metrics: Arc::clone(&metrics),
+            dispatch: dispatcher.waker(),
+            github_stats: Some(github_stats),
+        });
+        let stop_http = CancellationToken::new();
+        let http = tokio::spawn({
+            let stop = stop_http.clone();
+            async move {
+                axum::serve(listener, router(state))
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await
+            }
+        });
+        tracing::info!(%addr, concurrency = config.server.concurrency,
+            data_dir = %config.server.data_dir.display(), "pitcrew serve is listening");
+        Ok(RunningServer {
+            addr,
+            metrics,
+            store,
+            pool: Some(pool),
+            dispatcher: Some(dispatcher),
+            http: Some(http),
+            stop_http,
+            grace: config.server.shutdown_grace,
+            _lock: lock,
+        })
+    }
+}
+
+/// The GitHub App from `[github] api_url`, `app_id` and `private_key_path`.
+pub fn app_auth(config: &Config) -> Result<Arc<AppAuth>, ServeError> {
+    let app = config.github.app.as_ref().ok_or(ServeError::MissingApp)?;
+    let credentials = AppCredentials::load(app.app_id, &app.private_key_path)?;
+    Ok(Arc::new(AppAuth::new(
+        &config.github.api_url,
+        credentials,
+        ClientOptions::default(),
+    )?))
+}
+
+fn listener_name(listener: &std::net::TcpListener) -> String {
+    listener
+        .local_addr()
+        .map_or_else(|_| "the given listener".to_owned(), |addr| addr.to_string())
+}
+
+/// Locks the data directory and opens the store in it. Blocking.
+fn open_data_dir(data_dir: PathBuf) -> Result<(Flock<File>, SqliteStore), ServeError> {
+    std::fs::create_dir_all(&data_dir).map_err(|source| ServeError::DataDir {
+        path: data_dir.clone(),
+        source,
+    })?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(data_dir.join(LOCK_FILE))
+        .map_err(|source| ServeError::DataDir {
+            path: data_dir.clone(),
+            source,
+        })?;
+    // Two servers on one directory would each reap the other's containers and answer every
+    // delivery twice; the second is refused instead. The lock goes with the process, crash or not.
+    let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
+        if errno == nix::errno::Errno::EWOULDBLOCK {
+            ServeError::DataDirInUse { path: data_dir.clone() }
+        } else {
+            ServeError::DataDir {
+                path: data_dir.clone(),
+                source: std::io::Error::from(errno),
+            }
+        }
+    })?;
+    let store = SqliteStore::open(&data_dir)?;
+    Ok((lock, store))
+}
+
+/// Removes the sandbox containers a crashed server left behind. This server holds the data
+/// directory and runs nothing yet, so every pitcrew container on the engine is an orphan.
+async fn reap_orphaned_containers() {
+    match crate::sandbox::docker::DockerSandbox::connect().await {
+        Ok(docker) => match docker.reap_orphans(&std::collections::HashSet::new()).await {
+            Ok(0) => tracing::debug!("no orphaned sandbox containers"),
+            Ok(removed) => tracing::warn!(removed, "removed sandbox containers left by a crash"),
+            Err(error) => tracing::error!(error = %error, "could not remove orphaned sandbox containers"),
+        },
+        Err(error) => tracing::info!(error = %error, "the Docker engine is not reachable; no containers to reap"),
+    }
+}
+
+impl RunningServer {
+    /// Where the server listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    pub fn store(&self) -> &Arc<dyn JobStore> {
+        &self.store
+    }
+
+    /// The worker pool (to follow job ends with `subscribe`, or see what runs).
+    ///
+    /// # Panics
+    /// Never: the pool is only taken by `shutdown`, which consumes the server.
+    #[expect(clippy::expect_used, reason = "the pool is present until shutdown consumes self")]
+    pub fn pool(&self) -> &WorkerPool {
+        self.pool.as_deref().expect("the pool lives until shutdown")
+    }
+
+    /// The orderly stop: stops accepting webhooks (the listener closes), stops the dispatcher, lets
+    /// running jobs finish within `grace`, and requeues the rest.
+    pub async fn shutdown(mut self, grace: Duration) -> ShutdownReport {
+        self.stop_http.cancel();
+        if let Some(http) = self.http.take() {
+            match http.await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::error!(error = %error, "the HTTP server failed"),
+                Err(error) => tracing::error!(error = %error, "the HTTP server task failed"),
+            }
+        }
+        if let Some(dispatcher) = self.dispatcher.take() {
+            dispatcher.stop().await;
+        }
+        let Some(pool) = self.pool.take() else {
+            return ShutdownReport::default();
+        };
+        // The dispatcher held the only other reference, and it has ended.
+        let report = match Arc::try_unwrap(pool) {
+            Ok(pool) => pool.shutdown(grace).await,
+            Err(pool) => {
+                tracing::error!("the worker pool is still shared; stopping claims without waiting for running jobs");
+                pool.stop_claiming();
+                ShutdownReport::default()
+            }
+        };
+        tracing::info!(finished = ?report.finished, requeued = ?report.requeued,
+            abandoned = ?report.abandoned, "pitcrew serve stopped");
+        report
+    }
+
+    /// Serves until SIGTERM or SIGINT, then [`RunningServer::shutdown`] with `[server] shutdown_grace`.
+    pub async fn run_until_signal(mut self) -> Result<ShutdownReport, ServeError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
+        let http_ended = async {
+            match self.http.as_mut() {
+                Some(http) => {
+                    let ended = http.await;
+                    tracing::error!(result = ?ended.map(|r| r.map_err(|e| e.to_string())), "the HTTP server stopped on its own");
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let (signal, http_done) = tokio::select! {
+            _ = term.recv() => ("SIGTERM", false),
+            _ = interrupt.recv() => ("SIGINT", false),
+            () = http_ended => ("the HTTP server's end", true),
+        };
+        if http_done {
+            self.http = None;
+        }
+        let grace = self.grace;
+        tracing::info!(
+            signal,
+            grace_secs = grace.as_secs_f64(),
+            "stopping: no new webhooks; running jobs may finish within the grace period"
+        );
+        Ok(self.shutdown(grace).await)
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Some(http) = self.http.take() {
+            http.abort();
+        }
+        // Dropping the dispatcher aborts it. Claims stop now rather than when the dispatcher task,
+        // which shares the pool, is finally torn down.
+        self.dispatcher.take();
+        if let Some(pool) = self.pool.take() {
+            pool.stop_claiming();
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! The dispatcher: turns stored deliveries into work, so that nothing the webhook route accepted is
+//! lost. Woken by the route, on a slow interval and once at start-up (for what a crash left), it
+//! reads the unprocessed deliveries oldest first and handles several at once — but one at a time per
+//! pull request or issue, in the order received, so `@agent stop` never overtakes the request it
+//! stops — and never the same delivery twice at once.
+//!
+//! Handling one delivery: parse the event, decide, check the requester's permission with GitHub,
+//! then react 👀, stop what was asked to stop, create the jobs and mark the delivery processed in one
+//! store transaction, wake the pool, and post the replies. GitHub calls that must succeed (the
+//! permission check) come before the transaction: a transient failure leaves the delivery
+//! unprocessed and it is retried with backoff, a permanent one (the repository gone, the App
+//! uninstalled) drops it. Replies come after it and are best effort, so a retry never posts them
+//! twice.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::github::{AppAuth, CommentId, GithubClient, GithubError, InstallationId, IssueNumber, Reaction, RepoName};
+use crate::jobs::{Delivery, DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, WorkerPool, now_ms};
+use crate::report::replies;
+use crate::triggers::{
+    Action, Decision, Event, EventError, PermissionGate, ReplyTarget, Request, TriggerConfig, decide,
+};
+
+/// The answer to `@agent stop` when nothing runs or waits on the pull request.
+// Not in `report::replies` (owned elsewhere) yet; it belongs there.
+const NOTHING_TO_STOP: &str = "There is no job running or waiting here, so there is nothing to stop.";
+
+/// How the dispatcher works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchSettings {
+    /// The mention and the bot's login (`[agent] trigger`, `[github] bot_name`).
+    pub triggers: TriggerConfig,
+    /// `max_attempts` of every job created (`[server] job_attempts`).
+    pub job_attempts: u32,
+    /// How often stored deliveries are looked at without a wake-up.
+    pub poll_interval: Duration,
+    /// Deliveries handled at once.
+    pub concurrency: usize,
+    /// Unprocessed deliveries read per pass.
+    pub batch: u32,
+    /// Tries of a delivery that keeps failing transiently before it is dropped (logged as an error).
+    pub max_tries: u32,
+    /// The first retry delay; each next one doubles, up to `max_backoff`.
+    pub base_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl DispatchSettings {
+    pub fn new(triggers: TriggerConfig, job_attempts: u32) -> Self {
+        DispatchSettings {
+            triggers,
+            job_attempts,
+            poll_interval: Duration::from_secs(30),
+            concurrency: 8,
+            batch: 200,
+            // With the doubling below capped at five minutes: about half an hour of trying.
+            max_tries: 10,
+            base_backoff: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(300),
+        }
+    }
+
+    fn backoff(&self, tries: u32) -> Duration {
+        let ceiling = self
+            .base_backoff
+            .saturating_mul(1_u32 << tries.saturating_sub(1).min(20))
+            .min(self.max_backoff);
+        // Half fixed, half jitter: deliveries that failed together do not retry in lockstep.
+        ceiling / 2 + ceiling.mul_f64(fastrand::f64() / 2.0)
+    }
+}
+
+/// What the dispatcher uses.
+struct Ctx {
+    store: Arc<dyn JobStore>,
+    pool: Arc<WorkerPool>,
+    github: Arc<AppAuth>,
+    settings: DispatchSettings,
+}
+
+/// The running dispatcher task.
+#[derive(Debug)]
+pub struct Dispatcher {
+    wake: Arc<Notify>,
+    stop: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Dispatcher {
+    /// Starts the task; its first pass runs at once, for deliveries a previous process left.
+    pub fn start(
+        store: Arc<dyn JobStore>,
+        pool: Arc<WorkerPool>,
+        github: Arc<AppAuth>,
+        settings: DispatchSettings,
+    ) -> Dispatcher {
+        let wake = Arc::new(Notify::new());
+        let stop = CancellationToken::new();
+        let ctx = Arc::new(Ctx {
+            store,
+            pool,
+            github,
+            settings,
+        });
+        let task = tokio::spawn(run(ctx, Arc::clone(&wake), stop.clone()));
+        Dispatcher {
+            wake,
+            stop,
+            task: Some(task),
+        }
+    }
+
+    /// What the webhook route notifies after storing a delivery.
+    pub fn waker(&self) -> Arc<Notify> {
+        Arc::clone(&self.wake)
+    }
+
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Stops taking deliveries, waits up to [`Dispatcher::STOP_WAIT`] for those being handled, and
+    /// abandons the rest (still unprocessed in the store: the next start handles them).
+    pub async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(mut task) = self.task.take() {
+            // The task bounds its own drain; this is the backstop should it hang anyway.
+            if tokio::time::timeout(Self::STOP_WAIT * 2, &mut task).await.is_err() {
+                task.abort();
+                let _ = task.await;
+            }
+        }
+    }
+
+    /// How long stopping waits for deliveries being handled.
+    pub const STOP_WAIT: Duration = Duration::from_secs(10);
+}
+
+impl Drop for Dispatcher {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Why a delivery should be tried again later.
+#[derive(Debug)]
+struct Retry(String);
+
+struct Backoff {
+    tries: u32,
+    next: Instant,
+}
+
+struct Loop {
+    ctx: Arc<Ctx>,
+    tasks: JoinSet<Result<(), Retry>>,
+    /// Task → (delivery, serialisation key).
+    running: HashMap<tokio::task::Id, (DeliveryId, String)>,
+    busy_keys: HashSet<String>,
+    backoff: HashMap<DeliveryId, Backoff>,
+}
+
+async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken) {
+    let poll = ctx.settings.poll_interval;
+    let mut state = Loop {
+        ctx,
+        tasks: JoinSet::new(),
+        running: HashMap::new(),
+        busy_keys: HashSet::new(),
+        backoff: HashMap::new(),
+    };
+    let mut scan = true;
+    loop {
+        if scan && !stop.is_cancelled() {
+            state.scan().await;
+        }
+        // Only future retries: one due now is in hand or waits behind its key, and both end in a
+        // task ending, which scans again.
+        let now = Instant::now();
+        let next_retry = state.backoff.values().map(|b| b.next).filter(|at| *at > now).min();
+        scan = tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            Some(joined) = state.tasks.join_next_with_id() => {
+                state.ended(joined).await;
+                true
+            }
+            () = wake.notified() => true,
+            () = tokio::time::sleep(poll) => true,
+            () = sleep_until(next_retry) => true,
+        };
+    }
+    // Let the deliveries in hand finish (their GitHub calls are bounded by the client's timeouts),
+    // but not forever: an abandoned one stays unprocessed and is handled after the restart.
+    let drain = async {
+        while let Some(joined) = state.tasks.join_next_with_id().await {
+            state.ended(joined).await;
+        }
+    };
+    if tokio::time::timeout(Dispatcher::STOP_WAIT, drain).await.is_err() {
+        tracing::warn!(
+            deliveries = state.tasks.len(),
+            "stopping with deliveries still being handled; they will be handled after the restart"
+        );
+        state.tasks.abort_all();
+        while state.tasks.join_next().await.is_some() {}
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Loop {
+    /// Starts handling every unprocessed delivery that is not in hand, not waiting for a retry, and
+    /// not behind an older one on the same pull request.
+    async fn scan(&mut self) {
+        let deliveries = match self.ctx.store.unprocessed_deliveries(self.ctx.settings.batch).await {
+            Ok(deliveries) => deliveries,
+            Err(error) => {
+                tracing::error!(error = %error, "could not read the stored deliveries");
+                return;
+            }
+        };
+        let now = Instant::now();
+        let in_hand: HashSet<DeliveryId> = self.running.values().map(|(id, _)| id.clone()).collect();
+        // Keys an older delivery holds, in hand or waiting for its retry: younger ones wait behind it.
+        let mut blocked = self.busy_keys.clone();
+        for delivery in deliveries {
+            if in_hand.contains(&delivery.id) {
+                continue;
+            }
+            let event = Event::from_json(&delivery.event, &delivery.payload);
+            let key = match &event {
+                Ok(event) => serial_key(event).unwrap_or_else(|| delivery.id.0.clone()),
+                Err(_) => delivery.id.0.clone(),
+            };
+            if blocked.contains(&key) {
+                continue;
+            }
+            if self.backoff.get(&delivery.id).is_some_and(|b| b.next > now) {
+                blocked.insert(key);
+                continue;
+            }
+            if self.tasks.len() >= self.ctx.settings.concurrency.max(1) {
+                break;
+            }
+            blocked.insert(key.clone());
+            self.busy_keys.insert(key.clone());
+            let id = delivery.id.clone();
+            let handle = self.tasks.spawn(handle(Arc::clone(&self.ctx), delivery, event));
+            self.running.insert(handle.id(), (id, key));
+        }
+    }
+
+    async fn ended(&mut self, joined: Result<(tokio::task::Id, Result<(), Retry>), tokio::task::JoinError>) {
+        let (task, result) = match joined {
+            Ok((task, result)) => (task, result),
+            Err(error) => {
+                let retry = if error.is_panic() {
+                    Retry("handling it panicked".to_owned())
+                } else {
+                    Retry("handling it was aborted".to_owned())
+                };
+                (error.id(), Err(retry))
+            }
+        };
+        let Some((id, key)) = self.running.remove(&task) else {
+            return;
+        };
+        self.busy_keys.remove(&key);
+        match result {
+            Ok(()) => {
+                self.backoff.remove(&id);
+            }
+            Err(Retry(reason)) => {
+                let tries = self.backoff.get(&id).map_or(0, |b| b.tries) + 1;
+                if tries >= self.ctx.settings.max_tries {
+                    tracing::error!(delivery = %id, tries, reason,
+                        "giving up on a delivery that kept failing; it is dropped (redeliver it from the App's settings)");
+                    self.backoff.remove(&id);
+                    if let Err(error) = self.ctx.store.process_delivery(&id, Vec::new(), now_ms()).await {
+                        tracing::error!(delivery = %id, error = %error, "could not mark the delivery dropped");
+                    }
+                    return;
+                }
+                let delay = self.ctx.settings.backoff(tries);
+                tracing::warn!(delivery = %id, tries, reason, retry_in_ms = delay.as_millis() as u64,
+                    "could not handle the delivery; trying again later");
+                self.backoff.insert(
+                    id,
+                    Backoff {
+                        tries,
+                        next: Instant::now() + delay,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Deliveries about the same pull request or issue are handled one at a time, oldest first.
+fn serial_key(event: &Event) -> Option<String> {
+    let (ctx, number) = match event {
+        Event::Comment(comment) => (&comment.ctx, comment.issue.number),
+        Event::IssueAssigned { ctx, issue, .. } | Event::IssueLabeled { ctx, issue, .. } => (ctx, issue.number),
+        _ => return None,
+    };
+    Some(format!("{}#{number}", ctx.repo.full_name()))
+}
+
+/// Handles one delivery to the end: `Ok` once it is processed (with or without jobs).
+async fn handle(ctx: Arc<Ctx>, delivery: Delivery, event: Result<Event, EventError>) -> Result<(), Retry> {
+    let id = delivery.id.clone();
+    let event = match event {
+        Ok(event) => event,
+        Err(error) => {
+            tracing::warn!(delivery = %id, error = %error, "the payload does not have its event's shape; dropped");
+            return mark_processed(&ctx, &id, Vec::new()).await.map(|_| ());
+        }
+    };
+    match decide(&event, &ctx.settings.triggers).with_delivery(&id.0) {
+        Decision::Ignore { reason } => {
+            tracing::debug!(delivery = %id, reason, "nothing to do");
+            mark_processed(&ctx, &id, Vec::new()).await.map(|_| ())
+        }
+        Decision::Pong { .. } => mark_processed(&ctx, &id, Vec::new()).await.map(|_| ()),
+        Decision::Act(request) => act(&ctx, &id, &event, *request).await,
+    }
+}
+
+async fn mark_processed(ctx: &Ctx, id: &DeliveryId, jobs: Vec<NewJob>) -> Result<Dispatch, Retry> {
+    ctx.store
+        .process_delivery(id, jobs, now_ms())
+        .await
+        .map_err(|error| Retry(format!("storing its outcome: {error}")))
+}
+
+/// Rate limits, 5xx and lost connections pass; so may a JWT that cannot be signed right now. A 404
+/// (the repository is gone or hidden), a 401 (the App was uninstalled) or a refusal will not.
+fn is_transient(error: &GithubError) -> bool {
+    match error {
+        GithubError::RateLimited { .. }
+        | GithubError::Server { .. }
+        | GithubError::Transport { .. }
+        | GithubError::Jwt { .. } => true,
+        GithubError::Status { status, .. } => matches!(status, 408 | 429) || *status >= 500,
+        _ => false,
+    }
+}
+
+async fn act(ctx: &Ctx, id: &DeliveryId, event: &Event, request: Request) -> Result<(), Retry> {
+    let login = request.requested_by.login.clone();
+    let Some(installation) = request.installation_id else {
+        tracing::warn!(delivery = %id, "the delivery names no App installation, so pitcrew cannot act on it; dropped");
+        return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
+    };
+    let repo = match RepoName::new(&request.repo.owner, &request.repo.name) {
+        Ok(repo) => repo,
+        Err(error) => {
+            tracing::warn!(delivery = %id, error = %error, "the delivery's repository name is not valid; dropped");
+            return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
+        }
+    };
+    let client = ctx.github.client(InstallationId(installation));
+
+    let permitted = match request.permission {
+        PermissionGate::Refuse => false,
+        PermissionGate::NeedsPermissionCheck => match client.collaborator_permission(&repo, &login).await {
+            Ok(permission) => permission.may_write(),
+            Err(error) if is_transient(&error) => {
+                return Err(Retry(format!("checking the permission of the requester: {error}")));
+            }
+            Err(error) => {
+                tracing::warn!(delivery = %id, repo = %repo, error = %error,
+                    "could not check the requester's permission (the repository may be gone or the App uninstalled); dropped");
+                return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
+            }
+        },
+    };
+    if !permitted {
+        tracing::info!(delivery = %id, repo = %repo, user = %login, "request refused: no write access");
+        mark_processed(ctx, id, Vec::new()).await?;
+        post(&client, &repo, &request.reply_to, &replies::not_permitted(&login)).await;
+        return Ok(());
+    }
+
+    react_eyes(&client, &repo, event).await;
+
+    let trigger = &ctx.settings.triggers.trigger;
+    let mut texts = Vec::new();
+    let mut jobs = Vec::new();
+    for action in &request.actions {
+        match action {
+            Action::Stop { key } => {
+                let reason = format!("stopped by @{login}");
+                let cancellation = ctx
+                    .pool
+                    .cancel(key, &reason)
+                    .await
+                    .map_err(|error| Retry(format!("stopping the jobs of {key}: {error}")))?;
+                tracing::info!(delivery = %id, key, cancelled = ?cancellation.cancelled,
+                    stopping = ?cancellation.stopping, "stop asked");
+                texts.push(if cancellation.is_empty() {
+                    NOTHING_TO_STOP.to_owned()
+                } else {
+                    replies::stopped_by(Some(&login))
+                });
+            }
+            Action::Help { .. } => texts.push(replies::help(trigger, replies::COMMANDS)),
+            Action::Invalid { message } => texts.push(message.clone()),
+            Action::Run(job) => match serde_json::to_value(job.as_ref()) {
+                Ok(value) => jobs.push(NewJob {
+                    kind: job.kind.as_str().to_owned(),
+                    repo: job.repo.full_name(),
+                    key: job.key(),
+                    request: value,
+                    delivery: Some(id.clone()),
+                    max_attempts: ctx.settings.job_attempts.max(1),
+                }),
+                Err(error) => {
+                    tracing::error!(delivery = %id, error = %error, "could not encode a job request; skipped");
+                }
+            },
+        }
+    }
+    if !jobs.is_empty() {
+        let ahead = jobs_ahead(ctx, &request.key()).await?;
+        if ahead > 0 {
+            texts.push(replies::queued(trigger, ahead));
+        }
+    }
+    match mark_processed(ctx, id, jobs).await? {
+        Dispatch::Created(created) => {
+            if !created.is_empty() {
+                tracing::info!(delivery = %id, jobs = ?created, key = %request.key(), "jobs queued");
+                ctx.pool.wake();
+            }
+        }
+        Dispatch::AlreadyProcessed => {
+            // Another process got there first and has answered.
+            tracing::info!(delivery = %id, "the delivery was already processed");
+            return Ok(());
+        }
+    }
+    for text in texts {
+        post(&client, &repo, &request.reply_to, &text).await;
+    }
+    Ok(())
+}
+
+/// Jobs on `key` that a new one would wait behind: queued ones, and the running one unless it is
+/// already stopping.
+async fn jobs_ahead(ctx: &Ctx, key: &str) -> Result<usize, Retry> {
+    let mut ahead = 0;
+    for state in [JobState::Queued, JobState::Running] {
+        let filter = JobFilter {
+            state: Some(state),
+            key: Some(key.to_owned()),
+            ..JobFilter::default()
+        };
+        let jobs = ctx
+            .store
+            .jobs(&filter)
+            .await
+            .map_err(|error| Retry(format!("listing the jobs of {key}: {error}")))?;
+        ahead += jobs.iter().filter(|job| job.cancel_requested.is_none()).count();
+    }
+    Ok(ahead)
+}
+
+/// 👀 on what asked: the comment, or the issue for an assignment or a label. Best effort: a missing
+/// reaction must not hold up the work.
+async fn react_eyes(client: &GithubClient, repo: &RepoName, event: &Event) {
+    let result = match event {
+        Event::Comment(comment) if comment.review.is_some() => {
+            client
+                .add_review_comment_reaction(repo, CommentId(comment.comment_id), Reaction::Eyes)
+                .await
+        }
+        Event::Comment(comment) => {
+            client
+                .add_issue_comment_reaction(repo, CommentId(comment.comment_id), Reaction::Eyes)
+                .await
+        }
+        Event::IssueAssigned { issue, .. } | Event::IssueLabeled { issue, .. } => {
+            client
+                .add_issue_reaction(repo, IssueNumber(issue.number), Reaction::Eyes)
+                .await
+        }
+        _ => return,
+    };
+    if let Err(error) = result {
+        tracing::warn!(repo = %repo, error = %error, "could not add the eyes reaction");
+    }
+}
+
+/// Posts `body` where the request was made. Best effort (logged): the delivery is already processed.
+async fn post(client: &GithubClient, repo: &RepoName, target: &ReplyTarget, body: &str) {
+    let result = match target {
+        ReplyTarget::Issue { number, .. } => client
+            .create_issue_comment(repo, IssueNumber(*number), body)
+            .await
+            .map(drop),
+        ReplyTarget::ReviewThread {
+            pull_number,
+            comment_id,
+        } => client
+            .reply_to_review_comment(repo, IssueNumber(*pull_number), CommentId(*comment_id), body)
+            .await
+            .map(drop),
+    };
+    if let Err(error) = result {
+        tracing::warn!(repo = %repo, error = %error, "could not post a reply");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_with_jitter() {
+        let settings = DispatchSettings::new(TriggerConfig::new("@agent", "pitcrew[bot]"), 3);
+        for (tries, ceiling) in [(1, 2), (2, 4), (3, 8), (9, 300), (30, 300)] {
+            let delay = settings.backoff(tries);
+            let ceiling = Duration::from_secs(ceiling);
+            assert!(delay >= ceiling / 2 && delay <= ceiling, "{tries}: {delay:?}");
+        }
+    }
+
+    #[test]
+    fn transient_and_permanent_github_failures() {
+        let request = || "GET /repos/o/r/collaborators/u/permission".to_owned();
+        assert!(is_transient(&GithubError::Server {
+            request: request(),
+            status: 502
+        }));
+        assert!(is_transient(&GithubError::RateLimited {
+            request: request(),
+            reset_at: None
+        }));
+        assert!(is_transient(&GithubError::Transport {
+            request: request(),
+            message: "connection reset".to_owned()
+        }));
+        assert!(!is_transient(&GithubError::NotFound { what: request() }));
+        assert!(!is_transient(&GithubError::Unauthorized { request: request() }));
+        assert!(!is_transient(&GithubError::Status {
+            request: request(),
+            status: 410,
+            message: "gone".to_owned()
+        }));
+    }
+}

@@ -1,0 +1,221 @@
+//! The HTTP routes: `POST /webhook` (size limit, signature, parse, persist, answer — all the work
+//! happens later, in the dispatcher), `GET /healthz` and `GET /metrics`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use super::metrics::{self, DeliveryOutcome, Metrics, UNVERIFIED_EVENT};
+use super::webhook::{Rejection, check_declared_size, parse_delivery};
+use crate::github::ApiStats;
+use crate::jobs::{DeliveryId, JobStore, Recorded, now_ms};
+
+/// The events the triggers may act on; every other signed delivery is answered 202 and dropped
+/// without being stored.
+pub const HANDLED_EVENTS: &[&str] = &[
+    "issue_comment",
+    "pull_request_review_comment",
+    "issues",
+    "workflow_run",
+    "check_run",
+    "check_suite",
+];
+
+/// How long `/healthz` and `/metrics` wait for the store before answering without it: a probe
+/// must answer, and a store that takes this long is not healthy.
+const STORE_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the routes share.
+pub struct ServerState {
+    pub store: Arc<dyn JobStore>,
+    pub secret: SecretString,
+    /// The largest body accepted, in bytes.
+    pub max_body: usize,
+    pub metrics: Arc<Metrics>,
+    /// Wakes the dispatcher after a new delivery is stored.
+    pub dispatch: Arc<Notify>,
+    /// The GitHub App's API statistics, for `/metrics`.
+    pub github_stats: Option<Arc<ApiStats>>,
+}
+
+impl std::fmt::Debug for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("max_body", &self.max_body)
+            .field("secret", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+/// The server's routes.
+pub fn router(state: Arc<ServerState>) -> Router {
+    Router::new()
+        .route(
+            "/webhook",
+            // Our limit is `max_body`, enforced while reading; axum's 2 MB default would refuse real
+            // deliveries (GitHub sends up to 25 MB).
+            post(webhook).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+fn refuse(state: &ServerState, rejection: &Rejection) -> Response {
+    let outcome = match rejection {
+        Rejection::TooLarge { .. } => DeliveryOutcome::TooLarge,
+        Rejection::Signature(_) => DeliveryOutcome::Unauthorized,
+        Rejection::MissingHeader { .. } | Rejection::MalformedJson { .. } => DeliveryOutcome::BadRequest,
+    };
+    state.metrics.record_delivery(UNVERIFIED_EVENT, outcome);
+    tracing::warn!(reason = %rejection, status = rejection.status().as_u16(), "webhook refused");
+    json_response(rejection.status(), json!({ "error": rejection.public_message() }))
+}
+
+/// Reads at most `max + 1` bytes: one byte over the limit is enough to refuse.
+async fn read_capped(body: Body, max: usize) -> Result<Bytes, ReadError> {
+    let mut stream = body.into_data_stream();
+    let mut buffer = BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| ReadError::Aborted)?;
+        if buffer.len() + chunk.len() > max {
+            return Err(ReadError::TooLarge {
+                at_least: (buffer.len() + chunk.len()) as u64,
+            });
+        }
+        buffer.extend_from_slice(&chunk);
+    }
+    Ok(buffer.freeze())
+}
+
+enum ReadError {
+    TooLarge {
+        at_least: u64,
+    },
+    /// The client went away or sent a broken body.
+    Aborted,
+}
+
+async fn webhook(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Body) -> Response {
+    // Refused from the headers alone, before a byte of the body is read.
+    if let Err(rejection) = check_declared_size(&headers, state.max_body) {
+        return refuse(&state, &rejection);
+    }
+    let body = match read_capped(body, state.max_body).await {
+        Ok(body) => body,
+        Err(ReadError::TooLarge { at_least }) => {
+            let rejection = Rejection::TooLarge {
+                size: at_least,
+                limit: state.max_body,
+            };
+            return refuse(&state, &rejection);
+        }
+        Err(ReadError::Aborted) => {
+            state
+                .metrics
+                .record_delivery(UNVERIFIED_EVENT, DeliveryOutcome::BadRequest);
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                json!({ "error": "the request body could not be read" }),
+            );
+        }
+    };
+    let delivery = match parse_delivery(&headers, body, &state.secret, state.max_body) {
+        Ok(delivery) => delivery,
+        Err(rejection) => return refuse(&state, &rejection),
+    };
+    let kind = delivery.kind();
+    if delivery.event == "ping" {
+        state.metrics.record_delivery("ping", DeliveryOutcome::Ping);
+        let zen = serde_json::from_slice::<Value>(&delivery.body)
+            .ok()
+            .and_then(|payload| payload.get("zen").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default();
+        tracing::info!(delivery = %delivery.id, "ping");
+        return json_response(StatusCode::OK, json!({ "ok": true, "zen": zen }));
+    }
+    if !HANDLED_EVENTS.contains(&delivery.event.as_str()) {
+        state.metrics.record_delivery(&delivery.event, DeliveryOutcome::Ignored);
+        tracing::debug!(delivery = %delivery.id, event = %kind, "event ignored");
+        return json_response(StatusCode::ACCEPTED, json!({ "ignored": delivery.event }));
+    }
+    let id = DeliveryId(delivery.id.clone());
+    match state
+        .store
+        .record_delivery(&id, &delivery.event, delivery.body, now_ms())
+        .await
+    {
+        Ok(Recorded::New) => {
+            state
+                .metrics
+                .record_delivery(&delivery.event, DeliveryOutcome::Accepted);
+            tracing::info!(delivery = %id, event = %kind, "delivery stored");
+            state.dispatch.notify_one();
+            json_response(StatusCode::ACCEPTED, json!({ "accepted": id.0 }))
+        }
+        Ok(Recorded::Duplicate) => {
+            state
+                .metrics
+                .record_delivery(&delivery.event, DeliveryOutcome::Duplicate);
+            tracing::info!(delivery = %id, event = %kind, "redelivery of a stored delivery; not run again");
+            json_response(StatusCode::OK, json!({ "duplicate": true }))
+        }
+        Err(error) => {
+            state
+                .metrics
+                .record_delivery(&delivery.event, DeliveryOutcome::StoreFailed);
+            tracing::error!(delivery = %id, event = %kind, error = %error,
+                "could not store the delivery; it is lost unless redelivered from the App's settings");
+            json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "error": "the delivery could not be stored; redeliver it later" }),
+            )
+        }
+    }
+}
+
+async fn healthz(State(state): State<Arc<ServerState>>) -> Response {
+    match tokio::time::timeout(STORE_PROBE_TIMEOUT, state.store.count_deliveries()).await {
+        Ok(Ok(_)) => (StatusCode::OK, "ok").into_response(),
+        Ok(Err(error)) => {
+            tracing::error!(error = %error, "health check: the job store failed");
+            (StatusCode::SERVICE_UNAVAILABLE, "the job store is not answering").into_response()
+        }
+        Err(_) => {
+            tracing::error!("health check: the job store did not answer in time");
+            (StatusCode::SERVICE_UNAVAILABLE, "the job store is not answering").into_response()
+        }
+    }
+}
+
+async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
+    let jobs = match tokio::time::timeout(STORE_PROBE_TIMEOUT, state.store.count_by_state()).await {
+        Ok(Ok(counts)) => Some(counts),
+        Ok(Err(error)) => {
+            tracing::warn!(error = %error, "metrics: could not count jobs");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("metrics: the job store did not answer in time");
+            None
+        }
+    };
+    let github = state.github_stats.as_ref().map(|stats| stats.snapshot());
+    let text = state.metrics.render(jobs.as_ref(), github.as_ref());
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
+}
