@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod config;
 pub mod github;
+pub mod handlers;
 pub mod jobs;
 pub mod llm;
 pub mod logging;
@@ -10,6 +11,7 @@ pub mod prompts;
 pub mod report;
 pub mod run;
 pub mod sandbox;
+pub mod serve;
 pub mod server;
 pub mod testparse;
 pub mod tools;

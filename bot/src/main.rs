@@ -49,9 +49,21 @@ struct Cli {
 enum Command {
     /// Run a task on a local repository: a new branch, the agent, a commit and a summary
     Run(RunArgs),
+    /// Run the GitHub App server: webhooks in, jobs out, reports on GitHub
+    Serve(ServeArgs),
     /// Inspect the configuration
     #[command(subcommand)]
     Config(ConfigCommand),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// Address to listen on (sets server.listen)
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Where the job database, mirrors and working copies live (sets server.data_dir)
+    #[arg(long, value_name = "PATH")]
+    data_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -118,6 +130,21 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Serve(ref args) => {
+            if let Some(listen) = &args.listen {
+                cli.set.push(format!("server.listen={listen}"));
+            }
+            if let Some(dir) = &args.data_dir {
+                cli.set.push(format!("server.data_dir={}", dir.display()));
+            }
+            match load_config(&cli) {
+                Ok(config) => serve(config),
+                Err(errors) => {
+                    report(&errors);
+                    ExitCode::from(EXIT_BAD_CONFIG)
+                }
+            }
+        }
         Command::Config(ConfigCommand::Check) => match load_config(&cli) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
@@ -167,6 +194,26 @@ fn run_overrides(args: &RunArgs) -> Vec<String> {
     push("agent.max_cost_usd", args.max_cost_usd.map(|n| n.to_string()));
     push("sandbox.backend", args.sandbox.clone());
     set
+}
+
+fn serve(config: Config) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: could not start the async runtime: {err}");
+            return ExitCode::from(EXIT_RUN_SETUP);
+        }
+    };
+    match runtime.block_on(pitcrew::serve::run(config, pitcrew::serve::ServeOptions::default())) {
+        Ok(report) => {
+            tracing::info!(?report, "pitcrew serve stopped");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::from(EXIT_RUN_SETUP)
+        }
+    }
 }
 
 fn run(config: Config, args: &RunArgs) -> ExitCode {

@@ -362,6 +362,22 @@ fn static_token(token: &str, login: &str) -> IssuedToken {
 }
 
 impl FakeGithub {
+    /// Whether `token` is one this fake accepts right now (an unexpired installation token it
+    /// issued, or an allowed static one): hand it to [`crate::git_server::GitServer::start_with`]
+    /// so that git over HTTP takes the same tokens as the API.
+    pub fn token_check(&self) -> crate::git_server::TokenCheck {
+        let shared = Arc::clone(&self.shared);
+        Arc::new(move |token: &str| {
+            let inner = shared.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = wire::unix_now();
+            inner
+                .state
+                .tokens
+                .iter()
+                .any(|t| t.token == token && t.expires_at.is_none_or(|at| at > now))
+        })
+    }
+
     /// A fake with the default App and no repositories.
     ///
     /// # Panics

@@ -72,11 +72,21 @@ impl GitRequest {
     }
 }
 
-#[derive(Debug)]
+/// Decides whether a Basic-auth password is a valid token.
+pub type TokenCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 struct Shared {
-    token: String,
+    accepts: TokenCheck,
     root: PathBuf,
     requests: Mutex<Vec<GitRequest>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Shared {
@@ -100,9 +110,27 @@ impl GitServer {
 
     /// Starts a server, reporting failure to bind, make its directory or spawn.
     pub fn try_start(token: &str) -> io::Result<Self> {
+        let token = token.to_owned();
+        Self::try_start_with(Arc::new(move |given| given == token))
+    }
+
+    /// Starts a server whose repositories accept the passwords `accepts` approves, e.g. the
+    /// installation tokens a fake GitHub issued ([`crate::fake_github::FakeGithub::token_check`]).
+    ///
+    /// # Panics
+    /// When no socket, directory or runtime can be had.
+    pub fn start_with(accepts: TokenCheck) -> Self {
+        match Self::try_start_with(accepts) {
+            Ok(server) => server,
+            Err(error) => panic!("git server: could not start: {error}"),
+        }
+    }
+
+    /// [`GitServer::start_with`], reporting failure.
+    pub fn try_start_with(accepts: TokenCheck) -> io::Result<Self> {
         let root = tempfile::tempdir()?;
         let shared = Arc::new(Shared {
-            token: token.to_owned(),
+            accepts,
             root: root.path().to_owned(),
             requests: Mutex::new(Vec::new()),
         });
@@ -261,7 +289,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let user = authorization
         .as_deref()
         .and_then(basic_credentials)
-        .filter(|(_, password)| *password == shared.token)
+        .filter(|(_, password)| (shared.accepts)(password))
         .map(|(user, _)| user);
     let response = match &user {
         None => plain(StatusCode::UNAUTHORIZED, "authentication required\n", true),

@@ -2,6 +2,7 @@
 
 pub(crate) mod agent_loop;
 mod fake_github;
+mod fix_job;
 mod git_workspace;
 mod llm_providers;
 mod run_command;

@@ -1,0 +1,574 @@
+//! `fix`: on a pull request, change the code as asked and push the commit to its head branch; on an
+//! issue, do the same on a new branch and open a pull request that closes the issue.
+//!
+//! The guard rails, in order: the repository's tests run before and after the agent, and a change
+//! that makes a passing test fail is never pushed to the pull request; a job that cannot deliver
+//! (budget, stop, regression, conflict) keeps its work on `pitcrew/partial-<job>` and says so; a
+//! fork that does not take the bot's push gets the patch in the comment.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use crate::agent::Outcome;
+use crate::agent::events::EventSink;
+use crate::config::repo::EffectiveSettings;
+use crate::github::{
+    CheckRunOutput, CheckStatus, CommentId, CommitSha, IssueNumber, NewCheckRun, NewPull, PullRequest,
+};
+use crate::jobs::Finish;
+use crate::prompts::Template;
+use crate::report::{self, BranchRef, CommitRef, JobEnd, JobResult, RunStats, StopCause, TestDelta};
+use crate::triggers::ReplyTarget;
+use crate::workspace::deliver::{self, Delivery, PullHead};
+use crate::workspace::diff::file_stats;
+use crate::workspace::mirror::{RemoteRepo, Target};
+use crate::workspace::push::Oid;
+use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
+
+use super::live::{Live, ProgressComment, Targets};
+use super::session::{JobSession, Spent, run_dir};
+use super::{HandlerError, JobEnv};
+
+/// New files larger than this are left out of the bot's commits.
+const MAX_NEW_FILE_BYTES: u64 = crate::run::MAX_NEW_FILE_BYTES;
+
+/// `@agent fix` on a pull request.
+pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
+    let number = IssueNumber(env.request.number);
+    let pull = env.github.get_pull(&env.repo, number).await?;
+    if pull.state != "open" {
+        env.reply("This pull request is closed, so I will not change it. Reopen it and ask again.")
+            .await?;
+        return Ok((Finish::Failed("the pull request is closed".into()), Spent::default()));
+    }
+    let repo_config = env.repo_config().await?;
+    let settings = repo_config.apply(env.config());
+    let targets = start_reporting(env, &pull.head.sha).await?;
+
+    let token = env.services.github.installation_token(env.installation).await?;
+    let remote = RemoteRepo {
+        url: clone_url(&env.request.repo.clone_url)?,
+        full_name: env.repo.to_string(),
+    };
+    let pull_ref = format!("refs/pull/{}/head", pull.number.0);
+    let mirror = env
+        .services
+        .mirrors
+        .prepare(&remote, &token, &[pull_ref.as_str()])
+        .await?;
+    let lease = env
+        .services
+        .pool
+        .lease(&mirror, Target::Commit(pull.head.sha.as_str().to_owned()))
+        .await?;
+    let start = lease.repo().head()?;
+
+    let context = pull_request_context(env, &pull);
+    let root = lease.path().to_owned();
+    let work = work(env, &settings, &targets, &root, context).await;
+    let (outcome, tests) = match work {
+        Ok(done) => done,
+        Err(error) => {
+            lease.release().await;
+            return Err(error);
+        }
+    };
+    let changed = changed_stats(lease.repo(), start);
+    let commit = commit(env, lease.repo(), &outcome)?;
+    let head_repo = pull.head.repo.as_ref().map(|r| RemoteRepo {
+        url: clone_url(&r.clone_url).unwrap_or_else(|_| remote.url.clone()),
+        full_name: r.full_name.clone(),
+    });
+    let cause = stop_cause(&outcome, &tests);
+    let end = match (commit, cause) {
+        (None, Some(cause)) => JobEnd::Stopped { cause, saved: None },
+        (None, None) => JobEnd::NoChanges,
+        (Some(_), Some(cause)) => {
+            let saved = save_partial(env, &root, &remote, &token).await;
+            JobEnd::Stopped { cause, saved }
+        }
+        (Some(_), None) => {
+            let pull_head = PullHead {
+                base_repo: env.repo.to_string(),
+                head_repo,
+                head_ref: pull.head.branch.clone(),
+                maintainer_can_modify: pull.maintainer_can_modify,
+            };
+            let delivered = {
+                let token = token.clone();
+                let raw_path = root.clone();
+                tokio::task::spawn_blocking(move || {
+                    let repo = LocalRepo::open(&raw_path)?;
+                    deliver::deliver_to_pull_request(&repo, &pull_head, &token, start)
+                })
+                .await
+                .map_err(|e| HandlerError::Other(format!("the push task failed: {e}")))??
+            };
+            match delivered {
+                Delivery::Pushed { commit, rebased, .. } => JobEnd::Pushed {
+                    branch: pull.head.branch.clone(),
+                    commit: commit_ref(env, commit),
+                    rebased,
+                },
+                Delivery::NothingToPush => JobEnd::NoChanges,
+                Delivery::Conflict { files, .. } => {
+                    let saved = save_partial(env, &root, &remote, &token).await;
+                    JobEnd::Stopped {
+                        cause: StopCause::PushConflict { files },
+                        saved,
+                    }
+                }
+                Delivery::Patch { patch, reason } => {
+                    tracing::info!(%reason, "offering a patch instead of a push");
+                    let saved = save_partial(env, &root, &remote, &token).await;
+                    JobEnd::Patch {
+                        diff: patch,
+                        branch: saved,
+                    }
+                }
+            }
+        }
+    };
+    lease.release().await;
+    finish(env, &targets, end, outcome, changed, tests, &settings).await
+}
+
+/// `@agent fix` on an issue (or an assignment or label): a new branch and a pull request.
+pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
+    let number = IssueNumber(env.request.number);
+    let issue = env.github.get_issue(&env.repo, number).await?;
+    let repo_config = env.repo_config().await?;
+    let settings = repo_config.apply(env.config());
+
+    let token = env.services.github.installation_token(env.installation).await?;
+    let remote = RemoteRepo {
+        url: clone_url(&env.request.repo.clone_url)?,
+        full_name: env.repo.to_string(),
+    };
+    let default_branch = env.request.repo.default_branch.clone();
+    let mirror = env.services.mirrors.prepare(&remote, &token, &[]).await?;
+    let lease = env
+        .services
+        .pool
+        .lease(&mirror, Target::Branch(default_branch.clone()))
+        .await?;
+    let start = lease.repo().head()?;
+    let targets = start_reporting(env, &CommitSha(start.to_string())).await?;
+
+    let context = format!(
+        "GitHub issue #{} in {}: \"{}\", opened by @{}. Asked by @{}. Your change goes to a new branch off \
+         `{default_branch}` and a pull request that closes the issue.\n\nThe issue says:\n\n{}",
+        issue.number.0,
+        env.repo,
+        issue.title,
+        issue.user.login,
+        env.request.requested_by.login,
+        quote(&issue.body)
+    );
+    let root = lease.path().to_owned();
+    let work = work(env, &settings, &targets, &root, context).await;
+    let (outcome, tests) = match work {
+        Ok(done) => done,
+        Err(error) => {
+            lease.release().await;
+            return Err(error);
+        }
+    };
+    let changed = changed_stats(lease.repo(), start);
+    let branch = deliver::issue_branch(issue.number.0, &issue.title);
+    let created = lease.repo().create_branch(&branch);
+    let commit = commit(env, lease.repo(), &outcome)?;
+    let cause = stop_cause(&outcome, &tests);
+    let end = match (commit, cause, created) {
+        (None, Some(cause), _) => JobEnd::Stopped { cause, saved: None },
+        (None, None, _) => JobEnd::NoChanges,
+        (Some(_), Some(cause), _) => {
+            let saved = save_partial(env, &root, &remote, &token).await;
+            JobEnd::Stopped { cause, saved }
+        }
+        (Some(_), None, Err(error)) => {
+            lease.release().await;
+            return Err(error.into());
+        }
+        (Some(_), None, Ok(_)) => {
+            push_branch(&root, &remote, &token, &branch).await?;
+            let title = format!("Fix #{}: {}", issue.number.0, issue.title);
+            let stats = file_stats(lease.repo(), start, None).unwrap_or_default();
+            let delta = tests_delta(&tests);
+            let body =
+                report::replies::issue_pr_body(&env.job_id(), issue.number.0, &outcome.summary, &stats, delta.as_ref());
+            let created = env
+                .github
+                .create_pull(
+                    &env.repo,
+                    &NewPull {
+                        title: report::markdown::inline(&title),
+                        body,
+                        head: branch.clone(),
+                        base: default_branch.clone(),
+                        draft: false,
+                    },
+                )
+                .await?;
+            JobEnd::PullRequestOpened {
+                number: created.number.0,
+                url: created.html_url,
+            }
+        }
+    };
+    lease.release().await;
+    finish(env, &targets, end, outcome, changed, tests, &settings).await
+}
+
+/// The tests before, the agent, the tests after — in the sandbox over the lease's copy.
+async fn work(
+    env: &JobEnv,
+    settings: &EffectiveSettings,
+    targets: &Targets,
+    root: &std::path::Path,
+    context: String,
+) -> Result<(Outcome, (report::TestRun, report::TestRun)), HandlerError> {
+    let job_id = env.job_id();
+    let run_dir = run_dir(env.config(), &job_id);
+    let session = JobSession::start(
+        env.config(),
+        settings,
+        &job_id,
+        root,
+        &run_dir,
+        env.control.token().clone(),
+    )
+    .await?;
+    let before = session.run_tests().await;
+    let _ = env
+        .control
+        .event("tests_before", json!({ "summary": test_line(&before) }))
+        .await;
+    let instructions = session.instructions();
+    let task = env
+        .request
+        .instructions
+        .clone()
+        .filter(|text| !text.trim().is_empty())
+        .unwrap_or_else(|| "Fix the problem this pull request or issue is about.".to_owned());
+    let prompt = env.services.prompts.render(
+        Template::Fix,
+        &[
+            ("task", task.trim()),
+            ("context", &context),
+            ("instructions", &instructions),
+        ],
+    )?;
+    let live = Live::start(targets.clone());
+    let outcome = session
+        .run_agent(
+            env.config(),
+            &env.services.prompts,
+            settings,
+            env.services.model.clone(),
+            prompt,
+            false,
+            live.clone() as Arc<dyn EventSink>,
+            &run_dir,
+        )
+        .await;
+    live.close().await;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            session.stop().await;
+            return Err(error);
+        }
+    };
+    let after = if env.control.is_cancelled() {
+        report::TestRun::NotRun
+    } else {
+        session.run_tests().await
+    };
+    session.stop().await;
+    Ok((outcome, (before, after)))
+}
+
+/// Creates the check run and the progress comment; returns what the job keeps up to date.
+async fn start_reporting(env: &JobEnv, head_sha: &CommitSha) -> Result<Targets, HandlerError> {
+    let info = env.info();
+    let output = report::check_run::in_progress(&info, &Default::default(), Some("starting"));
+    let check_run = env
+        .github
+        .create_check_run(
+            &env.repo,
+            &NewCheckRun {
+                name: "pitcrew".into(),
+                head_sha: head_sha.clone(),
+                status: CheckStatus::InProgress,
+                started_at: Some(SystemTime::now()),
+                conclusion: None,
+                completed_at: None,
+                details_url: None,
+                external_id: Some(env.job_id()),
+                output: Some(output),
+            },
+        )
+        .await?;
+    let body = report::progress::live(&info, &Default::default(), Some("starting"));
+    let comment = match &env.request.reply_to {
+        ReplyTarget::ReviewThread {
+            pull_number,
+            comment_id,
+        } => {
+            let reply = env
+                .github
+                .reply_to_review_comment(&env.repo, IssueNumber(*pull_number), CommentId(*comment_id), &body)
+                .await?;
+            ProgressComment::Review(reply.id)
+        }
+        ReplyTarget::Issue { number, .. } => {
+            let comment = env
+                .github
+                .create_issue_comment(&env.repo, IssueNumber(*number), &body)
+                .await?;
+            ProgressComment::Issue(comment.id)
+        }
+    };
+    let mut info = info;
+    info.check_run_url = Some(check_run.html_url.clone()).filter(|url| !url.is_empty());
+    Ok(Targets {
+        github: env.github.clone(),
+        repo: env.repo.clone(),
+        check_run: Some(check_run.id),
+        comment: Some(comment),
+        info,
+    })
+}
+
+/// Commits what the agent changed as the bot, with the requester as co-author.
+fn commit(env: &JobEnv, repo: &LocalRepo, outcome: &Outcome) -> Result<Option<String>, HandlerError> {
+    let identity = CommitIdentity {
+        name: env.config().github.bot_name.clone(),
+        email: env.config().github.bot_email.clone(),
+    };
+    let requester = &env.request.requested_by;
+    let co_author = format!(
+        "{} <{}>",
+        requester.login,
+        match requester.id {
+            Some(id) => format!("{id}+{}@users.noreply.github.com", requester.login),
+            None => format!("{}@users.noreply.github.com", requester.login),
+        }
+    );
+    let message = commit_message(env, &outcome.summary);
+    let result = repo.commit_all(&message, MAX_NEW_FILE_BYTES, Some(&co_author), Some(&identity))?;
+    if !result.skipped_large.is_empty() {
+        tracing::info!(files = ?result.skipped_large, "new files over the size limit were not committed");
+    }
+    Ok(result.commit)
+}
+
+fn commit_message(env: &JobEnv, summary: &str) -> String {
+    // The request in its own words: `@agent fix the flaky test` → `pitcrew: fix the flaky test`.
+    let subject = match env
+        .request
+        .instructions
+        .as_deref()
+        .and_then(|text| text.lines().find(|l| !l.trim().is_empty()))
+    {
+        Some(line) => format!("fix {}", line.trim()),
+        None => format!("fix what was asked in #{}", env.request.number),
+    };
+    let subject: String = subject.chars().take(72).collect();
+    let body: String = summary.chars().take(4000).collect();
+    format!(
+        "pitcrew: {subject}\n\n{}\n\nRequested by @{} in {}#{}.",
+        body.trim(),
+        env.request.requested_by.login,
+        env.repo,
+        env.request.number
+    )
+}
+
+/// Why the job must not deliver to the pull request, if it must not.
+fn stop_cause(outcome: &Outcome, tests: &(report::TestRun, report::TestRun)) -> Option<StopCause> {
+    if let Some(cause) = StopCause::from_stop(&outcome.stop) {
+        return Some(cause);
+    }
+    let delta = TestDelta::compare(tests.0.clone(), tests.1.clone());
+    delta.is_regression().then_some(StopCause::TestsRegressed)
+}
+
+fn tests_delta(tests: &(report::TestRun, report::TestRun)) -> Option<TestDelta> {
+    match tests {
+        (report::TestRun::NotRun, report::TestRun::NotRun) => None,
+        (before, after) => Some(TestDelta::compare(before.clone(), after.clone())),
+    }
+}
+
+/// Pushes the work to `pitcrew/partial-<job>` so nothing is lost; `None` when that fails too.
+async fn save_partial(
+    env: &JobEnv,
+    repo: &std::path::Path,
+    remote: &RemoteRepo,
+    token: &secrecy::SecretString,
+) -> Option<BranchRef> {
+    let name = report::partial_branch_name(&env.job_id());
+    match push_branch(repo, remote, token, &name).await {
+        Ok(()) => Some(BranchRef {
+            url: format!("{}/tree/{name}", html_url(&env.request.repo.clone_url)),
+            clone_url: remote.url.to_string(),
+            name,
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "could not save the partial work");
+            None
+        }
+    }
+}
+
+async fn push_branch(
+    repo: &std::path::Path,
+    remote: &RemoteRepo,
+    token: &secrecy::SecretString,
+    branch: &str,
+) -> Result<(), HandlerError> {
+    let path = repo.to_owned();
+    let remote = remote.clone();
+    let token = token.clone();
+    let branch = branch.to_owned();
+    tokio::task::spawn_blocking(move || -> Result<(), WorkspaceError> {
+        let repo = LocalRepo::open(&path)?;
+        deliver::push_bot_branch(&repo, &remote, &token, &branch)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| HandlerError::Other(format!("the push task failed: {e}")))??;
+    Ok(())
+}
+
+/// Writes the final check run and progress comment, and the job's end for the store.
+async fn finish(
+    env: &JobEnv,
+    targets: &Targets,
+    end: JobEnd,
+    outcome: Outcome,
+    changed_files: Vec<crate::workspace::diff::FileStat>,
+    tests: (report::TestRun, report::TestRun),
+    settings: &EffectiveSettings,
+) -> Result<(Finish, Spent), HandlerError> {
+    let spent = Spent::from_outcome(&outcome);
+    let cancelled_by = env.control.stop_cause().and_then(|cause| match cause {
+        crate::jobs::StopCause::Requested { reason } => Some(reason),
+        _ => None,
+    });
+    let end = match end {
+        JobEnd::Stopped {
+            cause: StopCause::Cancelled { .. },
+            saved,
+        } => JobEnd::Stopped {
+            cause: StopCause::Cancelled {
+                by: cancelled_by.clone(),
+            },
+            saved,
+        },
+        other => other,
+    };
+    let result = JobResult {
+        job: targets.info.clone(),
+        end,
+        summary: outcome.summary.clone(),
+        plan: outcome.plan.clone(),
+        changed_files,
+        tests: tests_delta(&tests),
+        stats: RunStats {
+            usage: spent.usage,
+            cost_usd: spent.cost_usd,
+            duration_ms: spent.duration_ms,
+            steps: spent.steps,
+            tool_calls: spent.tool_calls,
+        },
+    };
+    let trigger = settings.triggers.trigger.clone();
+    let conclusion = report::check_run::conclusion(&result);
+    let output: CheckRunOutput = report::check_run::completed(&result, &[], &trigger);
+    let mut comment = report::progress::finished(&result, &trigger);
+    if !settings.notes.is_empty() {
+        comment.push_str("\n\n");
+        for note in &settings.notes {
+            comment.push_str(&format!("> {}\n", report::markdown::prose(note)));
+        }
+    }
+    targets.complete(conclusion.kind, output, &comment).await;
+    let words = report::headline(&result.end);
+    let _ = env.control.event("finished", json!({ "headline": words })).await;
+    let finish = match &result.end {
+        JobEnd::Stopped {
+            cause: StopCause::Cancelled { .. },
+            ..
+        } => Finish::Cancelled(cancelled_by.unwrap_or(words)),
+        JobEnd::Stopped { .. } => Finish::Failed(words),
+        _ => Finish::Succeeded(json!({ "headline": words, "conclusion": conclusion.kind })),
+    };
+    Ok((finish, spent))
+}
+
+fn pull_request_context(env: &JobEnv, pull: &PullRequest) -> String {
+    let mut context = format!(
+        "GitHub pull request #{} in {}: \"{}\" by @{}, from branch `{}` into `{}`. Asked by @{} in a comment. \
+         Your commit is pushed to the pull request's branch, so keep the change to what was asked.",
+        pull.number.0,
+        env.repo,
+        pull.title,
+        pull.user.login,
+        pull.head.branch,
+        pull.base.branch,
+        env.request.requested_by.login,
+    );
+    if !pull.body.trim().is_empty() {
+        context.push_str("\n\nThe pull request's description:\n\n");
+        context.push_str(&quote(&pull.body));
+    }
+    if let Some(review) = &env.request.review_comment {
+        context.push_str(&format!(
+            "\n\nThe request was made in a review comment on `{}`{}. The diff hunk it is attached to:\n\n```diff\n{}\n```",
+            review.path,
+            review.line.map(|l| format!(" at line {l}")).unwrap_or_default(),
+            review.diff_hunk
+        ));
+    }
+    context
+}
+
+/// `text` as a markdown quote, capped: the description is context, not the task.
+fn quote(text: &str) -> String {
+    let text: String = text.chars().take(8000).collect();
+    text.lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")
+}
+
+fn changed_stats(repo: &LocalRepo, start: Oid) -> Vec<crate::workspace::diff::FileStat> {
+    file_stats(repo, start, None).unwrap_or_default()
+}
+
+fn commit_ref(env: &JobEnv, commit: Oid) -> CommitRef {
+    CommitRef {
+        sha: commit.to_string(),
+        url: format!("{}/commit/{commit}", html_url(&env.request.repo.clone_url)),
+    }
+}
+
+/// The repository's web page from its clone URL (`https://host/owner/name.git` → without `.git`).
+fn html_url(clone_url: &str) -> String {
+    clone_url.trim_end_matches(".git").to_owned()
+}
+
+fn clone_url(text: &str) -> Result<url::Url, HandlerError> {
+    url::Url::parse(text)
+        .map_err(|e| HandlerError::Other(format!("the repository's clone URL {text:?} is invalid: {e}")))
+}
+
+fn test_line(run: &report::TestRun) -> String {
+    match run {
+        report::TestRun::NotRun => "not run".into(),
+        report::TestRun::NoResults => "no results".into(),
+        report::TestRun::Ran(report) => format!("{} passed, {} failed", report.passed, report.failed),
+    }
+}

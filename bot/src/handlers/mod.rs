@@ -1,0 +1,261 @@
+//! Job handlers: what a job does from its request to its report on GitHub. The worker pool calls
+//! [`job_handler`]'s function with each claimed job; it reads the [`JobRequest`], acts for the kind
+//! of job ([`fix`] on a pull request or an issue, `review`, `explain`), and returns how it ended.
+//!
+//! A handler never loses a failure: whatever goes wrong is said on GitHub in plain words (the
+//! progress comment and the check run), and the job ends failed with the same words.
+
+pub mod fix;
+pub mod live;
+pub mod session;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::config::Config;
+use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
+use crate::github::{AppAuth, GithubClient, GithubError, InstallationId, IssueNumber, RepoName};
+use crate::jobs::{Finish, Job, JobControl, JobHandler};
+use crate::llm::Model;
+use crate::prompts::Prompts;
+use crate::report;
+use crate::triggers::{JobKind, JobRequest, ReplyTarget};
+use crate::workspace::mirror::MirrorCache;
+use crate::workspace::pool::WorkspacePool;
+
+/// What every job shares: configuration, the GitHub App, the git cache and the model.
+pub struct Services {
+    pub config: Config,
+    pub prompts: Prompts,
+    pub github: Arc<AppAuth>,
+    pub mirrors: MirrorCache,
+    pub pool: WorkspacePool,
+    /// Replaces the configured model (tests hand in a scripted one).
+    pub model: Option<Arc<dyn Model>>,
+    /// Where finished jobs are counted for `/metrics` (the server's).
+    pub metrics: Option<Arc<crate::server::Metrics>>,
+}
+
+/// The function the worker pool runs for every job.
+pub fn job_handler(services: Arc<Services>) -> JobHandler {
+    Arc::new(move |job: Job, control: JobControl| {
+        let services = services.clone();
+        Box::pin(async move { services.run(job, control).await })
+    })
+}
+
+/// Why a job could not go on. `Reported` failures were already said on GitHub.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error("{0}")]
+    Github(#[from] GithubError),
+    #[error("{0}")]
+    Workspace(#[from] crate::workspace::WorkspaceError),
+    #[error("{0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+    #[error("{0}")]
+    Model(#[from] crate::llm::LlmError),
+    #[error("{0}")]
+    Prompt(#[from] crate::prompts::PromptError),
+    #[error("{0}")]
+    Other(String),
+    /// Already said on GitHub; the job ends with these words.
+    #[error("{0}")]
+    Reported(String),
+}
+
+/// One job's view of the services: its request, its installation's client and its control.
+pub struct JobEnv {
+    pub services: Arc<Services>,
+    pub job: Job,
+    pub control: JobControl,
+    pub request: JobRequest,
+    pub repo: RepoName,
+    pub installation: InstallationId,
+    pub github: GithubClient,
+}
+
+impl JobEnv {
+    /// The job's id as reports show it.
+    pub fn job_id(&self) -> String {
+        self.job.id.to_string()
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.services.config
+    }
+
+    /// The trigger word people use in this repository.
+    pub fn trigger(&self, repo_config: &RepoConfig) -> String {
+        repo_config
+            .triggers
+            .trigger
+            .clone()
+            .unwrap_or_else(|| self.config().agent.trigger.clone())
+    }
+
+    pub fn info(&self) -> report::JobInfo {
+        report::JobInfo {
+            id: self.job_id(),
+            kind: report_kind(&self.request.kind),
+            requested_by: report::RequestedBy::User(self.request.requested_by.login.clone()),
+            instructions: self.request.instructions.clone(),
+            check_run_url: None,
+        }
+    }
+
+    /// Posts `body` where the request came from: the review thread, else the conversation.
+    pub async fn reply(&self, body: &str) -> Result<(), GithubError> {
+        match &self.request.reply_to {
+            ReplyTarget::ReviewThread {
+                pull_number,
+                comment_id,
+            } => {
+                self.github
+                    .reply_to_review_comment(
+                        &self.repo,
+                        IssueNumber(*pull_number),
+                        crate::github::CommentId(*comment_id),
+                        body,
+                    )
+                    .await?;
+            }
+            ReplyTarget::Issue { number, .. } => {
+                self.github
+                    .create_issue_comment(&self.repo, IssueNumber(*number), body)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The repository's `.github/pitcrew.toml` from its default branch. An invalid file is
+    /// reported (file, line, problem) and ends the job: nothing runs on a configuration the
+    /// repository's owners did not mean.
+    pub async fn repo_config(&self) -> Result<RepoConfig, HandlerError> {
+        let text = self
+            .github
+            .get_file(&self.repo, REPO_CONFIG_PATH, &self.request.repo.default_branch)
+            .await?;
+        let Some(text) = text else {
+            return Ok(RepoConfig::default());
+        };
+        match RepoConfig::parse(&text) {
+            Ok(config) => Ok(config),
+            Err(problems) => {
+                let file_url = format!(
+                    "{}/blob/{}/{REPO_CONFIG_PATH}",
+                    self.request.repo.clone_url.trim_end_matches(".git"),
+                    self.request.repo.default_branch
+                );
+                let problems: Vec<report::replies::ConfigProblem> = problems
+                    .iter()
+                    .map(|p| report::replies::ConfigProblem {
+                        line: Some(p.line),
+                        message: p.message.clone(),
+                    })
+                    .collect();
+                let body = report::replies::invalid_config(REPO_CONFIG_PATH, Some(&file_url), &problems);
+                self.reply(&body).await?;
+                Err(HandlerError::Reported(format!(
+                    "{REPO_CONFIG_PATH} is invalid ({} problem{})",
+                    problems.len(),
+                    if problems.len() == 1 { "" } else { "s" }
+                )))
+            }
+        }
+    }
+}
+
+impl Services {
+    async fn run(self: Arc<Self>, job: Job, control: JobControl) -> Finish {
+        let started = Instant::now();
+        let kind = job.kind.clone();
+        let (finish, spent) = self.clone().run_job(job, control).await;
+        if let Some(metrics) = &self.metrics {
+            metrics.record_job(&kind, finish.state(), started.elapsed(), &spent.usage, spent.cost_usd);
+        }
+        finish
+    }
+
+    async fn run_job(self: Arc<Self>, job: Job, control: JobControl) -> (Finish, session::Spent) {
+        let request: JobRequest = match serde_json::from_value(job.request.clone()) {
+            Ok(request) => request,
+            Err(error) => {
+                return (
+                    Finish::Failed(format!("the stored request is not a job request: {error}")),
+                    session::Spent::default(),
+                );
+            }
+        };
+        let Some(installation) = request.installation_id.map(InstallationId) else {
+            return (
+                Finish::Failed("the request names no GitHub App installation".into()),
+                session::Spent::default(),
+            );
+        };
+        let repo = match RepoName::new(&request.repo.owner, &request.repo.name) {
+            Ok(repo) => repo,
+            Err(error) => return (Finish::Failed(error.to_string()), session::Spent::default()),
+        };
+        let github = self.github.client(installation);
+        let env = JobEnv {
+            services: self,
+            job,
+            control,
+            request,
+            repo,
+            installation,
+            github,
+        };
+        let _ = env.control.event("started", json!({ "kind": env.job.kind })).await;
+        let result = match (&env.request.kind, env.request.is_pull_request) {
+            (JobKind::Fix, true) => fix::on_pull_request(&env).await,
+            (JobKind::Fix, false) => fix::on_issue(&env).await,
+            (other, _) => Err(HandlerError::Other(format!(
+                "`{}` jobs are not handled by this server yet",
+                other.as_str()
+            ))),
+        };
+        match result {
+            Ok((finish, spent)) => (finish, spent),
+            Err(HandlerError::Reported(words)) => (Finish::Failed(words), session::Spent::default()),
+            Err(error) => {
+                // Said on GitHub in plain words; the full chain goes to the log.
+                let reference = format!("job-{}", env.job.id);
+                tracing::error!(job = %env.job.id, %error, "job failed");
+                let cause = report::StopCause::Internal {
+                    reference: reference.clone(),
+                };
+                let body = report::replies::failure(&cause, &env.config().agent.trigger, None);
+                let _ = env.reply(&format!("{body}\n\n{}", public_error(&error))).await;
+                (Finish::Failed(public_error(&error)), session::Spent::default())
+            }
+        }
+    }
+}
+
+/// An error's text when it is safe to show on GitHub: errors from git, GitHub and the sandbox
+/// name what failed without secrets; anything else is summarised.
+fn public_error(error: &HandlerError) -> String {
+    match error {
+        HandlerError::Github(e) => format!("GitHub answered with an error: {e}"),
+        HandlerError::Workspace(e) => format!("git failed: {e}"),
+        HandlerError::Sandbox(e) => format!("the sandbox failed: {e}"),
+        HandlerError::Model(e) => format!("the model provider failed: {e}"),
+        HandlerError::Prompt(_) => "the prompt templates are broken; the operator must fix them".into(),
+        HandlerError::Other(text) | HandlerError::Reported(text) => text.clone(),
+    }
+}
+
+pub(crate) fn report_kind(kind: &JobKind) -> report::JobKind {
+    match kind {
+        JobKind::Fix => report::JobKind::Fix,
+        JobKind::Review => report::JobKind::Review,
+        JobKind::Explain => report::JobKind::Explain,
+        JobKind::Triage => report::JobKind::Triage,
+        JobKind::Chore(_) => report::JobKind::Chore,
+    }
+}

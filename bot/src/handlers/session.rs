@@ -1,0 +1,224 @@
+//! One job's agent session: the sandbox over the job's working copy, the repository's test command
+//! run before and after the agent (for the test delta that guards every push), and the agent run
+//! itself with the settings the repository's configuration allows.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Map;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::events::{EventSink, Fanout, TrajectoryLog};
+use crate::agent::{Agent, Meter, Outcome, Task};
+use crate::config::repo::EffectiveSettings;
+use crate::config::{Config, SandboxBackend, SandboxNetwork};
+use crate::llm::{self, Model, Usage};
+use crate::prompts::{Prompts, Template};
+use crate::report::TestRun;
+use crate::sandbox::Session;
+use crate::sandbox::docker::{DockerSandbox, DockerSpec, Network};
+use crate::sandbox::local::{LocalOptions, LocalSession};
+use crate::tools::run_tests::RunTests;
+use crate::tools::{Plan, Registry, Tool, ToolContext, Workspace};
+
+use super::HandlerError;
+
+/// Where the Docker backend mounts the checkout.
+const CONTAINER_WORKSPACE: &str = "/workspace";
+
+/// What a job's model calls cost, for the report and `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spent {
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    pub steps: u32,
+    pub tool_calls: u32,
+    pub duration_ms: u64,
+}
+
+impl Spent {
+    pub fn from_outcome(outcome: &Outcome) -> Self {
+        Spent {
+            usage: outcome.usage.usage,
+            cost_usd: outcome.usage.cost_usd,
+            steps: outcome.steps,
+            tool_calls: outcome.tool_calls,
+            duration_ms: outcome.duration_ms,
+        }
+    }
+}
+
+/// The sandbox and tool context of one job.
+pub struct JobSession {
+    pub ctx: ToolContext,
+    session: Arc<dyn Session>,
+    shown_root: String,
+}
+
+impl JobSession {
+    /// Starts the sandbox over `root` (the job's working copy) with the image, setup script and test
+    /// command of `settings`. `run_dir` receives the trajectory, test logs and large tool outputs.
+    pub async fn start(
+        config: &Config,
+        settings: &EffectiveSettings,
+        job_id: &str,
+        root: &Path,
+        run_dir: &Path,
+        cancel: CancellationToken,
+    ) -> Result<Self, HandlerError> {
+        std::fs::create_dir_all(run_dir)
+            .map_err(|e| HandlerError::Other(format!("could not create the job's run directory: {e}")))?;
+        let workspace = Workspace::new(root)
+            .and_then(|w| w.with_read_root(run_dir))
+            .map_err(|e| HandlerError::Other(format!("could not open the job's working copy: {e}")))?;
+        let (session, workspace, shown_root): (Arc<dyn Session>, Workspace, String) = match config.sandbox.backend {
+            SandboxBackend::Local => (
+                Arc::new(LocalSession::start(root, LocalOptions::default())?),
+                workspace,
+                root.display().to_string(),
+            ),
+            SandboxBackend::Docker => {
+                let docker = DockerSandbox::connect().await?;
+                let spec = DockerSpec {
+                    network: match config.sandbox.network {
+                        SandboxNetwork::None => Network::None,
+                        SandboxNetwork::Bridge => Network::Bridge,
+                    },
+                    memory_bytes: config.sandbox.memory_bytes,
+                    cpus: config.sandbox.cpus,
+                    pids_limit: i64::from(config.sandbox.pids_limit),
+                    setup: settings.setup.clone(),
+                    setup_network: settings.setup_network,
+                    ..DockerSpec::new(job_id, settings.image.clone(), root)
+                };
+                tracing::info!(image = %settings.image, job = job_id, "starting the docker sandbox");
+                (
+                    Arc::new(docker.start(spec).await?),
+                    workspace.with_mount_point(Path::new(CONTAINER_WORKSPACE)),
+                    CONTAINER_WORKSPACE.to_owned(),
+                )
+            }
+        };
+        let ctx = ToolContext {
+            workspace,
+            sandbox: session.clone(),
+            run_dir: run_dir.to_owned(),
+            test_command: settings.test_command.clone(),
+            plan: Mutex::new(Plan::default()),
+            reads: Default::default(),
+            tests: Mutex::new(None),
+            cancel,
+        };
+        Ok(JobSession {
+            ctx,
+            session,
+            shown_root,
+        })
+    }
+
+    /// Runs the repository's test command (configured, else detected) as the `run_tests` tool
+    /// would, and forgets the result so that the agent's own runs are told apart.
+    pub async fn run_tests(&self) -> TestRun {
+        let result = RunTests.call(&self.ctx, Map::new()).await;
+        let report = self
+            .ctx
+            .tests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match (result, report) {
+            (Ok(_), Some(report)) => TestRun::Ran(report),
+            (Ok(_), None) => TestRun::NoResults,
+            (Err(error), _) => {
+                tracing::info!(%error, "no test run");
+                TestRun::NotRun
+            }
+        }
+    }
+
+    /// Runs the agent on `prompt` with every tool (`read_only`: the read-only ones and the test
+    /// runner) under the repository's budgets.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one call site per job kind; a struct would only rename them"
+    )]
+    pub async fn run_agent(
+        &self,
+        config: &Config,
+        prompts: &Prompts,
+        settings: &EffectiveSettings,
+        model: Option<Arc<dyn Model>>,
+        prompt: String,
+        read_only: bool,
+        events: Arc<dyn EventSink>,
+        run_dir: &Path,
+    ) -> Result<Outcome, HandlerError> {
+        let model = match model {
+            Some(model) => model,
+            None => {
+                let mut model_settings = config.model.settings();
+                model_settings.model = settings.model_name.clone();
+                llm::connect(model_settings)?
+            }
+        };
+        let agent_config = crate::agent::AgentConfig {
+            max_steps: settings.max_steps,
+            max_cost_usd: settings.max_cost_usd,
+            max_wall_time: Some(settings.max_wall_time),
+            context_window: config.model.context_window,
+            ..crate::agent::AgentConfig::default()
+        };
+        let meter = Meter::new(config.price_table());
+        let mut registry = crate::run::registry(model.clone(), &agent_config, meter.clone());
+        if read_only {
+            registry = read_only_registry(&registry);
+        }
+        let trajectory = TrajectoryLog::create(&run_dir.join("trajectory.jsonl"))
+            .map_err(|e| HandlerError::Other(format!("could not write the trajectory: {e}")))?;
+        let events: Arc<dyn EventSink> = Arc::new(Fanout(vec![Box::new(trajectory), Box::new(events)]));
+        let system = prompts.render(Template::System, &[("workspace", &self.shown_root)])?;
+        let agent = Agent {
+            model,
+            tools: registry,
+            system,
+            config: agent_config,
+            events,
+            meter,
+        };
+        let cancel = self.ctx.cancel.clone();
+        Ok(agent
+            .run(
+                &self.ctx,
+                Task {
+                    prompt,
+                    requires_change: !read_only,
+                },
+                &cancel,
+            )
+            .await)
+    }
+
+    /// The repository's own instructions for agents (AGENTS.md …), capped.
+    pub fn instructions(&self) -> String {
+        crate::run::repository_instructions(&self.ctx.workspace)
+    }
+
+    pub async fn stop(&self) {
+        if let Err(error) = self.session.stop().await {
+            tracing::warn!(%error, "stopping the sandbox failed");
+        }
+    }
+}
+
+/// The read-only tools of `registry`, plus the test runner: a review may run the tests to settle a
+/// question (they write only build output, which the pool's clean-up removes).
+fn read_only_registry(registry: &Registry) -> Registry {
+    let mut tools = registry.read_only();
+    tools.add(Arc::new(RunTests));
+    tools
+}
+
+/// The job's run directory under the data directory.
+pub fn run_dir(config: &Config, job_id: &str) -> PathBuf {
+    config.server.data_dir.join("runs").join(job_id)
+}

@@ -1,0 +1,83 @@
+//! `pitcrew serve`: the GitHub App server with the real job handlers wired in — the git cache and
+//! the pool of working copies under the data directory, the model from configuration, and the
+//! metrics the handlers record into.
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::handlers::{Services, job_handler};
+use crate::jobs::ShutdownReport;
+use crate::llm::Model;
+use crate::prompts::Prompts;
+use crate::server::app::app_auth;
+use crate::server::{Metrics, RunningServer, ServeError, Server, ServerOptions};
+use crate::workspace::mirror::MirrorCache;
+use crate::workspace::pool::{PoolLimits, WorkspacePool};
+
+/// What [`start`] needs besides the configuration; tests replace the model and the listener.
+#[derive(Default)]
+pub struct ServeOptions {
+    pub prompts: Option<Prompts>,
+    pub model: Option<Arc<dyn Model>>,
+    pub listener: Option<std::net::TcpListener>,
+}
+
+/// Starts the server with the real handlers.
+pub async fn start(config: Config, options: ServeOptions) -> Result<RunningServer, ServeError> {
+    let github = app_auth(&config)?;
+    let metrics = Arc::new(Metrics::new());
+    let pool = WorkspacePool::new(
+        &config.server.data_dir,
+        PoolLimits {
+            per_repo: usize::try_from(config.server.pool_size).unwrap_or(usize::MAX),
+            max_idle: config.server.pool_max_idle,
+        },
+    )
+    .map_err(|error| ServeError::DataDir {
+        path: config.server.data_dir.clone(),
+        source: std::io::Error::other(error.to_string()),
+    })?;
+    let services = Arc::new(Services {
+        prompts: options.prompts.unwrap_or_else(Prompts::embedded),
+        github: github.clone(),
+        mirrors: MirrorCache::new(&config.server.data_dir),
+        pool: pool.clone(),
+        model: options.model,
+        metrics: Some(metrics.clone()),
+        config: config.clone(),
+    });
+    let running = Server::start(ServerOptions {
+        handler: job_handler(services),
+        listener: options.listener,
+        github: Some(github),
+        metrics: Some(metrics),
+        config: config.clone(),
+    })
+    .await?;
+    housekeeping(config, pool);
+    Ok(running)
+}
+
+/// Runs the server until SIGTERM or SIGINT, then stops it gracefully.
+pub async fn run(config: Config, options: ServeOptions) -> Result<ShutdownReport, ServeError> {
+    start(config, options).await?.run_until_signal().await
+}
+
+/// Evicts idle working copies and unused mirrors every ten minutes, for the life of the process.
+fn housekeeping(config: Config, pool: WorkspacePool) {
+    tokio::spawn(async move {
+        let mirrors = MirrorCache::new(&config.server.data_dir);
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(600));
+        loop {
+            tick.tick().await;
+            let copies = pool.evict();
+            match pool.evict_mirrors(&mirrors, config.server.mirror_max_idle).await {
+                Ok(eviction) if copies > 0 || !eviction.mirrors.is_empty() => {
+                    tracing::info!(copies, mirrors = ?eviction.mirrors, "evicted unused working copies and mirrors");
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "mirror eviction failed"),
+            }
+        }
+    });
+}
