@@ -638,3 +638,40 @@ async fn the_webhook_secret_and_the_app_are_required() {
     .unwrap_err();
     assert!(matches!(error, ServeError::MissingApp), "{error}");
 }
+
+#[tokio::test]
+async fn the_repository_configuration_decides_the_trigger_word_the_commands_and_who_may_ask() {
+    let mut h = Harness::start().await;
+    h.github.add_file(
+        REPO,
+        "main",
+        ".github/pitcrew.toml",
+        "[triggers]\ntrigger = \"@crew\"\ncommands = [\"fix\"]\nallowed_users = [\"alice\"]\n",
+    );
+    h.github.set_permission(REPO, "carol", Permission::Admin);
+
+    // The operator's word does nothing here; the repository's does.
+    h.comment("d-old-word", "alice", "OWNER", "@agent fix the parser").await;
+    h.comment("d-review", "alice", "OWNER", "@crew review").await;
+    h.wait_for_reply("`review` is turned off in this repository.").await;
+    // Not on the allow list: refused without asking GitHub, whatever the permission.
+    h.comment("d-carol", "carol", "OWNER", "@crew fix the parser").await;
+    h.wait_for_reply(&replies::not_permitted("carol")).await;
+    assert!(
+        h.github
+            .requests_to("repos/get-collaborator-permission-level")
+            .iter()
+            .all(|r| !r.path.ends_with("/collaborators/carol/permission"))
+    );
+
+    h.comment("d-fix", "alice", "OWNER", "@crew fix the parser").await;
+    let started = h.next_start().await;
+    assert_eq!(started.request.kind, JobKind::Fix);
+    assert_eq!(started.request.instructions.as_deref(), Some("the parser"));
+    assert_eq!(started.request.delivery_id.as_deref(), Some("d-fix"));
+    // One read of the file served every delivery.
+    assert_eq!(h.github.requests_to("repos/get-content").len(), 1);
+    let jobs = h.store().jobs(&JobFilter::default()).await.unwrap();
+    assert_eq!(jobs.len(), 1, "only @crew fix made a job");
+    h.github.assert_no_violations();
+}

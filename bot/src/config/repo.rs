@@ -173,16 +173,14 @@ impl MinPermission {
         }
     }
 
-    /// Judges the collaborator permission API's answer: `permission` is `admin`/`write`/`read`/`none`
-    /// (it reports maintain as write) and `role_name` the finer role. A custom role counts for what
-    /// its base `permission` says, so a custom role built on maintain passes only `write`.
-    pub fn allows(self, permission: &str, role_name: Option<&str>) -> bool {
+    /// Whether a collaborator with `permission` (as the permission API reports it, custom roles
+    /// counted by their base role) meets this minimum.
+    pub fn allows(self, permission: crate::github::Permission) -> bool {
+        use crate::github::Permission;
         match self {
-            MinPermission::Write => {
-                matches!(permission, "admin" | "write") || matches!(role_name, Some("admin" | "maintain" | "write"))
-            }
-            MinPermission::Maintain => permission == "admin" || matches!(role_name, Some("admin" | "maintain")),
-            MinPermission::Admin => permission == "admin" || role_name == Some("admin"),
+            MinPermission::Write => permission.may_write(),
+            MinPermission::Maintain => matches!(permission, Permission::Admin | Permission::Maintain),
+            MinPermission::Admin => permission == Permission::Admin,
         }
     }
 }
@@ -318,7 +316,6 @@ impl RepoConfig {
             None => (sandbox.setup.clone(), sandbox.setup_network),
         };
 
-        let t = &self.triggers;
         EffectiveSettings {
             model_name: self.model.name.clone().unwrap_or_else(|| operator.model.name.clone()),
             max_steps,
@@ -329,19 +326,27 @@ impl RepoConfig {
             image_source,
             setup,
             setup_network,
-            triggers: TriggerSettings {
-                trigger: t.trigger.clone().unwrap_or_else(|| ops.trigger.clone()),
-                commands: t
-                    .commands
-                    .clone()
-                    .unwrap_or_else(|| CommandName::ALL.into_iter().collect()),
-                label: t.label.clone(),
-                assign: t.assign.unwrap_or(true),
-                min_permission: t.min_permission.unwrap_or_default(),
-                allowed_users: t.allowed_users.clone(),
-            },
+            triggers: self.trigger_settings(&ops.trigger),
             triage: self.triage,
             notes,
+        }
+    }
+}
+
+impl RepoConfig {
+    /// Who may start what, and how: the repository's `[triggers]` over the operator's trigger word.
+    pub fn trigger_settings(&self, operator_trigger: &str) -> TriggerSettings {
+        let t = &self.triggers;
+        TriggerSettings {
+            trigger: t.trigger.clone().unwrap_or_else(|| operator_trigger.to_owned()),
+            commands: t
+                .commands
+                .clone()
+                .unwrap_or_else(|| CommandName::ALL.into_iter().collect()),
+            label: t.label.clone(),
+            assign: t.assign.unwrap_or(true),
+            min_permission: t.min_permission.unwrap_or_default(),
+            allowed_users: t.allowed_users.clone(),
         }
     }
 }

@@ -13,7 +13,7 @@
 //! twice.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -21,11 +21,12 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::repo::{CommandName, REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
 use crate::github::{AppAuth, CommentId, GithubClient, GithubError, InstallationId, IssueNumber, Reaction, RepoName};
 use crate::jobs::{Delivery, DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, WorkerPool, now_ms};
 use crate::report::replies;
 use crate::triggers::{
-    Action, Decision, Event, EventError, PermissionGate, ReplyTarget, Request, TriggerConfig, decide,
+    Action, Decision, EnabledCommands, Event, EventError, PermissionGate, ReplyTarget, Request, TriggerConfig, decide,
 };
 
 /// The answer to `@agent stop` when nothing runs or waits on the pull request.
@@ -83,6 +84,83 @@ struct Ctx {
     pool: Arc<WorkerPool>,
     github: Arc<AppAuth>,
     settings: DispatchSettings,
+    /// Each repository's `.github/pitcrew.toml` (its `[triggers]`), read from the default branch
+    /// and kept for a minute, so that a burst of deliveries costs one read.
+    repo_configs: Mutex<HashMap<String, (Instant, RepoConfig)>>,
+}
+
+/// How long a repository's configuration is reused before it is read again.
+const REPO_CONFIG_TTL: Duration = Duration::from_secs(60);
+
+/// What the repository allows: its trigger settings, or `Err` to try the delivery again later.
+async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSettings>, Retry> {
+    let (event_ctx, body) = match event {
+        Event::Comment(comment) => (&comment.ctx, Some(comment.body.as_str())),
+        Event::IssueAssigned { ctx, .. } | Event::IssueLabeled { ctx, .. } => (ctx, None),
+        _ => return Ok(None),
+    };
+    // Every trigger word starts with `@`: a comment without one addresses nobody.
+    if body.is_some_and(|body| !body.contains('@')) {
+        return Ok(None);
+    }
+    let Some(installation) = event_ctx.installation_id else {
+        return Ok(None);
+    };
+    let full_name = event_ctx.repo.full_name();
+    let cached = ctx
+        .repo_configs
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&full_name)
+        .filter(|(at, _)| at.elapsed() < REPO_CONFIG_TTL)
+        .map(|(_, config)| config.clone());
+    let config = match cached {
+        Some(config) => config,
+        None => {
+            let Ok(repo) = RepoName::new(&event_ctx.repo.owner, &event_ctx.repo.name) else {
+                return Ok(None);
+            };
+            let client = ctx.github.client(InstallationId(installation));
+            let text = match client
+                .get_file(&repo, REPO_CONFIG_PATH, &event_ctx.repo.default_branch)
+                .await
+            {
+                Ok(text) => text,
+                Err(error) if is_transient(&error) => {
+                    return Err(Retry(format!("reading {REPO_CONFIG_PATH}: {error}")));
+                }
+                Err(error) => {
+                    tracing::warn!(repo = %repo, %error, "could not read the repository's configuration; using the defaults");
+                    None
+                }
+            };
+            // The valid settings count here; the job reports the file's problems where it runs.
+            let config = text.map(|text| RepoConfig::parse_lenient(&text).0).unwrap_or_default();
+            ctx.repo_configs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(full_name, (Instant::now(), config.clone()));
+            config
+        }
+    };
+    Ok(Some(config.trigger_settings(&ctx.settings.triggers.trigger)))
+}
+
+/// The operator's trigger configuration with a repository's settings applied.
+fn with_repo(base: &TriggerConfig, repo: &TriggerSettings) -> TriggerConfig {
+    TriggerConfig {
+        trigger: repo.trigger.clone(),
+        bot_login: base.bot_login.clone(),
+        label: repo.label.clone(),
+        assign: repo.assign,
+        commands: EnabledCommands {
+            fix: repo.allows_command(CommandName::Fix),
+            review: repo.allows_command(CommandName::Review),
+            explain: repo.allows_command(CommandName::Explain),
+            triage: repo.allows_command(CommandName::Triage),
+            chore: repo.allows_command(CommandName::Chore),
+        },
+    }
 }
 
 /// The running dispatcher task.
@@ -108,6 +186,7 @@ impl Dispatcher {
             pool,
             github,
             settings,
+            repo_configs: Mutex::new(HashMap::new()),
         });
         let task = tokio::spawn(run(ctx, Arc::clone(&wake), stop.clone()));
         Dispatcher {
@@ -332,13 +411,18 @@ async fn handle(ctx: Arc<Ctx>, delivery: Delivery, event: Result<Event, EventErr
             return mark_processed(&ctx, &id, Vec::new()).await.map(|_| ());
         }
     };
-    match decide(&event, &ctx.settings.triggers).with_delivery(&id.0) {
+    let repo_settings = repo_triggers(&ctx, &event).await?;
+    let triggers = match &repo_settings {
+        Some(settings) => with_repo(&ctx.settings.triggers, settings),
+        None => ctx.settings.triggers.clone(),
+    };
+    match decide(&event, &triggers).with_delivery(&id.0) {
         Decision::Ignore { reason } => {
             tracing::debug!(delivery = %id, reason, "nothing to do");
             mark_processed(&ctx, &id, Vec::new()).await.map(|_| ())
         }
         Decision::Pong { .. } => mark_processed(&ctx, &id, Vec::new()).await.map(|_| ()),
-        Decision::Act(request) => act(&ctx, &id, &event, *request).await,
+        Decision::Act(request) => act(&ctx, &id, &event, *request, &triggers, repo_settings.as_ref()).await,
     }
 }
 
@@ -362,7 +446,14 @@ fn is_transient(error: &GithubError) -> bool {
     }
 }
 
-async fn act(ctx: &Ctx, id: &DeliveryId, event: &Event, request: Request) -> Result<(), Retry> {
+async fn act(
+    ctx: &Ctx,
+    id: &DeliveryId,
+    event: &Event,
+    request: Request,
+    triggers: &TriggerConfig,
+    repo_settings: Option<&TriggerSettings>,
+) -> Result<(), Retry> {
     let login = request.requested_by.login.clone();
     let Some(installation) = request.installation_id else {
         tracing::warn!(delivery = %id, "the delivery names no App installation, so pitcrew cannot act on it; dropped");
@@ -379,8 +470,13 @@ async fn act(ctx: &Ctx, id: &DeliveryId, event: &Event, request: Request) -> Res
 
     let permitted = match request.permission {
         PermissionGate::Refuse => false,
+        // The repository's allow list is checked first: no API call for someone not on it.
+        PermissionGate::NeedsPermissionCheck if repo_settings.is_some_and(|s| !s.allows_user(&login)) => false,
         PermissionGate::NeedsPermissionCheck => match client.collaborator_permission(&repo, &login).await {
-            Ok(permission) => permission.may_write(),
+            Ok(permission) => match repo_settings {
+                Some(settings) => settings.min_permission.allows(permission),
+                None => permission.may_write(),
+            },
             Err(error) if is_transient(&error) => {
                 return Err(Retry(format!("checking the permission of the requester: {error}")));
             }
@@ -400,7 +496,7 @@ async fn act(ctx: &Ctx, id: &DeliveryId, event: &Event, request: Request) -> Res
 
     react_eyes(&client, &repo, event).await;
 
-    let trigger = &ctx.settings.triggers.trigger;
+    let trigger = &triggers.trigger;
     let mut texts = Vec::new();
     let mut jobs = Vec::new();
     for action in &request.actions {

@@ -16,6 +16,8 @@ pub struct TriggerConfig {
     pub bot_login: String,
     /// Adding this label to an issue asks for a fix; `None` turns label triggers off.
     pub label: Option<String>,
+    /// Assigning an issue to the bot asks for a fix.
+    pub assign: bool,
     pub commands: EnabledCommands,
 }
 
@@ -26,6 +28,7 @@ impl TriggerConfig {
             trigger: trigger.into(),
             bot_login: bot_login.into(),
             label: None,
+            assign: true,
             commands: EnabledCommands::default(),
         }
     }
@@ -253,12 +256,6 @@ impl Decision {
     }
 }
 
-/// The collaborator permission API's verdict: `permission` is `admin`/`write`/`read`/`none` (maintain
-/// reads as write, triage as read) and `role_name` the finer role, custom roles included.
-pub fn permission_allows(permission: &str, role_name: Option<&str>) -> bool {
-    matches!(permission, "admin" | "write") || matches!(role_name, Some("admin" | "maintain" | "write"))
-}
-
 /// Decides what `event` asks for.
 pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
     match event {
@@ -270,6 +267,9 @@ pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
                     "issue #{} assigned to {}, not to the bot",
                     issue.number, assignee.login
                 ));
+            }
+            if !cfg.assign {
+                return ignore("assignment triggers are off in this repository".to_owned());
             }
             issue_fix(ctx, issue, JobSource::Assigned, cfg)
         }

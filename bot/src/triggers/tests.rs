@@ -760,14 +760,3 @@ fn events_parse_from_a_verified_delivery() {
     assert_eq!(jobs[0].kind, JobKind::Triage);
     assert_eq!(jobs[0].delivery_id.as_deref(), Some("abc"));
 }
-
-#[test]
-fn permission_api_verdicts() {
-    assert!(permission_allows("admin", Some("admin")));
-    assert!(permission_allows("write", Some("maintain")));
-    assert!(permission_allows("write", None));
-    assert!(permission_allows("read", Some("maintain")));
-    assert!(!permission_allows("read", Some("triage")));
-    assert!(!permission_allows("read", None));
-    assert!(!permission_allows("none", None));
-}
