@@ -615,44 +615,11 @@ impl JobStore for SqliteStore {
     }
 
     fn recover(&self, now: i64) -> StoreFuture<Recovery> {
-        self.write(move |connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let expired: Vec<Job> = tx
-                .prepare_cached(&format!(
-                    "SELECT {JOB_COLUMNS} FROM jobs
-                     WHERE state = 'running' AND lease_expires_at <= ?1 ORDER BY id"
-                ))?
-                .query_map([now], job_from_row)?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut recovery = Recovery::default();
-            for job in expired {
-                let data = json!({ "worker": job.lease_owner, "attempt": job.attempts });
-                insert_event(&tx, job.id, "interrupted", &data, now)?;
-                let (state, error) = if let Some(reason) = job.cancel_requested {
-                    recovery.cancelled.push(job.id);
-                    (JobState::Cancelled, Some(reason))
-                } else if job.attempts < job.max_attempts {
-                    recovery.requeued.push(job.id);
-                    (JobState::Queued, None)
-                } else {
-                    recovery.failed.push(job.id);
-                    (JobState::Failed, Some(interrupted_error(job.attempts)))
-                };
-                let finished_at = state.is_final().then_some(now);
-                tx.execute(
-                    "UPDATE jobs SET state = ?2, finished_at = ?3, error = ?4, lease_owner = NULL,
-                            lease_expires_at = NULL
-                     WHERE id = ?1",
-                    params![job.id.0, state.as_str(), finished_at, error],
-                )?;
-                if state.is_final() {
-                    let data = json!({ "state": state, "attempt": job.attempts, "error": error });
-                    insert_event(&tx, job.id, "finished", &data, now)?;
-                }
-            }
-            tx.commit()?;
-            Ok(recovery)
-        })
+        self.recover_leases_before(now, now)
+    }
+
+    fn recover_all(&self, now: i64) -> StoreFuture<Recovery> {
+        self.recover_leases_before(i64::MAX, now)
     }
 
     fn append_event(&self, id: JobId, kind: &str, data: Value, now: i64) -> StoreFuture<u64> {
@@ -733,6 +700,51 @@ impl JobStore for SqliteStore {
                 counts.insert(state, count);
             }
             Ok(counts)
+        })
+    }
+}
+
+impl SqliteStore {
+    /// Running jobs whose lease ends before `cutoff`: requeued, failed or cancelled (see
+    /// [`JobStore::recover`]); `now` stamps what is written.
+    fn recover_leases_before(&self, cutoff: i64, now: i64) -> StoreFuture<Recovery> {
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let expired: Vec<Job> = tx
+                .prepare_cached(&format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs
+                     WHERE state = 'running' AND lease_expires_at <= ?1 ORDER BY id"
+                ))?
+                .query_map([cutoff], job_from_row)?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut recovery = Recovery::default();
+            for job in expired {
+                let data = json!({ "worker": job.lease_owner, "attempt": job.attempts });
+                insert_event(&tx, job.id, "interrupted", &data, now)?;
+                let (state, error) = if let Some(reason) = job.cancel_requested {
+                    recovery.cancelled.push(job.id);
+                    (JobState::Cancelled, Some(reason))
+                } else if job.attempts < job.max_attempts {
+                    recovery.requeued.push(job.id);
+                    (JobState::Queued, None)
+                } else {
+                    recovery.failed.push(job.id);
+                    (JobState::Failed, Some(interrupted_error(job.attempts)))
+                };
+                let finished_at = state.is_final().then_some(now);
+                tx.execute(
+                    "UPDATE jobs SET state = ?2, finished_at = ?3, error = ?4, lease_owner = NULL,
+                            lease_expires_at = NULL
+                     WHERE id = ?1",
+                    params![job.id.0, state.as_str(), finished_at, error],
+                )?;
+                if state.is_final() {
+                    let data = json!({ "state": state, "attempt": job.attempts, "error": error });
+                    insert_event(&tx, job.id, "finished", &data, now)?;
+                }
+            }
+            tx.commit()?;
+            Ok(recovery)
         })
     }
 }

@@ -371,6 +371,10 @@ pub trait JobStore: Send + Sync + 'static {
     /// while attempts remain, else failed with a plain reason; cancelled if a stop had been asked.
     fn recover(&self, now: i64) -> StoreFuture<Recovery>;
 
+    /// [`JobStore::recover`] for every running job, expired or not: for a caller that knows no
+    /// worker of it is alive (a server that holds the data directory's lock, at start-up).
+    fn recover_all(&self, now: i64) -> StoreFuture<Recovery>;
+
     /// Appends to a job's history; returns the event's `seq`.
     fn append_event(&self, id: JobId, kind: &str, data: Value, now: i64) -> StoreFuture<u64>;
 

@@ -279,6 +279,24 @@ async fn expired_leases_are_retried_then_failed_visibly() {
 }
 
 #[tokio::test]
+async fn recover_all_takes_back_running_jobs_whose_lease_has_not_run_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
+    store.claim("w1", LEASE, T0).await.unwrap().unwrap();
+    // The lease is still good: plain recovery leaves the job to its worker.
+    assert_eq!(store.recover(T0 + 1).await.unwrap(), Recovery::default());
+    // A server that holds the data directory's lock knows that worker is gone.
+    let recovery = store.recover_all(T0 + 1).await.unwrap();
+    assert_eq!(recovery.requeued, [id]);
+    let job = store.job(id).await.unwrap().unwrap();
+    assert_eq!((job.state, job.lease_owner), (JobState::Queued, None));
+    let events = store.events(id).await.unwrap();
+    assert_eq!(events.last().unwrap().kind, "interrupted");
+    assert_eq!(events.last().unwrap().at, T0 + 1);
+}
+
+#[tokio::test]
 async fn cancel_stops_queued_jobs_at_once_and_asks_the_running_one() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());

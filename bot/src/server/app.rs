@@ -137,12 +137,13 @@ impl Server {
             .map_err(|error| ServeError::Store(StoreError::Task(error.to_string())))??;
         let store: Arc<dyn JobStore> = Arc::new(store);
 
-        let recovery = store.recover(now_ms()).await?;
+        // The data directory's lock proves that no other process runs jobs from this store: every
+        // job still marked running was interrupted, whatever its lease says.
+        let recovery = store.recover_all(now_ms()).await?;
         if !recovery.is_empty() {
             tracing::warn!(requeued = ?recovery.requeued, failed = ?recovery.failed,
                 cancelled = ?recovery.cancelled, "recovered jobs interrupted by a crash");
         }
-        // Jobs whose lease has not run out yet are recovered by the pool once it has.
         if config.sandbox.backend == SandboxBackend::Docker {
             reap_orphaned_containers().await;
         }
