@@ -16,6 +16,8 @@ pub enum Template {
     Fix,
     /// The first message of a review job.
     Review,
+    /// The first message of an `explain` job: a question to answer, nothing to change.
+    Explain,
     /// The first message of a CI-failure triage job.
     Triage,
     /// The first message of a dependency chore whose update broke something.
@@ -27,6 +29,7 @@ impl Template {
         Template::System,
         Template::Fix,
         Template::Review,
+        Template::Explain,
         Template::Triage,
         Template::Chore,
     ];
@@ -37,6 +40,7 @@ impl Template {
             Template::System => "system.md",
             Template::Fix => "fix.md",
             Template::Review => "review.md",
+            Template::Explain => "explain.md",
             Template::Triage => "triage.md",
             Template::Chore => "chore.md",
         }
@@ -51,6 +55,8 @@ impl Template {
             // repository's own agent instructions (AGENTS.md …), or a line saying there are none.
             Template::Fix => &["task", "context", "instructions"],
             Template::Review => &["request", "context", "diff", "instructions"],
+            // `question`: what was asked, or a line asking for an overview when nothing was.
+            Template::Explain => &["question", "context", "instructions"],
             Template::Triage => &["findings", "context", "instructions"],
             Template::Chore => &["updates", "failure", "instructions"],
         }
@@ -61,6 +67,7 @@ impl Template {
             Template::System => include_str!("../../prompts/system.md"),
             Template::Fix => include_str!("../../prompts/fix.md"),
             Template::Review => include_str!("../../prompts/review.md"),
+            Template::Explain => include_str!("../../prompts/explain.md"),
             Template::Triage => include_str!("../../prompts/triage.md"),
             Template::Chore => include_str!("../../prompts/chore.md"),
         }

@@ -5,6 +5,7 @@ mod fake_github;
 mod fix_job;
 mod git_workspace;
 mod llm_providers;
+mod review_job;
 mod run_command;
 mod scripted_model;
 mod serve;

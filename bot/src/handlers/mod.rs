@@ -5,18 +5,22 @@
 //! A handler never loses a failure: whatever goes wrong is said on GitHub in plain words (the
 //! progress comment and the check run), and the job ends failed with the same words.
 
+pub mod explain;
 pub mod fix;
 pub mod live;
+pub mod review;
 pub mod session;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use serde_json::json;
 
 use crate::config::Config;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
-use crate::github::{AppAuth, GithubClient, GithubError, InstallationId, IssueNumber, RepoName};
+use crate::github::{
+    AppAuth, CheckStatus, CommitSha, GithubClient, GithubError, InstallationId, IssueNumber, NewCheckRun, RepoName,
+};
 use crate::jobs::{Finish, Job, JobControl, JobHandler};
 use crate::llm::Model;
 use crate::prompts::Prompts;
@@ -24,6 +28,8 @@ use crate::report;
 use crate::triggers::{JobKind, JobRequest, ReplyTarget};
 use crate::workspace::mirror::MirrorCache;
 use crate::workspace::pool::WorkspacePool;
+
+use live::{ProgressComment, Targets};
 
 /// What every job shares: configuration, the GitHub App, the git cache and the model.
 pub struct Services {
@@ -214,6 +220,10 @@ impl Services {
         let result = match (&env.request.kind, env.request.is_pull_request) {
             (JobKind::Fix, true) => fix::on_pull_request(&env).await,
             (JobKind::Fix, false) => fix::on_issue(&env).await,
+            (JobKind::Review, true) => review::on_pull_request(&env).await,
+            // The trigger refuses these; a stored request from elsewhere still gets plain words.
+            (JobKind::Review, false) => Err(HandlerError::Other("`review` works on pull requests only".into())),
+            (JobKind::Explain, _) => explain::run(&env).await,
             (other, _) => Err(HandlerError::Other(format!(
                 "`{}` jobs are not handled by this server yet",
                 other.as_str()
@@ -248,6 +258,126 @@ fn public_error(error: &HandlerError) -> String {
         HandlerError::Prompt(_) => "the prompt templates are broken; the operator must fix them".into(),
         HandlerError::Other(text) | HandlerError::Reported(text) => text.clone(),
     }
+}
+
+/// Creates the progress comment where the request came from and, when the job is about a commit
+/// (`head_sha`), the `pitcrew` check run on it; returns what the job keeps up to date.
+pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) -> Result<Targets, HandlerError> {
+    let info = env.info();
+    let check_run = match head_sha {
+        Some(head_sha) => {
+            let output = report::check_run::in_progress(&info, &Default::default(), Some("starting"));
+            let run = env
+                .github
+                .create_check_run(
+                    &env.repo,
+                    &NewCheckRun {
+                        name: "pitcrew".into(),
+                        head_sha: head_sha.clone(),
+                        status: CheckStatus::InProgress,
+                        started_at: Some(SystemTime::now()),
+                        conclusion: None,
+                        completed_at: None,
+                        details_url: None,
+                        external_id: Some(env.job_id()),
+                        output: Some(output),
+                    },
+                )
+                .await?;
+            Some(run)
+        }
+        None => None,
+    };
+    let body = report::progress::live(&info, &Default::default(), Some("starting"));
+    let comment = match &env.request.reply_to {
+        ReplyTarget::ReviewThread {
+            pull_number,
+            comment_id,
+        } => {
+            let reply = env
+                .github
+                .reply_to_review_comment(
+                    &env.repo,
+                    IssueNumber(*pull_number),
+                    crate::github::CommentId(*comment_id),
+                    &body,
+                )
+                .await?;
+            ProgressComment::Review(reply.id)
+        }
+        ReplyTarget::Issue { number, .. } => {
+            let comment = env
+                .github
+                .create_issue_comment(&env.repo, IssueNumber(*number), &body)
+                .await?;
+            ProgressComment::Issue(comment.id)
+        }
+    };
+    let mut info = info;
+    info.check_run_url = check_run
+        .as_ref()
+        .map(|run| run.html_url.clone())
+        .filter(|url| !url.is_empty());
+    Ok(Targets {
+        github: env.github.clone(),
+        repo: env.repo.clone(),
+        check_run: check_run.map(|run| run.id),
+        comment: Some(comment),
+        info,
+    })
+}
+
+/// Ends a job whose reporting had started: the check run fails and the progress comment says why in
+/// plain words (the chain goes to the log), so nothing is left "in progress". The error comes back
+/// as [`HandlerError::Reported`].
+pub(crate) async fn report_failure(env: &JobEnv, targets: &Targets, error: HandlerError) -> HandlerError {
+    if let HandlerError::Reported(_) = error {
+        return error;
+    }
+    tracing::error!(job = %env.job.id, %error, "job failed");
+    let words = public_error(&error);
+    // The sandbox's and the provider's messages are safe to show and say it best; anything else gets
+    // the reference to find it in the log, and its public words under the report.
+    let (cause, note) = match &error {
+        HandlerError::Sandbox(e) => (report::StopCause::Sandbox { message: e.to_string() }, None),
+        HandlerError::Model(e) => (report::StopCause::ModelProvider { message: e.to_string() }, None),
+        _ => (
+            report::StopCause::Internal {
+                reference: format!("job-{}", env.job.id),
+            },
+            Some(&words),
+        ),
+    };
+    let result = report::JobResult {
+        job: targets.info.clone(),
+        end: report::JobEnd::Stopped { cause, saved: None },
+        summary: String::new(),
+        plan: Default::default(),
+        changed_files: Vec::new(),
+        tests: None,
+        stats: Default::default(),
+    };
+    let trigger = &env.config().agent.trigger;
+    let conclusion = report::check_run::conclusion(&result);
+    let output = report::check_run::completed(&result, &[], trigger);
+    let mut comment = report::progress::finished(&result, trigger);
+    if let Some(note) = note {
+        comment.push_str(&format!("\n\n{}", report::markdown::prose(note)));
+    }
+    targets.complete(conclusion.kind, output, &comment).await;
+    HandlerError::Reported(words)
+}
+
+/// A repository's clone URL, parsed.
+pub(crate) fn parse_clone_url(text: &str) -> Result<url::Url, HandlerError> {
+    url::Url::parse(text)
+        .map_err(|e| HandlerError::Other(format!("the repository's clone URL {text:?} is invalid: {e}")))
+}
+
+/// `text` as a markdown quote, capped: a description is context, not the task.
+pub(crate) fn quote_capped(text: &str) -> String {
+    let text: String = text.chars().take(8000).collect();
+    text.lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")
 }
 
 pub(crate) fn report_kind(kind: &JobKind) -> report::JobKind {

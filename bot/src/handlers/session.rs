@@ -153,6 +153,38 @@ impl JobSession {
         events: Arc<dyn EventSink>,
         run_dir: &Path,
     ) -> Result<Outcome, HandlerError> {
+        self.run_agent_with(
+            config,
+            prompts,
+            settings,
+            model,
+            prompt,
+            read_only,
+            Vec::new(),
+            events,
+            run_dir,
+        )
+        .await
+    }
+
+    /// [`JobSession::run_agent`] with `extra_tools` added to the registry (after the read-only
+    /// filter: a job's own tools, such as a review's `review_comment`, are always offered).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one call site per job kind; a struct would only rename them"
+    )]
+    pub async fn run_agent_with(
+        &self,
+        config: &Config,
+        prompts: &Prompts,
+        settings: &EffectiveSettings,
+        model: Option<Arc<dyn Model>>,
+        prompt: String,
+        read_only: bool,
+        extra_tools: Vec<Arc<dyn Tool>>,
+        events: Arc<dyn EventSink>,
+        run_dir: &Path,
+    ) -> Result<Outcome, HandlerError> {
         let model = match model {
             Some(model) => model,
             None => {
@@ -172,6 +204,9 @@ impl JobSession {
         let mut registry = crate::run::registry(model.clone(), &agent_config, meter.clone());
         if read_only {
             registry = read_only_registry(&registry);
+        }
+        for tool in extra_tools {
+            registry.add(tool);
         }
         let trajectory = TrajectoryLog::create(&run_dir.join("trajectory.jsonl"))
             .map_err(|e| HandlerError::Other(format!("could not write the trajectory: {e}")))?;

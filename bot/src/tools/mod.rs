@@ -26,6 +26,7 @@ pub mod path;
 pub mod plan;
 pub mod read_file;
 pub mod reads;
+pub mod review;
 pub mod run_tests;
 pub mod write_file;
 
@@ -38,6 +39,7 @@ pub use path::Workspace;
 pub use plan::{Plan, PlanStep, StepStatus};
 pub use read_file::ReadFile;
 pub use reads::{Fingerprint, ReadTracker};
+pub use review::ReviewComment;
 pub use run_tests::RunTests;
 pub use write_file::WriteFile;
 

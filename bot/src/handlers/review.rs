@@ -1,0 +1,415 @@
+//! `review`: a pull request review by the read-only agent. The diff is the pull request's own (from
+//! the merge base of its base and head, as GitHub shows it); the agent records findings with the
+//! `review_comment` tool; they are posted as one `COMMENT` review on the head commit, inline only on
+//! lines the diff shows, with everything else listed in its body. Nothing is committed or pushed.
+//!
+//! The read-only machinery shared with [`super::explain`] lives here too: leasing a pull request's
+//! head, running the agent without write tools, and writing the final check run and comment.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use git2::Oid;
+use serde_json::json;
+
+use crate::agent::Outcome;
+use crate::agent::events::EventSink;
+use crate::config::repo::EffectiveSettings;
+use crate::github::{GithubError, IssueNumber, NewReview, PullRequest, ReviewEvent};
+use crate::jobs::Finish;
+use crate::prompts::Template;
+use crate::report::review::ReviewFinding;
+use crate::report::{self, JobEnd, JobResult, RunStats, StopCause};
+use crate::tools::{ReviewComment, Tool};
+use crate::workspace::diff::{DiffPositions, unified_diff};
+use crate::workspace::mirror::{RemoteRepo, Target};
+use crate::workspace::pool::Lease;
+use crate::workspace::{LocalRepo, WorkspaceError};
+
+use super::live::{Live, Targets};
+use super::session::{JobSession, Spent, run_dir};
+use super::{HandlerError, JobEnv};
+
+/// The diff shown in a review prompt is cut past this many bytes: a larger one would crowd out the
+/// code the agent reads, and the agent can read the changed files itself.
+pub const MAX_PROMPT_DIFF_BYTES: usize = 60 * 1024;
+
+/// `@agent review` on a pull request.
+pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
+    let pull = env.github.get_pull(&env.repo, IssueNumber(env.request.number)).await?;
+    let repo_config = env.repo_config().await?;
+    let settings = repo_config.apply(env.config());
+    let targets = super::start_reporting(env, Some(&pull.head.sha)).await?;
+    match review(env, &pull, &settings, &targets).await {
+        Ok(done) => Ok(done),
+        Err(error) => Err(super::report_failure(env, &targets, error).await),
+    }
+}
+
+async fn review(
+    env: &JobEnv,
+    pull: &PullRequest,
+    settings: &EffectiveSettings,
+    targets: &Targets,
+) -> Result<(Finish, Spent), HandlerError> {
+    let lease = lease_pull_head(env, pull).await?;
+    // The lease's repository handle may not be held across an await: the diff is made first.
+    let reviewed = match pull_diff(lease.repo(), pull) {
+        Ok(diff) => review_on(env, pull, settings, targets, lease.path().to_owned(), diff).await,
+        Err(error) => Err(error),
+    };
+    lease.release().await;
+    let (outcome, findings, end) = reviewed?;
+    finish(env, targets, end, outcome, &findings, settings).await
+}
+
+/// The agent's review of the leased head, and the review posted when it finished.
+async fn review_on(
+    env: &JobEnv,
+    pull: &PullRequest,
+    settings: &EffectiveSettings,
+    targets: &Targets,
+    root: PathBuf,
+    diff: String,
+) -> Result<(Outcome, Vec<ReviewFinding>, JobEnd), HandlerError> {
+    let positions = DiffPositions::from_unified(&diff);
+    let request = env
+        .request
+        .instructions
+        .clone()
+        .filter(|text| !text.trim().is_empty())
+        .unwrap_or_else(|| "Review this pull request.".to_owned());
+    let context = pull_context(
+        env,
+        pull,
+        "You are reviewing it: change nothing. Your findings and your final message become a review on the pull \
+         request.",
+    );
+    let shown_diff = if diff.trim().is_empty() {
+        "(The pull request changes nothing against its base.)".to_owned()
+    } else {
+        cap_diff(&diff, MAX_PROMPT_DIFF_BYTES)
+    };
+    let findings = Arc::new(Mutex::new(Vec::new()));
+    let tool: Arc<dyn Tool> = Arc::new(ReviewComment::new(findings.clone()).with_diff(positions.clone()));
+    let outcome = run_read_only(env, settings, targets, &root, vec![tool], |session| {
+        env.services.prompts.render(
+            Template::Review,
+            &[
+                ("request", request.trim()),
+                ("context", &context),
+                ("diff", &shown_diff),
+                ("instructions", &session.instructions()),
+            ],
+        )
+    })
+    .await?;
+    let findings = findings.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let end = match StopCause::from_stop(&outcome.stop) {
+        // The findings so far still reach the check run's annotations.
+        Some(cause) => JobEnd::Stopped { cause, saved: None },
+        None => post_review(env, pull, &outcome.summary, &findings, &positions).await?,
+    };
+    Ok((outcome, findings, end))
+}
+
+/// Posts the review: inline comments on the diff's lines, the rest in its body. Should GitHub refuse
+/// the inline comments (its diff disagreeing with ours), every finding goes to the body instead, so
+/// none is lost.
+async fn post_review(
+    env: &JobEnv,
+    pull: &PullRequest,
+    summary: &str,
+    findings: &[ReviewFinding],
+    positions: &DiffPositions,
+) -> Result<JobEnd, HandlerError> {
+    let job_id = env.job_id();
+    let draft = report::review::draft(&job_id, summary, findings, positions);
+    let post = |draft: report::review::ReviewDraft| NewReview {
+        commit_id: Some(pull.head.sha.clone()),
+        body: draft.body,
+        event: ReviewEvent::Comment,
+        comments: draft.comments,
+    };
+    let inline = draft.comments.len();
+    let posted = env.github.create_review(&env.repo, pull.number, &post(draft)).await;
+    let (review, inline) = match posted {
+        Ok(review) => (review, inline),
+        Err(GithubError::Validation { message, .. }) if inline > 0 => {
+            tracing::warn!(%message, "GitHub refused the inline comments; posting every finding in the body");
+            let draft = report::review::draft(&job_id, summary, findings, &DiffPositions::default());
+            (env.github.create_review(&env.repo, pull.number, &post(draft)).await?, 0)
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let _ = env
+        .control
+        .event(
+            "review_posted",
+            json!({ "review": review.id, "inline_comments": inline }),
+        )
+        .await;
+    Ok(JobEnd::Reviewed {
+        url: Some(review.html_url).filter(|url| !url.is_empty()),
+        inline_comments: inline,
+    })
+}
+
+/// The pull request's diff as GitHub shows it: from the merge base of its base and head to its head.
+pub(super) fn pull_diff(repo: &LocalRepo, pull: &PullRequest) -> Result<String, HandlerError> {
+    let raw = repo.raw();
+    let head = Oid::from_str(pull.head.sha.as_str()).map_err(WorkspaceError::from)?;
+    // The base commit GitHub named, else the base branch as the mirror has it.
+    let base = Oid::from_str(pull.base.sha.as_str())
+        .ok()
+        .filter(|oid| raw.find_commit(*oid).is_ok())
+        .or_else(|| {
+            raw.refname_to_id(&format!("refs/remotes/origin/{}", pull.base.branch))
+                .ok()
+        })
+        .ok_or_else(|| {
+            HandlerError::Other(format!(
+                "the base branch `{}` of the pull request is not in the repository's mirror",
+                pull.base.branch
+            ))
+        })?;
+    let merge_base = raw.merge_base(base, head).map_err(|_| {
+        HandlerError::Other(format!(
+            "the pull request's head has no history in common with `{}`",
+            pull.base.branch
+        ))
+    })?;
+    Ok(unified_diff(repo, merge_base, Some(head))?)
+}
+
+/// `diff` cut to about `max` bytes at a line end, with a note of what was cut and which files the
+/// agent must read for itself.
+pub(super) fn cap_diff(diff: &str, max: usize) -> String {
+    if diff.len() <= max {
+        return diff.to_owned();
+    }
+    let cut = crate::agent::context::cut(diff, max);
+    let cut = cut.rfind('\n').map_or(cut, |end| &cut[..=end]);
+    // Every file whose section does not end inside the part shown.
+    let mut starts: Vec<(usize, &str)> = Vec::new();
+    let mut offset = 0;
+    for line in diff.split_inclusive('\n') {
+        if let Some(header) = line.strip_prefix("diff --git ") {
+            let path = header
+                .trim_end()
+                .rsplit_once(" b/")
+                .map_or(header.trim_end(), |(_, b)| b);
+            starts.push((offset, path));
+        }
+        offset += line.len();
+    }
+    let mut partial = Vec::new();
+    for (index, (_, path)) in starts.iter().enumerate() {
+        let end = starts.get(index + 1).map_or(diff.len(), |(next, _)| *next);
+        if end > cut.len() {
+            partial.push(format!("`{path}`"));
+        }
+    }
+    format!(
+        "{cut}\n[The diff is cut here: it is {} KB, and only the first {} KB are shown. Read the changes to these \
+         files with read_file: {}.]",
+        diff.len() / 1024,
+        cut.len() / 1024,
+        partial.join(", ")
+    )
+}
+
+/// Fetches the pull request's head into the mirror and leases a working copy of it.
+pub(super) async fn lease_pull_head(env: &JobEnv, pull: &PullRequest) -> Result<Lease, HandlerError> {
+    let token = env.services.github.installation_token(env.installation).await?;
+    let remote = RemoteRepo {
+        url: super::parse_clone_url(&env.request.repo.clone_url)?,
+        full_name: env.repo.to_string(),
+    };
+    let pull_ref = format!("refs/pull/{}/head", pull.number.0);
+    let mirror = env
+        .services
+        .mirrors
+        .prepare(&remote, &token, &[pull_ref.as_str()])
+        .await?;
+    Ok(env
+        .services
+        .pool
+        .lease(&mirror, Target::Commit(pull.head.sha.as_str().to_owned()))
+        .await?)
+}
+
+/// What the agent is told about the pull request; `role` says what it is there to do.
+pub(super) fn pull_context(env: &JobEnv, pull: &PullRequest, role: &str) -> String {
+    let mut context = format!(
+        "GitHub pull request #{} in {}: \"{}\" by @{}, from branch `{}` into `{}`. Asked by @{} in a comment. {role}",
+        pull.number.0,
+        env.repo,
+        pull.title,
+        pull.user.login,
+        pull.head.branch,
+        pull.base.branch,
+        env.request.requested_by.login,
+    );
+    if !pull.body.trim().is_empty() {
+        context.push_str("\n\nThe pull request's description:\n\n");
+        context.push_str(&super::quote_capped(&pull.body));
+    }
+    if let Some(review) = &env.request.review_comment {
+        context.push_str(&format!(
+            "\n\nThe request was made in a review comment on `{}`{}. The diff hunk it is attached to:\n\n```diff\n{}\n```",
+            review.path,
+            review.line.map(|l| format!(" at line {l}")).unwrap_or_default(),
+            review.diff_hunk
+        ));
+    }
+    context
+}
+
+/// Runs the read-only agent (plus `extra_tools`) over `root` in the sandbox, with the prompt that
+/// `prompt` renders once the session is up (it may read the repository's instructions).
+pub(super) async fn run_read_only(
+    env: &JobEnv,
+    settings: &EffectiveSettings,
+    targets: &Targets,
+    root: &Path,
+    extra_tools: Vec<Arc<dyn Tool>>,
+    prompt: impl FnOnce(&JobSession) -> Result<String, crate::prompts::PromptError>,
+) -> Result<Outcome, HandlerError> {
+    let job_id = env.job_id();
+    let run_dir = run_dir(env.config(), &job_id);
+    let session = JobSession::start(
+        env.config(),
+        settings,
+        &job_id,
+        root,
+        &run_dir,
+        env.control.token().clone(),
+    )
+    .await?;
+    let prompt = match prompt(&session) {
+        Ok(prompt) => prompt,
+        Err(error) => {
+            session.stop().await;
+            return Err(error.into());
+        }
+    };
+    let live = Live::start(targets.clone());
+    let outcome = session
+        .run_agent_with(
+            env.config(),
+            &env.services.prompts,
+            settings,
+            env.services.model.clone(),
+            prompt,
+            true,
+            extra_tools,
+            live.clone() as Arc<dyn EventSink>,
+            &run_dir,
+        )
+        .await;
+    live.close().await;
+    session.stop().await;
+    outcome
+}
+
+/// Writes the final check run (with `findings` as annotations) and progress comment, and the job's
+/// end for the store.
+pub(super) async fn finish(
+    env: &JobEnv,
+    targets: &Targets,
+    end: JobEnd,
+    outcome: Outcome,
+    findings: &[ReviewFinding],
+    settings: &EffectiveSettings,
+) -> Result<(Finish, Spent), HandlerError> {
+    let spent = Spent::from_outcome(&outcome);
+    let cancelled_by = env.control.stop_cause().and_then(|cause| match cause {
+        crate::jobs::StopCause::Requested { reason } => Some(reason),
+        _ => None,
+    });
+    let end = match end {
+        JobEnd::Stopped {
+            cause: StopCause::Cancelled { .. },
+            saved,
+        } => JobEnd::Stopped {
+            cause: StopCause::Cancelled {
+                by: cancelled_by.clone(),
+            },
+            saved,
+        },
+        other => other,
+    };
+    let result = JobResult {
+        job: targets.info.clone(),
+        end,
+        summary: outcome.summary.clone(),
+        plan: outcome.plan.clone(),
+        changed_files: Vec::new(),
+        tests: None,
+        stats: RunStats {
+            usage: spent.usage,
+            cost_usd: spent.cost_usd,
+            duration_ms: spent.duration_ms,
+            steps: spent.steps,
+            tool_calls: spent.tool_calls,
+        },
+    };
+    let trigger = settings.triggers.trigger.clone();
+    let conclusion = report::check_run::conclusion(&result);
+    let output = report::check_run::completed(&result, findings, &trigger);
+    let mut comment = report::progress::finished(&result, &trigger);
+    if !settings.notes.is_empty() {
+        comment.push_str("\n\n");
+        for note in &settings.notes {
+            comment.push_str(&format!("> {}\n", report::markdown::prose(note)));
+        }
+    }
+    targets.complete(conclusion.kind, output, &comment).await;
+    let words = report::headline(&result.end);
+    let _ = env.control.event("finished", json!({ "headline": words })).await;
+    let finish = match &result.end {
+        JobEnd::Stopped {
+            cause: StopCause::Cancelled { .. },
+            ..
+        } => Finish::Cancelled(cancelled_by.unwrap_or(words)),
+        JobEnd::Stopped { .. } => Finish::Failed(words),
+        _ => Finish::Succeeded(json!({ "headline": words, "conclusion": conclusion.kind })),
+    };
+    Ok((finish, spent))
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn section(path: &str, lines: usize) -> String {
+        let mut text =
+            format!("diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,{lines} +1,{lines} @@\n");
+        for n in 0..lines {
+            text.push_str(&format!("+line {n} of {path}\n"));
+        }
+        text
+    }
+
+    #[test]
+    fn a_small_diff_is_shown_whole() {
+        let diff = section("a.rs", 3);
+        assert_eq!(cap_diff(&diff, 10_000), diff);
+    }
+
+    #[test]
+    fn a_large_diff_is_cut_at_a_line_end_and_names_the_files_not_shown_in_full() {
+        let first = section("a.rs", 10);
+        let diff = format!("{first}{}{}", section("b.rs", 200), section("c d.rs", 5));
+        let max = first.len() + 100;
+        let capped = cap_diff(&diff, max);
+        let (shown, note) = capped.split_once("\n[The diff is cut here").unwrap();
+        assert!(shown.len() <= max, "{}", shown.len());
+        assert!(shown.ends_with('\n'));
+        assert!(diff.starts_with(shown));
+        assert!(shown.starts_with(&first));
+        assert!(note.ends_with("with read_file: `b.rs`, `c d.rs`.]"), "{note}");
+    }
+}
