@@ -9,7 +9,7 @@ use crate::handlers::{Services, job_handler};
 use crate::jobs::ShutdownReport;
 use crate::llm::Model;
 use crate::prompts::Prompts;
-use crate::server::app::app_auth;
+use crate::server::app::{app_auth, instance_id};
 use crate::server::{Metrics, RunningServer, ServeError, Server, ServerOptions};
 use crate::workspace::mirror::MirrorCache;
 use crate::workspace::pool::{PoolLimits, WorkspacePool};
@@ -37,7 +37,9 @@ pub async fn start(config: Config, options: ServeOptions) -> Result<RunningServe
         path: config.server.data_dir.clone(),
         source: std::io::Error::other(error.to_string()),
     })?;
+    let instance = instance_id(&config.server.data_dir)?;
     let services = Arc::new(Services {
+        instance,
         prompts: options.prompts.unwrap_or_else(Prompts::embedded),
         github: github.clone(),
         mirrors: MirrorCache::new(&config.server.data_dir),

@@ -250,3 +250,244 @@ fn run_prints_one_json_report_and_exits_by_its_status() {
         text(&out.stdout)
     );
 }
+
+/// `pitcrew serve` killed with SIGKILL while the agent waits for the model, then started again on
+/// the same data directory: the orphaned container is removed at start-up, the job runs again as
+/// its second attempt and pushes its fix, and the one delivery is processed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
+    use std::time::Duration;
+
+    use pitcrew::jobs::{DeliveryId, JobFilter, JobState, JobStore, SqliteStore};
+    use pitcrew_tests::fake_github::openapi::fixtures_root;
+    use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
+    use pitcrew_tests::git_server::GitServer;
+    use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+    use serde_json::{Value, json};
+
+    const REPO: &str = "acme/calc";
+    const SECRET: &str = "the restart test's webhook secret";
+    const WAIT: Duration = Duration::from_secs(150);
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+
+    let github = FakeGithub::start();
+    let git_server = GitServer::start_with(github.token_check());
+    let calc = "add() {\n    echo $(($1 - $2))\n}\n";
+    let tests = "#!/bin/sh\n. ./calc.sh\necho\necho 'running 1 test'\nif [ \"$(add 2 3)\" = 5 ]; then\n  echo 'test adds ... ok'\n  echo\n  echo 'test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s'\nelse\n  echo 'test adds ... FAILED'\n  echo\n  echo 'test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s'\n  exit 101\nfi\n";
+    let base = git_server
+        .create_repo(
+            REPO,
+            &[
+                ("calc.sh", calc),
+                ("run-tests.sh", tests),
+                (".github/pitcrew.toml", "[agent]\ntest_command = \"sh run-tests.sh\"\n"),
+            ],
+        )
+        .unwrap();
+    let head = git_server
+        .create_pull_head(REPO, 7, "main", &[("README.md", "calc\n")], "docs")
+        .unwrap();
+    let bare = git_server.repo_path(REPO);
+    let status = Command::new("git")
+        .args(["update-ref", "refs/heads/docs", &head])
+        .current_dir(&bare)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    github.add_repo(Repo::new(REPO).clone_url(&git_server.url(REPO)).git_dir(&bare));
+    github.add_issue(
+        REPO,
+        Issue::pull_request(7, "Document calc", ("docs", &head), ("main", &base)).user("bob"),
+    );
+    github.set_permission(REPO, "alice", Permission::Write);
+
+    // The first answer is held far longer than the test runs: the process dies while it waits.
+    let model = ScriptedModel::start(Script::new().turn(Reply::text("Looking.").chunk_delay(Duration::from_secs(600))));
+
+    let dir = scratch("serve-restart");
+    let data = dir.join("data");
+    let config = dir.join("pitcrew.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[model]\nname = \"gpt-4o\"\nbase_url = \"{}\"\nmax_retries = 0\n\n\
+             [github]\napi_url = \"{}\"\napp_id = {}\nprivate_key_path = \"{}\"\nwebhook_secret = \"{SECRET}\"\n\
+             bot_name = \"{}\"\n\n[server]\ndata_dir = \"{}\"\njob_attempts = 2\n\n\
+             [sandbox]\nbackend = \"docker\"\nimage = \"{image}\"\nmemory = \"256MiB\"\n",
+            model.openai_base_url(),
+            github.url(),
+            github.app_id(),
+            FakeGithub::test_private_key_path().display(),
+            github.bot_login(),
+            data.display(),
+        ),
+    )
+    .unwrap();
+
+    // The first life: a fix request, and the agent waiting for the model.
+    let (mut first, url, _) = serve(&dir, &config).await;
+    let comment = github.add_issue_comment(REPO, 7, "alice", "@agent fix the add test");
+    let recording: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            fixtures_root().join("webhooks/issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut payload = recording["payload"].clone();
+    payload["repository"]["full_name"] = json!(REPO);
+    payload["repository"]["name"] = json!("calc");
+    payload["repository"]["owner"]["login"] = json!("acme");
+    payload["repository"]["clone_url"] = json!(git_server.url(REPO));
+    payload["repository"]["default_branch"] = json!("main");
+    payload["issue"]["number"] = json!(7);
+    payload["comment"]["id"] = json!(comment);
+    payload["comment"]["body"] = json!("@agent fix the add test");
+    payload["comment"]["user"]["login"] = json!("alice");
+    payload["sender"]["login"] = json!("alice");
+    payload["installation"] = json!({ "id": github.installation_id() });
+    let body = serde_json::to_vec(&payload).unwrap();
+    let response = reqwest::Client::new()
+        .post(format!("{url}/webhook"))
+        .header("X-GitHub-Event", "issue_comment")
+        .header("X-GitHub-Delivery", "delivery-restart-1")
+        .header(
+            "X-Hub-Signature-256",
+            pitcrew::server::signature::sign(&secrecy::SecretString::from(SECRET), &body),
+        )
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 202);
+    // The scripted model offers no wait: look at what it received until the first request is in.
+    let deadline = std::time::Instant::now() + WAIT;
+    while model.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the model was never asked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The server names the job's sandbox after its instance (`data_dir/instance`) and the job.
+    let instance = std::fs::read_to_string(data.join("instance")).unwrap();
+    let sandbox = format!("{}-1", instance.trim());
+    let orphan = docker(&[
+        "ps",
+        "-a",
+        "-q",
+        "--no-trunc",
+        "--filter",
+        &format!("label=pitcrew.job={sandbox}"),
+    ]);
+    assert!(!orphan.is_empty(), "the job's container is not running");
+    first.start_kill().unwrap();
+    first.wait().await.unwrap();
+    let by_id = format!("id={orphan}");
+    assert_eq!(docker(&["ps", "-a", "-q", "--no-trunc", "--filter", &by_id]), orphan);
+
+    // The second life: the orphan is gone before it listens; the job runs again and delivers.
+    model.push(Reply::new().tool_call("read_file", json!({"path": "calc.sh"})));
+    model.push(Reply::new().tool_call(
+        "edit_file",
+        json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+    ));
+    model.push(Reply::text("`add` adds now."));
+    let (second, _, log) = serve(&dir, &config).await;
+    // Gone before the server listens (the second attempt may have a container of its own by now).
+    assert_eq!(
+        docker(&["ps", "-a", "-q", "--no-trunc", "--filter", &by_id]),
+        "",
+        "the orphaned container was not removed at start-up:\n{log}"
+    );
+    let done = github
+        .wait_until(WAIT, |state| {
+            state
+                .check_runs_named(REPO, "pitcrew")
+                .iter()
+                .any(|run| run.conclusion.as_deref() == Some("success"))
+        })
+        .await;
+    assert!(done, "the job never succeeded: {:#?}", github.check_runs());
+    let pushed = git_server.rev_parse(REPO, "refs/heads/docs").unwrap();
+    assert_ne!(pushed, head);
+    let shown = Command::new("git")
+        .args(["show", &format!("{pushed}:calc.sh")])
+        .current_dir(&bare)
+        .output()
+        .unwrap();
+    assert_eq!(text(&shown.stdout), calc.replace(" - ", " + "));
+
+    // Stopped gracefully, the store tells the rest: one delivery, one job, two attempts.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(second.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let output = second.wait_with_output().await.unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let store = SqliteStore::open(&data).unwrap();
+    let jobs = store.jobs(&JobFilter::default()).await.unwrap();
+    assert_eq!(jobs.len(), 1, "{jobs:#?}");
+    assert_eq!(jobs[0].state, JobState::Succeeded, "{:?}", jobs[0].error);
+    assert_eq!(jobs[0].attempts, 2);
+    let delivery = store
+        .delivery(&DeliveryId("delivery-restart-1".to_owned()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(delivery.processed_at.is_some(), "{delivery:?}");
+    let events = store.events(jobs[0].id).await.unwrap();
+    assert!(events.iter().any(|e| e.kind == "interrupted"), "{events:#?}");
+    assert_eq!(pitcrew_tests::docker::containers_of(&sandbox).unwrap().trim(), "");
+    model.assert_script_consumed();
+}
+
+/// `docker ARGS`' standard output, trimmed.
+fn docker(args: &[&str]) -> String {
+    let output = Command::new("docker").args(args).output().unwrap();
+    assert!(output.status.success(), "docker {args:?}: {}", text(&output.stderr));
+    text(&output.stdout).trim().to_owned()
+}
+
+/// Starts `pitcrew serve --config CONFIG --listen 127.0.0.1:PORT` in `dir`; returns it once it
+/// says it listens, with its URL and its log so far. Its log goes on being read (and dropped) in the background.
+async fn serve(dir: &PathBuf, config: &std::path::Path) -> (tokio::process::Child, String, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_pitcrew"));
+    command
+        .args(["--config", config.to_str().unwrap(), "serve", "--listen", &listen])
+        .current_dir(dir)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for name in ["PATH", "HOME", "DOCKER_HOST"] {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    let mut child = command.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = String::new();
+    loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line()).await {
+            Ok(Ok(Some(line))) => {
+                let ready = line.contains("pitcrew serve is listening");
+                log.push_str(&line);
+                log.push('\n');
+                if ready {
+                    break;
+                }
+            }
+            other => panic!("pitcrew serve did not start ({other:?}):\n{log}"),
+        }
+    }
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, format!("http://{listen}"), log)
+}

@@ -11,22 +11,27 @@ use std::process::Command;
 use std::time::Duration;
 
 use pitcrew::config::{Config, LoadOptions};
-use pitcrew::jobs::{JobFilter, JobState};
+use pitcrew::jobs::{EndOutcome, Job, JobEnd, JobFilter, JobId, JobState};
 use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew::server::signature::sign;
 use pitcrew_tests::fake_github::openapi::fixtures_root;
 use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, ReactionTarget, Repo};
 use pitcrew_tests::git_server::GitServer;
-use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel, Turn};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use tokio::sync::broadcast;
 
 const REPO: &str = "acme/calc";
 const PR: u64 = 7;
 const SECRET: &str = "the fix test's webhook secret";
 const WAIT: Duration = Duration::from_secs(120);
+/// The pull request's head in the fork scenario.
+const FORK: &str = "bob/calc";
+/// What the live progress comment says until the job ends.
+const LIVE: &str = "this comment updates as I go";
 
 const CALC: &str = "add() {\n    echo $(($1 - $2))\n}\n";
 const TESTS: &str = r#"#!/bin/sh
@@ -104,18 +109,40 @@ fn fixing_script() -> Script {
         .turn(Reply::text("`add` subtracted its arguments; it adds them now and both tests pass.").usage(1_600, 30))
 }
 
+/// What differs between scenarios: the repository's configuration file and where the pull
+/// request's head lives.
+struct Options {
+    repo_config: String,
+    /// The head is in the fork [`FORK`], which does not allow maintainer edits.
+    fork: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            repo_config: REPO_CONFIG.to_owned(),
+            fork: false,
+        }
+    }
+}
+
 struct World {
     github: FakeGithub,
     git: GitServer,
     model: ScriptedModel,
-    _data: TempDir,
+    data: TempDir,
     server: RunningServer,
+    ends: broadcast::Receiver<JobEnd>,
     base_sha: String,
     head_sha: String,
 }
 
 impl World {
     async fn start(image: &str, script: Script) -> World {
+        World::start_with(image, script, Options::default()).await
+    }
+
+    async fn start_with(image: &str, script: Script, options: Options) -> World {
         let github = FakeGithub::start();
         let git_server = GitServer::start_with(github.token_check());
         let base_sha = git_server
@@ -124,53 +151,57 @@ impl World {
                 &[
                     ("calc.sh", CALC),
                     ("run-tests.sh", TESTS),
-                    (".github/pitcrew.toml", REPO_CONFIG),
+                    (".github/pitcrew.toml", &options.repo_config),
                 ],
             )
             .unwrap();
-        let head_sha = git_server
-            .create_pull_head(REPO, PR, "main", &[("README.md", "calc: shell arithmetic\n")], "docs")
-            .unwrap();
-        // The pull request's branch, as a same-repository pull request has it.
-        git(
-            &git_server.repo_path(REPO),
-            &["update-ref", "refs/heads/docs", &head_sha],
-        );
+        let base = git_server.repo_path(REPO);
+        let pull = Issue::pull_request(PR, "Document calc", ("docs", ""), ("main", &base_sha)).user("bob");
+        let (head_sha, pull) = if options.fork {
+            let fork = git_server.repo_path(FORK);
+            git(&base, &["clone", "-q", "--bare", ".", fork.to_str().unwrap()]);
+            let head = git_server
+                .commit(FORK, "docs", &[("README.md", "calc: shell arithmetic\n")], "docs")
+                .unwrap();
+            // What GitHub does for every pull request: the head, mirrored into the base repository.
+            git(
+                &fork,
+                &[
+                    "push",
+                    "-q",
+                    base.to_str().unwrap(),
+                    &format!("refs/heads/docs:refs/pull/{PR}/head"),
+                ],
+            );
+            let pull = pull.from_fork(FORK, &git_server.url(FORK)).maintainer_can_modify(false);
+            (head, pull)
+        } else {
+            let head = git_server
+                .create_pull_head(REPO, PR, "main", &[("README.md", "calc: shell arithmetic\n")], "docs")
+                .unwrap();
+            // The pull request's branch, as a same-repository pull request has it.
+            git(&base, &["update-ref", "refs/heads/docs", &head]);
+            (head, pull)
+        };
+        let mut pull = pull;
+        if let Some(info) = &mut pull.pull {
+            info.head.sha.clone_from(&head_sha);
+        }
         github.add_repo(
             Repo::new(REPO)
                 .default_branch("main")
                 .clone_url(&git_server.url(REPO))
                 .git_dir(git_server.repo_path(REPO)),
         );
-        github.add_issue(
-            REPO,
-            Issue::pull_request(PR, "Document calc", ("docs", &head_sha), ("main", &base_sha)).user("bob"),
-        );
+        github.add_issue(REPO, pull);
         github.set_permission(REPO, "alice", Permission::Write);
 
         let model = ScriptedModel::start(script);
         let data = TempDir::new().unwrap();
-        let overrides = vec![
-            "model.name=gpt-4o".to_owned(),
-            format!("model.base_url={}", model.openai_base_url()),
-            "model.max_retries=0".to_owned(),
-            format!("github.api_url={}", github.url()),
-            format!("github.app_id={}", github.app_id()),
-            format!(
-                "github.private_key_path={}",
-                FakeGithub::test_private_key_path().display()
-            ),
-            format!("github.webhook_secret={SECRET}"),
-            format!("github.bot_name={}", github.bot_login()),
-            format!("server.data_dir={}", data.path().display()),
-            "sandbox.backend=docker".to_owned(),
-            format!("sandbox.image={image}"),
-            "sandbox.memory=256MiB".to_owned(),
-        ];
         let config = Config::load(LoadOptions {
             config_path: None,
             env: &BTreeMap::new(),
-            overrides: &overrides,
+            overrides: &overrides(&github, &model, data.path(), image),
         })
         .unwrap();
         let server = pitcrew::serve::start(
@@ -182,12 +213,14 @@ impl World {
         )
         .await
         .unwrap();
+        let ends = server.pool().subscribe();
         World {
             github,
             git: git_server,
             model,
-            _data: data,
+            data,
             server,
+            ends,
             base_sha,
             head_sha,
         }
@@ -200,11 +233,7 @@ impl World {
             fixtures_root().join("webhooks/issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json");
         let recording: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let mut payload = recording["payload"].clone();
-        payload["repository"]["full_name"] = json!(REPO);
-        payload["repository"]["name"] = json!("calc");
-        payload["repository"]["owner"]["login"] = json!("acme");
-        payload["repository"]["clone_url"] = json!(self.git.url(REPO));
-        payload["repository"]["default_branch"] = json!("main");
+        self.point_at_repo(&mut payload);
         payload["issue"]["number"] = json!(PR);
         payload["comment"]["id"] = json!(id);
         payload["comment"]["body"] = json!(body);
@@ -212,11 +241,38 @@ impl World {
         payload["comment"]["user"]["id"] = json!(4242);
         payload["comment"]["author_association"] = json!("COLLABORATOR");
         payload["sender"]["login"] = json!(login);
+        self.deliver("issue_comment", delivery, &payload).await;
+        id
+    }
+
+    /// `login` assigns issue `number` to the bot (GitHub's recorded `issues.assigned` payload).
+    async fn assign_to_bot(&self, delivery: &str, login: &str, number: u64, title: &str, body: &str) {
+        let path = fixtures_root().join("webhooks/issues/assigned.with-installation.payload.json");
+        let mut payload: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        self.point_at_repo(&mut payload);
+        payload["issue"]["number"] = json!(number);
+        payload["issue"]["title"] = json!(title);
+        payload["issue"]["body"] = json!(body);
+        payload["assignee"]["login"] = json!(self.github.bot_login());
+        payload["sender"]["login"] = json!(login);
+        payload["sender"]["id"] = json!(4242);
+        self.deliver("issues", delivery, &payload).await;
+    }
+
+    fn point_at_repo(&self, payload: &mut Value) {
+        payload["repository"]["full_name"] = json!(REPO);
+        payload["repository"]["name"] = json!("calc");
+        payload["repository"]["owner"]["login"] = json!("acme");
+        payload["repository"]["clone_url"] = json!(self.git.url(REPO));
+        payload["repository"]["default_branch"] = json!("main");
         payload["installation"] = json!({ "id": self.github.installation_id() });
-        let body = serde_json::to_vec(&payload).unwrap();
+    }
+
+    async fn deliver(&self, event: &str, delivery: &str, payload: &Value) {
+        let body = serde_json::to_vec(payload).unwrap();
         let response = reqwest::Client::new()
             .post(format!("{}/webhook", self.server.url()))
-            .header("X-GitHub-Event", "issue_comment")
+            .header("X-GitHub-Event", event)
             .header("X-GitHub-Delivery", delivery)
             .header("X-Hub-Signature-256", sign(&SecretString::from(SECRET), &body))
             .header("content-type", "application/json")
@@ -225,12 +281,21 @@ impl World {
             .await
             .unwrap();
         assert_eq!(response.status().as_u16(), 202);
-        id
+    }
+
+    /// Waits for the next job to end; returns it as the store has it.
+    async fn job_end(&mut self) -> Job {
+        let end = tokio::time::timeout(WAIT, self.ends.recv())
+            .await
+            .expect("no job ended in time")
+            .unwrap();
+        assert!(matches!(end.outcome, EndOutcome::Finished(_)), "{end:?}");
+        self.server.store().job(end.job).await.unwrap().unwrap()
     }
 
     /// Waits until the job has reported its end (check run completed, progress comment final);
     /// returns the check run.
-    async fn finished(&self) -> pitcrew_tests::fake_github::CheckRun {
+    async fn finished(&self, number: u64) -> pitcrew_tests::fake_github::CheckRun {
         let bot = self.github.bot_login();
         let done = self
             .github
@@ -239,10 +304,9 @@ impl World {
                     .check_runs_named(REPO, "pitcrew")
                     .iter()
                     .any(|run| run.status == "completed");
-                let final_comment = state
-                    .comments_on(REPO, PR)
-                    .iter()
-                    .any(|c| c.user == bot && !c.body.contains("this comment updates as I go"));
+                let final_comment = state.comments_on(REPO, number).iter().any(|c| {
+                    c.user == bot && c.edits.first().is_some_and(|first| first.contains(LIVE)) && !c.body.contains(LIVE)
+                });
                 completed && final_comment
             })
             .await;
@@ -250,20 +314,68 @@ impl World {
         assert!(
             done,
             "the job never finished: {runs:#?}\nbot comments: {:#?}",
-            self.bot_comments()
+            self.bot_comments_on(number)
         );
         runs.into_iter().find(|run| run.name == "pitcrew").unwrap()
     }
 
+    /// The names of the sandbox containers left of `job`: the server names them after its
+    /// instance (`data_dir/instance`) and the job.
+    fn containers_of(&self, job: JobId) -> String {
+        let instance = std::fs::read_to_string(self.data.path().join("instance")).unwrap();
+        let containers = pitcrew_tests::docker::containers_of(&format!("{}-{job}", instance.trim())).unwrap();
+        containers.trim().to_owned()
+    }
+
     fn bot_comments(&self) -> Vec<String> {
+        self.bot_comments_on(PR)
+    }
+
+    fn bot_comments_on(&self, number: u64) -> Vec<String> {
         let bot = self.github.bot_login();
         self.github
-            .comments_on(REPO, PR)
+            .comments_on(REPO, number)
             .into_iter()
             .filter(|c| c.user == bot)
             .map(|c| c.body)
             .collect()
     }
+
+    /// The bot's progress comment on `number` (the one it edits as it goes).
+    fn progress_comment(&self, number: u64) -> String {
+        let bot = self.github.bot_login();
+        self.github
+            .comments_on(REPO, number)
+            .into_iter()
+            .find(|c| c.user == bot && c.edits.first().is_some_and(|first| first.contains(LIVE)))
+            .map(|c| c.body)
+            .unwrap_or_else(|| panic!("no progress comment: {:#?}", self.bot_comments_on(number)))
+    }
+}
+
+/// The configuration `pitcrew serve` gets in these tests: everything pointed at the fakes.
+fn overrides(github: &FakeGithub, model: &ScriptedModel, data: &Path, image: &str) -> Vec<String> {
+    vec![
+        "model.name=gpt-4o".to_owned(),
+        format!("model.base_url={}", model.openai_base_url()),
+        "model.max_retries=0".to_owned(),
+        format!("github.api_url={}", github.url()),
+        format!("github.app_id={}", github.app_id()),
+        format!(
+            "github.private_key_path={}",
+            FakeGithub::test_private_key_path().display()
+        ),
+        format!("github.webhook_secret={SECRET}"),
+        format!("github.bot_name={}", github.bot_login()),
+        format!("server.data_dir={}", data.display()),
+        "sandbox.backend=docker".to_owned(),
+        format!("sandbox.image={image}"),
+        "sandbox.memory=256MiB".to_owned(),
+    ]
+}
+
+fn summary_of(run: &pitcrew_tests::fake_github::CheckRun) -> String {
+    run.output["summary"].as_str().unwrap_or_default().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -276,7 +388,7 @@ async fn a_fix_comment_on_a_pull_request_ends_in_a_tested_commit_on_its_branch()
         .comment("delivery-fix-1", "alice", "@agent fix the failing add test")
         .await;
 
-    let run = world.finished().await;
+    let run = world.finished(PR).await;
     assert_eq!(run.head_sha, world.head_sha);
     assert_eq!(run.status_history().first().map(String::as_str), Some("in_progress"));
     assert_eq!(run.status_history().last().map(String::as_str), Some("completed"));
@@ -331,4 +443,354 @@ async fn a_fix_comment_on_a_pull_request_ends_in_a_tested_commit_on_its_branch()
     assert_eq!(jobs[0].state, JobState::Succeeded, "{:?}", jobs[0].error);
     world.model.assert_script_consumed();
     world.github.assert_no_violations();
+}
+
+/// Turns that "fix" `adds_two_numbers` by breaking `adds_zero`, and say so.
+fn regressing_script() -> Script {
+    Script::new()
+        .turn(
+            Reply::new()
+                .tool_call("read_file", json!({"path": "calc.sh"}))
+                .usage(1_000, 50),
+        )
+        .turn(
+            Reply::new()
+                .tool_call(
+                    "edit_file",
+                    json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "5"}),
+                )
+                .usage(1_200, 40),
+        )
+        .turn(
+            Reply::text("`add` returns 5 now. Left to do: `adds_zero` fails, `add` must really add.").usage(1_300, 30),
+        )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_that_breaks_a_passing_test_is_kept_on_a_partial_branch_and_not_pushed() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let mut world = World::start(image, regressing_script()).await;
+    world
+        .comment("delivery-regress-1", "alice", "@agent fix the failing add test")
+        .await;
+    let job = world.job_end().await;
+    let run = world.finished(PR).await;
+
+    // Nothing reached the pull request's branch.
+    assert_eq!(
+        world.git.rev_parse(REPO, "refs/heads/docs").as_deref(),
+        Some(world.head_sha.as_str())
+    );
+    // The work is on the partial branch, on top of the head the job started from.
+    let partial = format!("pitcrew/partial-{}", job.id);
+    let saved = world
+        .git
+        .rev_parse(REPO, &format!("refs/heads/{partial}"))
+        .unwrap_or_else(|| panic!("no {partial} in the repository"));
+    let bare = world.git.repo_path(REPO);
+    assert_eq!(git(&bare, &["rev-parse", &format!("{saved}^")]), world.head_sha);
+    assert_eq!(
+        git(&bare, &["show", &format!("{saved}:calc.sh")]),
+        "add() {\n    echo 5\n}"
+    );
+
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{run:#?}");
+    let summary = summary_of(&run);
+    assert!(summary.contains("| Before | 1 | 1 | 0 |"), "{summary}");
+    assert!(summary.contains("| After | 1 | 1 | 0 |"), "{summary}");
+    assert!(summary.contains("**Newly failing (1):** `adds_zero`"), "{summary}");
+    assert!(summary.contains("**Fixed (1):** `adds_two_numbers`"), "{summary}");
+
+    let comment = world.progress_comment(PR);
+    assert!(comment.contains("Not pushed"), "{comment}");
+    assert!(comment.contains(&partial), "{comment}");
+    // The model's own account of what is left.
+    assert!(comment.contains("`add` must really add"), "{comment}");
+
+    assert_eq!(job.state, JobState::Failed, "{job:?}");
+    world.model.assert_script_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fork_without_maintainer_edits_gets_a_patch_that_applies() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let options = Options {
+        fork: true,
+        ..Options::default()
+    };
+    let mut world = World::start_with(image, fixing_script(), options).await;
+    world
+        .comment("delivery-fork-1", "alice", "@agent fix the failing add test")
+        .await;
+    let job = world.job_end().await;
+    let run = world.finished(PR).await;
+
+    // The fork's branch is untouched: the bot may not push there.
+    assert_eq!(
+        world.git.rev_parse(FORK, "refs/heads/docs").as_deref(),
+        Some(world.head_sha.as_str())
+    );
+    assert_eq!(run.conclusion.as_deref(), Some("action_required"), "{run:#?}");
+    assert_eq!(job.state, JobState::Succeeded, "{job:?}");
+
+    // The patch in the comment applies to the fork's head and makes the fix.
+    let comment = world.progress_comment(PR);
+    let patch = fenced_block(&comment, "diff").unwrap_or_else(|| panic!("no patch in {comment}"));
+    let checkout = TempDir::new().unwrap();
+    let work = checkout.path().join("calc");
+    git(
+        checkout.path(),
+        &[
+            "clone",
+            "-q",
+            world.git.repo_path(FORK).to_str().unwrap(),
+            work.to_str().unwrap(),
+        ],
+    );
+    git(&work, &["checkout", "-q", "docs"]);
+    std::fs::write(work.join("pitcrew.patch"), format!("{patch}\n")).unwrap();
+    git(&work, &["apply", "--check", "pitcrew.patch"]);
+    git(&work, &["apply", "pitcrew.patch"]);
+    std::fs::remove_file(work.join("pitcrew.patch")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(work.join("calc.sh")).unwrap(),
+        CALC.replace(" - ", " + ")
+    );
+    assert_eq!(git(&work, &["status", "--porcelain"]), "M calc.sh");
+    world.model.assert_script_consumed();
+}
+
+/// The body of the first ```` ```lang ```` block of `text` (longer fences too).
+fn fenced_block(text: &str, lang: &str) -> Option<String> {
+    let mut lines = text.lines();
+    let fence = loop {
+        let line = lines.next()?;
+        let trimmed = line.trim_start();
+        let ticks = trimmed.chars().take_while(|c| *c == '`').count();
+        if ticks >= 3 && trimmed[ticks..].trim() == lang {
+            break "`".repeat(ticks);
+        }
+    };
+    let body: Vec<&str> = lines.take_while(|line| line.trim() != fence).collect();
+    Some(body.join("\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_issue_assigned_to_the_bot_ends_in_a_branch_and_a_pull_request_that_closes_it() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    const ISSUE: u64 = 8;
+    let mut world = World::start(image, fixing_script()).await;
+    world.github.add_issue(
+        REPO,
+        Issue::new(ISSUE, "add subtracts")
+            .body("`add 2 3` prints -1.")
+            .user("carol"),
+    );
+    world
+        .assign_to_bot(
+            "delivery-assign-1",
+            "alice",
+            ISSUE,
+            "add subtracts",
+            "`add 2 3` prints -1.",
+        )
+        .await;
+    let job = world.job_end().await;
+    let run = world.finished(ISSUE).await;
+    assert_eq!(job.state, JobState::Succeeded, "{job:?}");
+    assert_eq!(run.conclusion.as_deref(), Some("success"), "{run:#?}");
+    assert_eq!(run.head_sha, world.base_sha);
+
+    // The branch, off the default branch, holding the fix.
+    let branch = format!("pitcrew/issue-{ISSUE}-add-subtracts");
+    let pushed = world
+        .git
+        .rev_parse(REPO, &format!("refs/heads/{branch}"))
+        .unwrap_or_else(|| panic!("no {branch}"));
+    let bare = world.git.repo_path(REPO);
+    assert_eq!(git(&bare, &["rev-parse", &format!("{pushed}^")]), world.base_sha);
+    assert_eq!(
+        git(&bare, &["show", &format!("{pushed}:calc.sh")]),
+        CALC.replace(" - ", " + ").trim()
+    );
+    assert_eq!(
+        world.git.rev_parse(REPO, "refs/heads/main").as_deref(),
+        Some(world.base_sha.as_str())
+    );
+
+    // The pull request, opened through the API, closes the issue.
+    let created = world.github.requests_to("pulls/create");
+    assert_eq!(created.len(), 1, "{created:#?}");
+    let request = &created[0].body;
+    assert_eq!(request["head"], json!(branch));
+    assert_eq!(request["base"], json!("main"));
+    let body = request["body"].as_str().unwrap_or_default();
+    assert!(body.contains(&format!("Closes #{ISSUE}")), "{body}");
+    let number = created[0].response["number"].as_u64().unwrap();
+    let comment = world.progress_comment(ISSUE);
+    assert!(comment.contains(&format!("#{number}")), "{comment}");
+    world.model.assert_script_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_invalid_repository_configuration_is_reported_and_nothing_runs() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let options = Options {
+        repo_config: "[agent]\ntest_command = \"sh run-tests.sh\"\nmax_stpes = 3\n".to_owned(),
+        ..Options::default()
+    };
+    let mut world = World::start_with(image, Script::new(), options).await;
+    world
+        .comment("delivery-config-1", "alice", "@agent fix the failing add test")
+        .await;
+    let job = world.job_end().await;
+
+    assert_eq!(job.state, JobState::Failed, "{job:?}");
+    let error = job.error.unwrap_or_default();
+    assert!(
+        error.contains(".github/pitcrew.toml") && error.contains("invalid"),
+        "{error}"
+    );
+    let comments = world.bot_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    let comment = &comments[0];
+    assert!(comment.contains(".github/pitcrew.toml"), "{comment}");
+    assert!(comment.contains("line 3") || comment.contains(":3"), "{comment}");
+    assert!(comment.contains("max_stpes"), "{comment}");
+    assert!(world.github.check_runs().is_empty(), "{:#?}", world.github.check_runs());
+    assert!(world.model.requests().is_empty(), "the model was asked");
+    assert!(world.git.requests().is_empty(), "the repository was fetched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stop_while_the_agent_works_cancels_the_job_and_removes_its_container() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let script = Script::new()
+        .turn(
+            Reply::new()
+                .tool_call("update_plan", plan(["in_progress", "pending"]))
+                .usage(1_000, 50),
+        )
+        // A model that takes its time: the stop must not wait for it.
+        .turn(
+            Reply::text("Still thinking about it, word by word, slowly.")
+                .usage(1_100, 20)
+                .chunk_delay(Duration::from_secs(30)),
+        );
+    let mut world = World::start(image, script).await;
+    world
+        .comment("delivery-stop-1", "alice", "@agent fix the failing add test")
+        .await;
+    // The agent runs once its plan shows in the progress comment.
+    let bot = world.github.bot_login();
+    let planned = world
+        .github
+        .wait_until(WAIT, |state| {
+            state
+                .comments_on(REPO, PR)
+                .iter()
+                .any(|c| c.user == bot && c.body.contains(LIVE) && c.body.contains("Fix add"))
+        })
+        .await;
+    assert!(planned, "the plan never showed: {:#?}", world.bot_comments());
+    let started = std::time::Instant::now();
+    world.comment("delivery-stop-2", "alice", "@agent stop").await;
+    let job = world.job_end().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the stop waited for the model"
+    );
+    let run = world.finished(PR).await;
+
+    assert_eq!(job.state, JobState::Cancelled, "{job:?}");
+    assert_eq!(run.conclusion.as_deref(), Some("cancelled"), "{run:#?}");
+    let comment = world.progress_comment(PR);
+    assert!(comment.contains("Stopped, as @alice asked."), "{comment}");
+    assert_eq!(
+        world.git.rev_parse(REPO, "refs/heads/docs").as_deref(),
+        Some(world.head_sha.as_str())
+    );
+    let containers = world.containers_of(job.id);
+    assert!(containers.is_empty(), "containers left: {containers}");
+}
+
+/// The job with a model that answers `turn` to its first request: it must fail visibly, in words
+/// that name the provider's problem (`expected`), with nothing pushed.
+async fn model_failure(turn: Turn, expected: &str) {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let mut world = World::start(image, Script::new().turn(turn)).await;
+    world
+        .comment("delivery-model-1", "alice", "@agent fix the failing add test")
+        .await;
+    let job = world.job_end().await;
+    let run = world.finished(PR).await;
+
+    assert_eq!(job.state, JobState::Failed, "{job:?}");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{run:#?}");
+    let comment = world.progress_comment(PR);
+    assert!(
+        comment.contains("Failed: the model provider returned an error"),
+        "{comment}"
+    );
+    assert!(comment.contains(expected), "{comment}");
+    assert!(summary_of(&run).contains(expected), "{run:#?}");
+    assert_eq!(
+        world.git.rev_parse(REPO, "refs/heads/docs").as_deref(),
+        Some(world.head_sha.as_str())
+    );
+    assert_eq!(world.bot_comments().len(), 1, "{:#?}", world.bot_comments());
+    world.model.assert_script_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_model_provider_that_refuses_the_key_is_reported_in_plain_words() {
+    model_failure(Turn::unauthorized(), "rejected the credentials (401)").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_model_provider_failing_beyond_its_retries_is_reported_in_plain_words() {
+    // `model.max_retries=0`: the first server error is already one too many.
+    model_failure(Turn::server_error(500), "(500)").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sandbox_that_cannot_start_is_reported_on_the_check_run_and_the_comment() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let options = Options {
+        repo_config: format!("{REPO_CONFIG}[sandbox]\nsetup = \"echo no toolchain here >&2; exit 3\"\n"),
+        ..Options::default()
+    };
+    let mut world = World::start_with(image, Script::new(), options).await;
+    world
+        .comment("delivery-sandbox-1", "alice", "@agent fix the failing add test")
+        .await;
+    let job = world.job_end().await;
+    let run = world.finished(PR).await;
+
+    assert_eq!(job.state, JobState::Failed, "{job:?}");
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{run:#?}");
+    let summary = summary_of(&run);
+    assert!(summary.contains("setup script failed"), "{summary}");
+    // One comment, the progress comment, now saying what failed.
+    let comments = world.bot_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(comments[0].contains("setup script failed"), "{}", comments[0]);
+    assert!(comments[0].contains("no toolchain here"), "{}", comments[0]);
+    assert!(world.model.requests().is_empty(), "the model was asked");
+    let containers = world.containers_of(job.id);
+    assert!(containers.is_empty(), "containers left: {containers}");
 }

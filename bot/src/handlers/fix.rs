@@ -15,7 +15,8 @@ use crate::agent::Outcome;
 use crate::agent::events::EventSink;
 use crate::config::repo::EffectiveSettings;
 use crate::github::{
-    CheckRunOutput, CheckStatus, CommentId, CommitSha, IssueNumber, NewCheckRun, NewPull, PullRequest,
+    CheckConclusion, CheckRunOutput, CheckStatus, CommentId, CommitSha, Issue, IssueNumber, NewCheckRun, NewPull,
+    PullRequest,
 };
 use crate::jobs::Finish;
 use crate::prompts::Template;
@@ -24,6 +25,7 @@ use crate::triggers::ReplyTarget;
 use crate::workspace::deliver::{self, Delivery, PullHead};
 use crate::workspace::diff::file_stats;
 use crate::workspace::mirror::{RemoteRepo, Target};
+use crate::workspace::pool::Lease;
 use crate::workspace::push::Oid;
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
@@ -46,7 +48,17 @@ pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerErr
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
     let targets = start_reporting(env, &pull.head.sha).await?;
+    let result = fix_pull_request(env, &settings, &targets, &pull).await;
+    closed_out(env, &targets, result).await
+}
 
+/// Everything after the reports exist: the work, the delivery and the final report.
+async fn fix_pull_request(
+    env: &JobEnv,
+    settings: &EffectiveSettings,
+    targets: &Targets,
+    pull: &PullRequest,
+) -> Result<(Finish, Spent), HandlerError> {
     let token = env.services.github.installation_token(env.installation).await?;
     let remote = RemoteRepo {
         url: clone_url(&env.request.repo.clone_url)?,
@@ -65,9 +77,9 @@ pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerErr
         .await?;
     let start = lease.repo().head()?;
 
-    let context = pull_request_context(env, &pull);
+    let context = pull_request_context(env, pull);
     let root = lease.path().to_owned();
-    let work = work(env, &settings, &targets, &root, context).await;
+    let work = work(env, settings, targets, &root, context).await;
     let (outcome, tests) = match work {
         Ok(done) => done,
         Err(error) => {
@@ -132,7 +144,7 @@ pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerErr
         }
     };
     lease.release().await;
-    finish(env, &targets, end, outcome, changed, tests, &settings).await
+    finish(env, targets, end, outcome, changed, tests, settings).await
 }
 
 /// `@agent fix` on an issue (or an assignment or label): a new branch and a pull request.
@@ -156,7 +168,39 @@ pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         .await?;
     let start = lease.repo().head()?;
     let targets = start_reporting(env, &CommitSha(start.to_string())).await?;
+    let checkout = Checkout {
+        lease,
+        start,
+        remote,
+        token,
+    };
+    let result = fix_issue(env, &settings, &targets, &issue, checkout).await;
+    closed_out(env, &targets, result).await
+}
 
+/// An issue job's working copy (leased at the default branch's head `start`) and how to push.
+struct Checkout {
+    lease: Lease,
+    start: Oid,
+    remote: RemoteRepo,
+    token: secrecy::SecretString,
+}
+
+/// Everything after the reports exist: the work, the branch, the pull request and the final report.
+async fn fix_issue(
+    env: &JobEnv,
+    settings: &EffectiveSettings,
+    targets: &Targets,
+    issue: &Issue,
+    checkout: Checkout,
+) -> Result<(Finish, Spent), HandlerError> {
+    let Checkout {
+        lease,
+        start,
+        remote,
+        token,
+    } = checkout;
+    let default_branch = env.request.repo.default_branch.clone();
     let context = format!(
         "GitHub issue #{} in {}: \"{}\", opened by @{}. Asked by @{}. Your change goes to a new branch off \
          `{default_branch}` and a pull request that closes the issue.\n\nThe issue says:\n\n{}",
@@ -168,7 +212,7 @@ pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         quote(&issue.body)
     );
     let root = lease.path().to_owned();
-    let work = work(env, &settings, &targets, &root, context).await;
+    let work = work(env, settings, targets, &root, context).await;
     let (outcome, tests) = match work {
         Ok(done) => done,
         Err(error) => {
@@ -219,7 +263,7 @@ pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         }
     };
     lease.release().await;
-    finish(env, &targets, end, outcome, changed, tests, &settings).await
+    finish(env, targets, end, outcome, changed, tests, settings).await
 }
 
 /// The tests before, the agent, the tests after — in the sandbox over the lease's copy.
@@ -235,7 +279,7 @@ async fn work(
     let session = JobSession::start(
         env.config(),
         settings,
-        &job_id,
+        &env.sandbox_id(),
         root,
         &run_dir,
         env.control.token().clone(),
@@ -289,6 +333,75 @@ async fn work(
     };
     session.stop().await;
     Ok((outcome, (before, after)))
+}
+
+/// The job's result once its check run and progress comment exist: an error is said there too (the
+/// check run concluded `failure`, the comment in plain words), so that neither is left saying "in
+/// progress", and the job ends with the same words.
+async fn closed_out(
+    env: &JobEnv,
+    targets: &Targets,
+    result: Result<(Finish, Spent), HandlerError>,
+) -> Result<(Finish, Spent), HandlerError> {
+    let error = match result {
+        Ok(done) => return Ok(done),
+        Err(HandlerError::Reported(words)) => return Err(HandlerError::Reported(words)),
+        Err(error) => error,
+    };
+    let reference = format!("job-{}", env.job.id);
+    tracing::error!(job = %env.job.id, %error, "job failed");
+    // Sandbox and provider errors name what failed without secrets; anything else is only
+    // summarised on GitHub, with the details in the log under the reference.
+    let (cause, detail) = match &error {
+        HandlerError::Sandbox(e) => (StopCause::Sandbox { message: e.to_string() }, None),
+        HandlerError::Model(e) => (StopCause::ModelProvider { message: e.to_string() }, None),
+        HandlerError::Github(e) => (
+            StopCause::Internal {
+                reference: reference.clone(),
+            },
+            Some(format!("GitHub answered with an error: {e}")),
+        ),
+        HandlerError::Workspace(e) => (
+            StopCause::Internal {
+                reference: reference.clone(),
+            },
+            Some(format!("git failed: {e}")),
+        ),
+        HandlerError::Prompt(_) => (
+            StopCause::Internal {
+                reference: reference.clone(),
+            },
+            Some("The prompt templates are broken; the people who run pitcrew must fix them.".to_owned()),
+        ),
+        HandlerError::Other(text) | HandlerError::Reported(text) => (
+            StopCause::Internal {
+                reference: reference.clone(),
+            },
+            Some(text.clone()),
+        ),
+    };
+    let result = JobResult {
+        job: targets.info.clone(),
+        end: JobEnd::Stopped { cause, saved: None },
+        summary: String::new(),
+        plan: Default::default(),
+        changed_files: Vec::new(),
+        tests: None,
+        stats: RunStats::default(),
+    };
+    let trigger = env.config().agent.trigger.clone();
+    let mut output = report::check_run::completed(&result, &[], &trigger);
+    let mut comment = report::progress::finished(&result, &trigger);
+    let mut words = report::headline(&result.end);
+    if let Some(detail) = detail {
+        let detail = report::markdown::prose(&detail);
+        output.summary.push_str(&format!("\n\n{detail}"));
+        comment.push_str(&format!("\n\n{detail}"));
+        words = format!("{words}: {detail}");
+    }
+    targets.complete(CheckConclusion::Failure, output, &comment).await;
+    let _ = env.control.event("finished", json!({ "headline": words })).await;
+    Err(HandlerError::Reported(words))
 }
 
 /// Creates the check run and the progress comment; returns what the job keeps up to date.
@@ -466,7 +579,7 @@ async fn finish(
             saved,
         } => JobEnd::Stopped {
             cause: StopCause::Cancelled {
-                by: cancelled_by.clone(),
+                by: cancelled_by.as_deref().map(stopper),
             },
             saved,
         },
@@ -509,6 +622,17 @@ async fn finish(
         _ => Finish::Succeeded(json!({ "headline": words, "conclusion": conclusion.kind })),
     };
     Ok((finish, spent))
+}
+
+/// Who stopped the job, from the stop request's reason: the dispatcher writes `stopped by @login`,
+/// and the report wants the login alone (it renders "as @login asked").
+fn stopper(reason: &str) -> String {
+    let reason = reason.trim();
+    reason
+        .strip_prefix("stopped by @")
+        .or_else(|| reason.strip_prefix('@'))
+        .unwrap_or(reason)
+        .to_owned()
 }
 
 fn pull_request_context(env: &JobEnv, pull: &PullRequest) -> String {
@@ -570,5 +694,17 @@ fn test_line(run: &report::TestRun) -> String {
         report::TestRun::NotRun => "not run".into(),
         report::TestRun::NoResults => "no results".into(),
         report::TestRun::Ran(report) => format!("{} passed, {} failed", report.passed, report.failed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stopper;
+
+    #[test]
+    fn the_stopper_is_the_login_the_stop_request_names() {
+        assert_eq!(stopper("stopped by @alice"), "alice");
+        assert_eq!(stopper("@bob"), "bob");
+        assert_eq!(stopper("carol"), "carol");
     }
 }

@@ -34,6 +34,8 @@ use live::{ProgressComment, Targets};
 /// What every job shares: configuration, the GitHub App, the git cache and the model.
 pub struct Services {
     pub config: Config,
+    /// This server among others on one Docker engine (see [`crate::server::app::instance_id`]).
+    pub instance: String,
     pub prompts: Prompts,
     pub github: Arc<AppAuth>,
     pub mirrors: MirrorCache,
@@ -87,6 +89,11 @@ impl JobEnv {
     /// The job's id as reports show it.
     pub fn job_id(&self) -> String {
         self.job.id.to_string()
+    }
+
+    /// The job's sandbox name, unique on the Docker engine: `<instance>-<job>`.
+    pub fn sandbox_id(&self) -> String {
+        format!("{}-{}", self.services.instance, self.job.id)
     }
 
     pub fn config(&self) -> &Config {

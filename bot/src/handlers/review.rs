@@ -281,7 +281,7 @@ pub(super) async fn run_read_only(
     let session = JobSession::start(
         env.config(),
         settings,
-        &job_id,
+        &env.sandbox_id(),
         root,
         &run_dir,
         env.control.token().clone(),

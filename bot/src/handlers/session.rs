@@ -57,11 +57,12 @@ pub struct JobSession {
 
 impl JobSession {
     /// Starts the sandbox over `root` (the job's working copy) with the image, setup script and test
-    /// command of `settings`. `run_dir` receives the trajectory, test logs and large tool outputs.
+    /// command of `settings`, named `sandbox_id` on the engine ([`super::JobEnv::sandbox_id`]).
+    /// `run_dir` receives the trajectory, test logs and large tool outputs.
     pub async fn start(
         config: &Config,
         settings: &EffectiveSettings,
-        job_id: &str,
+        sandbox_id: &str,
         root: &Path,
         run_dir: &Path,
         cancel: CancellationToken,
@@ -89,9 +90,9 @@ impl JobSession {
                     pids_limit: i64::from(config.sandbox.pids_limit),
                     setup: settings.setup.clone(),
                     setup_network: settings.setup_network,
-                    ..DockerSpec::new(job_id, settings.image.clone(), root)
+                    ..DockerSpec::new(sandbox_id, settings.image.clone(), root)
                 };
-                tracing::info!(image = %settings.image, job = job_id, "starting the docker sandbox");
+                tracing::info!(image = %settings.image, sandbox = sandbox_id, "starting the docker sandbox");
                 (
                     Arc::new(docker.start(spec).await?),
                     workspace.with_mount_point(Path::new(CONTAINER_WORKSPACE)),

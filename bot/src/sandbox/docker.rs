@@ -277,6 +277,14 @@ impl DockerSandbox {
         self.reap_where(|job| job.is_none_or(|job| !keep.contains(job))).await
     }
 
+    /// Removes (forcibly) every container of this backend whose job starts with `prefix`: what a
+    /// crashed server whose jobs are named `<prefix><id>` left behind, without touching the
+    /// containers of other servers or local runs on the same engine.
+    pub async fn reap_prefix(&self, prefix: &str) -> Result<usize, SandboxError> {
+        self.reap_where(|job| job.is_some_and(|job| job.starts_with(prefix)))
+            .await
+    }
+
     /// Removes the containers of this backend whose job (label) `orphan` picks.
     async fn reap_where(&self, orphan: impl Fn(Option<&str>) -> bool) -> Result<usize, SandboxError> {
         let filters = HashMap::from([("label", vec![format!("{LABEL_MANAGED}=true")])]);

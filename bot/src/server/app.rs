@@ -145,7 +145,7 @@ impl Server {
                 cancelled = ?recovery.cancelled, "recovered jobs interrupted by a crash");
         }
         if config.sandbox.backend == SandboxBackend::Docker {
-            reap_orphaned_containers().await;
+            reap_orphaned_containers(&instance_id(&config.server.data_dir)?).await;
         }
 
         let listener = match listener {
@@ -262,11 +262,42 @@ fn open_data_dir(data_dir: PathBuf) -> Result<(Flock<File>, SqliteStore), ServeE
     Ok((lock, store))
 }
 
-/// Removes the sandbox containers a crashed server left behind. This server holds the data
-/// directory and runs nothing yet, so every pitcrew container on the engine is an orphan.
-async fn reap_orphaned_containers() {
+/// The name of this data directory's server among others on one Docker engine: eight hex digits
+/// made at first start and kept in `data_dir/instance`. Job sandboxes are named
+/// `<instance>-<job>`, so servers (and tests) sharing an engine never collide or reap each other.
+pub fn instance_id(data_dir: &std::path::Path) -> Result<String, ServeError> {
+    let path = data_dir.join(INSTANCE_FILE);
+    let io = |source| ServeError::DataDir {
+        path: path.clone(),
+        source,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) if is_instance_id(text.trim()) => return Ok(text.trim().to_owned()),
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(io(error)),
+    }
+    std::fs::create_dir_all(data_dir).map_err(io)?;
+    let id = format!("{:08x}", fastrand::u32(..));
+    // Written whole then renamed: a crash never leaves half an id.
+    let temporary = data_dir.join(format!("{INSTANCE_FILE}.tmp"));
+    std::fs::write(&temporary, format!("{id}\n")).map_err(io)?;
+    std::fs::rename(&temporary, &path).map_err(io)?;
+    Ok(id)
+}
+
+fn is_instance_id(text: &str) -> bool {
+    text.len() == 8 && text.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// The file holding [`instance_id`].
+pub const INSTANCE_FILE: &str = "instance";
+
+/// Removes the sandbox containers a crashed server of this data directory left behind. It holds
+/// the directory and runs nothing yet, so every container of its instance is an orphan.
+async fn reap_orphaned_containers(instance: &str) {
     match crate::sandbox::docker::DockerSandbox::connect().await {
-        Ok(docker) => match docker.reap_orphans(&std::collections::HashSet::new()).await {
+        Ok(docker) => match docker.reap_prefix(&format!("{instance}-")).await {
             Ok(0) => tracing::debug!("no orphaned sandbox containers"),
             Ok(removed) => tracing::warn!(removed, "removed sandbox containers left by a crash"),
             Err(error) => tracing::error!(error = %error, "could not remove orphaned sandbox containers"),
