@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::github::GithubAccess;
 use crate::handlers::{Services, job_handler};
 use crate::jobs::ShutdownReport;
 use crate::llm::Model;
@@ -41,7 +42,7 @@ pub async fn start(config: Config, options: ServeOptions) -> Result<RunningServe
     let services = Arc::new(Services {
         instance,
         prompts: options.prompts.unwrap_or_else(Prompts::embedded),
-        github: github.clone(),
+        github: GithubAccess::App(github.clone()),
         mirrors: MirrorCache::new(&config.server.data_dir),
         pool: pool.clone(),
         model: options.model,
@@ -51,7 +52,7 @@ pub async fn start(config: Config, options: ServeOptions) -> Result<RunningServe
     let running = Server::start(ServerOptions {
         handler: job_handler(services),
         listener: options.listener,
-        github: Some(github),
+        github: Some(GithubAccess::App(github)),
         metrics: Some(metrics),
         config: config.clone(),
     })

@@ -2,9 +2,11 @@
 //!
 //! - `ids`: newtypes for repositories, installations, issues, comments, check runs, commits;
 //! - `app`: the App's key and JWT, installation tokens cached per installation;
+//! - `access`: the App or one token ([`GithubAccess`]), whichever pitcrew runs with;
 //! - `client`: [`GithubClient`], its retries (rate limits, 5xx), errors and call statistics;
 //! - `api`: the typed calls (pulls, issues, comments, reactions, check runs, reviews, contents).
 
+pub mod access;
 pub mod api;
 pub mod app;
 pub mod client;
@@ -15,6 +17,7 @@ pub mod time;
 #[cfg(test)]
 mod tests;
 
+pub use access::GithubAccess;
 pub use api::{
     Annotation, AnnotationLevel, CheckConclusion, CheckRun, CheckRunOutput, CheckRunUpdate, CheckStatus, CreatedPull,
     Issue, IssueComment, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest,

@@ -76,7 +76,7 @@ async fn on_issue(
     targets: &Targets,
 ) -> Result<(Finish, Spent), HandlerError> {
     let issue = env.github.get_issue(&env.repo, IssueNumber(env.request.number)).await?;
-    let token = env.services.github.installation_token(env.installation).await?;
+    let token = env.github.token().await?;
     let remote = RemoteRepo {
         url: super::parse_clone_url(&env.request.repo.clone_url)?,
         full_name: env.repo.to_string(),

@@ -59,7 +59,7 @@ async fn fix_pull_request(
     targets: &Targets,
     pull: &PullRequest,
 ) -> Result<(Finish, Spent), HandlerError> {
-    let token = env.services.github.installation_token(env.installation).await?;
+    let token = env.github.token().await?;
     let remote = RemoteRepo {
         url: clone_url(&env.request.repo.clone_url)?,
         full_name: env.repo.to_string(),
@@ -154,7 +154,7 @@ pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
 
-    let token = env.services.github.installation_token(env.installation).await?;
+    let token = env.github.token().await?;
     let remote = RemoteRepo {
         url: clone_url(&env.request.repo.clone_url)?,
         full_name: env.repo.to_string(),

@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::config::Config;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
 use crate::github::{
-    AppAuth, CheckStatus, CommitSha, GithubClient, GithubError, InstallationId, IssueNumber, NewCheckRun, RepoName,
+    CheckStatus, CommitSha, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, NewCheckRun, RepoName,
 };
 use crate::jobs::{Finish, Job, JobControl, JobHandler};
 use crate::llm::Model;
@@ -37,7 +37,7 @@ pub struct Services {
     /// This server among others on one Docker engine (see [`crate::server::app::instance_id`]).
     pub instance: String,
     pub prompts: Prompts,
-    pub github: Arc<AppAuth>,
+    pub github: GithubAccess,
     pub mirrors: MirrorCache,
     pub pool: WorkspacePool,
     /// Replaces the configured model (tests hand in a scripted one).
@@ -81,7 +81,7 @@ pub struct JobEnv {
     pub control: JobControl,
     pub request: JobRequest,
     pub repo: RepoName,
-    pub installation: InstallationId,
+    pub installation: Option<InstallationId>,
     pub github: GithubClient,
 }
 
@@ -203,7 +203,8 @@ impl Services {
                 );
             }
         };
-        let Some(installation) = request.installation_id.map(InstallationId) else {
+        let installation = request.installation_id.map(InstallationId);
+        let Some(github) = self.github.client(installation) else {
             return (
                 Finish::Failed("the request names no GitHub App installation".into()),
                 session::Spent::default(),
@@ -213,7 +214,6 @@ impl Services {
             Ok(repo) => repo,
             Err(error) => return (Finish::Failed(error.to_string()), session::Spent::default()),
         };
-        let github = self.github.client(installation);
         let env = JobEnv {
             services: self,
             job,

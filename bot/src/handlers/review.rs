@@ -221,7 +221,7 @@ pub(super) fn cap_diff(diff: &str, max: usize) -> String {
 
 /// Fetches the pull request's head into the mirror and leases a working copy of it.
 pub(super) async fn lease_pull_head(env: &JobEnv, pull: &PullRequest) -> Result<Lease, HandlerError> {
-    let token = env.services.github.installation_token(env.installation).await?;
+    let token = env.github.token().await?;
     let remote = RemoteRepo {
         url: super::parse_clone_url(&env.request.repo.clone_url)?,
         full_name: env.repo.to_string(),

@@ -18,7 +18,7 @@ use super::dispatch::{DispatchSettings, Dispatcher};
 use super::metrics::Metrics;
 use super::routes::{ServerState, router};
 use crate::config::{Config, SandboxBackend};
-use crate::github::{AppAuth, AppCredentials, AppKeyError, ClientOptions, GithubError, InstallationId};
+use crate::github::{AppAuth, AppCredentials, AppKeyError, ClientOptions, GithubAccess, GithubError};
 use crate::jobs::{JobHandler, JobStore, PoolConfig, ShutdownReport, SqliteStore, StoreError, WorkerPool, now_ms};
 use crate::triggers::TriggerConfig;
 
@@ -33,7 +33,7 @@ pub struct ServerOptions {
     /// An already bound listener (tests bind port 0); default: bind `[server] listen`.
     pub listener: Option<std::net::TcpListener>,
     /// The GitHub App; default: from `[github] api_url`, `app_id` and `private_key_path`.
-    pub github: Option<Arc<AppAuth>>,
+    pub github: Option<GithubAccess>,
     /// The counters; pass the ones the handler records jobs into. Default: new ones.
     pub metrics: Option<Arc<Metrics>>,
 }
@@ -124,11 +124,11 @@ impl Server {
             .ok_or(ServeError::MissingWebhookSecret)?;
         let github = match github {
             Some(github) => github,
-            None => app_auth(&config)?,
+            None => GithubAccess::App(app_auth(&config)?),
         };
         // Every client of the App shares one connection pool and one set of statistics; any
         // installation's client reaches them.
-        let github_stats = Arc::clone(github.client(InstallationId(0)).stats());
+        let github_stats = github.stats();
         let metrics = metrics.unwrap_or_default();
 
         let data_dir = config.server.data_dir.clone();

@@ -22,7 +22,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::repo::{CommandName, REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
-use crate::github::{AppAuth, CommentId, GithubClient, GithubError, InstallationId, IssueNumber, Reaction, RepoName};
+use crate::github::{
+    CommentId, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, Reaction, RepoName,
+};
 use crate::jobs::{Delivery, DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, WorkerPool, now_ms};
 use crate::report::replies;
 use crate::triggers::{
@@ -82,7 +84,7 @@ impl DispatchSettings {
 struct Ctx {
     store: Arc<dyn JobStore>,
     pool: Arc<WorkerPool>,
-    github: Arc<AppAuth>,
+    github: GithubAccess,
     settings: DispatchSettings,
     /// Each repository's `.github/pitcrew.toml` (its `[triggers]`), read from the default branch
     /// and kept for a minute, so that a burst of deliveries costs one read.
@@ -103,7 +105,7 @@ async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSetting
     if body.is_some_and(|body| !body.contains('@')) {
         return Ok(None);
     }
-    let Some(installation) = event_ctx.installation_id else {
+    let Some(client) = ctx.github.client(event_ctx.installation_id.map(InstallationId)) else {
         return Ok(None);
     };
     let full_name = event_ctx.repo.full_name();
@@ -120,7 +122,6 @@ async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSetting
             let Ok(repo) = RepoName::new(&event_ctx.repo.owner, &event_ctx.repo.name) else {
                 return Ok(None);
             };
-            let client = ctx.github.client(InstallationId(installation));
             let text = match client
                 .get_file(&repo, REPO_CONFIG_PATH, &event_ctx.repo.default_branch)
                 .await
@@ -176,7 +177,7 @@ impl Dispatcher {
     pub fn start(
         store: Arc<dyn JobStore>,
         pool: Arc<WorkerPool>,
-        github: Arc<AppAuth>,
+        github: GithubAccess,
         settings: DispatchSettings,
     ) -> Dispatcher {
         let wake = Arc::new(Notify::new());
@@ -455,7 +456,7 @@ async fn act(
     repo_settings: Option<&TriggerSettings>,
 ) -> Result<(), Retry> {
     let login = request.requested_by.login.clone();
-    let Some(installation) = request.installation_id else {
+    let Some(client) = ctx.github.client(request.installation_id.map(InstallationId)) else {
         tracing::warn!(delivery = %id, "the delivery names no App installation, so pitcrew cannot act on it; dropped");
         return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
     };
@@ -466,7 +467,6 @@ async fn act(
             return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
         }
     };
-    let client = ctx.github.client(InstallationId(installation));
 
     let permitted = match request.permission {
         PermissionGate::Refuse => false,

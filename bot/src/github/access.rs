@@ -1,0 +1,31 @@
+//! How pitcrew reaches GitHub: as a GitHub App (a client per installation, for `pitcrew serve`) or
+//! with one token for everything (the Action's `GITHUB_TOKEN`).
+
+use std::sync::Arc;
+
+use super::{ApiStats, AppAuth, GithubClient, InstallationId};
+
+#[derive(Clone, Debug)]
+pub enum GithubAccess {
+    App(Arc<AppAuth>),
+    Token(GithubClient),
+}
+
+impl GithubAccess {
+    /// The client to act on a delivery with: the installation's for an App (`None` when the
+    /// delivery names no installation: an App cannot act without one), the one client otherwise.
+    pub fn client(&self, installation: Option<InstallationId>) -> Option<GithubClient> {
+        match self {
+            GithubAccess::App(app) => installation.map(|id| app.client(id)),
+            GithubAccess::Token(client) => Some(client.clone()),
+        }
+    }
+
+    /// The call statistics every client of this access shares.
+    pub fn stats(&self) -> Arc<ApiStats> {
+        match self {
+            GithubAccess::App(app) => Arc::clone(app.client(InstallationId(0)).stats()),
+            GithubAccess::Token(client) => Arc::clone(client.stats()),
+        }
+    }
+}
