@@ -8,7 +8,7 @@ use super::{ApiStats, AppAuth, GithubClient, InstallationId};
 #[derive(Clone, Debug)]
 pub enum GithubAccess {
     App(Arc<AppAuth>),
-    Token(GithubClient),
+    Token(Box<GithubClient>),
 }
 
 impl GithubAccess {
@@ -17,7 +17,7 @@ impl GithubAccess {
     pub fn client(&self, installation: Option<InstallationId>) -> Option<GithubClient> {
         match self {
             GithubAccess::App(app) => installation.map(|id| app.client(id)),
-            GithubAccess::Token(client) => Some(client.clone()),
+            GithubAccess::Token(client) => Some(GithubClient::clone(client)),
         }
     }
 

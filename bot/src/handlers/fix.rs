@@ -15,8 +15,7 @@ use crate::agent::Outcome;
 use crate::agent::events::EventSink;
 use crate::config::repo::EffectiveSettings;
 use crate::github::{
-    CheckConclusion, CheckRunOutput, CheckStatus, CommentId, CommitSha, Issue, IssueNumber, NewCheckRun, NewPull,
-    PullRequest,
+    CheckConclusion, CheckStatus, CommentId, CommitSha, Issue, IssueNumber, NewCheckRun, NewPull, PullRequest,
 };
 use crate::jobs::Finish;
 use crate::prompts::Template;
@@ -558,7 +557,7 @@ async fn push_branch(
     Ok(())
 }
 
-/// Writes the final check run and progress comment, and the job's end for the store.
+/// The job's end, reported (see [`super::conclude`]).
 async fn finish(
     env: &JobEnv,
     targets: &Targets,
@@ -568,71 +567,13 @@ async fn finish(
     tests: (report::TestRun, report::TestRun),
     settings: &EffectiveSettings,
 ) -> Result<(Finish, Spent), HandlerError> {
-    let spent = Spent::from_outcome(&outcome);
-    let cancelled_by = env.control.stop_cause().and_then(|cause| match cause {
-        crate::jobs::StopCause::Requested { reason } => Some(reason),
-        _ => None,
-    });
-    let end = match end {
-        JobEnd::Stopped {
-            cause: StopCause::Cancelled { .. },
-            saved,
-        } => JobEnd::Stopped {
-            cause: StopCause::Cancelled {
-                by: cancelled_by.as_deref().map(stopper),
-            },
-            saved,
-        },
-        other => other,
-    };
-    let result = JobResult {
-        job: targets.info.clone(),
+    let ended = super::Ended {
         end,
-        summary: outcome.summary.clone(),
-        plan: outcome.plan.clone(),
+        outcome,
         changed_files,
         tests: tests_delta(&tests),
-        stats: RunStats {
-            usage: spent.usage,
-            cost_usd: spent.cost_usd,
-            duration_ms: spent.duration_ms,
-            steps: spent.steps,
-            tool_calls: spent.tool_calls,
-        },
     };
-    let trigger = settings.triggers.trigger.clone();
-    let conclusion = report::check_run::conclusion(&result);
-    let output: CheckRunOutput = report::check_run::completed(&result, &[], &trigger);
-    let mut comment = report::progress::finished(&result, &trigger);
-    if !settings.notes.is_empty() {
-        comment.push_str("\n\n");
-        for note in &settings.notes {
-            comment.push_str(&format!("> {}\n", report::markdown::prose(note)));
-        }
-    }
-    targets.complete(conclusion.kind, output, &comment).await;
-    let words = report::headline(&result.end);
-    let _ = env.control.event("finished", json!({ "headline": words })).await;
-    let finish = match &result.end {
-        JobEnd::Stopped {
-            cause: StopCause::Cancelled { .. },
-            ..
-        } => Finish::Cancelled(cancelled_by.unwrap_or(words)),
-        JobEnd::Stopped { .. } => Finish::Failed(words),
-        _ => Finish::Succeeded(json!({ "headline": words, "conclusion": conclusion.kind })),
-    };
-    Ok((finish, spent))
-}
-
-/// Who stopped the job, from the stop request's reason: the dispatcher writes `stopped by @login`,
-/// and the report wants the login alone (it renders "as @login asked").
-fn stopper(reason: &str) -> String {
-    let reason = reason.trim();
-    reason
-        .strip_prefix("stopped by @")
-        .or_else(|| reason.strip_prefix('@'))
-        .unwrap_or(reason)
-        .to_owned()
+    Ok(super::conclude(env, targets, ended, &[], settings).await)
 }
 
 fn pull_request_context(env: &JobEnv, pull: &PullRequest) -> String {
@@ -694,17 +635,5 @@ fn test_line(run: &report::TestRun) -> String {
         report::TestRun::NotRun => "not run".into(),
         report::TestRun::NoResults => "no results".into(),
         report::TestRun::Ran(report) => format!("{} passed, {} failed", report.passed, report.failed),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::stopper;
-
-    #[test]
-    fn the_stopper_is_the_login_the_stop_request_names() {
-        assert_eq!(stopper("stopped by @alice"), "alice");
-        assert_eq!(stopper("@bob"), "bob");
-        assert_eq!(stopper("carol"), "carol");
     }
 }

@@ -396,3 +396,115 @@ pub(crate) fn report_kind(kind: &JobKind) -> report::JobKind {
         JobKind::Chore(_) => report::JobKind::Chore,
     }
 }
+
+/// What a job did, for the store's result and the Action's outputs.
+pub(crate) struct Ended {
+    pub end: report::JobEnd,
+    pub outcome: crate::agent::Outcome,
+    pub changed_files: Vec<crate::workspace::diff::FileStat>,
+    pub tests: Option<report::TestDelta>,
+}
+
+/// Writes the final check run and progress comment, and returns the job's end for the store: its
+/// result holds what the Action's outputs need (`conclusion`, `commit`, `pull_request`,
+/// `summary`, and `report`, the final comment's markdown).
+pub(crate) async fn conclude(
+    env: &JobEnv,
+    targets: &Targets,
+    ended: Ended,
+    findings: &[report::review::ReviewFinding],
+    settings: &crate::config::repo::EffectiveSettings,
+) -> (Finish, session::Spent) {
+    let spent = session::Spent::from_outcome(&ended.outcome);
+    let cancelled_by = env.control.stop_cause().and_then(|cause| match cause {
+        crate::jobs::StopCause::Requested { reason } => Some(reason),
+        _ => None,
+    });
+    let end = match ended.end {
+        report::JobEnd::Stopped {
+            cause: report::StopCause::Cancelled { .. },
+            saved,
+        } => report::JobEnd::Stopped {
+            cause: report::StopCause::Cancelled {
+                by: cancelled_by.as_deref().map(stopper),
+            },
+            saved,
+        },
+        other => other,
+    };
+    let result = report::JobResult {
+        job: targets.info.clone(),
+        end,
+        summary: ended.outcome.summary.clone(),
+        plan: ended.outcome.plan.clone(),
+        changed_files: ended.changed_files,
+        tests: ended.tests,
+        stats: report::RunStats {
+            usage: spent.usage,
+            cost_usd: spent.cost_usd,
+            duration_ms: spent.duration_ms,
+            steps: spent.steps,
+            tool_calls: spent.tool_calls,
+        },
+    };
+    let trigger = settings.triggers.trigger.clone();
+    let conclusion = report::check_run::conclusion(&result);
+    let output = report::check_run::completed(&result, findings, &trigger);
+    let mut comment = report::progress::finished(&result, &trigger);
+    if !settings.notes.is_empty() {
+        comment.push_str("\n\n");
+        for note in &settings.notes {
+            comment.push_str(&format!("> {}\n", report::markdown::prose(note)));
+        }
+    }
+    targets.complete(conclusion.kind, output, &comment).await;
+    let words = report::headline(&result.end);
+    let _ = env.control.event("finished", json!({ "headline": words })).await;
+    let (commit, pull_request) = match &result.end {
+        report::JobEnd::Pushed { commit, .. } => (Some(commit.sha.clone()), None),
+        report::JobEnd::PullRequestOpened { number, .. } => (None, Some(*number)),
+        _ => (None, None),
+    };
+    let details = json!({
+        "headline": words,
+        "conclusion": conclusion.kind,
+        "commit": commit,
+        "pull_request": pull_request,
+        "summary": result.summary,
+        "report": comment,
+    });
+    let finish = match &result.end {
+        report::JobEnd::Stopped {
+            cause: report::StopCause::Cancelled { .. },
+            ..
+        } => Finish::Cancelled(cancelled_by.unwrap_or(words)),
+        report::JobEnd::Stopped { .. } => {
+            let _ = env.control.event("result", details).await;
+            Finish::Failed(words)
+        }
+        _ => Finish::Succeeded(details),
+    };
+    (finish, spent)
+}
+
+/// Who stopped a job, from the stop's reason (`stopped by @alice` → `alice`).
+fn stopper(reason: &str) -> String {
+    let reason = reason.trim();
+    reason
+        .strip_prefix("stopped by @")
+        .or_else(|| reason.strip_prefix('@'))
+        .unwrap_or(reason)
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stopper;
+
+    #[test]
+    fn the_stopper_is_the_login_the_stop_request_names() {
+        assert_eq!(stopper("stopped by @alice"), "alice");
+        assert_eq!(stopper("@bob"), "bob");
+        assert_eq!(stopper("carol"), "carol");
+    }
+}

@@ -19,7 +19,7 @@ use crate::github::{GithubError, IssueNumber, NewReview, PullRequest, ReviewEven
 use crate::jobs::Finish;
 use crate::prompts::Template;
 use crate::report::review::ReviewFinding;
-use crate::report::{self, JobEnd, JobResult, RunStats, StopCause};
+use crate::report::{self, JobEnd, StopCause};
 use crate::tools::{ReviewComment, Tool};
 use crate::workspace::diff::{DiffPositions, unified_diff};
 use crate::workspace::mirror::{RemoteRepo, Target};
@@ -323,60 +323,13 @@ pub(super) async fn finish(
     findings: &[ReviewFinding],
     settings: &EffectiveSettings,
 ) -> Result<(Finish, Spent), HandlerError> {
-    let spent = Spent::from_outcome(&outcome);
-    let cancelled_by = env.control.stop_cause().and_then(|cause| match cause {
-        crate::jobs::StopCause::Requested { reason } => Some(reason),
-        _ => None,
-    });
-    let end = match end {
-        JobEnd::Stopped {
-            cause: StopCause::Cancelled { .. },
-            saved,
-        } => JobEnd::Stopped {
-            cause: StopCause::Cancelled {
-                by: cancelled_by.clone(),
-            },
-            saved,
-        },
-        other => other,
-    };
-    let result = JobResult {
-        job: targets.info.clone(),
+    let ended = super::Ended {
         end,
-        summary: outcome.summary.clone(),
-        plan: outcome.plan.clone(),
+        outcome,
         changed_files: Vec::new(),
         tests: None,
-        stats: RunStats {
-            usage: spent.usage,
-            cost_usd: spent.cost_usd,
-            duration_ms: spent.duration_ms,
-            steps: spent.steps,
-            tool_calls: spent.tool_calls,
-        },
     };
-    let trigger = settings.triggers.trigger.clone();
-    let conclusion = report::check_run::conclusion(&result);
-    let output = report::check_run::completed(&result, findings, &trigger);
-    let mut comment = report::progress::finished(&result, &trigger);
-    if !settings.notes.is_empty() {
-        comment.push_str("\n\n");
-        for note in &settings.notes {
-            comment.push_str(&format!("> {}\n", report::markdown::prose(note)));
-        }
-    }
-    targets.complete(conclusion.kind, output, &comment).await;
-    let words = report::headline(&result.end);
-    let _ = env.control.event("finished", json!({ "headline": words })).await;
-    let finish = match &result.end {
-        JobEnd::Stopped {
-            cause: StopCause::Cancelled { .. },
-            ..
-        } => Finish::Cancelled(cancelled_by.unwrap_or(words)),
-        JobEnd::Stopped { .. } => Finish::Failed(words),
-        _ => Finish::Succeeded(json!({ "headline": words, "conclusion": conclusion.kind })),
-    };
-    Ok((finish, spent))
+    Ok(super::conclude(env, targets, ended, findings, settings).await)
 }
 
 #[cfg(test)]
