@@ -1,5 +1,6 @@
 //! pitcrew: a headless CI/CD bot for GitHub pull requests. The library holds every capability; `main.rs` is only the CLI.
 
+pub mod action;
 pub mod agent;
 pub mod config;
 pub mod github;

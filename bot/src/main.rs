@@ -51,6 +51,8 @@ enum Command {
     Run(RunArgs),
     /// Run the GitHub App server: webhooks in, jobs out, reports on GitHub
     Serve(ServeArgs),
+    /// Run as a GitHub Actions step: the workflow's event through the same triggers and jobs
+    Action,
     /// Inspect the configuration
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -145,6 +147,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Action => action(),
         Command::Config(ConfigCommand::Check) => match load_config(&cli) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
@@ -194,6 +197,57 @@ fn run_overrides(args: &RunArgs) -> Vec<String> {
     push("agent.max_cost_usd", args.max_cost_usd.map(|n| n.to_string()));
     push("sandbox.backend", args.sandbox.clone());
     set
+}
+
+/// `pitcrew action`: exit 0 when the job succeeded or there was nothing to do, 1 when the job
+/// failed or was stopped, 2 for bad inputs or configuration, 3 when it could not start.
+fn action() -> ExitCode {
+    let env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let action_env = match pitcrew::action::ActionEnv::from_env(&env) {
+        Ok(action_env) => action_env,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(EXIT_BAD_CONFIG);
+        }
+    };
+    let config = match pitcrew::action::load_config(&action_env, &env) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(EXIT_BAD_CONFIG);
+        }
+    };
+    let prompts = match Prompts::load(None) {
+        Ok(prompts) => prompts,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(EXIT_BAD_CONFIG);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: could not start the async runtime: {err}");
+            return ExitCode::from(EXIT_RUN_SETUP);
+        }
+    };
+    match runtime.block_on(pitcrew::action::run(action_env, config, prompts)) {
+        Ok(outcome) if outcome.success() => ExitCode::SUCCESS,
+        Ok(outcome) => {
+            eprintln!("error: the job did not succeed ({outcome:?}); see its check run and comment");
+            ExitCode::from(EXIT_RUN_STOPPED)
+        }
+        Err(pitcrew::action::ActionError::Environment(err)) => {
+            eprintln!("error: {err}");
+            ExitCode::from(EXIT_BAD_CONFIG)
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::from(EXIT_RUN_SETUP)
+        }
+    }
 }
 
 fn serve(config: Config) -> ExitCode {

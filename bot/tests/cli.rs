@@ -491,3 +491,255 @@ async fn serve(dir: &PathBuf, config: &std::path::Path) -> (tokio::process::Chil
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, format!("http://{listen}"), log)
 }
+
+/// `pitcrew action` with a simulated Actions environment: the event file, `GITHUB_*`, the inputs
+/// as `INPUT_*`, and the step's output and summary files.
+mod action {
+    use std::path::{Path, PathBuf};
+    use std::process::Output;
+
+    use pitcrew_tests::fake_github::{FakeGithub, Permission, ReactionTarget};
+    use pitcrew_tests::git_server::GitServer;
+    use pitcrew_tests::scenario::{CALC, CalcPull, Comment, calc_pull_request, comment_payload};
+    use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+    use serde_json::json;
+
+    use super::{scratch, text};
+
+    const REPO: &str = "acme/calc";
+    const PR: u64 = 7;
+    const TOKEN: &str = "ghs_theActionsRunnersToken0123";
+    const ACTIONS: &str = "github-actions[bot]";
+
+    struct Step {
+        github: FakeGithub,
+        git: GitServer,
+        pull: CalcPull,
+        dir: PathBuf,
+    }
+
+    impl Step {
+        fn new(name: &str) -> Step {
+            let github = FakeGithub::start();
+            github.allow_token_as(TOKEN, ACTIONS);
+            let git = GitServer::start_with(github.token_check());
+            let pull = calc_pull_request(&git, &github, REPO, PR).unwrap();
+            github.set_permission(REPO, "mallory", Permission::Read);
+            Step {
+                github,
+                git,
+                pull,
+                dir: scratch(name),
+            }
+        }
+
+        /// Runs the step on `login`'s comment `body`, with `model` and `image` (the sandbox).
+        fn run(
+            &self,
+            login: &str,
+            association: &str,
+            body: &str,
+            model: &ScriptedModel,
+            image: Option<&str>,
+        ) -> Output {
+            let id = self.github.add_issue_comment(REPO, PR, login, body);
+            let comment = Comment {
+                id,
+                login,
+                user_id: 4242,
+                association,
+                body,
+            };
+            let event = comment_payload(REPO, &self.git.url(REPO), PR, &comment, None);
+            let event_path = self.dir.join("event.json");
+            std::fs::write(&event_path, serde_json::to_vec(&event).unwrap()).unwrap();
+            let config = self.dir.join("pitcrew.toml");
+            let sandbox = match image {
+                Some(image) => format!("[sandbox]\nbackend = \"docker\"\nimage = \"{image}\"\nmemory = \"256MiB\"\n"),
+                None => "[sandbox]\nbackend = \"local\"\n".to_owned(),
+            };
+            std::fs::write(&config, format!("[model]\nmax_retries = 0\n\n{sandbox}")).unwrap();
+            let temp = self.dir.join("runner-temp");
+            std::fs::create_dir_all(&temp).unwrap();
+            let vars: Vec<(String, String)> = vec![
+                ("GITHUB_ACTIONS".into(), "true".into()),
+                ("GITHUB_EVENT_NAME".into(), "issue_comment".into()),
+                ("GITHUB_EVENT_PATH".into(), event_path.display().to_string()),
+                ("GITHUB_REPOSITORY".into(), REPO.into()),
+                ("GITHUB_API_URL".into(), self.github.url()),
+                ("GITHUB_SERVER_URL".into(), "http://github.invalid".into()),
+                ("GITHUB_WORKSPACE".into(), self.dir.display().to_string()),
+                ("GITHUB_RUN_ID".into(), "1001".into()),
+                ("GITHUB_RUN_ATTEMPT".into(), "1".into()),
+                ("GITHUB_OUTPUT".into(), self.output().display().to_string()),
+                ("GITHUB_STEP_SUMMARY".into(), self.summary().display().to_string()),
+                ("RUNNER_TEMP".into(), temp.display().to_string()),
+                ("INPUT_GITHUB_TOKEN".into(), TOKEN.into()),
+                ("INPUT_API_KEY".into(), "sk-the-model-key-0123".into()),
+                ("INPUT_MODEL".into(), "gpt-4o".into()),
+                ("INPUT_BASE_URL".into(), model.openai_base_url()),
+                ("INPUT_TRIGGER".into(), "@agent".into()),
+                ("INPUT_MODE".into(), "auto".into()),
+                ("INPUT_CONFIG".into(), config.display().to_string()),
+            ];
+            let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            super::pitcrew(&self.dir, &["action"], &vars)
+        }
+
+        fn output(&self) -> PathBuf {
+            self.dir.join("github-output")
+        }
+
+        fn summary(&self) -> PathBuf {
+            self.dir.join("step-summary.md")
+        }
+
+        fn outputs(&self) -> std::collections::BTreeMap<String, String> {
+            parse_outputs(&std::fs::read_to_string(self.output()).unwrap_or_default())
+        }
+    }
+
+    /// `name<<DELIMITER` … `DELIMITER` blocks, as the runner reads `GITHUB_OUTPUT`.
+    fn parse_outputs(text: &str) -> std::collections::BTreeMap<String, String> {
+        let mut outputs = std::collections::BTreeMap::new();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            let (name, delimiter) = line.split_once("<<").unwrap();
+            let value: Vec<&str> = lines.by_ref().take_while(|l| *l != delimiter).collect();
+            outputs.insert(name.to_owned(), value.join("\n"));
+        }
+        outputs
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        text(
+            &std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .trim()
+        .to_owned()
+    }
+
+    fn script() -> Script {
+        Script::new()
+            .turn(
+                Reply::new()
+                    .tool_call("read_file", json!({"path": "calc.sh"}))
+                    .usage(900, 20),
+            )
+            .turn(
+                Reply::new()
+                    .tool_call(
+                        "edit_file",
+                        json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+                    )
+                    .usage(1_000, 30),
+            )
+            .turn(Reply::text("`add` subtracted; it adds now.").usage(1_100, 20))
+    }
+
+    #[test]
+    fn a_fix_comment_runs_the_job_and_writes_the_outputs_and_the_summary() {
+        let Some(image) = pitcrew_tests::docker::test_image() else {
+            return;
+        };
+        let step = Step::new("action-fix");
+        let model = ScriptedModel::start(script());
+        let out = step.run("alice", "COLLABORATOR", "@agent fix the add test", &model, Some(image));
+        let stdout = text(&out.stdout);
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+
+        // Secrets masked before anything else, then the job in a log group.
+        assert!(
+            stdout.starts_with(&format!("::add-mask::{TOKEN}\n::add-mask::sk-the-model-key-0123\n")),
+            "{stdout}"
+        );
+        assert!(stdout.contains("::group::pitcrew: fix job on acme/calc#7"), "{stdout}");
+        assert!(stdout.contains("::endgroup::"), "{stdout}");
+        for secret in [TOKEN, "sk-the-model-key-0123"] {
+            assert_eq!(stderr.matches(secret).count(), 0, "a secret reached the log");
+        }
+
+        let pushed = step
+            .git
+            .rev_parse(REPO, &format!("refs/heads/{}", step.pull.branch))
+            .unwrap();
+        assert_ne!(pushed, step.pull.head_sha);
+        let bare = step.git.repo_path(REPO);
+        assert_eq!(
+            git(&bare, &["show", &format!("{pushed}:calc.sh")]),
+            CALC.replace(" - ", " + ").trim()
+        );
+        let outputs = step.outputs();
+        assert_eq!(outputs["conclusion"], "success", "{outputs:?}");
+        assert_eq!(outputs["commit_sha"], pushed);
+        assert_eq!(outputs["pr_number"], "");
+        assert_eq!(outputs["summary"], "`add` subtracted; it adds now.");
+        let summary = std::fs::read_to_string(step.summary()).unwrap();
+        assert!(summary.contains("Pushed"), "{summary}");
+        assert!(summary.contains("| After | 2 | 0 | 0 |"), "{summary}");
+
+        // The same reports as the server's: eyes, check run, one progress comment, all as the token's account.
+        let comments: Vec<_> = step
+            .github
+            .comments_on(REPO, PR)
+            .into_iter()
+            .filter(|c| c.user == ACTIONS)
+            .collect();
+        assert_eq!(comments.len(), 1, "{comments:?}");
+        let runs = step.github.check_runs();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].conclusion.as_deref(), Some("success"));
+        let reacted = step.github.state(|s| {
+            s.reactions
+                .iter()
+                .any(|r| matches!(r.target, ReactionTarget::IssueComment(_)) && r.content == "eyes")
+        });
+        assert!(reacted);
+        model.assert_script_consumed();
+        step.github.assert_no_violations();
+    }
+
+    #[test]
+    fn a_comment_without_the_trigger_exits_quietly() {
+        let step = Step::new("action-quiet");
+        let model = ScriptedModel::start(Script::new());
+        let out = step.run("alice", "COLLABORATOR", "Looks good to me, thanks!", &model, None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(!stdout.contains("::group::"), "{stdout}");
+        assert_eq!(step.outputs()["conclusion"], "skipped");
+        assert!(step.github.check_runs().is_empty());
+        assert!(model.requests().is_empty());
+        assert!(
+            step.github.requests().is_empty(),
+            "no API call for a comment that asks nothing"
+        );
+    }
+
+    #[test]
+    fn a_commenter_without_write_access_is_refused_and_nothing_runs() {
+        let step = Step::new("action-refused");
+        let model = ScriptedModel::start(Script::new());
+        let out = step.run("mallory", "MEMBER", "@agent fix everything", &model, None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let bodies: Vec<String> = step
+            .github
+            .comments_on(REPO, PR)
+            .into_iter()
+            .filter(|c| c.user == ACTIONS)
+            .map(|c| c.body)
+            .collect();
+        assert_eq!(bodies.len(), 1, "{bodies:?}");
+        assert!(bodies[0].contains("@mallory"), "{}", bodies[0]);
+        assert!(step.github.check_runs().is_empty());
+        assert!(model.requests().is_empty());
+        assert_eq!(step.git.rev_parse(REPO, "refs/heads/docs").unwrap(), step.pull.head_sha);
+        step.github.assert_no_violations();
+    }
+}

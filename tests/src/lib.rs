@@ -4,5 +4,6 @@ pub mod docker;
 pub mod fake_github;
 pub mod git_server;
 pub mod repo;
+pub mod scenario;
 pub mod scripted_model;
 pub mod server_thread;

@@ -116,10 +116,20 @@ pub enum ReplyTarget {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum JobSource {
-    Comment { comment_id: u64 },
-    ReviewComment { comment_id: u64 },
+    Comment {
+        comment_id: u64,
+    },
+    ReviewComment {
+        comment_id: u64,
+    },
     Assigned,
-    Labeled { label: String },
+    Labeled {
+        label: String,
+    },
+    /// A workflow asked for it (the Action with an explicit `mode`), on this event.
+    Workflow {
+        event: String,
+    },
 }
 
 /// A job as the store keeps it (JSON in the job database) and a worker reads it.

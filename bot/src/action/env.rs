@@ -1,0 +1,225 @@
+//! What the Actions runner gives a step: the `GITHUB_*` variables and the action's inputs as
+//! `INPUT_<NAME>` (upper case, as Docker actions receive them), read into [`ActionEnv`] with one
+//! clear error per missing or invalid value.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use secrecy::SecretString;
+use url::Url;
+
+use super::ActionError;
+
+/// The variable holding the `api_key` input; the model client reads the key from it.
+pub const API_KEY_VAR: &str = "INPUT_API_KEY";
+
+/// What the step was asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Decide from the event, as the server does.
+    Auto,
+    Fix,
+    Review,
+    Triage,
+    Chore,
+}
+
+/// The action's inputs (`action.yml`).
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    pub trigger: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub github_token: SecretString,
+    pub mode: Mode,
+    pub prompt: Option<String>,
+    pub max_steps: Option<String>,
+    pub max_cost_usd: Option<String>,
+    pub sandbox: Option<String>,
+    pub config: Option<PathBuf>,
+}
+
+/// The step's environment.
+#[derive(Debug, Clone)]
+pub struct ActionEnv {
+    pub event_name: String,
+    pub event_path: PathBuf,
+    /// `owner/name`.
+    pub repository: String,
+    pub api_url: Url,
+    pub server_url: Url,
+    pub workspace: Option<PathBuf>,
+    pub sha: Option<String>,
+    pub git_ref: Option<String>,
+    pub output_path: Option<PathBuf>,
+    pub step_summary_path: Option<PathBuf>,
+    pub runner_temp: PathBuf,
+    /// `GITHUB_RUN_ID`-`GITHUB_RUN_ATTEMPT`, naming the step's one delivery.
+    pub run: Option<String>,
+    pub api_key: Option<SecretString>,
+    pub inputs: Inputs,
+}
+
+impl ActionEnv {
+    /// Reads the runner's variables; every problem is reported at once.
+    pub fn from_env(env: &BTreeMap<String, String>) -> Result<ActionEnv, ActionError> {
+        let mut problems = Vec::new();
+        let get = |name: &str| env.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let mut required = |name: &str| {
+            get(name).unwrap_or_else(|| {
+                problems.push(format!("{name} is not set (is this running as a GitHub Actions step?)"));
+                String::new()
+            })
+        };
+        let event_name = required("GITHUB_EVENT_NAME");
+        let event_path = required("GITHUB_EVENT_PATH");
+        let repository = required("GITHUB_REPOSITORY");
+        let token = required("INPUT_GITHUB_TOKEN");
+        let url = |name: &str, default: &str, problems: &mut Vec<String>| {
+            let text = get(name).unwrap_or_else(|| default.to_owned());
+            Url::parse(&text).unwrap_or_else(|e| {
+                problems.push(format!("{name} = {text:?} is not a URL: {e}"));
+                #[expect(clippy::unwrap_used, reason = "a constant URL")]
+                Url::parse("https://invalid.invalid").unwrap()
+            })
+        };
+        let api_url = url("GITHUB_API_URL", "https://api.github.com", &mut problems);
+        let server_url = url("GITHUB_SERVER_URL", "https://github.com", &mut problems);
+        let mode = match get("INPUT_MODE").as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("auto") => Mode::Auto,
+            Some("fix") => Mode::Fix,
+            Some("review") => Mode::Review,
+            Some("triage") => Mode::Triage,
+            Some("chore") => Mode::Chore,
+            Some(other) => {
+                problems.push(format!(
+                    "the `mode` input {other:?} is not one of auto, fix, review, triage, chore"
+                ));
+                Mode::Auto
+            }
+        };
+        let trigger = get("INPUT_TRIGGER").unwrap_or_else(|| "@agent".to_owned());
+        if !trigger.starts_with('@') || trigger.len() < 2 || trigger.contains(char::is_whitespace) {
+            problems.push(format!(
+                "the `trigger` input {trigger:?} must be a mention like \"@agent\" (no spaces)"
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(ActionError::Environment(problems.join("\n")));
+        }
+        let runner_temp = get("RUNNER_TEMP").map_or_else(std::env::temp_dir, PathBuf::from);
+        let run = match (get("GITHUB_RUN_ID"), get("GITHUB_RUN_ATTEMPT")) {
+            (Some(id), Some(attempt)) => Some(format!("{id}-{attempt}")),
+            (Some(id), None) => Some(id),
+            _ => None,
+        };
+        Ok(ActionEnv {
+            event_name,
+            event_path: PathBuf::from(event_path),
+            repository,
+            api_url,
+            server_url,
+            workspace: get("GITHUB_WORKSPACE").map(PathBuf::from),
+            sha: get("GITHUB_SHA"),
+            git_ref: get("GITHUB_REF"),
+            output_path: get("GITHUB_OUTPUT").map(PathBuf::from),
+            step_summary_path: get("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            runner_temp,
+            run,
+            api_key: get(API_KEY_VAR).map(SecretString::from),
+            inputs: Inputs {
+                trigger,
+                provider: get("INPUT_PROVIDER"),
+                model: get("INPUT_MODEL"),
+                base_url: get("INPUT_BASE_URL"),
+                github_token: SecretString::from(token),
+                mode,
+                prompt: get("INPUT_PROMPT"),
+                max_steps: get("INPUT_MAX_STEPS"),
+                max_cost_usd: get("INPUT_MAX_COST_USD"),
+                sandbox: get("INPUT_SANDBOX"),
+                config: get("INPUT_CONFIG").map(PathBuf::from),
+            },
+        })
+    }
+
+    /// Where the step keeps its job store, mirror and working copy.
+    pub fn data_dir(&self) -> PathBuf {
+        self.runner_temp.join("pitcrew")
+    }
+
+    /// The step's one delivery id: the run and its attempt (unique per re-run).
+    pub fn delivery_id(&self) -> String {
+        match &self.run {
+            Some(run) => format!("actions-{run}"),
+            None => format!("actions-{:016x}", fastrand::u64(..)),
+        }
+    }
+
+    /// Whether the event's comment mentions `trigger` (so the bot answered it, job or not).
+    pub fn event_mentions(&self, trigger: &str) -> bool {
+        std::fs::read(&self.event_path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|payload| payload["comment"]["body"].as_str().map(str::to_lowercase))
+            .is_some_and(|body| body.contains(&trigger.to_lowercase()))
+    }
+
+    /// Comments made with `GITHUB_TOKEN` are by this account; its own are never commands.
+    pub fn bot_login(&self) -> String {
+        "github-actions[bot]".to_owned()
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn the_runner_variables_and_inputs_are_read() {
+        let action = ActionEnv::from_env(&env(&[
+            ("GITHUB_EVENT_NAME", "issue_comment"),
+            ("GITHUB_EVENT_PATH", "/github/workflow/event.json"),
+            ("GITHUB_REPOSITORY", "acme/widgets"),
+            ("GITHUB_API_URL", "https://ghe.example/api/v3"),
+            ("GITHUB_RUN_ID", "42"),
+            ("GITHUB_RUN_ATTEMPT", "2"),
+            ("RUNNER_TEMP", "/tmp/runner"),
+            ("INPUT_GITHUB_TOKEN", "ghs_x"),
+            ("INPUT_MODE", "Review"),
+            ("INPUT_TRIGGER", "@crew"),
+            ("INPUT_MODEL", " "),
+        ]))
+        .unwrap();
+        assert_eq!(action.event_name, "issue_comment");
+        assert_eq!(action.api_url.as_str(), "https://ghe.example/api/v3");
+        assert_eq!(action.server_url.as_str(), "https://github.com/");
+        assert_eq!(action.inputs.mode, Mode::Review);
+        assert_eq!(action.inputs.trigger, "@crew");
+        assert_eq!(action.inputs.model, None, "an empty input is not set");
+        assert_eq!(action.delivery_id(), "actions-42-2");
+        assert_eq!(action.data_dir(), PathBuf::from("/tmp/runner/pitcrew"));
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let error = ActionEnv::from_env(&env(&[("INPUT_MODE", "deploy"), ("INPUT_TRIGGER", "agent")])).unwrap_err();
+        let text = error.to_string();
+        for expected in [
+            "GITHUB_EVENT_NAME is not set",
+            "GITHUB_EVENT_PATH is not set",
+            "GITHUB_REPOSITORY is not set",
+            "INPUT_GITHUB_TOKEN is not set",
+            "\"deploy\" is not one of auto, fix, review, triage, chore",
+            "must be a mention like \"@agent\"",
+        ] {
+            assert!(text.contains(expected), "{expected:?} missing from:\n{text}");
+        }
+    }
+}

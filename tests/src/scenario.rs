@@ -1,0 +1,149 @@
+//! A small project the end-to-end tests fix through the bot, and the webhook payloads that ask
+//! for it: `calc.sh` whose `add` subtracts, a shell test suite printing libtest's format (run in
+//! the busybox sandbox), a pull request #N that does not touch it, and comment deliveries built from
+//! a real recorded `issue_comment` (triagebot's) pointed at the local repository.
+
+use serde_json::{Value, json};
+
+use crate::fake_github::openapi::fixtures_root;
+use crate::fake_github::{FakeGithub, Issue, Permission, Repo};
+use crate::git_server::GitServer;
+
+/// The code under test: `add` subtracts.
+pub const CALC: &str = "add() {\n    echo $(($1 - $2))\n}\n";
+
+/// The project's tests, in libtest's output format.
+pub const TESTS: &str = r#"#!/bin/sh
+. ./calc.sh
+pass=0
+fail=0
+failed=""
+check() {
+    if [ "$2" = "$3" ]; then
+        echo "test $1 ... ok"
+        pass=$((pass + 1))
+    else
+        echo "test $1 ... FAILED"
+        fail=$((fail + 1))
+        failed="$failed $1"
+    fi
+}
+echo
+echo "running 2 tests"
+check adds_two_numbers "$(add 2 3)" 5
+check adds_zero "$(add 4 0)" 4
+echo
+if [ "$fail" -gt 0 ]; then
+    echo "failures:"
+    for name in $failed; do echo "    $name"; done
+    echo
+    echo "test result: FAILED. $pass passed; $fail failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s"
+    exit 101
+fi
+echo "test result: ok. $pass passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s"
+"#;
+
+/// The repository's configuration: the test command.
+pub const REPO_CONFIG: &str = "[agent]\ntest_command = \"sh run-tests.sh\"\n";
+
+/// The pull request's commits.
+#[derive(Debug, Clone)]
+pub struct CalcPull {
+    pub base_sha: String,
+    pub head_sha: String,
+    /// The pull request's branch (`docs`).
+    pub branch: String,
+}
+
+/// Makes `repo` on the git server (`main` with the project) with pull request `number` on branch
+/// `docs` (a README change), and registers both with the fake GitHub; `alice` gets write access.
+pub fn calc_pull_request(git: &GitServer, github: &FakeGithub, repo: &str, number: u64) -> std::io::Result<CalcPull> {
+    let base_sha = git.create_repo(
+        repo,
+        &[
+            ("calc.sh", CALC),
+            ("run-tests.sh", TESTS),
+            (".github/pitcrew.toml", REPO_CONFIG),
+        ],
+    )?;
+    let head_sha = git.create_pull_head(
+        repo,
+        number,
+        "main",
+        &[("README.md", "calc: shell arithmetic\n")],
+        "docs",
+    )?;
+    // A same-repository pull request: its head is also a branch.
+    let status = std::process::Command::new("git")
+        .args(["update-ref", "refs/heads/docs", &head_sha])
+        .current_dir(git.repo_path(repo))
+        .status()?;
+    if !status.success() {
+        return Err(std::io::Error::other("git update-ref failed"));
+    }
+    github.add_repo(
+        Repo::new(repo)
+            .default_branch("main")
+            .clone_url(&git.url(repo))
+            .git_dir(git.repo_path(repo)),
+    );
+    github.add_issue(
+        repo,
+        Issue::pull_request(number, "Document calc", ("docs", &head_sha), ("main", &base_sha)).user("bob"),
+    );
+    github.set_permission(repo, "alice", Permission::Write);
+    Ok(CalcPull {
+        base_sha,
+        head_sha,
+        branch: "docs".to_owned(),
+    })
+}
+
+/// Who comments, and what.
+#[derive(Debug, Clone)]
+pub struct Comment<'a> {
+    pub id: u64,
+    pub login: &'a str,
+    pub user_id: u64,
+    pub association: &'a str,
+    pub body: &'a str,
+}
+
+/// The real pull-request comment delivery (triagebot's recording) rewritten to be `comment` on
+/// pull request `number` of `repo` at `clone_url`; with `installation` for an App's delivery,
+/// without it for an Actions event payload.
+pub fn comment_payload(
+    repo: &str,
+    clone_url: &str,
+    number: u64,
+    comment: &Comment<'_>,
+    installation: Option<u64>,
+) -> Value {
+    let path =
+        fixtures_root().join("webhooks/issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let recording: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut payload = recording["payload"].clone();
+    let (owner, name) = repo.split_once('/').unwrap_or((repo, repo));
+    payload["repository"]["full_name"] = json!(repo);
+    payload["repository"]["name"] = json!(name);
+    payload["repository"]["owner"]["login"] = json!(owner);
+    payload["repository"]["clone_url"] = json!(clone_url);
+    payload["repository"]["default_branch"] = json!("main");
+    payload["issue"]["number"] = json!(number);
+    payload["comment"]["id"] = json!(comment.id);
+    payload["comment"]["body"] = json!(comment.body);
+    payload["comment"]["user"]["login"] = json!(comment.login);
+    payload["comment"]["user"]["id"] = json!(comment.user_id);
+    payload["comment"]["author_association"] = json!(comment.association);
+    payload["sender"]["login"] = json!(comment.login);
+    match installation {
+        Some(id) => payload["installation"] = json!({ "id": id }),
+        None => {
+            if let Some(object) = payload.as_object_mut() {
+                object.remove("installation");
+            }
+        }
+    }
+    payload
+}
