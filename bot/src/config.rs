@@ -5,7 +5,7 @@
 //! only names and types), the layers are merged, and `validate` below turns the merge into typed
 //! values, collecting every problem rather than stopping at the first.
 
-mod bytesize;
+pub(crate) mod bytesize;
 mod duration;
 mod error;
 mod raw;
@@ -205,6 +205,8 @@ pub struct AgentConfig {
     pub max_steps: u32,
     pub max_cost_usd: Option<f64>,
     pub max_wall_time: Duration,
+    /// New files larger than this are left out of the bot's commits (and listed in its report).
+    pub max_new_file_bytes: u64,
 }
 
 /// USD per million tokens.
@@ -781,6 +783,13 @@ impl Validator<'_> {
             Duration::from_secs(30 * 60),
             false,
         );
+        let max_new_file_bytes = self.byte_size(
+            "agent.max_new_file",
+            agent.max_new_file,
+            bytesize::MEBIBYTE,
+            1,
+            bytesize::GIBIBYTE,
+        );
 
         // [prices."model"]
         let mut price_overrides = BTreeMap::new();
@@ -873,6 +882,7 @@ impl Validator<'_> {
                 max_steps,
                 max_cost_usd,
                 max_wall_time,
+                max_new_file_bytes,
             },
             prices: price_overrides,
             file: None,

@@ -100,7 +100,13 @@ fn fixing_script() -> Script {
                 .tool_call("update_plan", plan(["done", "in_progress"]))
                 .usage(1_200, 40),
         )
-        .turn(Reply::new().tool_call("run_tests", json!({})).usage(1_400, 20))
+        .turn(
+            Reply::new()
+                .tool_call("run_tests", json!({}))
+                // A build artefact the bot must not commit: over the 1 MiB limit for new files.
+                .tool_call("bash", json!({"command": "head -c 2000000 /dev/zero > dump.bin"}))
+                .usage(1_400, 20),
+        )
         .turn(
             Reply::new()
                 .tool_call("update_plan", plan(["done", "done"]))
@@ -411,6 +417,11 @@ async fn a_fix_comment_on_a_pull_request_ends_in_a_tested_commit_on_its_branch()
     let comments = world.bot_comments();
     assert_eq!(comments.len(), 1, "{comments:#?}");
     assert!(comments[0].contains("Pushed"), "{}", comments[0]);
+    assert!(
+        comments[0].contains("New files larger than 1MiB were left out of the commit: `dump.bin`"),
+        "{}",
+        comments[0]
+    );
 
     // The commit on the pull request's branch: the fix, by the bot, with the requester as co-author.
     let pushed = world.git.rev_parse(REPO, "refs/heads/docs").unwrap();

@@ -95,6 +95,7 @@ pub(crate) struct RawAgent {
     pub(crate) max_steps: Option<u32>,
     pub(crate) max_cost_usd: Option<f64>,
     pub(crate) max_wall_time: Option<RawDuration>,
+    pub(crate) max_new_file: Option<RawByteSize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -184,7 +185,7 @@ impl RawConfig {
             shutdown_grace, pool_size, pool_max_idle, mirror_max_idle);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, cpus, pids_limit, setup,
             setup_network);
-        overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time);
+        overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file);
         self.prices.extend(prices);
     }
 }

@@ -121,6 +121,7 @@ impl Config {
             None => out.comment("max_cost_usd: not set (no cost limit)"),
         }
         out.value("agent", "max_wall_time", duration(a.max_wall_time));
+        out.value("agent", "max_new_file", string(&format_byte_size(a.max_new_file_bytes)));
 
         for (model, price) in &self.prices {
             let section = format!("prices.{}", string(model));

@@ -115,6 +115,7 @@ pub(crate) const KEYS: &[Key] = &[
     key("agent", "max_steps", Kind::U32),
     key("agent", "max_cost_usd", Kind::F64),
     key("agent", "max_wall_time", Kind::Duration),
+    key("agent", "max_new_file", Kind::ByteSize),
 ];
 
 pub(crate) fn lookup(section: &str, name: &str) -> Option<&'static Key> {

@@ -412,7 +412,7 @@ fn malformed_toml_names_file_line_and_column() {
 #[test]
 fn unknown_key_names_section_key_line_and_valid_keys() {
     let errs = errors(Some("[model]\nname = \"m\"\n\n[agent]\nmax_step = 5\n"), &[KEY], &[]);
-    insta::assert_snapshot!(errs.join("\n"), @"<dir>/pitcrew.toml:5: unknown setting `agent.max_step`; did you mean `agent.max_steps`?; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time");
+    insta::assert_snapshot!(errs.join("\n"), @"<dir>/pitcrew.toml:5: unknown setting `agent.max_step`; did you mean `agent.max_steps`?; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time, max_new_file");
 }
 
 #[test]
@@ -836,7 +836,7 @@ fn malformed_and_unknown_flags() {
     --set model.nmae: unknown setting; did you mean model.name?
     --set max_steps: unknown setting; did you mean agent.max_steps?
     --set prices.gpt.input: `prices` can only be set in the config file, as [prices."MODEL"] tables
-    --set agent.budget: unknown setting; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time
+    --set agent.budget: unknown setting; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time, max_new_file
     --set x.y: unknown setting; valid sections: model, github, server, sandbox, agent
     --set agent.max_cost_usd: invalid `agent.max_cost_usd` = -2: must be greater than zero
     "#);
@@ -1024,6 +1024,7 @@ fn render_redacted_shows_effective_values_and_origins() {
     max_steps = 80                                   # default
     max_cost_usd = 2.5                               # --set agent.max_cost_usd
     max_wall_time = "30m"                            # default
+    max_new_file = "1MiB"                            # default
 
     [prices."gpt-4o"]
     input = 2.5                                      # <dir>/pitcrew.toml:6

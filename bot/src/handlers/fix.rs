@@ -33,7 +33,6 @@ use super::session::{JobSession, Spent, run_dir};
 use super::{HandlerError, JobEnv};
 
 /// New files larger than this are left out of the bot's commits.
-const MAX_NEW_FILE_BYTES: u64 = crate::run::MAX_NEW_FILE_BYTES;
 
 /// `@agent fix` on a pull request.
 pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
@@ -471,9 +470,21 @@ fn commit(env: &JobEnv, repo: &LocalRepo, outcome: &Outcome) -> Result<Option<St
         }
     );
     let message = commit_message(env, &outcome.summary);
-    let result = repo.commit_all(&message, MAX_NEW_FILE_BYTES, Some(&co_author), Some(&identity))?;
+    let limit = env.config().agent.max_new_file_bytes;
+    let result = repo.commit_all(&message, limit, Some(&co_author), Some(&identity))?;
     if !result.skipped_large.is_empty() {
         tracing::info!(files = ?result.skipped_large, "new files over the size limit were not committed");
+        env.note(format!(
+            "New files larger than {} were left out of the commit: {}. Raise `[agent] max_new_file` if they belong \
+             in the repository.",
+            crate::config::bytesize::format_byte_size(limit),
+            result
+                .skipped_large
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     Ok(result.commit)
 }

@@ -83,12 +83,22 @@ pub struct JobEnv {
     pub repo: RepoName,
     pub installation: Option<InstallationId>,
     pub github: GithubClient,
+    /// What the final report should also say (files left out of the commit, …).
+    notes: std::sync::Mutex<Vec<String>>,
 }
 
 impl JobEnv {
     /// The job's id as reports show it.
     pub fn job_id(&self) -> String {
         self.job.id.to_string()
+    }
+
+    /// Adds a line to the final report.
+    pub fn note(&self, text: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(text);
     }
 
     /// The job's sandbox name, unique on the Docker engine: `<instance>-<job>`.
@@ -222,6 +232,7 @@ impl Services {
             repo,
             installation,
             github,
+            notes: std::sync::Mutex::new(Vec::new()),
         };
         let _ = env.control.event("started", json!({ "kind": env.job.kind })).await;
         let result = match (&env.request.kind, env.request.is_pull_request) {
@@ -451,9 +462,15 @@ pub(crate) async fn conclude(
     let conclusion = report::check_run::conclusion(&result);
     let output = report::check_run::completed(&result, findings, &trigger);
     let mut comment = report::progress::finished(&result, &trigger);
-    if !settings.notes.is_empty() {
+    let job_notes = env
+        .notes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let notes: Vec<&String> = settings.notes.iter().chain(&job_notes).collect();
+    if !notes.is_empty() {
         comment.push_str("\n\n");
-        for note in &settings.notes {
+        for note in notes {
             comment.push_str(&format!("> {}\n", report::markdown::prose(note)));
         }
     }

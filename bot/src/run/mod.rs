@@ -22,8 +22,6 @@ use crate::sandbox::{Session, image};
 use crate::tools::{self, Plan, Registry, ToolContext, Workspace};
 use crate::workspace::{self, ChangedFile, LocalRepo, WorkspaceError};
 
-/// New files larger than this are not committed (a build artefact or a data dump, not a fix).
-pub const MAX_NEW_FILE_BYTES: u64 = 1024 * 1024;
 /// Repository instructions are capped: they share the context with the work.
 const MAX_INSTRUCTIONS_CHARS: usize = 16_000;
 /// Files whose content is added to the task as the repository's own instructions for agents.
@@ -195,7 +193,7 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
     let changed_files = repo.changed_files(start)?;
     let commit = repo.commit_all(
         &commit_message(&options.task, &outcome.summary),
-        MAX_NEW_FILE_BYTES,
+        options.config.agent.max_new_file_bytes,
         None,
         // Local runs commit as the repository's configured user, not as the bot.
         None,
