@@ -32,8 +32,6 @@ use super::live::{Live, ProgressComment, Targets};
 use super::session::{JobSession, Spent, run_dir};
 use super::{HandlerError, JobEnv};
 
-/// New files larger than this are left out of the bot's commits.
-
 /// `@agent fix` on a pull request.
 pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let number = IssueNumber(env.request.number);
