@@ -400,15 +400,36 @@ async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
         "",
         "the orphaned container was not removed at start-up:\n{log}"
     );
+    let bot = github.bot_login();
     let done = github
         .wait_until(WAIT, |state| {
-            state
+            let succeeded = state
                 .check_runs_named(REPO, "pitcrew")
                 .iter()
-                .any(|run| run.conclusion.as_deref() == Some("success"))
+                .any(|run| run.conclusion.as_deref() == Some("success"));
+            let reported = state
+                .comments_on(REPO, 7)
+                .iter()
+                .any(|c| c.user == bot && c.body.contains("Pushed"));
+            succeeded && reported
         })
         .await;
     assert!(done, "the job never succeeded: {:#?}", github.check_runs());
+    // The retry reported in the first attempt's check run and progress comment: none is left behind
+    // "in progress".
+    let runs = github.check_runs();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    let progress: Vec<_> = github
+        .comments_on(REPO, 7)
+        .into_iter()
+        .filter(|c| c.user == bot && c.body.starts_with("<!-- pitcrew:job="))
+        .collect();
+    assert_eq!(progress.len(), 1, "{progress:#?}");
+    assert!(
+        !progress[0].body.contains("this comment updates as I go"),
+        "{}",
+        progress[0].body
+    );
     let pushed = git_server.rev_parse(REPO, "refs/heads/docs").unwrap();
     assert_ne!(pushed, head);
     let shown = Command::new("git")

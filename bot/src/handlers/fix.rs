@@ -7,20 +7,16 @@
 //! fork that does not take the bot's push gets the patch in the comment.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use serde_json::json;
 
 use crate::agent::Outcome;
 use crate::agent::events::EventSink;
 use crate::config::repo::EffectiveSettings;
-use crate::github::{
-    CheckConclusion, CheckStatus, CommentId, CommitSha, Issue, IssueNumber, NewCheckRun, NewPull, PullRequest,
-};
+use crate::github::{CommitSha, Issue, IssueNumber, NewPull, PullRequest};
 use crate::jobs::Finish;
 use crate::prompts::Template;
-use crate::report::{self, BranchRef, CommitRef, JobEnd, JobResult, RunStats, StopCause, TestDelta};
-use crate::triggers::ReplyTarget;
+use crate::report::{self, BranchRef, CommitRef, JobEnd, StopCause, TestDelta};
 use crate::workspace::deliver::{self, Delivery, PullHead};
 use crate::workspace::diff::file_stats;
 use crate::workspace::mirror::{RemoteRepo, Target};
@@ -28,7 +24,7 @@ use crate::workspace::pool::Lease;
 use crate::workspace::push::Oid;
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
-use super::live::{Live, ProgressComment, Targets};
+use super::live::{Live, Targets};
 use super::session::{JobSession, Spent, run_dir};
 use super::{HandlerError, JobEnv};
 
@@ -43,9 +39,9 @@ pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerErr
     }
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
-    let targets = start_reporting(env, &pull.head.sha).await?;
+    let targets = super::start_reporting(env, Some(&pull.head.sha)).await?;
     let result = fix_pull_request(env, &settings, &targets, &pull).await;
-    closed_out(env, &targets, result).await
+    super::closed_out(env, &targets, result).await
 }
 
 /// Everything after the reports exist: the work, the delivery and the final report.
@@ -57,7 +53,7 @@ async fn fix_pull_request(
 ) -> Result<(Finish, Spent), HandlerError> {
     let token = env.github.token().await?;
     let remote = RemoteRepo {
-        url: clone_url(&env.request.repo.clone_url)?,
+        url: super::parse_clone_url(&env.request.repo.clone_url)?,
         full_name: env.repo.to_string(),
     };
     let pull_ref = format!("refs/pull/{}/head", pull.number.0);
@@ -86,7 +82,7 @@ async fn fix_pull_request(
     let changed = changed_stats(lease.repo(), start);
     let commit = commit(env, lease.repo(), &outcome)?;
     let head_repo = pull.head.repo.as_ref().map(|r| RemoteRepo {
-        url: clone_url(&r.clone_url).unwrap_or_else(|_| remote.url.clone()),
+        url: super::parse_clone_url(&r.clone_url).unwrap_or_else(|_| remote.url.clone()),
         full_name: r.full_name.clone(),
     });
     let cause = stop_cause(&outcome, &tests);
@@ -152,7 +148,7 @@ pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
 
     let token = env.github.token().await?;
     let remote = RemoteRepo {
-        url: clone_url(&env.request.repo.clone_url)?,
+        url: super::parse_clone_url(&env.request.repo.clone_url)?,
         full_name: env.repo.to_string(),
     };
     let default_branch = env.request.repo.default_branch.clone();
@@ -163,7 +159,7 @@ pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         .lease(&mirror, Target::Branch(default_branch.clone()))
         .await?;
     let start = lease.repo().head()?;
-    let targets = start_reporting(env, &CommitSha(start.to_string())).await?;
+    let targets = super::start_reporting(env, Some(&CommitSha(start.to_string()))).await?;
     let checkout = Checkout {
         lease,
         start,
@@ -171,7 +167,7 @@ pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         token,
     };
     let result = fix_issue(env, &settings, &targets, &issue, checkout).await;
-    closed_out(env, &targets, result).await
+    super::closed_out(env, &targets, result).await
 }
 
 /// An issue job's working copy (leased at the default branch's head `start`) and how to push.
@@ -205,7 +201,7 @@ async fn fix_issue(
         issue.title,
         issue.user.login,
         env.request.requested_by.login,
-        quote(&issue.body)
+        super::quote_capped(&issue.body)
     );
     let root = lease.path().to_owned();
     let work = work(env, settings, targets, &root, context).await;
@@ -329,127 +325,6 @@ async fn work(
     };
     session.stop().await;
     Ok((outcome, (before, after)))
-}
-
-/// The job's result once its check run and progress comment exist: an error is said there too (the
-/// check run concluded `failure`, the comment in plain words), so that neither is left saying "in
-/// progress", and the job ends with the same words.
-async fn closed_out(
-    env: &JobEnv,
-    targets: &Targets,
-    result: Result<(Finish, Spent), HandlerError>,
-) -> Result<(Finish, Spent), HandlerError> {
-    let error = match result {
-        Ok(done) => return Ok(done),
-        Err(HandlerError::Reported(words)) => return Err(HandlerError::Reported(words)),
-        Err(error) => error,
-    };
-    let reference = format!("job-{}", env.job.id);
-    tracing::error!(job = %env.job.id, %error, "job failed");
-    // Sandbox and provider errors name what failed without secrets; anything else is only
-    // summarised on GitHub, with the details in the log under the reference.
-    let (cause, detail) = match &error {
-        HandlerError::Sandbox(e) => (StopCause::Sandbox { message: e.to_string() }, None),
-        HandlerError::Model(e) => (StopCause::ModelProvider { message: e.to_string() }, None),
-        HandlerError::Github(e) => (
-            StopCause::Internal {
-                reference: reference.clone(),
-            },
-            Some(format!("GitHub answered with an error: {e}")),
-        ),
-        HandlerError::Workspace(e) => (
-            StopCause::Internal {
-                reference: reference.clone(),
-            },
-            Some(format!("git failed: {e}")),
-        ),
-        HandlerError::Prompt(_) => (
-            StopCause::Internal {
-                reference: reference.clone(),
-            },
-            Some("The prompt templates are broken; the people who run pitcrew must fix them.".to_owned()),
-        ),
-        HandlerError::Other(text) | HandlerError::Reported(text) => (
-            StopCause::Internal {
-                reference: reference.clone(),
-            },
-            Some(text.clone()),
-        ),
-    };
-    let result = JobResult {
-        job: targets.info.clone(),
-        end: JobEnd::Stopped { cause, saved: None },
-        summary: String::new(),
-        plan: Default::default(),
-        changed_files: Vec::new(),
-        tests: None,
-        stats: RunStats::default(),
-    };
-    let trigger = env.config().agent.trigger.clone();
-    let mut output = report::check_run::completed(&result, &[], &trigger);
-    let mut comment = report::progress::finished(&result, &trigger);
-    let mut words = report::headline(&result.end);
-    if let Some(detail) = detail {
-        let detail = report::markdown::prose(&detail);
-        output.summary.push_str(&format!("\n\n{detail}"));
-        comment.push_str(&format!("\n\n{detail}"));
-        words = format!("{words}: {detail}");
-    }
-    targets.complete(CheckConclusion::Failure, output, &comment).await;
-    let _ = env.control.event("finished", json!({ "headline": words })).await;
-    Err(HandlerError::Reported(words))
-}
-
-/// Creates the check run and the progress comment; returns what the job keeps up to date.
-async fn start_reporting(env: &JobEnv, head_sha: &CommitSha) -> Result<Targets, HandlerError> {
-    let info = env.info();
-    let output = report::check_run::in_progress(&info, &Default::default(), Some("starting"));
-    let check_run = env
-        .github
-        .create_check_run(
-            &env.repo,
-            &NewCheckRun {
-                name: "pitcrew".into(),
-                head_sha: head_sha.clone(),
-                status: CheckStatus::InProgress,
-                started_at: Some(SystemTime::now()),
-                conclusion: None,
-                completed_at: None,
-                details_url: None,
-                external_id: Some(env.job_id()),
-                output: Some(output),
-            },
-        )
-        .await?;
-    let body = report::progress::live(&info, &Default::default(), Some("starting"));
-    let comment = match &env.request.reply_to {
-        ReplyTarget::ReviewThread {
-            pull_number,
-            comment_id,
-        } => {
-            let reply = env
-                .github
-                .reply_to_review_comment(&env.repo, IssueNumber(*pull_number), CommentId(*comment_id), &body)
-                .await?;
-            ProgressComment::Review(reply.id)
-        }
-        ReplyTarget::Issue { number, .. } => {
-            let comment = env
-                .github
-                .create_issue_comment(&env.repo, IssueNumber(*number), &body)
-                .await?;
-            ProgressComment::Issue(comment.id)
-        }
-    };
-    let mut info = info;
-    info.check_run_url = Some(check_run.html_url.clone()).filter(|url| !url.is_empty());
-    Ok(Targets {
-        github: env.github.clone(),
-        repo: env.repo.clone(),
-        check_run: Some(check_run.id),
-        comment: Some(comment),
-        info,
-    })
 }
 
 /// Commits what the agent changed as the bot, with the requester as co-author.
@@ -599,7 +474,7 @@ fn pull_request_context(env: &JobEnv, pull: &PullRequest) -> String {
     );
     if !pull.body.trim().is_empty() {
         context.push_str("\n\nThe pull request's description:\n\n");
-        context.push_str(&quote(&pull.body));
+        context.push_str(&super::quote_capped(&pull.body));
     }
     if let Some(review) = &env.request.review_comment {
         context.push_str(&format!(
@@ -610,12 +485,6 @@ fn pull_request_context(env: &JobEnv, pull: &PullRequest) -> String {
         ));
     }
     context
-}
-
-/// `text` as a markdown quote, capped: the description is context, not the task.
-fn quote(text: &str) -> String {
-    let text: String = text.chars().take(8000).collect();
-    text.lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")
 }
 
 fn changed_stats(repo: &LocalRepo, start: Oid) -> Vec<crate::workspace::diff::FileStat> {
@@ -632,11 +501,6 @@ fn commit_ref(env: &JobEnv, commit: Oid) -> CommitRef {
 /// The repository's web page from its clone URL (`https://host/owner/name.git` → without `.git`).
 fn html_url(clone_url: &str) -> String {
     clone_url.trim_end_matches(".git").to_owned()
-}
-
-fn clone_url(text: &str) -> Result<url::Url, HandlerError> {
-    url::Url::parse(text)
-        .map_err(|e| HandlerError::Other(format!("the repository's clone URL {text:?} is invalid: {e}")))
 }
 
 fn test_line(run: &report::TestRun) -> String {

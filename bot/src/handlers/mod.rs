@@ -282,6 +282,9 @@ fn public_error(error: &HandlerError) -> String {
 /// (`head_sha`), the `pitcrew` check run on it; returns what the job keeps up to date.
 pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) -> Result<Targets, HandlerError> {
     let info = env.info();
+    if let Some(targets) = earlier_reporting(env, &info).await {
+        return Ok(targets);
+    }
     let check_run = match head_sha {
         Some(head_sha) => {
             let output = report::check_run::in_progress(&info, &Default::default(), Some("starting"));
@@ -336,6 +339,21 @@ pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) 
         .as_ref()
         .map(|run| run.html_url.clone())
         .filter(|url| !url.is_empty());
+    let (kind, id) = match comment {
+        ProgressComment::Issue(id) => ("issue", id.0),
+        ProgressComment::Review(id) => ("review", id.0),
+    };
+    let _ = env
+        .control
+        .event(
+            "reporting",
+            json!({
+                "check_run": check_run.as_ref().map(|run| run.id.0),
+                "check_run_url": info.check_run_url,
+                "comment": { "kind": kind, "id": id },
+            }),
+        )
+        .await;
     Ok(Targets {
         github: env.github.clone(),
         repo: env.repo.clone(),
@@ -343,6 +361,49 @@ pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) 
         comment: Some(comment),
         info,
     })
+}
+
+/// The check run and progress comment an earlier attempt of this job made (its process died):
+/// the retry reports there, instead of leaving them "in progress" and starting new ones.
+async fn earlier_reporting(env: &JobEnv, info: &report::JobInfo) -> Option<Targets> {
+    if env.job.attempts < 2 {
+        return None;
+    }
+    let events = env.control.events().await.ok()?;
+    let earlier = events.iter().rev().find(|event| event.kind == "reporting")?;
+    let data = &earlier.data;
+    let comment = match (data["comment"]["kind"].as_str(), data["comment"]["id"].as_u64()) {
+        (Some("issue"), Some(id)) => ProgressComment::Issue(crate::github::CommentId(id)),
+        (Some("review"), Some(id)) => ProgressComment::Review(crate::github::CommentId(id)),
+        _ => return None,
+    };
+    let mut info = info.clone();
+    info.check_run_url = data["check_run_url"].as_str().map(str::to_owned);
+    let targets = Targets {
+        github: env.github.clone(),
+        repo: env.repo.clone(),
+        check_run: data["check_run"].as_u64().map(crate::github::CheckRunId),
+        comment: Some(comment),
+        info,
+    };
+    let body = report::progress::live(&targets.info, &Default::default(), Some("starting again"));
+    if let Err(error) = targets.set_comment(&body).await {
+        tracing::warn!(%error, "could not reuse the earlier attempt's progress comment");
+        return None;
+    }
+    Some(targets)
+}
+
+/// [`report_failure`] for a job's result once its reporting has started.
+pub(crate) async fn closed_out(
+    env: &JobEnv,
+    targets: &Targets,
+    result: Result<(Finish, session::Spent), HandlerError>,
+) -> Result<(Finish, session::Spent), HandlerError> {
+    match result {
+        Ok(done) => Ok(done),
+        Err(error) => Err(report_failure(env, targets, error).await),
+    }
 }
 
 /// Ends a job whose reporting had started: the check run fails and the progress comment says why in
@@ -377,12 +438,15 @@ pub(crate) async fn report_failure(env: &JobEnv, targets: &Targets, error: Handl
     };
     let trigger = &env.config().agent.trigger;
     let conclusion = report::check_run::conclusion(&result);
-    let output = report::check_run::completed(&result, &[], trigger);
+    let mut output = report::check_run::completed(&result, &[], trigger);
     let mut comment = report::progress::finished(&result, trigger);
     if let Some(note) = note {
-        comment.push_str(&format!("\n\n{}", report::markdown::prose(note)));
+        let note = report::markdown::prose(note);
+        output.summary.push_str(&format!("\n\n{note}"));
+        comment.push_str(&format!("\n\n{note}"));
     }
     targets.complete(conclusion.kind, output, &comment).await;
+    let _ = env.control.event("finished", json!({ "headline": words })).await;
     HandlerError::Reported(words)
 }
 

@@ -117,6 +117,11 @@ impl JobControl {
         self.store.append_event(self.job, kind, data, now_ms()).await
     }
 
+    /// The job's history so far, earlier attempts included.
+    pub async fn events(&self) -> Result<Vec<crate::jobs::JobEvent>, StoreError> {
+        self.store.events(self.job).await
+    }
+
     fn stop(&self, cause: StopCause) {
         let _ = self.cause.set(cause);
         self.token.cancel();
