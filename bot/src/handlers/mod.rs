@@ -271,7 +271,8 @@ fn public_error(error: &HandlerError) -> String {
     match error {
         HandlerError::Github(e) => format!("GitHub answered with an error: {e}"),
         HandlerError::Workspace(e) => format!("git failed: {e}"),
-        HandlerError::Sandbox(e) => format!("the sandbox failed: {e}"),
+        // Its own words already say it was the sandbox.
+        HandlerError::Sandbox(e) => e.to_string(),
         HandlerError::Model(e) => format!("the model provider failed: {e}"),
         HandlerError::Prompt(_) => "the prompt templates are broken; the operator must fix them".into(),
         HandlerError::Other(text) | HandlerError::Reported(text) => text.clone(),

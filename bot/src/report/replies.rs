@@ -177,6 +177,13 @@ pub fn failure(cause: &StopCause, trigger: &str, tests: Option<&TestDelta>) -> S
                 }
             )
         }
+        // The client's error texts say which kind of failure it was; those that retrying cannot fix
+        // get advice for the people who run pitcrew instead of "try again".
+        StopCause::ModelProvider { message } if is_lasting_provider_error(message) => format!(
+            "The model provider refused the request: {}. Asking again will not help: the people who run \
+             pitcrew must check the API key, the account's quota and the model name.",
+            markdown::code_span(cut(message.trim(), 300))
+        ),
         StopCause::ModelProvider { message } => format!(
             "The model provider returned an error: {}. This is usually temporary (a rate limit or an outage): \
              try again in a few minutes. If it keeps happening, the people who run pitcrew should check the model \
@@ -199,6 +206,13 @@ pub fn failure(cause: &StopCause, trigger: &str, tests: Option<&TestDelta>) -> S
 
 /// The change as a patch, for a pull request from a fork that does not allow edits by maintainers;
 /// `branch` holds the same change when there is one. Too big a patch is replaced by instructions.
+/// Credentials, quota and a bad request (an unknown model) do not pass with time.
+fn is_lasting_provider_error(message: &str) -> bool {
+    ["rejected the credentials", "out of quota", "rejected the request"]
+        .iter()
+        .any(|kind| message.contains(kind))
+}
+
 pub fn patch(diff: &str, branch: Option<&BranchRef>, trigger: &str) -> String {
     if diff.len() > PATCH_LIMIT {
         return patch_too_big(diff.len(), branch, trigger);
@@ -501,5 +515,26 @@ mod tests {
 
         _Opened by pitcrew. Review it like any other pull request before merging._
         ");
+    }
+
+    #[test]
+    fn provider_errors_that_time_does_not_fix_are_not_called_temporary() {
+        let refused = failure(
+            &StopCause::ModelProvider {
+                message: "the model provider rejected the credentials (401): invalid x-api-key".into(),
+            },
+            "@agent",
+            None,
+        );
+        assert!(refused.contains("Asking again will not help"), "{refused}");
+        assert!(!refused.contains("usually temporary"), "{refused}");
+        let limited = failure(
+            &StopCause::ModelProvider {
+                message: "rate limited by the model provider: slow down".into(),
+            },
+            "@agent",
+            None,
+        );
+        assert!(limited.contains("usually temporary"), "{limited}");
     }
 }
