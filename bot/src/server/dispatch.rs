@@ -62,7 +62,9 @@ impl DispatchSettings {
             job_attempts,
             poll_interval: Duration::from_secs(30),
             concurrency: 8,
-            batch: 200,
+            // Enough to keep every slot busy and to see past a blocked pull request's backlog,
+            // without reading megabytes of payloads on every pass.
+            batch: 64,
             // With the doubling below capped at five minutes: about half an hour of trying.
             max_tries: 10,
             base_backoff: Duration::from_secs(2),
@@ -248,6 +250,9 @@ struct Loop {
     running: HashMap<tokio::task::Id, (DeliveryId, String)>,
     busy_keys: HashSet<String>,
     backoff: HashMap<DeliveryId, Backoff>,
+    /// Each pending delivery's serialisation key, parsed once: under a backlog every scan sees the
+    /// same deliveries again, and parsing them again took the CPU the webhook route needs.
+    keys: HashMap<DeliveryId, String>,
 }
 
 async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken) {
@@ -258,6 +263,7 @@ async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken) {
         running: HashMap::new(),
         busy_keys: HashSet::new(),
         backoff: HashMap::new(),
+        keys: HashMap::new(),
     };
     let mut scan = true;
     loop {
@@ -308,6 +314,10 @@ impl Loop {
     /// Starts handling every unprocessed delivery that is not in hand, not waiting for a retry, and
     /// not behind an older one on the same pull request.
     async fn scan(&mut self) {
+        // Nothing could start: reading the backlog again would only cost the route time.
+        if self.tasks.len() >= self.ctx.settings.concurrency.max(1) {
+            return;
+        }
         let deliveries = match self.ctx.store.unprocessed_deliveries(self.ctx.settings.batch).await {
             Ok(deliveries) => deliveries,
             Err(error) => {
@@ -323,10 +333,16 @@ impl Loop {
             if in_hand.contains(&delivery.id) {
                 continue;
             }
-            let event = Event::from_json(&delivery.event, &delivery.payload);
-            let key = match &event {
-                Ok(event) => serial_key(event).unwrap_or_else(|| delivery.id.0.clone()),
-                Err(_) => delivery.id.0.clone(),
+            let key = match self.keys.get(&delivery.id) {
+                Some(key) => key.clone(),
+                None => {
+                    let key = match Event::from_json(&delivery.event, &delivery.payload) {
+                        Ok(event) => serial_key(&event).unwrap_or_else(|| delivery.id.0.clone()),
+                        Err(_) => delivery.id.0.clone(),
+                    };
+                    self.keys.insert(delivery.id.clone(), key.clone());
+                    key
+                }
             };
             if blocked.contains(&key) {
                 continue;
@@ -341,6 +357,7 @@ impl Loop {
             blocked.insert(key.clone());
             self.busy_keys.insert(key.clone());
             let id = delivery.id.clone();
+            let event = Event::from_json(&delivery.event, &delivery.payload);
             let handle = self.tasks.spawn(handle(Arc::clone(&self.ctx), delivery, event));
             self.running.insert(handle.id(), (id, key));
         }
@@ -365,6 +382,7 @@ impl Loop {
         match result {
             Ok(()) => {
                 self.backoff.remove(&id);
+                self.keys.remove(&id);
             }
             Err(Retry(reason)) => {
                 let tries = self.backoff.get(&id).map_or(0, |b| b.tries) + 1;
@@ -372,6 +390,7 @@ impl Loop {
                     tracing::error!(delivery = %id, tries, reason,
                         "giving up on a delivery that kept failing; it is dropped (redeliver it from the App's settings)");
                     self.backoff.remove(&id);
+                    self.keys.remove(&id);
                     if let Err(error) = self.ctx.store.process_delivery(&id, Vec::new(), now_ms()).await {
                         tracing::error!(delivery = %id, error = %error, "could not mark the delivery dropped");
                     }
