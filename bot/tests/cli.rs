@@ -763,4 +763,25 @@ mod action {
         assert_eq!(step.git.rev_parse(REPO, "refs/heads/docs").unwrap(), step.pull.head_sha);
         step.github.assert_no_violations();
     }
+
+    #[test]
+    fn a_token_github_refuses_fails_the_step_with_a_clear_message() {
+        let step = Step::new("action-refused-token");
+        step.github.fail_next(
+            "GET",
+            "/repos/{owner}/{repo}/collaborators/{username}/permission",
+            5,
+            401,
+            &[],
+            json!({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}),
+        );
+        let model = ScriptedModel::start(Script::new());
+        let out = step.run("alice", "COLLABORATOR", "@agent fix the add test", &model, None);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("GitHub refused or kept failing"), "{stderr}");
+        assert!(!stderr.contains(TOKEN), "{stderr}");
+        assert!(model.requests().is_empty());
+        assert!(step.github.check_runs().is_empty());
+    }
 }

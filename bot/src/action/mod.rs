@@ -159,12 +159,14 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
             .await
             .map_err(|e| ActionError::Setup(format!("could not store the event: {e}")))?;
         let triggers = TriggerConfig::new(config.agent.trigger.clone(), action.bot_login());
-        let dispatcher = Dispatcher::start(
-            Arc::clone(&store),
-            Arc::clone(&pool),
-            github,
-            DispatchSettings::new(triggers, 1),
-        );
+        // A step has minutes, not the server's half hour, to get through to GitHub.
+        let settings = DispatchSettings {
+            max_tries: 4,
+            base_backoff: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(15),
+            ..DispatchSettings::new(triggers, 1)
+        };
+        let dispatcher = Dispatcher::start(Arc::clone(&store), Arc::clone(&pool), github, settings);
         let processed = wait_for(|| async {
             store
                 .delivery(&delivery)
@@ -174,10 +176,13 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
                 .is_some_and(|d| d.processed_at.is_some())
         })
         .await;
+        let dropped = dispatcher.dropped();
         dispatcher.stop().await;
-        if !processed {
+        if !processed || dropped > 0 {
             return Err(ActionError::Setup(
-                "the event could not be handled (GitHub kept failing; see the log above)".into(),
+                "the event could not be handled: GitHub refused or kept failing (see the log above; check the \
+                 `github_token` input and the workflow's `permissions:`)"
+                    .into(),
             ));
         }
         let jobs = store.jobs(&JobFilter::default()).await.unwrap_or_default();

@@ -91,6 +91,8 @@ struct Ctx {
     /// Each repository's `.github/pitcrew.toml` (its `[triggers]`), read from the default branch
     /// and kept for a minute, so that a burst of deliveries costs one read.
     repo_configs: Mutex<HashMap<String, (Instant, RepoConfig)>>,
+    /// Deliveries given up on after their retries.
+    dropped: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// How long a repository's configuration is reused before it is read again.
@@ -172,6 +174,7 @@ pub struct Dispatcher {
     wake: Arc<Notify>,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
+    dropped: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Dispatcher {
@@ -184,19 +187,28 @@ impl Dispatcher {
     ) -> Dispatcher {
         let wake = Arc::new(Notify::new());
         let stop = CancellationToken::new();
+        let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let ctx = Arc::new(Ctx {
             store,
             pool,
             github,
             settings,
             repo_configs: Mutex::new(HashMap::new()),
+            dropped: Arc::clone(&dropped),
         });
         let task = tokio::spawn(run(ctx, Arc::clone(&wake), stop.clone()));
         Dispatcher {
             wake,
             stop,
             task: Some(task),
+            dropped,
         }
+    }
+
+    /// How many deliveries were given up on: after their retries, or at once when GitHub refused for
+    /// good (each logged).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// What the webhook route notifies after storing a delivery.
@@ -391,6 +403,7 @@ impl Loop {
                         "giving up on a delivery that kept failing; it is dropped (redeliver it from the App's settings)");
                     self.backoff.remove(&id);
                     self.keys.remove(&id);
+                    self.ctx.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     if let Err(error) = self.ctx.store.process_delivery(&id, Vec::new(), now_ms()).await {
                         tracing::error!(delivery = %id, error = %error, "could not mark the delivery dropped");
                     }
@@ -502,6 +515,7 @@ async fn act(
             Err(error) => {
                 tracing::warn!(delivery = %id, repo = %repo, error = %error,
                     "could not check the requester's permission (the repository may be gone or the App uninstalled); dropped");
+                ctx.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
             }
         },
