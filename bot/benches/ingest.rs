@@ -32,8 +32,9 @@ use pitcrew::config::{Config, LoadOptions};
 use pitcrew::jobs::{Finish, Job, JobControl, JobHandler, JobStore};
 use pitcrew::server::signature::sign;
 use pitcrew::server::{Server, ServerOptions};
-use pitcrew_tests::fake_github::openapi::fixtures_root;
 use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
+use pitcrew_tests::scenario::{Comment, comment_payload};
+use pitcrew_tests::server_config::ServerOverrides;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
@@ -98,21 +99,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn config(github: &FakeGithub, data_dir: &std::path::Path) -> Result<Config, Error> {
-    let overrides = vec![
-        "model.name=bench-model".to_owned(),
-        // No job runs here, so no model is ever called.
-        "model.base_url=http://127.0.0.1:9/v1".to_owned(),
-        format!("github.api_url={}", github.url()),
-        format!("github.app_id={}", github.app_id()),
-        format!(
-            "github.private_key_path={}",
-            FakeGithub::test_private_key_path().display()
-        ),
-        format!("github.webhook_secret={SECRET}"),
-        format!("github.bot_name={}", github.bot_login()),
-        format!("server.data_dir={}", data_dir.display()),
-        "sandbox.backend=local".to_owned(),
-    ];
+    // No job runs here, so no model is ever called.
+    let overrides = ServerOverrides::new(github, SECRET, data_dir).build();
     Config::load(LoadOptions {
         config_path: None,
         env: &BTreeMap::new(),
@@ -135,18 +123,15 @@ struct Template {
 
 impl Template {
     fn load(github: &FakeGithub) -> Result<Template, Error> {
-        let path =
-            fixtures_root().join("webhooks/issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json");
-        let recording: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
-        let mut payload = recording["payload"].clone();
-        if payload["repository"]["full_name"] != REPO || payload["issue"]["number"] != PR {
-            return Err(format!("{} is not the recording this bench expects", path.display()).into());
-        }
-        payload["installation"] = json!({ "id": github.installation_id() });
-        payload["comment"]["user"]["login"] = json!("alice");
-        payload["sender"]["login"] = json!("alice");
-        payload["comment"]["author_association"] = json!("COLLABORATOR");
-        payload["comment"]["body"] = json!("");
+        let comment = Comment {
+            id: 0,
+            login: "alice",
+            user_id: 4242,
+            association: "COLLABORATOR",
+            body: "",
+        };
+        let clone_url = format!("https://github.com/{REPO}.git");
+        let payload = comment_payload(REPO, &clone_url, PR, &comment, Some(github.installation_id()));
         let mut template = Template { payload };
         // A review comment with no mention of the bot, grown word by word to the size wanted.
         let words = "Thanks, this reads well; one more pass over the error paths would not hurt. ";

@@ -31,12 +31,13 @@ use pitcrew::jobs::{EndOutcome, JobEnd, JobState};
 use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew::server::signature::sign;
-use pitcrew_tests::fake_github::openapi::fixtures_root;
 use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
 use pitcrew_tests::git_server::GitServer;
+use pitcrew_tests::scenario::{Comment, comment_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+use pitcrew_tests::server_config::ServerOverrides;
 use secrecy::SecretString;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::broadcast;
 
 const REPO: &str = "acme/calc";
@@ -129,7 +130,6 @@ struct World {
     model: ScriptedModel,
     server: RunningServer,
     http: reqwest::Client,
-    comment_template: Value,
     _data: tempfile::TempDir,
 }
 
@@ -175,22 +175,10 @@ impl World {
         let model = ScriptedModel::try_start(script())?;
         // On the same disk as a server's data directory would be (not a tmpfs).
         let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
-        let overrides = vec![
-            "model.name=gpt-4o".to_owned(),
-            format!("model.base_url={}", model.openai_base_url()),
-            "model.max_retries=0".to_owned(),
-            format!("github.api_url={}", github.url()),
-            format!("github.app_id={}", github.app_id()),
-            format!(
-                "github.private_key_path={}",
-                FakeGithub::test_private_key_path().display()
-            ),
-            format!("github.webhook_secret={SECRET}"),
-            format!("github.bot_name={}", github.bot_login()),
-            format!("server.data_dir={}", data.path().display()),
-            format!("server.concurrency={JOBS}"),
-            "sandbox.backend=local".to_owned(),
-        ];
+        let overrides = ServerOverrides::new(&github, SECRET, data.path())
+            .model(&model)
+            .set("server.concurrency", JOBS.to_string())
+            .build();
         let config = Config::load(LoadOptions {
             config_path: None,
             env: &BTreeMap::new(),
@@ -206,27 +194,12 @@ impl World {
         )
         .await?;
 
-        let path =
-            fixtures_root().join("webhooks/issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json");
-        let recording: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
-        let mut payload = recording["payload"].clone();
-        payload["repository"]["full_name"] = json!(REPO);
-        payload["repository"]["name"] = json!("calc");
-        payload["repository"]["owner"]["login"] = json!("acme");
-        payload["repository"]["clone_url"] = json!(git_server.url(REPO));
-        payload["repository"]["default_branch"] = json!("main");
-        payload["comment"]["user"]["login"] = json!("alice");
-        payload["comment"]["user"]["id"] = json!(4242);
-        payload["comment"]["author_association"] = json!("COLLABORATOR");
-        payload["sender"]["login"] = json!("alice");
-        payload["installation"] = json!({ "id": github.installation_id() });
         Ok(World {
             github,
             git: git_server,
             model,
             server,
             http: reqwest::Client::new(),
-            comment_template: payload,
             _data: data,
         })
     }
@@ -235,10 +208,20 @@ impl World {
     async fn ask_for_a_fix(&self, pr: u64) -> Result<(), Error> {
         let text = "@agent fix the notes";
         let id = self.github.add_issue_comment(REPO, pr, "alice", text);
-        let mut payload = self.comment_template.clone();
-        payload["issue"]["number"] = json!(pr);
-        payload["comment"]["id"] = json!(id);
-        payload["comment"]["body"] = json!(text);
+        let comment = Comment {
+            id,
+            login: "alice",
+            user_id: 4242,
+            association: "COLLABORATOR",
+            body: text,
+        };
+        let payload = comment_payload(
+            REPO,
+            &self.git.url(REPO),
+            pr,
+            &comment,
+            Some(self.github.installation_id()),
+        );
         let body = serde_json::to_vec(&payload)?;
         let response = self
             .http

@@ -259,11 +259,12 @@ async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
     use std::time::Duration;
 
     use pitcrew::jobs::{DeliveryId, JobFilter, JobState, JobStore, SqliteStore};
-    use pitcrew_tests::fake_github::openapi::fixtures_root;
-    use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
+    use pitcrew_tests::fake_github::FakeGithub;
     use pitcrew_tests::git_server::GitServer;
+    use pitcrew_tests::scenario::{CALC, Comment, calc_pull_request, comment_payload};
     use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
-    use serde_json::{Value, json};
+    use pitcrew_tests::server_config::ServerOverrides;
+    use serde_json::json;
 
     const REPO: &str = "acme/calc";
     const SECRET: &str = "the restart test's webhook secret";
@@ -274,80 +275,36 @@ async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
 
     let github = FakeGithub::start();
     let git_server = GitServer::start_with(github.token_check());
-    let calc = "add() {\n    echo $(($1 - $2))\n}\n";
-    let tests = "#!/bin/sh\n. ./calc.sh\necho\necho 'running 1 test'\nif [ \"$(add 2 3)\" = 5 ]; then\n  echo 'test adds ... ok'\n  echo\n  echo 'test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s'\nelse\n  echo 'test adds ... FAILED'\n  echo\n  echo 'test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s'\n  exit 101\nfi\n";
-    let base = git_server
-        .create_repo(
-            REPO,
-            &[
-                ("calc.sh", calc),
-                ("run-tests.sh", tests),
-                (".github/pitcrew.toml", "[agent]\ntest_command = \"sh run-tests.sh\"\n"),
-            ],
-        )
-        .unwrap();
-    let head = git_server
-        .create_pull_head(REPO, 7, "main", &[("README.md", "calc\n")], "docs")
-        .unwrap();
+    let pull = calc_pull_request(&git_server, &github, REPO, 7).unwrap();
     let bare = git_server.repo_path(REPO);
-    let status = Command::new("git")
-        .args(["update-ref", "refs/heads/docs", &head])
-        .current_dir(&bare)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    github.add_repo(Repo::new(REPO).clone_url(&git_server.url(REPO)).git_dir(&bare));
-    github.add_issue(
-        REPO,
-        Issue::pull_request(7, "Document calc", ("docs", &head), ("main", &base)).user("bob"),
-    );
-    github.set_permission(REPO, "alice", Permission::Write);
 
     // The first answer is held far longer than the test runs: the process dies while it waits.
     let model = ScriptedModel::start(Script::new().turn(Reply::text("Looking.").chunk_delay(Duration::from_secs(600))));
 
     let dir = scratch("serve-restart");
     let data = dir.join("data");
-    let config = dir.join("pitcrew.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[model]\nname = \"gpt-4o\"\nbase_url = \"{}\"\nmax_retries = 0\n\n\
-             [github]\napi_url = \"{}\"\napp_id = {}\nprivate_key_path = \"{}\"\nwebhook_secret = \"{SECRET}\"\n\
-             bot_name = \"{}\"\n\n[server]\ndata_dir = \"{}\"\njob_attempts = 2\n\n\
-             [sandbox]\nbackend = \"docker\"\nimage = \"{image}\"\nmemory = \"256MiB\"\n",
-            model.openai_base_url(),
-            github.url(),
-            github.app_id(),
-            FakeGithub::test_private_key_path().display(),
-            github.bot_login(),
-            data.display(),
-        ),
-    )
-    .unwrap();
+    let settings = ServerOverrides::new(&github, SECRET, &data)
+        .model(&model)
+        .docker(image)
+        .set("server.job_attempts", "2")
+        .args();
 
     // The first life: a fix request, and the agent waiting for the model.
-    let (mut first, url, _) = serve(&dir, &config).await;
+    let (mut first, url, _) = serve(&dir, &settings).await;
     let comment = github.add_issue_comment(REPO, 7, "alice", "@agent fix the add test");
-    let recording: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            fixtures_root().join("webhooks/issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let mut payload = recording["payload"].clone();
-    payload["repository"]["full_name"] = json!(REPO);
-    payload["repository"]["name"] = json!("calc");
-    payload["repository"]["owner"]["login"] = json!("acme");
-    payload["repository"]["clone_url"] = json!(git_server.url(REPO));
-    payload["repository"]["default_branch"] = json!("main");
-    payload["issue"]["number"] = json!(7);
-    payload["comment"]["id"] = json!(comment);
-    payload["comment"]["body"] = json!("@agent fix the add test");
-    payload["comment"]["user"]["login"] = json!("alice");
-    payload["sender"]["login"] = json!("alice");
-    payload["installation"] = json!({ "id": github.installation_id() });
+    let payload = comment_payload(
+        REPO,
+        &git_server.url(REPO),
+        7,
+        &Comment {
+            id: comment,
+            login: "alice",
+            user_id: 4242,
+            association: "COLLABORATOR",
+            body: "@agent fix the add test",
+        },
+        Some(github.installation_id()),
+    );
     let body = serde_json::to_vec(&payload).unwrap();
     let response = reqwest::Client::new()
         .post(format!("{url}/webhook"))
@@ -393,7 +350,7 @@ async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
         json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
     ));
     model.push(Reply::text("`add` adds now."));
-    let (second, _, log) = serve(&dir, &config).await;
+    let (second, _, log) = serve(&dir, &settings).await;
     // Gone before the server listens (the second attempt may have a container of its own by now).
     assert_eq!(
         docker(&["ps", "-a", "-q", "--no-trunc", "--filter", &by_id]),
@@ -431,13 +388,13 @@ async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
         progress[0].body
     );
     let pushed = git_server.rev_parse(REPO, "refs/heads/docs").unwrap();
-    assert_ne!(pushed, head);
+    assert_ne!(pushed, pull.head_sha);
     let shown = Command::new("git")
         .args(["show", &format!("{pushed}:calc.sh")])
         .current_dir(&bare)
         .output()
         .unwrap();
-    assert_eq!(text(&shown.stdout), calc.replace(" - ", " + "));
+    assert_eq!(text(&shown.stdout), CALC.replace(" - ", " + "));
 
     // Stopped gracefully, the store tells the rest: one delivery, one job, two attempts.
     let pid = nix::unistd::Pid::from_raw(i32::try_from(second.id().unwrap()).unwrap());
@@ -468,9 +425,9 @@ fn docker(args: &[&str]) -> String {
     text(&output.stdout).trim().to_owned()
 }
 
-/// Starts `pitcrew serve --config CONFIG --listen 127.0.0.1:PORT` in `dir`; returns it once it
-/// says it listens, with its URL and its log so far. Its log goes on being read (and dropped) in the background.
-async fn serve(dir: &PathBuf, config: &std::path::Path) -> (tokio::process::Child, String, String) {
+/// Starts `pitcrew SETTINGS serve --listen 127.0.0.1:PORT` in `dir` (`SETTINGS` being `--set`
+/// flags); returns it once it says it listens, with its URL and its log so far. Its log goes on being read (and dropped) in the background.
+async fn serve(dir: &PathBuf, settings: &[String]) -> (tokio::process::Child, String, String) {
     use tokio::io::{AsyncBufReadExt, BufReader};
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -481,7 +438,8 @@ async fn serve(dir: &PathBuf, config: &std::path::Path) -> (tokio::process::Chil
     let listen = format!("127.0.0.1:{port}");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_pitcrew"));
     command
-        .args(["--config", config.to_str().unwrap(), "serve", "--listen", &listen])
+        .args(settings)
+        .args(["serve", "--listen", &listen])
         .current_dir(dir)
         .env_clear()
         .stdin(std::process::Stdio::null())

@@ -6,4 +6,5 @@ pub mod git_server;
 pub mod repo;
 pub mod scenario;
 pub mod scripted_model;
+pub mod server_config;
 pub mod server_thread;

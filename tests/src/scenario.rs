@@ -55,17 +55,43 @@ pub struct CalcPull {
     pub branch: String,
 }
 
-/// Makes `repo` on the git server (`main` with the project) with pull request `number` on branch
-/// `docs` (a README change), and registers both with the fake GitHub; `alice` gets write access.
-pub fn calc_pull_request(git: &GitServer, github: &FakeGithub, repo: &str, number: u64) -> std::io::Result<CalcPull> {
+/// Makes `repo` on the git server (`main` with the project and `repo_config` as its
+/// `.github/pitcrew.toml`) and registers it with the fake GitHub; `alice` gets write access.
+/// Returns `main`'s commit.
+pub fn calc_repo(git: &GitServer, github: &FakeGithub, repo: &str, repo_config: &str) -> std::io::Result<String> {
     let base_sha = git.create_repo(
         repo,
         &[
             ("calc.sh", CALC),
             ("run-tests.sh", TESTS),
-            (".github/pitcrew.toml", REPO_CONFIG),
+            (".github/pitcrew.toml", repo_config),
         ],
     )?;
+    github.add_repo(
+        Repo::new(repo)
+            .default_branch("main")
+            .clone_url(&git.url(repo))
+            .git_dir(git.repo_path(repo)),
+    );
+    github.set_permission(repo, "alice", Permission::Write);
+    Ok(base_sha)
+}
+
+/// Makes `repo` on the git server (`main` with the project) with pull request `number` on branch
+/// `docs` (a README change), and registers both with the fake GitHub; `alice` gets write access.
+pub fn calc_pull_request(git: &GitServer, github: &FakeGithub, repo: &str, number: u64) -> std::io::Result<CalcPull> {
+    calc_pull_request_with(git, github, repo, number, REPO_CONFIG)
+}
+
+/// [`calc_pull_request`] with `repo_config` as the repository's configuration.
+pub fn calc_pull_request_with(
+    git: &GitServer,
+    github: &FakeGithub,
+    repo: &str,
+    number: u64,
+    repo_config: &str,
+) -> std::io::Result<CalcPull> {
+    let base_sha = calc_repo(git, github, repo, repo_config)?;
     let head_sha = git.create_pull_head(
         repo,
         number,
@@ -81,17 +107,10 @@ pub fn calc_pull_request(git: &GitServer, github: &FakeGithub, repo: &str, numbe
     if !status.success() {
         return Err(std::io::Error::other("git update-ref failed"));
     }
-    github.add_repo(
-        Repo::new(repo)
-            .default_branch("main")
-            .clone_url(&git.url(repo))
-            .git_dir(git.repo_path(repo)),
-    );
     github.add_issue(
         repo,
         Issue::pull_request(number, "Document calc", ("docs", &head_sha), ("main", &base_sha)).user("bob"),
     );
-    github.set_permission(repo, "alice", Permission::Write);
     Ok(CalcPull {
         base_sha,
         head_sha,

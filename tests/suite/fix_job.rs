@@ -16,9 +16,11 @@ use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew::server::signature::sign;
 use pitcrew_tests::fake_github::openapi::fixtures_root;
-use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, ReactionTarget, Repo};
+use pitcrew_tests::fake_github::{FakeGithub, Issue, ReactionTarget};
 use pitcrew_tests::git_server::GitServer;
+use pitcrew_tests::scenario::{CALC, Comment, REPO_CONFIG, calc_pull_request_with, calc_repo, comment_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel, Turn};
+use pitcrew_tests::server_config::ServerOverrides;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -32,39 +34,6 @@ const WAIT: Duration = Duration::from_secs(120);
 const FORK: &str = "bob/calc";
 /// What the live progress comment says until the job ends.
 const LIVE: &str = "this comment updates as I go";
-
-const CALC: &str = "add() {\n    echo $(($1 - $2))\n}\n";
-const TESTS: &str = r#"#!/bin/sh
-# The project's tests, in libtest's output format.
-. ./calc.sh
-pass=0
-fail=0
-failed=""
-check() {
-    if [ "$2" = "$3" ]; then
-        echo "test $1 ... ok"
-        pass=$((pass + 1))
-    else
-        echo "test $1 ... FAILED"
-        fail=$((fail + 1))
-        failed="$failed $1"
-    fi
-}
-echo
-echo "running 2 tests"
-check adds_two_numbers "$(add 2 3)" 5
-check adds_zero "$(add 4 0)" 4
-echo
-if [ "$fail" -gt 0 ]; then
-    echo "failures:"
-    for name in $failed; do echo "    $name"; done
-    echo
-    echo "test result: FAILED. $pass passed; $fail failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s"
-    exit 101
-fi
-echo "test result: ok. $pass passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s"
-"#;
-const REPO_CONFIG: &str = "[agent]\ntest_command = \"sh run-tests.sh\"\n";
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git").args(args).current_dir(dir).output().unwrap();
@@ -151,22 +120,12 @@ impl World {
     async fn start_with(image: &str, script: Script, options: Options) -> World {
         let github = FakeGithub::start();
         let git_server = GitServer::start_with(github.token_check());
-        let base_sha = git_server
-            .create_repo(
-                REPO,
-                &[
-                    ("calc.sh", CALC),
-                    ("run-tests.sh", TESTS),
-                    (".github/pitcrew.toml", &options.repo_config),
-                ],
-            )
-            .unwrap();
-        let base = git_server.repo_path(REPO);
-        let pull = Issue::pull_request(PR, "Document calc", ("docs", ""), ("main", &base_sha)).user("bob");
-        let (head_sha, pull) = if options.fork {
+        let (base_sha, head_sha) = if options.fork {
+            let base_sha = calc_repo(&git_server, &github, REPO, &options.repo_config).unwrap();
+            let base = git_server.repo_path(REPO);
             let fork = git_server.repo_path(FORK);
             git(&base, &["clone", "-q", "--bare", ".", fork.to_str().unwrap()]);
-            let head = git_server
+            let head_sha = git_server
                 .commit(FORK, "docs", &[("README.md", "calc: shell arithmetic\n")], "docs")
                 .unwrap();
             // What GitHub does for every pull request: the head, mirrored into the base repository.
@@ -179,35 +138,26 @@ impl World {
                     &format!("refs/heads/docs:refs/pull/{PR}/head"),
                 ],
             );
-            let pull = pull.from_fork(FORK, &git_server.url(FORK)).maintainer_can_modify(false);
-            (head, pull)
+            let pull = Issue::pull_request(PR, "Document calc", ("docs", &head_sha), ("main", &base_sha))
+                .user("bob")
+                .from_fork(FORK, &git_server.url(FORK))
+                .maintainer_can_modify(false);
+            github.add_issue(REPO, pull);
+            (base_sha, head_sha)
         } else {
-            let head = git_server
-                .create_pull_head(REPO, PR, "main", &[("README.md", "calc: shell arithmetic\n")], "docs")
-                .unwrap();
-            // The pull request's branch, as a same-repository pull request has it.
-            git(&base, &["update-ref", "refs/heads/docs", &head]);
-            (head, pull)
+            let pull = calc_pull_request_with(&git_server, &github, REPO, PR, &options.repo_config).unwrap();
+            (pull.base_sha, pull.head_sha)
         };
-        let mut pull = pull;
-        if let Some(info) = &mut pull.pull {
-            info.head.sha.clone_from(&head_sha);
-        }
-        github.add_repo(
-            Repo::new(REPO)
-                .default_branch("main")
-                .clone_url(&git_server.url(REPO))
-                .git_dir(git_server.repo_path(REPO)),
-        );
-        github.add_issue(REPO, pull);
-        github.set_permission(REPO, "alice", Permission::Write);
 
         let model = ScriptedModel::start(script);
         let data = TempDir::new().unwrap();
         let config = Config::load(LoadOptions {
             config_path: None,
             env: &BTreeMap::new(),
-            overrides: &overrides(&github, &model, data.path(), image),
+            overrides: &ServerOverrides::new(&github, SECRET, data.path())
+                .model(&model)
+                .docker(image)
+                .build(),
         })
         .unwrap();
         let server = pitcrew::serve::start(
@@ -235,18 +185,20 @@ impl World {
     /// `login` comments `body` on the pull request; the signed delivery is posted to the server.
     async fn comment(&self, delivery: &str, login: &str, body: &str) -> u64 {
         let id = self.github.add_issue_comment(REPO, PR, login, body);
-        let path =
-            fixtures_root().join("webhooks/issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json");
-        let recording: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let mut payload = recording["payload"].clone();
-        self.point_at_repo(&mut payload);
-        payload["issue"]["number"] = json!(PR);
-        payload["comment"]["id"] = json!(id);
-        payload["comment"]["body"] = json!(body);
-        payload["comment"]["user"]["login"] = json!(login);
-        payload["comment"]["user"]["id"] = json!(4242);
-        payload["comment"]["author_association"] = json!("COLLABORATOR");
-        payload["sender"]["login"] = json!(login);
+        let comment = Comment {
+            id,
+            login,
+            user_id: 4242,
+            association: "COLLABORATOR",
+            body,
+        };
+        let payload = comment_payload(
+            REPO,
+            &self.git.url(REPO),
+            PR,
+            &comment,
+            Some(self.github.installation_id()),
+        );
         self.deliver("issue_comment", delivery, &payload).await;
         id
     }
@@ -357,27 +309,6 @@ impl World {
             .map(|c| c.body)
             .unwrap_or_else(|| panic!("no progress comment: {:#?}", self.bot_comments_on(number)))
     }
-}
-
-/// The configuration `pitcrew serve` gets in these tests: everything pointed at the fakes.
-fn overrides(github: &FakeGithub, model: &ScriptedModel, data: &Path, image: &str) -> Vec<String> {
-    vec![
-        "model.name=gpt-4o".to_owned(),
-        format!("model.base_url={}", model.openai_base_url()),
-        "model.max_retries=0".to_owned(),
-        format!("github.api_url={}", github.url()),
-        format!("github.app_id={}", github.app_id()),
-        format!(
-            "github.private_key_path={}",
-            FakeGithub::test_private_key_path().display()
-        ),
-        format!("github.webhook_secret={SECRET}"),
-        format!("github.bot_name={}", github.bot_login()),
-        format!("server.data_dir={}", data.display()),
-        "sandbox.backend=docker".to_owned(),
-        format!("sandbox.image={image}"),
-        "sandbox.memory=256MiB".to_owned(),
-    ]
 }
 
 fn summary_of(run: &pitcrew_tests::fake_github::CheckRun) -> String {

@@ -13,12 +13,13 @@ use pitcrew::jobs::{EndOutcome, JobEnd, JobState};
 use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew::server::signature::sign;
-use pitcrew_tests::fake_github::openapi::fixtures_root;
 use pitcrew_tests::fake_github::{CheckRun, FakeGithub, Issue, Permission, Repo};
 use pitcrew_tests::git_server::GitServer;
+use pitcrew_tests::scenario::{Comment, comment_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+use pitcrew_tests::server_config::ServerOverrides;
 use secrecy::SecretString;
-use serde_json::{Value, json};
+use serde_json::json;
 use tempfile::TempDir;
 use tokio::sync::broadcast;
 
@@ -136,23 +137,10 @@ impl World {
 
         let model = ScriptedModel::start(script);
         let data = TempDir::new().unwrap();
-        let overrides = vec![
-            "model.name=gpt-4o".to_owned(),
-            format!("model.base_url={}", model.openai_base_url()),
-            "model.max_retries=0".to_owned(),
-            format!("github.api_url={}", github.url()),
-            format!("github.app_id={}", github.app_id()),
-            format!(
-                "github.private_key_path={}",
-                FakeGithub::test_private_key_path().display()
-            ),
-            format!("github.webhook_secret={SECRET}"),
-            format!("github.bot_name={}", github.bot_login()),
-            format!("server.data_dir={}", data.path().display()),
-            "sandbox.backend=docker".to_owned(),
-            format!("sandbox.image={image}"),
-            "sandbox.memory=256MiB".to_owned(),
-        ];
+        let overrides = ServerOverrides::new(&github, SECRET, data.path())
+            .model(&model)
+            .docker(image)
+            .build();
         let config = Config::load(LoadOptions {
             config_path: None,
             env: &BTreeMap::new(),
@@ -185,23 +173,20 @@ impl World {
     /// `login` comments `body` on the pull request; the signed delivery is posted to the server.
     async fn comment(&self, delivery: &str, login: &str, body: &str) {
         let id = self.github.add_issue_comment(REPO, PR, login, body);
-        let path =
-            fixtures_root().join("webhooks/issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json");
-        let recording: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let mut payload = recording["payload"].clone();
-        payload["repository"]["full_name"] = json!(REPO);
-        payload["repository"]["name"] = json!("calc");
-        payload["repository"]["owner"]["login"] = json!("acme");
-        payload["repository"]["clone_url"] = json!(self.git.url(REPO));
-        payload["repository"]["default_branch"] = json!("main");
-        payload["issue"]["number"] = json!(PR);
-        payload["comment"]["id"] = json!(id);
-        payload["comment"]["body"] = json!(body);
-        payload["comment"]["user"]["login"] = json!(login);
-        payload["comment"]["user"]["id"] = json!(4242);
-        payload["comment"]["author_association"] = json!("COLLABORATOR");
-        payload["sender"]["login"] = json!(login);
-        payload["installation"] = json!({ "id": self.github.installation_id() });
+        let comment = Comment {
+            id,
+            login,
+            user_id: 4242,
+            association: "COLLABORATOR",
+            body,
+        };
+        let payload = comment_payload(
+            REPO,
+            &self.git.url(REPO),
+            PR,
+            &comment,
+            Some(self.github.installation_id()),
+        );
         let body = serde_json::to_vec(&payload).unwrap();
         let response = reqwest::Client::new()
             .post(format!("{}/webhook", self.server.url()))

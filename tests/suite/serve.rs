@@ -21,6 +21,7 @@ use pitcrew::server::{RunningServer, ServeError, Server, ServerOptions};
 use pitcrew::triggers::{JobKind, JobRequest};
 use pitcrew_tests::fake_github::openapi::fixtures_root;
 use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, ReactionTarget, Repo};
+use pitcrew_tests::server_config::ServerOverrides;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -96,21 +97,8 @@ fn fake_github() -> FakeGithub {
 }
 
 fn config(github: &FakeGithub, data_dir: &std::path::Path) -> Config {
-    let overrides = vec![
-        "model.name=test-model".to_owned(),
-        // A local model server needs no key; no job here talks to a model.
-        "model.base_url=http://127.0.0.1:9/v1".to_owned(),
-        format!("github.api_url={}", github.url()),
-        format!("github.app_id={}", github.app_id()),
-        format!(
-            "github.private_key_path={}",
-            FakeGithub::test_private_key_path().display()
-        ),
-        format!("github.webhook_secret={SECRET}"),
-        format!("github.bot_name={}", github.bot_login()),
-        format!("server.data_dir={}", data_dir.display()),
-        "sandbox.backend=local".to_owned(),
-    ];
+    // No job here talks to a model.
+    let overrides = ServerOverrides::new(github, SECRET, data_dir).build();
     Config::load(LoadOptions {
         config_path: None,
         env: &BTreeMap::new(),
