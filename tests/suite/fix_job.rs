@@ -581,6 +581,56 @@ async fn an_issue_assigned_to_the_bot_ends_in_a_branch_and_a_pull_request_that_c
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_issue_labelled_with_the_repositorys_trigger_label_ends_in_a_pull_request() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    const ISSUE: u64 = 9;
+    let options = Options {
+        repo_config: format!("{REPO_CONFIG}\n[triggers]\nlabel = \"pitcrew\"\n"),
+        ..Options::default()
+    };
+    let mut world = World::start_with(image, fixing_script(), options).await;
+    world.github.add_issue(
+        REPO,
+        Issue::new(ISSUE, "add is wrong").body("It subtracts.").user("carol"),
+    );
+    // The real `issues.labeled` example, pointed at the repository; a label that is not the trigger
+    // first, then the trigger label.
+    let path = fixtures_root().join("webhooks/issues/labeled.payload.json");
+    let mut payload: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    world.point_at_repo(&mut payload);
+    payload["issue"]["number"] = json!(ISSUE);
+    payload["issue"]["title"] = json!("add is wrong");
+    payload["issue"]["body"] = json!("It subtracts.");
+    payload["sender"]["login"] = json!("alice");
+    payload["installation"] = json!({ "id": world.github.installation_id() });
+    payload["label"]["name"] = json!("bug");
+    world.deliver("issues", "delivery-label-bug", &payload).await;
+    payload["label"]["name"] = json!("pitcrew");
+    world.deliver("issues", "delivery-label-pitcrew", &payload).await;
+
+    let job = world.job_end().await;
+    assert_eq!(job.state, JobState::Succeeded, "{job:?}");
+    assert_eq!(
+        job.delivery.as_ref().map(|d| d.0.as_str()),
+        Some("delivery-label-pitcrew")
+    );
+    let branch = format!("pitcrew/issue-{ISSUE}-add-is-wrong");
+    assert!(
+        world.git.rev_parse(REPO, &format!("refs/heads/{branch}")).is_some(),
+        "no {branch}"
+    );
+    let created = world.github.requests_to("pulls/create");
+    assert_eq!(created.len(), 1, "{created:#?}");
+    let body = created[0].body["body"].as_str().unwrap_or_default();
+    assert!(body.contains(&format!("Closes #{ISSUE}")), "{body}");
+    let jobs = world.server.store().jobs(&JobFilter::default()).await.unwrap();
+    assert_eq!(jobs.len(), 1, "only the trigger label asked for a job");
+    world.github.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_invalid_repository_configuration_is_reported_and_nothing_runs() {
     let Some(image) = pitcrew_tests::docker::test_image() else {
         return;
