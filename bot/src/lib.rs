@@ -16,5 +16,6 @@ pub mod serve;
 pub mod server;
 pub mod testparse;
 pub mod tools;
+pub mod triage;
 pub mod triggers;
 pub mod workspace;

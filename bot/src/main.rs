@@ -53,6 +53,8 @@ enum Command {
     Serve(ServeArgs),
     /// Run as a GitHub Actions step: the workflow's event through the same triggers and jobs
     Action,
+    /// Triage a CI job log: the failing step's failures and why the job failed
+    Triage(TriageArgs),
     /// Inspect the configuration
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -98,6 +100,16 @@ struct RunArgs {
     #[arg(long)]
     in_place: bool,
     /// Print one JSON object with the result instead of the text summary
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct TriageArgs {
+    /// The job log, as GitHub Actions serves it or as a runner printed it
+    #[arg(long, value_name = "FILE")]
+    log: PathBuf,
+    /// Print one JSON object with the analysis instead of the text summary
     #[arg(long)]
     json: bool,
 }
@@ -148,6 +160,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Action => action(),
+        Command::Triage(ref args) => triage(args),
         Command::Config(ConfigCommand::Check) => match load_config(&cli) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
@@ -248,6 +261,32 @@ fn action() -> ExitCode {
             ExitCode::from(EXIT_RUN_SETUP)
         }
     }
+}
+
+/// `pitcrew triage`: exit 0 when the analysis ran, whatever it found; 2 when the log cannot be
+/// read.
+fn triage(args: &TriageArgs) -> ExitCode {
+    let bytes = match std::fs::read(&args.log) {
+        Ok(bytes) => bytes,
+        Err(err) => {
+            eprintln!("error: could not read the log {}: {err}", args.log.display());
+            return ExitCode::from(EXIT_BAD_CONFIG);
+        }
+    };
+    // Logs hold whatever the job printed; a stray invalid byte should not stop the triage.
+    let analysis = pitcrew::triage::analyse(&String::from_utf8_lossy(&bytes));
+    if args.json {
+        match serde_json::to_string_pretty(&analysis) {
+            Ok(json) => println!("{json}"),
+            Err(err) => {
+                eprintln!("error: could not encode the analysis: {err}");
+                return ExitCode::from(EXIT_RUN_STOPPED);
+            }
+        }
+    } else {
+        print!("{}", analysis.render_text());
+    }
+    ExitCode::SUCCESS
 }
 
 fn serve(config: Config) -> ExitCode {

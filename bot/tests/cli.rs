@@ -743,3 +743,87 @@ mod action {
         assert!(step.github.check_runs().is_empty());
     }
 }
+
+mod triage {
+    //! `pitcrew triage --log FILE`: a real pytest failure in the Actions log format, read back as
+    //! findings and a class.
+    use super::{pitcrew, scratch, text};
+    use std::process::Command;
+
+    /// A failing pytest run's output, captured for real, as the Actions log stores its step.
+    fn pytest_log(dir: &std::path::Path) -> String {
+        std::fs::write(
+            dir.join("test_calc.py"),
+            "def add(a, b):\n    return a + b\n\n\ndef test_adds():\n    assert add(1, 1) == 2\n\n\n\
+             def test_adds_wrong():\n    assert add(2, 2) == 5\n",
+        )
+        .unwrap();
+        let out = Command::new("python3")
+            .args(["-m", "pytest", "-q", "-rA", "--color=yes", "-p", "no:cacheprovider"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let mut lines = vec![
+            "##[group]Run python3 -m pytest".to_owned(),
+            "python3 -m pytest".into(),
+            "##[endgroup]".into(),
+        ];
+        lines.extend(text(&out.stdout).lines().map(str::to_owned));
+        lines.push("##[error]Process completed with exit code 1.".into());
+        lines
+            .iter()
+            .map(|line| format!("2024-05-01T12:00:00.1234567Z {line}\n"))
+            .collect()
+    }
+
+    #[test]
+    fn a_pytest_log_is_triaged_as_json() {
+        let dir = scratch("triage-json");
+        std::fs::write(dir.join("job.log"), pytest_log(&dir)).unwrap();
+        let out = pitcrew(&dir, &["triage", "--log", "job.log", "--json"], &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let analysis: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            analysis["findings"],
+            serde_json::json!([{
+                "kind": "test_failure",
+                "runner": "pytest",
+                "compiler": null,
+                "test": "test_calc.py::test_adds_wrong",
+                "file": "test_calc.py",
+                "line": 10,
+                "message": "assert 4 == 5\n+  where 4 = add(2, 2)",
+            }])
+        );
+        assert_eq!(analysis["classification"]["class"], "code");
+        assert_eq!(analysis["step"], "Run python3 -m pytest");
+
+        let out = pitcrew(&dir, &["triage", "--log", "job.log"], &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let summary = text(&out.stdout);
+        assert!(
+            summary.starts_with("classification: code (confidence 0.80)\n"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains(
+                "- test failure (pytest) test_calc.py::test_adds_wrong at test_calc.py:10\n    assert 4 == 5\n"
+            ),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_log_exits_2() {
+        let dir = scratch("triage-missing");
+        let out = pitcrew(&dir, &["triage", "--log", "no-such.log"], &[]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).contains("could not read the log no-such.log"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(out.stdout.is_empty());
+    }
+}

@@ -1,0 +1,268 @@
+//! Triage of real failure output: `cargo test`, `rustc` and pytest run on tiny failing projects,
+//! their output wrapped in the Actions log format, and signature samples for each class.
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use std::path::Path;
+use std::process::Command;
+
+use super::*;
+
+/// Writes `files` into a fresh temporary directory.
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, contents) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+    dir
+}
+
+/// Runs `script` with `sh` in `dir`, stdout and stderr interleaved as a CI runner captures them.
+fn output_of(dir: &Path, script: &str, env: &[(&str, &str)]) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{script} 2>&1"))
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{script} was meant to fail");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `output` as the Actions log stores a step that printed it and exited with `code`, after a
+/// set-up section: a timestamp on every line, the step's group, its error marker.
+fn actions_log(command: &str, output: &str, code: i32) -> String {
+    let mut lines = vec![
+        "Current runner version: '2.321.0'".to_owned(),
+        "##[group]Operating System".into(),
+        "Ubuntu".into(),
+        "##[endgroup]".into(),
+        format!("##[group]Run {command}"),
+        command.into(),
+        "shell: /usr/bin/bash -e {0}".into(),
+        "##[endgroup]".into(),
+    ];
+    lines.extend(output.lines().map(str::to_owned));
+    lines.push(format!("##[error]Process completed with exit code {code}."));
+    lines.push("Post job cleanup.".into());
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| format!("2024-05-01T12:00:{:02}.{:07}Z {line}\n", i % 60, i * 1000))
+        .collect()
+}
+
+#[test]
+fn a_failing_cargo_test_is_a_code_failure_at_its_assertion() {
+    let dir = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    \
+             fn adds() {\n        assert_eq!(super::add(2, 2), 4);\n    }\n\n    #[test]\n    fn adds_wrong() {\n        \
+             assert_eq!(super::add(2, 2), 5, \"two and two\");\n    }\n}\n",
+        ),
+    ]);
+    let target = dir.path().join("target");
+    let output = output_of(
+        dir.path(),
+        "cargo test --offline",
+        &[
+            ("CARGO_TARGET_DIR", target.to_str().unwrap()),
+            ("CARGO_TERM_COLOR", "always"),
+        ],
+    );
+    let analysis = analyse(&actions_log("cargo test --offline", &output, 101));
+    assert_eq!(analysis.step.as_deref(), Some("Run cargo test --offline"));
+    assert_eq!(
+        analysis.findings,
+        [Finding {
+            kind: FindingKind::TestFailure,
+            runner: Some(Runner::Cargo),
+            compiler: None,
+            test: Some("tests::adds_wrong".into()),
+            file: Some("src/lib.rs".into()),
+            line: Some(14),
+            message: "assertion `left == right` failed: two and two\n  left: 4\n right: 5".into(),
+        }]
+    );
+    assert_eq!(analysis.classification.class, Class::Code);
+    assert_eq!(
+        analysis.classification.reasons,
+        ["1 failing test(s) in `Run cargo test --offline`"]
+    );
+    assert!(!analysis.excerpt.contains('\u{1b}') && !analysis.excerpt.contains("2024-05-01T"));
+    assert!(
+        analysis.excerpt.contains("test result: FAILED."),
+        "{}",
+        analysis.excerpt
+    );
+    assert!(!analysis.excerpt.contains("Operating System"));
+}
+
+#[test]
+fn a_rustc_type_error_is_a_compile_error_at_its_line() {
+    let dir = project(&[(
+        "bad.rs",
+        "pub fn answer() -> u32 {\n    let x = 1;\n    \"forty-two\"\n}\n",
+    )]);
+    let output = output_of(
+        dir.path(),
+        "rustc --edition 2021 --crate-type lib --color always bad.rs",
+        &[],
+    );
+    let analysis = analyse(&actions_log("rustc bad.rs", &output, 1));
+    assert_eq!(
+        analysis.findings,
+        [Finding {
+            kind: FindingKind::CompileError,
+            runner: None,
+            compiler: Some(Compiler::Rustc),
+            test: None,
+            file: Some("bad.rs".into()),
+            line: Some(3),
+            message: "error[E0308]: mismatched types".into(),
+        }]
+    );
+    assert_eq!(analysis.classification.class, Class::Code);
+    assert_eq!(analysis.classification.confidence, 0.9);
+}
+
+#[test]
+fn a_failing_pytest_is_a_code_failure_at_its_assertion() {
+    let dir = project(&[(
+        "test_calc.py",
+        "def add(a, b):\n    return a + b\n\n\ndef test_adds():\n    assert add(1, 1) == 2\n\n\n\
+         def test_adds_wrong():\n    assert add(2, 2) == 5\n",
+    )]);
+    let output = output_of(
+        dir.path(),
+        "python3 -m pytest -q -rA --color=yes -p no:cacheprovider",
+        &[],
+    );
+    let analysis = analyse(&actions_log("python3 -m pytest", &output, 1));
+    assert_eq!(
+        analysis.findings,
+        [Finding {
+            kind: FindingKind::TestFailure,
+            runner: Some(Runner::Pytest),
+            compiler: None,
+            test: Some("test_calc.py::test_adds_wrong".into()),
+            file: Some("test_calc.py".into()),
+            line: Some(10),
+            message: "assert 4 == 5\n+  where 4 = add(2, 2)".into(),
+        }]
+    );
+    assert_eq!(analysis.classification.class, Class::Code);
+}
+
+#[test]
+fn a_connection_reset_while_testing_is_flaky() {
+    let log = actions_log(
+        "cargo test",
+        "running 1 test\ntest fetches_page ... FAILED\n\nfailures:\n\n---- fetches_page stdout ----\n\
+         thread 'fetches_page' panicked at tests/http.rs:12:5:\nrequest failed: Connection reset by peer (os error 104)\n\n\
+         failures:\n    fetches_page\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; \
+         finished in 0.20s\n",
+        101,
+    );
+    let analysis = analyse(&log);
+    assert_eq!(analysis.findings.len(), 1);
+    assert_eq!(analysis.findings[0].file.as_deref(), Some("tests/http.rs"));
+    let c = &analysis.classification;
+    assert_eq!(c.class, Class::Flaky);
+    assert!((0.5..0.8).contains(&c.confidence), "{c:?}");
+    assert_eq!(
+        c.reasons,
+        [
+            "a connection was reset in `Run cargo test`: request failed: Connection reset by peer (os error 104)",
+            "1 failing test(s), which may be the same network trouble",
+        ]
+    );
+}
+
+#[test]
+fn out_of_disk_and_a_runner_shutdown_are_infrastructure() {
+    let disk = analyse(&actions_log(
+        "cargo build",
+        "   Compiling serde v1.0.200\nerror: failed to write /home/runner/work/x/x/target/debug/deps/libserde.rlib: \
+         No space left on device (os error 28)\n",
+        101,
+    ));
+    assert_eq!(disk.classification.class, Class::Infrastructure);
+    assert_eq!(disk.classification.confidence, 0.95);
+    assert!(
+        disk.classification.reasons[0].starts_with("the runner ran out of disk space in `Run cargo build`"),
+        "{:?}",
+        disk.classification
+    );
+
+    // A runner that is shut down mid-test leaves test output without a verdict and no marker.
+    let shutdown = "2024-05-01T12:00:00.0000000Z ##[group]Run cargo test\n\
+                    2024-05-01T12:00:01.0000000Z running 40 tests\n\
+                    2024-05-01T12:00:01.0000000Z test a ... ok\n\
+                    2024-05-01T12:09:00.0000000Z ##[error]The runner has received a shutdown signal. This can happen \
+                    when the runner service is stopped, or a manually started runner is canceled.\n\
+                    2024-05-01T12:09:00.0000000Z ##[error]The operation was canceled.\n";
+    let analysis = analyse(shutdown);
+    assert_eq!(analysis.classification.class, Class::Infrastructure);
+    assert!(analysis.classification.reasons[0].starts_with("the runner was shut down during the job"));
+    assert!(analysis.findings.iter().all(|f| f.kind != FindingKind::TestFailure));
+}
+
+#[test]
+fn a_missing_secret_is_configuration() {
+    let log = actions_log(
+        "aws-actions/configure-aws-credentials@v4",
+        "Error: Input required and not supplied: aws-region\n",
+        1,
+    );
+    let analysis = analyse(&log);
+    assert_eq!(analysis.classification.class, Class::Configuration);
+    assert_eq!(analysis.classification.confidence, 0.9);
+    let named = analyse(&actions_log(
+        "./deploy.sh",
+        "deploy: the DEPLOY_TOKEN secret is not set\n",
+        1,
+    ));
+    assert_eq!(named.classification.class, Class::Configuration);
+    assert_eq!(named.classification.reasons.len(), 1);
+}
+
+#[test]
+fn unrecognised_output_keeps_the_lines_around_its_first_error() {
+    let output: String = (1..=20)
+        .map(|i| match i {
+            10 => "make: *** [Makefile:3: all] Error 2\n".to_owned(),
+            _ => format!("step {i}\n"),
+        })
+        .collect();
+    let analysis = analyse(&actions_log("make", &output, 2));
+    assert_eq!(analysis.findings.len(), 1);
+    let finding = &analysis.findings[0];
+    assert_eq!(finding.kind, FindingKind::Generic);
+    assert_eq!(
+        finding.message,
+        "step 7\nstep 8\nstep 9\nmake: *** [Makefile:3: all] Error 2\nstep 11\nstep 12\nstep 13\nstep 14\nstep 15\n\
+         step 16\nstep 17\nstep 18"
+    );
+    assert_eq!(analysis.classification.class, Class::Unknown);
+    assert!(
+        analysis
+            .render_text()
+            .starts_with("classification: unknown (confidence 0.20)\n")
+    );
+}
+
+#[test]
+fn runner_checkout_paths_become_relative() {
+    assert_eq!(relative("/home/runner/work/pitcrew/pitcrew/src/lib.rs"), "src/lib.rs");
+    assert_eq!(relative("/Users/runner/work/a/a/x.c"), "x.c");
+    assert_eq!(relative("/home/runner/work/a"), "/home/runner/work/a");
+    assert_eq!(relative("src/lib.rs"), "src/lib.rs");
+}
