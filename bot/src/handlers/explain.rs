@@ -11,9 +11,10 @@ use crate::report::{JobEnd, StopCause};
 use crate::workspace::mirror::{RemoteRepo, Target};
 
 use super::live::Targets;
-use super::review::{cap_diff, finish, lease_pull_head, pull_context, pull_diff, run_read_only};
+use super::review::{cap_diff, finish, pull_diff, run_read_only};
 use super::session::{JobSession, Spent};
 use super::{HandlerError, JobEnv};
+use super::{lease_pull_head, pull_context};
 
 /// The pull request's diff is part of an explanation's context up to this many bytes; the agent
 /// reads the rest of the code itself.

@@ -56,20 +56,14 @@ async fn fix_pull_request(
         url: super::parse_clone_url(&env.request.repo.clone_url)?,
         full_name: env.repo.to_string(),
     };
-    let pull_ref = format!("refs/pull/{}/head", pull.number.0);
-    let mirror = env
-        .services
-        .mirrors
-        .prepare(&remote, &token, &[pull_ref.as_str()])
-        .await?;
-    let lease = env
-        .services
-        .pool
-        .lease(&mirror, Target::Commit(pull.head.sha.as_str().to_owned()))
-        .await?;
+    let lease = super::lease_pull_head(env, pull).await?;
     let start = lease.repo().head()?;
 
-    let context = pull_request_context(env, pull);
+    let context = super::pull_context(
+        env,
+        pull,
+        "Your commit is pushed to the pull request's branch, so keep the change to what was asked.",
+    );
     let root = lease.path().to_owned();
     let work = work(env, settings, targets, &root, context).await;
     let (outcome, tests) = match work {
@@ -410,7 +404,7 @@ async fn save_partial(
     let name = report::partial_branch_name(&env.job_id());
     match push_branch(repo, remote, token, &name).await {
         Ok(()) => Some(BranchRef {
-            url: format!("{}/tree/{name}", html_url(&env.request.repo.clone_url)),
+            url: format!("{}/tree/{name}", super::web_url(&env.request.repo)),
             clone_url: remote.url.to_string(),
             name,
         }),
@@ -460,33 +454,6 @@ async fn finish(
     Ok(super::conclude(env, targets, ended, &[], settings).await)
 }
 
-fn pull_request_context(env: &JobEnv, pull: &PullRequest) -> String {
-    let mut context = format!(
-        "GitHub pull request #{} in {}: \"{}\" by @{}, from branch `{}` into `{}`. Asked by @{} in a comment. \
-         Your commit is pushed to the pull request's branch, so keep the change to what was asked.",
-        pull.number.0,
-        env.repo,
-        pull.title,
-        pull.user.login,
-        pull.head.branch,
-        pull.base.branch,
-        env.request.requested_by.login,
-    );
-    if !pull.body.trim().is_empty() {
-        context.push_str("\n\nThe pull request's description:\n\n");
-        context.push_str(&super::quote_capped(&pull.body));
-    }
-    if let Some(review) = &env.request.review_comment {
-        context.push_str(&format!(
-            "\n\nThe request was made in a review comment on `{}`{}. The diff hunk it is attached to:\n\n```diff\n{}\n```",
-            review.path,
-            review.line.map(|l| format!(" at line {l}")).unwrap_or_default(),
-            review.diff_hunk
-        ));
-    }
-    context
-}
-
 fn changed_stats(repo: &LocalRepo, start: Oid) -> Vec<crate::workspace::diff::FileStat> {
     file_stats(repo, start, None).unwrap_or_default()
 }
@@ -494,13 +461,8 @@ fn changed_stats(repo: &LocalRepo, start: Oid) -> Vec<crate::workspace::diff::Fi
 fn commit_ref(env: &JobEnv, commit: Oid) -> CommitRef {
     CommitRef {
         sha: commit.to_string(),
-        url: format!("{}/commit/{commit}", html_url(&env.request.repo.clone_url)),
+        url: format!("{}/commit/{commit}", super::web_url(&env.request.repo)),
     }
-}
-
-/// The repository's web page from its clone URL (`https://host/owner/name.git` → without `.git`).
-fn html_url(clone_url: &str) -> String {
-    clone_url.trim_end_matches(".git").to_owned()
 }
 
 fn test_line(run: &report::TestRun) -> String {

@@ -18,6 +18,7 @@ use serde_json::json;
 
 use crate::config::Config;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
+use crate::github::PullRequest;
 use crate::github::{
     CheckStatus, CommitSha, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, NewCheckRun, RepoName,
 };
@@ -26,8 +27,8 @@ use crate::llm::Model;
 use crate::prompts::Prompts;
 use crate::report;
 use crate::triggers::{JobKind, JobRequest, ReplyTarget};
-use crate::workspace::mirror::MirrorCache;
-use crate::workspace::pool::WorkspacePool;
+use crate::workspace::mirror::{MirrorCache, RemoteRepo, Target};
+use crate::workspace::pool::{Lease, WorkspacePool};
 
 use live::{ProgressComment, Targets};
 
@@ -170,7 +171,7 @@ impl JobEnv {
             Err(problems) => {
                 let file_url = format!(
                     "{}/blob/{}/{REPO_CONFIG_PATH}",
-                    self.request.repo.clone_url.trim_end_matches(".git"),
+                    web_url(&self.request.repo),
                     self.request.repo.default_branch
                 );
                 let problems: Vec<report::replies::ConfigProblem> = problems
@@ -577,6 +578,58 @@ fn stopper(reason: &str) -> String {
         .or_else(|| reason.strip_prefix('@'))
         .unwrap_or(reason)
         .to_owned()
+}
+
+/// Fetches the pull request's head into the mirror and leases a working copy of it.
+pub(crate) async fn lease_pull_head(env: &JobEnv, pull: &PullRequest) -> Result<Lease, HandlerError> {
+    let token = env.github.token().await?;
+    let remote = RemoteRepo {
+        url: parse_clone_url(&env.request.repo.clone_url)?,
+        full_name: env.repo.to_string(),
+    };
+    let pull_ref = format!("refs/pull/{}/head", pull.number.0);
+    let mirror = env
+        .services
+        .mirrors
+        .prepare(&remote, &token, &[pull_ref.as_str()])
+        .await?;
+    Ok(env
+        .services
+        .pool
+        .lease(&mirror, Target::Commit(pull.head.sha.as_str().to_owned()))
+        .await?)
+}
+
+/// What the agent is told about the pull request; `role` says what it is there to do.
+pub(crate) fn pull_context(env: &JobEnv, pull: &PullRequest, role: &str) -> String {
+    let mut context = format!(
+        "GitHub pull request #{} in {}: \"{}\" by @{}, from branch `{}` into `{}`. Asked by @{} in a comment. {role}",
+        pull.number.0,
+        env.repo,
+        pull.title,
+        pull.user.login,
+        pull.head.branch,
+        pull.base.branch,
+        env.request.requested_by.login,
+    );
+    if !pull.body.trim().is_empty() {
+        context.push_str("\n\nThe pull request's description:\n\n");
+        context.push_str(&quote_capped(&pull.body));
+    }
+    if let Some(review) = &env.request.review_comment {
+        context.push_str(&format!(
+            "\n\nThe request was made in a review comment on `{}`{}. The diff hunk it is attached to:\n\n```diff\n{}\n```",
+            review.path,
+            review.line.map(|l| format!(" at line {l}")).unwrap_or_default(),
+            review.diff_hunk
+        ));
+    }
+    context
+}
+
+/// The repository's web page from its clone URL (`https://host/owner/name.git` → without `.git`).
+pub(crate) fn web_url(repo: &crate::triggers::RepoRef) -> String {
+    repo.clone_url.trim_end_matches(".git").to_owned()
 }
 
 #[cfg(test)]

@@ -22,8 +22,6 @@ use crate::report::review::ReviewFinding;
 use crate::report::{self, JobEnd, StopCause};
 use crate::tools::{ReviewComment, Tool};
 use crate::workspace::diff::{DiffPositions, unified_diff};
-use crate::workspace::mirror::{RemoteRepo, Target};
-use crate::workspace::pool::Lease;
 use crate::workspace::{LocalRepo, WorkspaceError};
 
 use super::live::{Live, Targets};
@@ -52,7 +50,7 @@ async fn review(
     settings: &EffectiveSettings,
     targets: &Targets,
 ) -> Result<(Finish, Spent), HandlerError> {
-    let lease = lease_pull_head(env, pull).await?;
+    let lease = super::lease_pull_head(env, pull).await?;
     // The lease's repository handle may not be held across an await: the diff is made first.
     let reviewed = match pull_diff(lease.repo(), pull) {
         Ok(diff) => review_on(env, pull, settings, targets, lease.path().to_owned(), diff).await,
@@ -79,7 +77,7 @@ async fn review_on(
         .clone()
         .filter(|text| !text.trim().is_empty())
         .unwrap_or_else(|| "Review this pull request.".to_owned());
-    let context = pull_context(
+    let context = super::pull_context(
         env,
         pull,
         "You are reviewing it: change nothing. Your findings and your final message become a review on the pull \
@@ -217,53 +215,6 @@ pub(super) fn cap_diff(diff: &str, max: usize) -> String {
         cut.len() / 1024,
         partial.join(", ")
     )
-}
-
-/// Fetches the pull request's head into the mirror and leases a working copy of it.
-pub(super) async fn lease_pull_head(env: &JobEnv, pull: &PullRequest) -> Result<Lease, HandlerError> {
-    let token = env.github.token().await?;
-    let remote = RemoteRepo {
-        url: super::parse_clone_url(&env.request.repo.clone_url)?,
-        full_name: env.repo.to_string(),
-    };
-    let pull_ref = format!("refs/pull/{}/head", pull.number.0);
-    let mirror = env
-        .services
-        .mirrors
-        .prepare(&remote, &token, &[pull_ref.as_str()])
-        .await?;
-    Ok(env
-        .services
-        .pool
-        .lease(&mirror, Target::Commit(pull.head.sha.as_str().to_owned()))
-        .await?)
-}
-
-/// What the agent is told about the pull request; `role` says what it is there to do.
-pub(super) fn pull_context(env: &JobEnv, pull: &PullRequest, role: &str) -> String {
-    let mut context = format!(
-        "GitHub pull request #{} in {}: \"{}\" by @{}, from branch `{}` into `{}`. Asked by @{} in a comment. {role}",
-        pull.number.0,
-        env.repo,
-        pull.title,
-        pull.user.login,
-        pull.head.branch,
-        pull.base.branch,
-        env.request.requested_by.login,
-    );
-    if !pull.body.trim().is_empty() {
-        context.push_str("\n\nThe pull request's description:\n\n");
-        context.push_str(&super::quote_capped(&pull.body));
-    }
-    if let Some(review) = &env.request.review_comment {
-        context.push_str(&format!(
-            "\n\nThe request was made in a review comment on `{}`{}. The diff hunk it is attached to:\n\n```diff\n{}\n```",
-            review.path,
-            review.line.map(|l| format!(" at line {l}")).unwrap_or_default(),
-            review.diff_hunk
-        ));
-    }
-    context
 }
 
 /// Runs the read-only agent (plus `extra_tools`) over `root` in the sandbox, with the prompt that
