@@ -14,14 +14,12 @@ use pitcrew::config::{Config, LoadOptions};
 use pitcrew::jobs::{EndOutcome, Job, JobEnd, JobFilter, JobId, JobState};
 use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
-use pitcrew::server::signature::sign;
 use pitcrew_tests::fake_github::openapi::fixtures_root;
 use pitcrew_tests::fake_github::{FakeGithub, Issue, ReactionTarget};
 use pitcrew_tests::git_server::GitServer;
 use pitcrew_tests::scenario::{CALC, Comment, REPO_CONFIG, calc_pull_request_with, calc_repo, comment_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel, Turn};
 use pitcrew_tests::server_config::ServerOverrides;
-use secrecy::SecretString;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::sync::broadcast;
@@ -228,17 +226,8 @@ impl World {
 
     async fn deliver(&self, event: &str, delivery: &str, payload: &Value) {
         let body = serde_json::to_vec(payload).unwrap();
-        let response = reqwest::Client::new()
-            .post(format!("{}/webhook", self.server.url()))
-            .header("X-GitHub-Event", event)
-            .header("X-GitHub-Delivery", delivery)
-            .header("X-Hub-Signature-256", sign(&SecretString::from(SECRET), &body))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status().as_u16(), 202);
+        let (status, text) = super::webhook::post(&self.server.url(), SECRET, event, delivery, body, None).await;
+        assert_eq!(status, 202, "{text}");
     }
 
     /// Waits for the next job to end; returns it as the store has it.

@@ -9,4 +9,5 @@ mod review_job;
 mod run_command;
 mod scripted_model;
 mod serve;
+mod webhook;
 mod workspace_pool;

@@ -12,13 +12,11 @@ use pitcrew::config::{Config, LoadOptions};
 use pitcrew::jobs::{EndOutcome, JobEnd, JobState};
 use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
-use pitcrew::server::signature::sign;
 use pitcrew_tests::fake_github::{CheckRun, FakeGithub, Issue, Permission, Repo};
 use pitcrew_tests::git_server::GitServer;
 use pitcrew_tests::scenario::{Comment, comment_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
 use pitcrew_tests::server_config::ServerOverrides;
-use secrecy::SecretString;
 use serde_json::json;
 use tempfile::TempDir;
 use tokio::sync::broadcast;
@@ -188,17 +186,9 @@ impl World {
             Some(self.github.installation_id()),
         );
         let body = serde_json::to_vec(&payload).unwrap();
-        let response = reqwest::Client::new()
-            .post(format!("{}/webhook", self.server.url()))
-            .header("X-GitHub-Event", "issue_comment")
-            .header("X-GitHub-Delivery", delivery)
-            .header("X-Hub-Signature-256", sign(&SecretString::from(SECRET), &body))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status().as_u16(), 202);
+        let (status, text) =
+            super::webhook::post(&self.server.url(), SECRET, "issue_comment", delivery, body, None).await;
+        assert_eq!(status, 202, "{text}");
     }
 
     /// Waits until the job has reported its end (check run completed, progress comment final);

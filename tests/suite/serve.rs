@@ -179,19 +179,7 @@ impl Harness {
 
     /// Posts a delivery signed with the right secret (or `signature`, when given).
     async fn post(&self, event: &str, delivery: &str, body: Vec<u8>, signature: Option<String>) -> (u16, String) {
-        let signature = signature.unwrap_or_else(|| sign(&SecretString::from(SECRET), &body));
-        let response = self
-            .http
-            .post(format!("{}/webhook", self.server().url()))
-            .header("X-GitHub-Event", event)
-            .header("X-GitHub-Delivery", delivery)
-            .header("X-Hub-Signature-256", signature)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        (response.status().as_u16(), response.text().await.unwrap())
+        super::webhook::post(&self.server().url(), SECRET, event, delivery, body, signature).await
     }
 
     /// A new comment on the pull request by `login`, delivered; returns the comment's id.
