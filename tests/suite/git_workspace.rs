@@ -38,6 +38,17 @@ fn git_out(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
+/// Installs a pre-receive hook in `full_name` on the server that declines every update (the server
+/// answers `ng <ref> …`); returns its path.
+fn refuse_pushes(server: &GitServer, full_name: &str) -> std::path::PathBuf {
+    let hook = server.repo_path(full_name).join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\nexit 1\n").unwrap();
+    let mut permissions = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&hook, permissions).unwrap();
+    hook
+}
+
 /// Every file under `dir` whose bytes contain `needle`.
 fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
     let mut found = Vec::new();
@@ -361,11 +372,7 @@ async fn push_with_lease_turns_a_refused_ref_into_an_error() {
     let (copy, start) = pr_branch_job(&server, data.path(), &job).await;
     bot_commit(&copy);
     // A server-side hook declines every update: the server answers `ng refs/heads/fix …`.
-    let hook = server.repo_path(REPO).join("hooks/pre-receive");
-    std::fs::write(&hook, "#!/bin/sh\nexit 1\n").unwrap();
-    let mut permissions = std::fs::metadata(&hook).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&hook, permissions).unwrap();
+    refuse_pushes(&server, REPO);
 
     let error = push(&copy, &server, &token(), start).unwrap_err();
     assert!(
@@ -490,11 +497,7 @@ async fn a_fork_with_maintainer_edits_is_pushed_to_and_a_refusal_falls_back_to_t
     let pushed = copy.head().unwrap();
 
     // The fork refuses (the installation's token cannot write there): a patch, with the reason.
-    let hook = server.repo_path(FORK).join("hooks/pre-receive");
-    std::fs::write(&hook, "#!/bin/sh\nexit 1\n").unwrap();
-    let mut permissions = std::fs::metadata(&hook).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&hook, permissions).unwrap();
+    let hook = refuse_pushes(&server, FORK);
     let Delivery::Patch { reason, .. } = deliver(&copy, &fork_head(&server, true), start) else {
         panic!("expected a patch");
     };
