@@ -39,7 +39,7 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "allowed_users",
         ],
     ),
-    ("triage", &["auto_fix", "rerun_flaky", "comment"]),
+    ("triage", &["on_failure", "auto_fix", "rerun_flaky", "comment"]),
 ];
 
 /// GitHub refuses label names longer than this.
@@ -101,15 +101,29 @@ pub struct RepoTriggers {
     pub allowed_users: Option<Vec<String>>,
 }
 
-/// `[triage]`: what to do when CI fails on a pull request. All off unless the file turns them on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `[triage]`: what to do when CI fails on a pull request. Failures are triaged (a check run with
+/// the findings) unless `on_failure = false`; everything else is off unless the file turns it on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TriageSettings {
+    /// Triage failing CI without being asked (`@agent triage` works either way).
+    pub on_failure: bool,
     /// Try to fix a failure that triage attributes to the pull request's own change.
     pub auto_fix: bool,
     /// Re-run jobs that triage judges flaky.
     pub rerun_flaky: bool,
     /// Post triage's findings as a comment.
     pub comment: bool,
+}
+
+impl Default for TriageSettings {
+    fn default() -> Self {
+        TriageSettings {
+            on_failure: true,
+            auto_fix: false,
+            rerun_flaky: false,
+            comment: false,
+        }
+    }
 }
 
 /// A comment command that `[triggers] commands` can enable.
@@ -347,6 +361,7 @@ impl RepoConfig {
             assign: t.assign.unwrap_or(true),
             min_permission: t.min_permission.unwrap_or_default(),
             allowed_users: t.allowed_users.clone(),
+            ci_triage: self.triage.on_failure,
         }
     }
 }
@@ -390,6 +405,8 @@ pub struct TriggerSettings {
     pub min_permission: MinPermission,
     /// When set, only these logins may start jobs (and still need `min_permission`).
     pub allowed_users: Option<Vec<String>>,
+    /// `[triage] on_failure`: failing CI starts a triage without being asked.
+    pub ci_triage: bool,
 }
 
 impl TriggerSettings {
@@ -498,6 +515,7 @@ impl Walk {
             ("triggers", "assign") => boolean(key, v).map(|x| c.triggers.assign = Some(x)),
             ("triggers", "min_permission") => min_permission(key, v).map(|x| c.triggers.min_permission = Some(x)),
             ("triggers", "allowed_users") => logins(key, v).map(|x| c.triggers.allowed_users = Some(x)),
+            ("triage", "on_failure") => boolean(key, v).map(|x| c.triage.on_failure = x),
             ("triage", "auto_fix") => boolean(key, v).map(|x| c.triage.auto_fix = x),
             ("triage", "rerun_flaky") => boolean(key, v).map(|x| c.triage.rerun_flaky = x),
             ("triage", "comment") => boolean(key, v).map(|x| c.triage.comment = x),

@@ -55,6 +55,7 @@ min_permission = "maintain"
 allowed_users = ["alice", "bob-the-builder", "dependabot[bot]"]
 
 [triage]
+on_failure = false
 auto_fix = true
 rerun_flaky = true
 comment = false
@@ -94,6 +95,7 @@ fn a_full_valid_file() {
                 allowed_users: Some(vec!["alice".into(), "bob-the-builder".into(), "dependabot[bot]".into()]),
             },
             triage: TriageSettings {
+                on_failure: false,
                 auto_fix: true,
                 rerun_flaky: true,
                 comment: false,
@@ -127,7 +129,7 @@ fn every_listed_key_is_accepted() {
                 "max_steps" => "3",
                 "max_cost_usd" => "1.5",
                 "max_wall_time" => "\"5m\"",
-                "setup_network" | "assign" | "auto_fix" | "rerun_flaky" | "comment" => "false",
+                "setup_network" | "assign" | "on_failure" | "auto_fix" | "rerun_flaky" | "comment" => "false",
                 "trigger" => "\"@bot\"",
                 "commands" => "[\"fix\"]",
                 "min_permission" => "\"admin\"",
@@ -308,6 +310,7 @@ fn without_a_file_the_operator_decides_everything() {
                 assign: true,
                 min_permission: MinPermission::Write,
                 allowed_users: None,
+                ci_triage: true,
             },
             triage: TriageSettings::default(),
             notes: Vec::new(),
@@ -367,6 +370,8 @@ fn the_repository_chooses_model_image_setup_test_command_and_triggers() {
     assert!(t.allows_user("Alice"));
     assert!(!t.allows_user("mallory"));
     assert!(settings.triage.auto_fix && settings.triage.rerun_flaky && !settings.triage.comment);
+    assert!(!settings.triage.on_failure && !t.ci_triage);
+    assert!(RepoConfig::default().trigger_settings("@agent").ci_triage);
 }
 
 #[test]

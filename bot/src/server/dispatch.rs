@@ -28,7 +28,8 @@ use crate::github::{
 use crate::jobs::{Delivery, DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, WorkerPool, now_ms};
 use crate::report::replies;
 use crate::triggers::{
-    Action, Decision, EnabledCommands, Event, EventError, PermissionGate, ReplyTarget, Request, TriggerConfig, decide,
+    Action, Decision, EnabledCommands, Event, EventError, JobKind, JobRequest, PermissionGate, ReplyTarget, Request,
+    TriggerConfig, decide,
 };
 
 /// The answer to `@agent stop` when nothing runs or waits on the pull request.
@@ -103,6 +104,12 @@ async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSetting
     let (event_ctx, body) = match event {
         Event::Comment(comment) => (&comment.ctx, Some(comment.body.as_str())),
         Event::IssueAssigned { ctx, .. } | Event::IssueLabeled { ctx, .. } => (ctx, None),
+        // Only a failure can start a triage: a passing run needs no settings.
+        Event::WorkflowRunCompleted(run) if run.conclusion.as_ref().is_some_and(|c| c.is_failure()) => (&run.ctx, None),
+        Event::CheckRunCompleted(run) if run.conclusion.as_ref().is_some_and(|c| c.is_failure()) => (&run.ctx, None),
+        Event::CheckSuiteCompleted(suite) if suite.conclusion.as_ref().is_some_and(|c| c.is_failure()) => {
+            (&suite.ctx, None)
+        }
         _ => return Ok(None),
     };
     // Every trigger word starts with `@`: a comment without one addresses nobody.
@@ -165,6 +172,7 @@ fn with_repo(base: &TriggerConfig, repo: &TriggerSettings) -> TriggerConfig {
             triage: repo.allows_command(CommandName::Triage),
             chore: repo.allows_command(CommandName::Chore),
         },
+        ci_triage: repo.ci_triage,
     }
 }
 
@@ -429,6 +437,13 @@ fn serial_key(event: &Event) -> Option<String> {
     let (ctx, number) = match event {
         Event::Comment(comment) => (&comment.ctx, comment.issue.number),
         Event::IssueAssigned { ctx, issue, .. } | Event::IssueLabeled { ctx, issue, .. } => (ctx, issue.number),
+        // The failures of one commit arrive together (a check run per job, a suite, a workflow run):
+        // one at a time, so that the first queues the triage and the others find it.
+        Event::WorkflowRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.full_name(), run.head_sha)),
+        Event::CheckRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.full_name(), run.head_sha)),
+        Event::CheckSuiteCompleted(suite) => {
+            return Some(format!("{}@{}", suite.ctx.repo.full_name(), suite.head_sha));
+        }
         _ => return None,
     };
     Some(format!("{}#{number}", ctx.repo.full_name()))
@@ -501,6 +516,7 @@ async fn act(
     };
 
     let permitted = match request.permission {
+        PermissionGate::Trusted => true,
         PermissionGate::Refuse => false,
         // The repository's allow list is checked first: no API call for someone not on it.
         PermissionGate::NeedsPermissionCheck if repo_settings.is_some_and(|s| !s.allows_user(&login)) => false,
@@ -551,6 +567,9 @@ async fn act(
             }
             Action::Help { .. } => texts.push(replies::help(trigger, replies::COMMANDS)),
             Action::Invalid { message } => texts.push(message.clone()),
+            Action::Run(job) if duplicate_triage(ctx, job).await? => {
+                tracing::info!(delivery = %id, key = %job.key(), "a triage of this commit is already queued");
+            }
             Action::Run(job) => match serde_json::to_value(job.as_ref()) {
                 Ok(value) => jobs.push(NewJob {
                     kind: job.kind.as_str().to_owned(),
@@ -566,7 +585,8 @@ async fn act(
             },
         }
     }
-    if !jobs.is_empty() {
+    // Nobody asked for a CI triage, so nobody is told it waits.
+    if !jobs.is_empty() && request.permission != PermissionGate::Trusted {
         let ahead = jobs_ahead(ctx, &request.key()).await?;
         if ahead > 0 {
             texts.push(replies::queued(trigger, ahead));
@@ -589,6 +609,32 @@ async fn act(
         post(&client, &repo, &request.reply_to, &text).await;
     }
     Ok(())
+}
+
+/// A CI failure whose commit already has a triage waiting in the queue: one triage covers every
+/// failure of a commit (it reads them all when it runs), so a second one would only repeat it. A
+/// triage that is already running is not a duplicate: the later failure may not have been there when
+/// it looked, and the next one updates the same check run.
+async fn duplicate_triage(ctx: &Ctx, job: &JobRequest) -> Result<bool, Retry> {
+    if job.ci().is_none() {
+        return Ok(false);
+    }
+    let key = job.key();
+    let filter = JobFilter {
+        state: Some(JobState::Queued),
+        key: Some(key.clone()),
+        ..JobFilter::default()
+    };
+    let queued = ctx
+        .store
+        .jobs(&filter)
+        .await
+        .map_err(|error| Retry(format!("listing the jobs of {key}: {error}")))?;
+    Ok(queued.iter().any(|queued| {
+        serde_json::from_value::<JobRequest>(queued.request.clone()).is_ok_and(|other| {
+            other.kind == JobKind::Triage && other.head_sha == job.head_sha && other.repo == job.repo
+        })
+    }))
 }
 
 /// Jobs on `key` that a new one would wait behind: queued ones, and the running one unless it is

@@ -4,7 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::command::{Chore, Command, parse_commands};
-use super::event::{Actor, AuthorAssociation, CommentEvent, Context, Event, IssueRef, RepoRef, ReviewContext};
+use super::event::{
+    Actor, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event, IssueRef, RepoRef,
+    ReviewContext, WorkflowRun,
+};
 
 /// The trigger settings of one installation or repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,10 +22,12 @@ pub struct TriggerConfig {
     /// Assigning an issue to the bot asks for a fix.
     pub assign: bool,
     pub commands: EnabledCommands,
+    /// A failed workflow run, check suite or check run starts a triage without being asked.
+    pub ci_triage: bool,
 }
 
 impl TriggerConfig {
-    /// Every command on, no trigger label.
+    /// Every command on, no trigger label, CI failures triaged.
     pub fn new(trigger: impl Into<String>, bot_login: impl Into<String>) -> Self {
         TriggerConfig {
             trigger: trigger.into(),
@@ -30,6 +35,7 @@ impl TriggerConfig {
             label: None,
             assign: true,
             commands: EnabledCommands::default(),
+            ci_triage: true,
         }
     }
 }
@@ -130,6 +136,24 @@ pub enum JobSource {
     Workflow {
         event: String,
     },
+    /// CI reported a failure: a `workflow_run`, `check_suite` or `check_run` that completed failing.
+    Ci(CiFailure),
+}
+
+/// The failed CI that started a triage: what GitHub reported, by its own ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CiFailure {
+    /// `workflow_run`, `check_suite` or `check_run`.
+    pub event: String,
+    /// The workflow run's, check suite's or check run's id.
+    pub id: u64,
+    /// The workflow's or check run's name, when the payload gave one.
+    pub name: Option<String>,
+    pub head_branch: Option<String>,
+    /// Every pull request of this repository whose head is the commit (the job's `number` is the
+    /// first); empty for a fork's pull request, which GitHub does not list here.
+    pub pull_requests: Vec<u64>,
+    pub html_url: Option<String>,
 }
 
 /// A job as the store keeps it (JSON in the job database) and a worker reads it.
@@ -154,9 +178,21 @@ pub struct JobRequest {
 }
 
 impl JobRequest {
-    /// The serialisation key: at most one job runs per PR or issue at a time.
+    /// The serialisation key: at most one job runs per PR or issue at a time. A CI failure that
+    /// names no pull request (`number` 0) is keyed by its commit.
     pub fn key(&self) -> String {
-        job_key(&self.repo, self.number)
+        match (&self.source, &self.head_sha) {
+            (JobSource::Ci(_), Some(sha)) if self.number == 0 => format!("{}@{sha}", self.repo.full_name()),
+            _ => job_key(&self.repo, self.number),
+        }
+    }
+
+    /// The CI failure this job looks at, if CI started it.
+    pub fn ci(&self) -> Option<&CiFailure> {
+        match &self.source {
+            JobSource::Ci(ci) => Some(ci),
+            _ => None,
+        }
     }
 
     /// A fix asked for on an issue ends in a new pull request linked to it; on a PR it pushes to it.
@@ -177,6 +213,8 @@ pub enum PermissionGate {
     /// The requester cannot have write access (`author_association` says so): post the refusal and
     /// do nothing else, without spending an API call.
     Refuse,
+    /// GitHub itself reported it (a CI failure): nobody asked, so there is nobody to check.
+    Trusted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -293,9 +331,9 @@ pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
         },
         Event::PullRequestClosed { number, .. } => ignore(format!("pull request #{number} closed")),
         Event::PullRequestSynchronize { number, .. } => ignore(format!("pull request #{number} updated")),
-        Event::WorkflowRunCompleted(run) => ignore(format!("workflow run {} completed: CI triage is not on", run.id)),
-        Event::CheckRunCompleted(run) => ignore(format!("check run {} completed: CI triage is not on", run.id)),
-        Event::CheckSuiteCompleted(suite) => ignore(format!("check suite {} completed: CI triage is not on", suite.id)),
+        Event::WorkflowRunCompleted(run) => ci_failure(&run.ctx, workflow_failure(run), cfg),
+        Event::CheckRunCompleted(run) => ci_failure(&run.ctx, check_run_failure(run, cfg), cfg),
+        Event::CheckSuiteCompleted(suite) => ci_failure(&suite.ctx, check_suite_failure(suite, cfg), cfg),
         Event::InstallationChanged { action, .. } => ignore(format!("installation {action}")),
         Event::Ignored { reason } => ignore(reason.clone()),
     }
@@ -518,6 +556,133 @@ fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerCo
         // Assigning and labelling take only triage access, and the payload has no association for
         // the sender: always ask GitHub.
         permission: PermissionGate::NeedsPermissionCheck,
+        actions: vec![Action::Run(Box::new(job))],
+    }))
+}
+
+/// What a completed CI event reports, or why it is not worth a triage.
+type CiReport = Result<(CiFailure, String), String>;
+
+fn failed(conclusion: Option<&Conclusion>) -> bool {
+    conclusion.is_some_and(Conclusion::is_failure)
+}
+
+fn conclusion_text(conclusion: Option<&Conclusion>) -> String {
+    conclusion.map_or_else(|| "no conclusion".to_owned(), |c| format!("{c:?}").to_ascii_lowercase())
+}
+
+fn workflow_failure(run: &WorkflowRun) -> CiReport {
+    if !failed(run.conclusion.as_ref()) {
+        return Err(format!(
+            "workflow run {} completed with {}",
+            run.id,
+            conclusion_text(run.conclusion.as_ref())
+        ));
+    }
+    let failure = CiFailure {
+        event: "workflow_run".into(),
+        id: run.id,
+        name: run.name.clone().filter(|name| !name.trim().is_empty()),
+        head_branch: run.head_branch.clone(),
+        pull_requests: run.pull_requests.clone(),
+        html_url: run.html_url.clone(),
+    };
+    Ok((failure, run.head_sha.clone()))
+}
+
+/// The bot's own check runs and suites (`pitcrew`, `pitcrew triage`) must not start a triage of
+/// themselves: recognised by the App's slug, and by name for a check run made with a plain token
+/// (the Action's `GITHUB_TOKEN`, whose app is GitHub Actions).
+fn is_own_app(app: Option<&AppRef>, cfg: &TriggerConfig) -> bool {
+    app.and_then(|a| a.slug.as_deref())
+        .is_some_and(|slug| is_self(slug, &cfg.bot_login))
+}
+
+fn check_run_failure(run: &CheckRun, cfg: &TriggerConfig) -> CiReport {
+    if is_own_app(run.app.as_ref(), cfg) || run.name == "pitcrew" || run.name.starts_with("pitcrew ") {
+        return Err(format!("check run {} is the bot's own", run.id));
+    }
+    if !failed(run.conclusion.as_ref()) {
+        return Err(format!(
+            "check run {} completed with {}",
+            run.id,
+            conclusion_text(run.conclusion.as_ref())
+        ));
+    }
+    let failure = CiFailure {
+        event: "check_run".into(),
+        id: run.id,
+        name: Some(run.name.clone()),
+        head_branch: run.head_branch.clone(),
+        pull_requests: run.pull_requests.clone(),
+        html_url: run.html_url.clone(),
+    };
+    Ok((failure, run.head_sha.clone()))
+}
+
+fn check_suite_failure(suite: &CheckSuite, cfg: &TriggerConfig) -> CiReport {
+    if is_own_app(suite.app.as_ref(), cfg) {
+        return Err(format!("check suite {} is the bot's own", suite.id));
+    }
+    if !failed(suite.conclusion.as_ref()) {
+        return Err(format!(
+            "check suite {} completed with {}",
+            suite.id,
+            conclusion_text(suite.conclusion.as_ref())
+        ));
+    }
+    let failure = CiFailure {
+        event: "check_suite".into(),
+        id: suite.id,
+        name: suite.app.as_ref().and_then(|a| a.slug.clone()),
+        head_branch: suite.head_branch.clone(),
+        pull_requests: suite.pull_requests.clone(),
+        html_url: None,
+    };
+    Ok((failure, suite.head_sha.clone()))
+}
+
+/// A failing CI event: a triage of its commit, on its first pull request when it names one.
+fn ci_failure(ctx: &Context, report: CiReport, cfg: &TriggerConfig) -> Decision {
+    let (failure, head_sha) = match report {
+        Ok(found) => found,
+        Err(reason) => return ignore(reason),
+    };
+    if !cfg.ci_triage {
+        return ignore(format!("{} {} failed: CI triage is off in this repository", failure.event, failure.id));
+    }
+    let number = failure.pull_requests.first().copied().unwrap_or(0);
+    let requested_by = Requester {
+        login: ctx.sender.login.clone(),
+        id: ctx.sender.id,
+        association: None,
+    };
+    let reply_to = ReplyTarget::Issue {
+        number,
+        comment_id: None,
+    };
+    let job = JobRequest {
+        kind: JobKind::Triage,
+        repo: ctx.repo.clone(),
+        installation_id: ctx.installation_id,
+        number,
+        is_pull_request: number != 0,
+        requested_by: requested_by.clone(),
+        reply_to: reply_to.clone(),
+        source: JobSource::Ci(failure),
+        instructions: None,
+        review_comment: None,
+        head_sha: Some(head_sha),
+        delivery_id: None,
+    };
+    Decision::Act(Box::new(Request {
+        repo: ctx.repo.clone(),
+        installation_id: ctx.installation_id,
+        number,
+        is_pull_request: number != 0,
+        requested_by,
+        reply_to,
+        permission: PermissionGate::Trusted,
         actions: vec![Action::Run(Box::new(job))],
     }))
 }

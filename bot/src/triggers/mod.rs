@@ -14,7 +14,7 @@ mod tests;
 
 pub use command::{Chore, Command, ParseError, parse_commands};
 pub use decide::{
-    Action, Decision, EnabledCommands, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request, Requester,
+    Action, CiFailure, Decision, EnabledCommands, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request, Requester,
     TriggerConfig, decide, help_text,
 };
 pub use event::{

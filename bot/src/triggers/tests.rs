@@ -760,3 +760,78 @@ fn events_parse_from_a_verified_delivery() {
     assert_eq!(jobs[0].kind, JobKind::Triage);
     assert_eq!(jobs[0].delivery_id.as_deref(), Some("abc"));
 }
+
+fn triage_job(decision: Decision) -> (PermissionGate, JobRequest) {
+    let request = act(decision);
+    let [Action::Run(job)] = request.actions.as_slice() else {
+        panic!("not one job: {:?}", request.actions)
+    };
+    (request.permission, job.as_ref().clone())
+}
+
+#[test]
+fn a_failed_check_run_asks_for_a_triage_of_its_commit_on_its_pull_request() {
+    let (event, payload) = load("check_run/completed.1.payload.json");
+    let (gate, job) = triage_job(decide_on(&event, &payload));
+    assert_eq!(gate, PermissionGate::Trusted);
+    assert_eq!((job.kind.clone(), job.number, job.is_pull_request), (JobKind::Triage, 2, true));
+    assert_eq!(job.head_sha.as_deref(), Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821"));
+    assert_eq!(job.key(), "Codertocat/Hello-World#2");
+    assert_eq!(job.requested_by.login, "Codertocat");
+    let ci = job.ci().unwrap();
+    assert_eq!(
+        (ci.event.as_str(), ci.id, ci.name.as_deref(), ci.pull_requests.as_slice()),
+        ("check_run", 128620228, Some("Octocoders-linter"), &[2][..])
+    );
+    // The request survives the job store's JSON.
+    let stored: JobRequest = serde_json::from_value(serde_json::to_value(&job).unwrap()).unwrap();
+    assert_eq!(stored, job);
+}
+
+#[test]
+fn a_failed_suite_or_workflow_run_asks_for_a_triage_and_passing_ones_do_not() {
+    let (event, mut payload) = load("check_suite/completed.payload.json");
+    assert!(matches!(decide_on(&event, &payload), Decision::Ignore { .. }));
+    payload["check_suite"]["conclusion"] = json!("timed_out");
+    let (_, job) = triage_job(decide_on(&event, &payload));
+    assert_eq!((job.ci().unwrap().event.as_str(), job.number), ("check_suite", 2));
+
+    let (event, mut payload) = load("workflow_run/completed.with-pull-requests.payload.json");
+    assert!(matches!(decide_on(&event, &payload), Decision::Ignore { .. }));
+    payload["workflow_run"]["conclusion"] = json!("failure");
+    // The example's PR is another repository's: the triage is keyed by the commit, with no PR.
+    let (_, job) = triage_job(decide_on(&event, &payload));
+    assert_eq!((job.number, job.is_pull_request), (0, false));
+    assert_eq!(job.key(), "octo-org/octo-repo@3484a3fb816e0859fd6e1cea078d76385ff50625");
+    // GitHub's example names its run with an empty string: no name.
+    assert_eq!(job.ci().unwrap().name, None);
+}
+
+#[test]
+fn the_bots_own_checks_and_a_repository_that_turned_triage_off_start_nothing() {
+    let (event, mut payload) = load("check_run/completed.1.payload.json");
+    payload["check_run"]["name"] = json!("pitcrew triage");
+    assert!(matches!(decide_on(&event, &payload), Decision::Ignore { reason } if reason.contains("bot's own")));
+
+    let (event, mut payload) = load("check_run/completed.1.payload.json");
+    payload["check_run"]["app"]["slug"] = json!("pitcrew");
+    assert!(matches!(decide_on(&event, &payload), Decision::Ignore { reason } if reason.contains("bot's own")));
+
+    let (event, mut payload) = load("check_suite/completed.payload.json");
+    payload["check_suite"]["conclusion"] = json!("failure");
+    payload["check_suite"]["app"]["slug"] = json!("pitcrew");
+    assert!(matches!(decide_on(&event, &payload), Decision::Ignore { reason } if reason.contains("bot's own")));
+
+    let (event, payload) = load("check_run/completed.1.payload.json");
+    let off = TriggerConfig {
+        ci_triage: false,
+        ..cfg()
+    };
+    let decision = decide(&Event::parse(&event, &payload).unwrap(), &off);
+    assert!(matches!(decision, Decision::Ignore { reason } if reason.contains("triage is off")));
+
+    // A cancelled run is not a failure.
+    let (event, mut payload) = load("check_run/completed.1.payload.json");
+    payload["check_run"]["conclusion"] = json!("cancelled");
+    assert!(matches!(decide_on(&event, &payload), Decision::Ignore { reason } if reason.contains("cancelled")));
+}
