@@ -15,6 +15,14 @@
 //! repository endpoints take an installation token the fake issued or a token the test
 //! registered ([`FakeGithub::allow_token`]), as `Bearer` or `token`. Anything else is a 401.
 //!
+//! Beyond the subset of the description the fake started with, requests are routed and validated
+//! by GitHub's full description, loaded on the first request the subset does not cover: GitHub
+//! Actions (workflow runs, jobs of every attempt, job re-runs, job logs) and the pull requests of
+//! a commit. A job log download is answered as GitHub does, with a 302 to a signed URL on storage
+//! (here `/_blobs/job-logs/…`, outside the API); a request there that carries an `Authorization`
+//! header is a violation: the token would have left GitHub's API. Every Actions job is also a
+//! check run of the `github-actions` app, listed with the bot's own and other apps' check runs.
+//!
 //! Every response carries `x-ratelimit-limit`/`-remaining`/`-reset`/`-used`/`-resource` and an
 //! `x-github-request-id`. [`FakeGithub::fail_next`] injects faults (rate limits, 5xx) for the next
 //! requests that match a method and a path prefix or template. Every request is recorded
@@ -35,6 +43,7 @@
 //! # let _ = comment;
 //! ```
 
+mod actions;
 mod auth;
 pub mod openapi;
 mod routes;
@@ -61,8 +70,9 @@ pub use self::auth::{AuthKind, MAX_JWT_AHEAD_SECS, MAX_JWT_LIFETIME_SECS, sign_a
 pub use self::openapi::{Operation, RouteError, SchemaError, Spec, SpecError};
 use self::routes::{AppConfig, Ctx, Payload, RateLimit, Reply};
 pub use self::state::{
-    CheckRun, GithubState, Issue, IssueComment, IssuedToken, Permission, PullBase, PullHead, PullInfo, Reaction,
-    ReactionTarget, Repo, Review, ReviewComment,
+    ActionsJob, CheckRun, ExternalCheckRun, GITHUB_ACTIONS_APP_ID, GITHUB_ACTIONS_APP_SLUG, GithubState, Issue,
+    IssueComment, IssuedToken, JobRerun, JobStep, LogDownload, Permission, PullBase, PullHead, PullInfo, Reaction,
+    ReactionTarget, Repo, Review, ReviewComment, WorkflowRun,
 };
 use crate::server_thread::ServerThread;
 
@@ -284,6 +294,24 @@ impl FakeGithubBuilder {
         self.state
             .branches
             .insert((repo.to_owned(), branch.to_owned()), sha.to_owned());
+        self
+    }
+
+    /// A GitHub Actions workflow run of `repo` (add its jobs with [`FakeGithubBuilder::actions_job`]).
+    pub fn workflow_run(mut self, repo: &str, run: WorkflowRun) -> Self {
+        self.state.add_workflow_run(repo, run);
+        self
+    }
+
+    /// A job of a workflow run added before; see [`FakeGithub::add_actions_job`].
+    pub fn actions_job(mut self, repo: &str, job: ActionsJob) -> Self {
+        self.state.add_actions_job(repo, job);
+        self
+    }
+
+    /// A check run of another app; see [`FakeGithub::add_external_check_run`].
+    pub fn external_check_run(mut self, repo: &str, run: ExternalCheckRun) -> Self {
+        self.state.add_external_check_run(repo, run);
         self
     }
 
@@ -519,6 +547,56 @@ impl FakeGithub {
     pub fn add_review_comment(&self, repo: &str, number: u64, user: &str, body: &str, path: &str, line: u64) -> u64 {
         self.shared
             .change(|s| s.add_review_comment(repo, number, None, None, user, body, path, Some(line)))
+    }
+
+    /// Adds a GitHub Actions workflow run to `repo`; returns its id (the run's own, or a fresh one
+    /// when it is 0).
+    ///
+    /// # Panics
+    /// When a workflow run with that id exists.
+    pub fn add_workflow_run(&self, repo: &str, run: WorkflowRun) -> u64 {
+        self.shared.change(|s| s.add_workflow_run(repo, run))
+    }
+
+    /// Adds a job (one attempt of it) to its workflow run, which must be in `repo`; returns its id,
+    /// which is also the id of the check run GitHub Actions has for it. The job takes the run's
+    /// commit when it has none, and raises the run's attempt to its own.
+    ///
+    /// # Panics
+    /// When the run is not in `repo`, or a check run or job has that id already.
+    pub fn add_actions_job(&self, repo: &str, job: ActionsJob) -> u64 {
+        self.shared.change(|s| s.add_actions_job(repo, job))
+    }
+
+    /// Adds a check run made by another app (a CI service, a linter); returns its id.
+    ///
+    /// # Panics
+    /// When a check run or job has that id already.
+    pub fn add_external_check_run(&self, repo: &str, run: ExternalCheckRun) -> u64 {
+        self.shared.change(|s| s.add_external_check_run(repo, run))
+    }
+
+    /// Makes job `job_id`'s log expired: its download answers 410, and URLs signed before stop
+    /// working.
+    ///
+    /// # Panics
+    /// When there is no such job.
+    pub fn expire_job_logs(&self, job_id: u64) {
+        self.shared.change(|s| match s.actions_jobs.get_mut(&job_id) {
+            Some(job) => job.logs_expired = true,
+            None => panic!("fake GitHub: no Actions job {job_id}"),
+        });
+    }
+
+    /// Every job re-run asked for, in order.
+    pub fn job_reruns(&self) -> Vec<JobRerun> {
+        self.state(|s| s.job_reruns.clone())
+    }
+
+    /// Every fetch from the log storage, in order, with whether it carried an `Authorization`
+    /// header.
+    pub fn log_downloads(&self) -> Vec<LogDownload> {
+        self.state(|s| s.log_downloads.clone())
     }
 
     /// Reads the state.
@@ -786,14 +864,11 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let body_json = serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null);
     let config = shared.config();
     let now = wire::unix_now();
+    if let Some(rest) = path.strip_prefix(actions::LOG_BLOB_PREFIX) {
+        return serve_log_blob(&shared, &method, rest, &query, authorization.is_some());
+    }
 
-    let route = match Spec::github() {
-        Err(error) => Err(error.to_string()),
-        Ok(spec) => spec
-            .route(&method, &path)
-            .map(|op| (spec, op))
-            .map_err(|e| e.to_string()),
-    };
+    let route = Spec::route_github(&method, &path).map_err(|e| e.to_string());
     let summary = format!(
         "{method} {path}{}",
         raw_query.as_deref().map(|q| format!("?{q}")).unwrap_or_default()
@@ -910,6 +985,36 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     });
     drop(inner);
     shared.changed.notify_waiters();
+    response
+}
+
+/// The fake's log storage (not GitHub's API: neither validated by the description nor recorded as
+/// a request); an `Authorization` header there is a violation.
+fn serve_log_blob(
+    shared: &Shared,
+    method: &str,
+    rest: &str,
+    query: &[(String, String)],
+    authorization: bool,
+) -> Response {
+    let (status, body) = {
+        let mut inner = shared.lock();
+        if authorization {
+            inner.violations.push(format!(
+                "{method} {}{rest}: the request to the log storage carried an Authorization header (a GitHub \
+                 token sent off GitHub's API)",
+                actions::LOG_BLOB_PREFIX
+            ));
+        }
+        actions::serve_log(&mut inner.state, method, rest, query, authorization)
+    };
+    shared.changed.notify_waiters();
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     response
 }
 

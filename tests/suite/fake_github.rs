@@ -1,14 +1,25 @@
 //! The fake GitHub API seen by a plain HTTP client: check runs through their lifecycle, every kind
 //! of description violation, App JWTs and installation tokens, reactions and comments, pull
 //! requests and reviews, contents (registered and from a real git repository), fault injection,
-//! waiting on state changes, and the drop check that fails a test with violations left.
+//! waiting on state changes, and the drop check that fails a test with violations left. GitHub
+//! Actions (workflow runs, jobs, logs behind a signed redirect, re-runs), every app's check runs of
+//! a commit and the pull requests of a commit are driven through pitcrew's own client, and
+//! validated by the full description the fake falls back to.
 
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use pitcrew_tests::fake_github::{AuthKind, FakeGithub, Issue, Permission, Repo, Spec, sign_app_jwt};
+use pitcrew::github::{
+    Auth, CheckConclusion, CheckStatus, ClientOptions, CommitPull, CommitSha, GithubClient, GithubError, NewCheckRun,
+    RepoName, RunFilter,
+};
+use pitcrew_tests::fake_github::{
+    ActionsJob, AuthKind, ExternalCheckRun, FakeGithub, Issue, JobRerun, LogDownload, Permission, Repo, Spec,
+    WorkflowRun, sign_app_jwt,
+};
 use pitcrew_tests::git_server::GitServer;
 use reqwest::header::HeaderMap;
+use secrecy::SecretString;
 use serde_json::{Value, json};
 
 const REPO: &str = "acme/widgets";
@@ -109,11 +120,10 @@ fn fake() -> FakeGithub {
 
 /// Fails when a response the fake gave breaks the schema GitHub's description gives for it.
 fn assert_responses_match_the_description(fake: &FakeGithub) {
-    let spec = Spec::github().unwrap();
     let mut problems = Vec::new();
     for request in fake.requests() {
         // Raw and empty bodies have no JSON to check.
-        let Ok(operation) = spec.route(&request.method, &request.path) else {
+        let Ok((spec, operation)) = Spec::route_github(&request.method, &request.path) else {
             continue;
         };
         if request.response.is_null() {
@@ -930,4 +940,511 @@ async fn unimplemented_operations_are_violations_not_silent_answers() {
         violations[0].contains("(git/get-ref): the fake GitHub does not implement"),
         "{violations:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// GitHub Actions, every app's check runs, pull requests of a commit: through pitcrew's client
+
+const RUN: u64 = 9_100_000_001;
+const TEST_1: u64 = 9_200_000_001;
+const LINT_1: u64 = 9_200_000_002;
+const TEST_2: u64 = 9_200_000_003;
+const OTHER_SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+fn client(fake: &FakeGithub) -> GithubClient {
+    let url = url::Url::parse(&fake.url()).unwrap();
+    GithubClient::new(&url, Auth::Token(SecretString::from(TOKEN)), ClientOptions::default()).unwrap()
+}
+
+fn repo_name() -> RepoName {
+    REPO.parse().unwrap()
+}
+
+/// The test fake with a CI workflow run on pull request 2's head: attempt 1 failed `test` and
+/// passed `lint`; attempt 2 re-ran `test`, which failed again. Another run is on another commit.
+fn actions_fake() -> FakeGithub {
+    let fake = fake();
+    fake.add_workflow_run(
+        REPO,
+        WorkflowRun::new(RUN, "CI", HEAD_SHA)
+            .head_branch("fix-crash")
+            .pull_request(2)
+            .conclusion("failure"),
+    );
+    fake.add_actions_job(
+        REPO,
+        ActionsJob::new(TEST_1, RUN, "test")
+            .conclusion("failure")
+            .step("Set up job", "success")
+            .step("Run cargo test", "failure")
+            .log("attempt one\n"),
+    );
+    fake.add_actions_job(
+        REPO,
+        ActionsJob::new(LINT_1, RUN, "lint")
+            .step("Run cargo clippy", "success")
+            .log("clean\n"),
+    );
+    fake.add_actions_job(
+        REPO,
+        ActionsJob::new(TEST_2, RUN, "test")
+            .run_attempt(2)
+            .conclusion("failure")
+            .step("Run cargo test", "failure")
+            .log("attempt two\nerror: test failed, to rerun pass `--lib`\n"),
+    );
+    let other = fake.add_workflow_run(REPO, WorkflowRun::new(0, "CI", OTHER_SHA));
+    fake.add_actions_job(REPO, ActionsJob::new(0, other, "test"));
+    fake
+}
+
+#[tokio::test]
+async fn workflow_runs_and_jobs_of_every_attempt_are_listed_through_the_client() {
+    let fake = actions_fake();
+    let client = client(&fake);
+    let runs = client.list_workflow_runs_for_sha(&repo_name(), HEAD_SHA).await.unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = &runs[0];
+    assert_eq!((run.id, run.head_sha.as_str()), (RUN, HEAD_SHA));
+    assert_eq!(run.name.as_deref(), Some("CI"));
+    assert_eq!(run.head_branch.as_deref(), Some("fix-crash"));
+    assert_eq!(run.event.as_deref(), Some("pull_request"));
+    assert_eq!(
+        (run.status.as_deref(), run.conclusion.as_deref()),
+        (Some("completed"), Some("failure"))
+    );
+    assert_eq!(run.run_attempt, Some(2), "a job of attempt 2 makes the run's attempt 2");
+    assert_eq!(run.pull_requests, [2]);
+    assert_eq!(
+        run.html_url.as_deref(),
+        Some(format!("https://github.com/acme/widgets/actions/runs/{RUN}").as_str())
+    );
+
+    let latest = client
+        .list_jobs_for_run(&repo_name(), RUN, RunFilter::Latest)
+        .await
+        .unwrap();
+    let ids = |jobs: &[pitcrew::github::ActionsJob]| jobs.iter().map(|j| j.id).collect::<Vec<_>>();
+    assert_eq!(ids(&latest), [TEST_2]);
+    let job = &latest[0];
+    assert_eq!((job.run_id, job.run_attempt, job.name.as_str()), (RUN, Some(2), "test"));
+    assert_eq!(job.head_sha, HEAD_SHA);
+    assert_eq!(job.conclusion.as_deref(), Some("failure"));
+    assert_eq!(job.steps.len(), 1);
+    assert_eq!(
+        (
+            job.steps[0].name.as_str(),
+            job.steps[0].number,
+            job.steps[0].conclusion.as_deref()
+        ),
+        ("Run cargo test", 1, Some("failure"))
+    );
+    assert_eq!(
+        job.html_url.as_deref(),
+        Some(format!("https://github.com/acme/widgets/actions/runs/{RUN}/job/{TEST_2}").as_str())
+    );
+    let all = client
+        .list_jobs_for_run(&repo_name(), RUN, RunFilter::All)
+        .await
+        .unwrap();
+    assert_eq!(ids(&all), [TEST_1, LINT_1, TEST_2]);
+    assert_eq!(all[0].steps.len(), 2);
+
+    let missing = client
+        .list_jobs_for_run(&repo_name(), 77, RunFilter::All)
+        .await
+        .unwrap_err();
+    assert!(missing.is_not_found(), "{missing:?}");
+    let queries: Vec<Option<String>> = fake
+        .requests_to("actions/list-jobs-for-workflow-run")
+        .into_iter()
+        .map(|r| r.query)
+        .collect();
+    assert_eq!(queries[0].as_deref(), Some("filter=latest&per_page=100&page=1"));
+    assert_eq!(queries[1].as_deref(), Some("filter=all&per_page=100&page=1"));
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn check_runs_of_a_commit_are_the_bots_the_actions_jobs_and_other_apps() {
+    let fake = actions_fake();
+    let client = client(&fake);
+    let new_run = |name: &str| NewCheckRun {
+        name: name.to_owned(),
+        head_sha: CommitSha(HEAD_SHA.to_owned()),
+        status: CheckStatus::Completed,
+        started_at: None,
+        conclusion: Some(CheckConclusion::Neutral),
+        completed_at: None,
+        details_url: None,
+        external_id: None,
+        output: None,
+    };
+    // The bot's run, then its re-run, and a second check.
+    let first = client
+        .create_check_run(&repo_name(), &new_run("pitcrew"))
+        .await
+        .unwrap();
+    let rerun = client
+        .create_check_run(&repo_name(), &new_run("pitcrew"))
+        .await
+        .unwrap();
+    let review = client
+        .create_check_run(&repo_name(), &new_run("pitcrew-review"))
+        .await
+        .unwrap();
+    let codecov = fake.add_external_check_run(
+        REPO,
+        ExternalCheckRun::new(0, "codecov/patch", HEAD_SHA, "codecov")
+            .conclusion("failure")
+            .output(
+                "62% of diff hit",
+                "Coverage dropped by 3%.",
+                Some("src/lib.rs: 4 lines missed"),
+            ),
+    );
+    fake.add_external_check_run(REPO, ExternalCheckRun::new(0, "codecov/patch", OTHER_SHA, "codecov"));
+
+    let latest = client
+        .list_check_runs_for_ref(&repo_name(), HEAD_SHA, None, RunFilter::Latest)
+        .await
+        .unwrap();
+    let mut ids: Vec<u64> = latest.iter().map(|r| r.id).collect();
+    ids.sort_unstable();
+    let mut expected = vec![rerun.id.0, review.id.0, codecov, LINT_1, TEST_2];
+    expected.sort_unstable();
+    assert_eq!(ids, expected);
+    let by_id = |id: u64| latest.iter().find(|r| r.id == id).unwrap();
+
+    let ours = by_id(rerun.id.0);
+    assert_eq!(
+        ours.app.as_ref().map(|a| (a.id, a.slug.as_deref())),
+        Some((fake.app_id(), Some("pitcrew")))
+    );
+    assert_eq!(
+        (ours.name.as_str(), ours.conclusion.as_deref()),
+        ("pitcrew", Some("neutral"))
+    );
+
+    let job = by_id(TEST_2);
+    assert_eq!(
+        job.app.as_ref().map(|a| (a.id, a.slug.as_deref())),
+        Some((15368, Some("github-actions")))
+    );
+    assert_eq!(
+        (job.name.as_str(), job.status.as_str(), job.conclusion.as_deref()),
+        ("test", "completed", Some("failure"))
+    );
+    assert_eq!(job.head_sha, HEAD_SHA);
+    let suite = job.check_suite_id.unwrap();
+    assert_eq!(
+        by_id(LINT_1).check_suite_id,
+        Some(suite),
+        "one workflow run, one check suite"
+    );
+    assert_ne!(ours.check_suite_id, Some(suite));
+    assert!(job.details_url.as_deref().unwrap().ends_with(&format!("/job/{TEST_2}")));
+
+    let external = by_id(codecov);
+    assert_eq!(external.app.as_ref().unwrap().slug.as_deref(), Some("codecov"));
+    assert_eq!(external.output.title.as_deref(), Some("62% of diff hit"));
+    assert_eq!(external.output.summary.as_deref(), Some("Coverage dropped by 3%."));
+    assert_eq!(external.output.text.as_deref(), Some("src/lib.rs: 4 lines missed"));
+
+    let all = client
+        .list_check_runs_for_ref(&repo_name(), HEAD_SHA, None, RunFilter::All)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 7, "{all:#?}");
+    assert!(all.iter().any(|r| r.id == first.id.0) && all.iter().any(|r| r.id == TEST_1));
+    let tests = client
+        .list_check_runs_for_ref(&repo_name(), HEAD_SHA, Some("test"), RunFilter::All)
+        .await
+        .unwrap();
+    assert_eq!(tests.iter().map(|r| r.id).collect::<Vec<_>>(), [TEST_1, TEST_2]);
+    // A branch name stands for its head commit.
+    let by_branch = client
+        .list_check_runs_for_ref(&repo_name(), "pitcrew/fix", Some("test"), RunFilter::Latest)
+        .await
+        .unwrap();
+    assert_eq!(by_branch.iter().map(|r| r.id).collect::<Vec<_>>(), [TEST_2]);
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_job_log_comes_through_the_signed_redirect_without_the_token() {
+    let fake = actions_fake();
+    let log = client(&fake)
+        .download_job_log(&repo_name(), TEST_2, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(log.text, "attempt two\nerror: test failed, to rerun pass `--lib`\n");
+    assert!(!log.truncated);
+    assert_eq!(log.total_bytes, log.text.len() as u64);
+    assert_eq!(
+        fake.log_downloads(),
+        [LogDownload {
+            job_id: TEST_2,
+            authorization: false,
+            status: 200
+        }]
+    );
+    let asked = fake.requests_to("actions/download-job-logs-for-workflow-run");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].status, 302);
+    assert_eq!(asked[0].auth, AuthKind::StaticToken);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_log_longer_than_asked_for_keeps_its_tail_from_a_line_start() {
+    let fake = actions_fake();
+    let log: String = (0..5000)
+        .map(|i| format!("2024-05-01T12:00:00Z test case_{i:04} ... ok\n"))
+        .collect();
+    let job = fake.add_actions_job(REPO, ActionsJob::new(0, RUN, "long").run_attempt(2).log(log.clone()));
+    let got = client(&fake).download_job_log(&repo_name(), job, 4096).await.unwrap();
+    let line = "2024-05-01T12:00:00Z test case_0000 ... ok\n".len();
+    let kept = 4096 / line;
+    assert_eq!(got.text, log[log.len() - kept * line..]);
+    assert!(got.text.starts_with("2024-05-01T12:00:00Z test case_"));
+    assert!(got.truncated);
+    assert_eq!(got.total_bytes, log.len() as u64);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn expired_logs_are_a_410_and_their_signed_urls_stop_working() {
+    let fake = actions_fake();
+    let auth = bearer(TOKEN);
+    // A URL signed before the log expired (read, not followed).
+    let early = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!("{}/repos/acme/widgets/actions/jobs/{TEST_1}/logs", fake.url()))
+        .header("authorization", &auth)
+        .header("user-agent", "pitcrew-tests")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(early.status(), 302);
+    let location = early.headers()["location"].to_str().unwrap().to_owned();
+    let path = location.strip_prefix(&fake.url()).unwrap().to_owned();
+    assert!(
+        path.starts_with(&format!("/_blobs/job-logs/{TEST_1}?sig=")),
+        "{location}"
+    );
+
+    fake.expire_job_logs(TEST_1);
+    let error = client(&fake)
+        .download_job_log(&repo_name(), TEST_1, 1000)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, GithubError::Status { status: 410, .. }), "{error:?}");
+    let answer = fake.requests().last().unwrap().response.clone();
+    assert_eq!(answer["message"], "Gone");
+    assert!(
+        answer["documentation_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://docs.github.com/")
+    );
+
+    let late = call(&fake, "GET", &path, None, None).await;
+    assert_eq!(late.status, 404);
+    let forged = call(
+        &fake,
+        "GET",
+        &format!("/_blobs/job-logs/{LINT_1}?sig=forged"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(forged.status, 403);
+    let statuses: Vec<u16> = fake.log_downloads().iter().map(|d| d.status).collect();
+    assert_eq!(statuses, [404, 403]);
+    let missing = client(&fake).download_job_log(&repo_name(), 5, 1000).await.unwrap_err();
+    assert!(missing.is_not_found(), "{missing:?}");
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_token_sent_on_to_log_storage_is_a_violation() {
+    let fake = actions_fake();
+    // reqwest's own redirect handling keeps the header on the same host and port.
+    let response = reqwest::Client::new()
+        .get(format!("{}/repos/acme/widgets/actions/jobs/{LINT_1}/logs", fake.url()))
+        .header("authorization", bearer(TOKEN))
+        .header("user-agent", "pitcrew-tests")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(response.text().await.unwrap(), "clean\n");
+    assert_eq!(
+        fake.log_downloads(),
+        [LogDownload {
+            job_id: LINT_1,
+            authorization: true,
+            status: 200
+        }]
+    );
+    let violations = fake.take_violations();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(
+        violations[0].starts_with(&format!(
+            "GET /_blobs/job-logs/{LINT_1}: the request to the log storage carried an Authorization header"
+        )),
+        "{violations:?}"
+    );
+}
+
+#[tokio::test]
+async fn job_reruns_are_recorded() {
+    let fake = actions_fake();
+    client(&fake).rerun_job(&repo_name(), TEST_2).await.unwrap();
+    let missing = client(&fake).rerun_job(&repo_name(), 42).await.unwrap_err();
+    assert!(missing.is_not_found(), "{missing:?}");
+    assert_eq!(
+        fake.job_reruns(),
+        [JobRerun {
+            repo: REPO.to_owned(),
+            job_id: TEST_2,
+            body: Value::Null
+        }]
+    );
+    let debug = call(
+        &fake,
+        "POST",
+        &format!("/repos/acme/widgets/actions/jobs/{TEST_1}/rerun"),
+        Some(&bearer(TOKEN)),
+        Some(json!({"enable_debug_logging": true})),
+    )
+    .await;
+    assert_eq!(debug.status, 201);
+    assert_eq!(debug.body, json!({}));
+    assert_eq!(fake.job_reruns()[1].body, json!({"enable_debug_logging": true}));
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn pulls_of_a_commit_are_the_stored_ones_with_that_head() {
+    let fake = fake();
+    fake.add_issue(
+        REPO,
+        Issue::pull_request(3, "Older attempt", ("fix-crash-old", HEAD_SHA), ("release", BASE_SHA)).closed(),
+    );
+    fake.add_issue(
+        REPO,
+        Issue::pull_request(4, "Unrelated", ("other", OTHER_SHA), ("main", BASE_SHA)),
+    );
+    let pulls = client(&fake).pulls_for_commit(&repo_name(), HEAD_SHA).await.unwrap();
+    assert_eq!(
+        pulls,
+        [
+            CommitPull {
+                number: 2,
+                open: true,
+                head_sha: HEAD_SHA.to_owned(),
+                base_ref: "main".to_owned()
+            },
+            CommitPull {
+                number: 3,
+                open: false,
+                head_sha: HEAD_SHA.to_owned(),
+                base_ref: "release".to_owned()
+            },
+        ]
+    );
+    assert!(
+        client(&fake)
+            .pulls_for_commit(&repo_name(), BASE_SHA)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_responses_match_the_description(&fake);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn requests_outside_the_subset_are_validated_by_the_full_description() {
+    let fake = actions_fake();
+    let auth = bearer(TOKEN);
+    let bogus = call(
+        &fake,
+        "GET",
+        &format!("/repos/acme/widgets/actions/runs/{RUN}/jobs?filter=bogus"),
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(bogus.status, 422);
+    let not_a_number = call(
+        &fake,
+        "GET",
+        "/repos/acme/widgets/actions/jobs/seven/logs",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(not_a_number.status, 404);
+    let bad_body = call(
+        &fake,
+        "POST",
+        &format!("/repos/acme/widgets/actions/jobs/{TEST_1}/rerun"),
+        Some(&auth),
+        Some(json!({"enable_debug_logging": "yes"})),
+    )
+    .await;
+    assert_eq!(bad_body.status, 422);
+    let violations = fake.take_violations();
+    assert_eq!(
+        violations,
+        [
+            format!(
+                "GET /repos/acme/widgets/actions/runs/{RUN}/jobs?filter=bogus (actions/list-jobs-for-workflow-run): query \
+                 parameter \"filter\": \"bogus\" is not one of [\"latest\",\"all\"]"
+            ),
+            "GET /repos/acme/widgets/actions/jobs/seven/logs (actions/download-job-logs-for-workflow-run): path \
+             parameter \"job_id\": expected integer, found \"seven\""
+                .to_owned(),
+            format!(
+                "POST /repos/acme/widgets/actions/jobs/{TEST_1}/rerun (actions/re-run-job-for-workflow-run): \
+                 $.enable_debug_logging: expected boolean, found string \"yes\""
+            ),
+        ]
+    );
+    assert!(fake.job_reruns().is_empty());
+}
+
+#[tokio::test]
+async fn requests_the_subset_covers_leave_the_full_description_unloaded() {
+    // nextest runs each test in a process of its own, where nothing else loaded it; `cargo test`
+    // shares one process between tests.
+    let alone = std::env::var("NEXTEST_EXECUTION_MODE").as_deref() == Ok("process-per-test");
+    let fake = fake();
+    let answer = call(&fake, "GET", "/repos/acme/widgets/issues/1", Some(&bearer(TOKEN)), None).await;
+    assert_eq!(answer.status, 200);
+    if alone {
+        assert!(!Spec::github_full_loaded());
+    } else {
+        println!("not run by nextest: another test may have loaded the full description");
+    }
+    let answer = call(
+        &fake,
+        "GET",
+        "/repos/acme/widgets/commits/abc/pulls",
+        Some(&bearer(TOKEN)),
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    assert!(Spec::github_full_loaded());
 }

@@ -1,5 +1,6 @@
 //! The REST calls the bot makes, typed: repositories, pull requests and issues, permissions, file
-//! contents, comments and reactions, check runs, reviews, new pull requests.
+//! contents, comments and reactions, check runs (the bot's own, and every app's on a commit),
+//! reviews, new pull requests, and GitHub Actions (workflow runs, jobs, job logs, job re-runs).
 //!
 //! Request bodies hold exactly the fields GitHub documents for each operation (the test suite's fake
 //! GitHub checks them against the OpenAPI description); response structs keep only what the bot
@@ -10,9 +11,11 @@ use std::time::SystemTime;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use reqwest::Method;
+use reqwest::header::LOCATION;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::client::{Endpoint, GithubClient};
+use super::client::{Endpoint, GithubClient, Redirects};
 use super::error::GithubError;
 use super::ids::{CheckRunId, CommentId, CommitSha, IssueNumber, RepoName};
 use super::time::format_rfc3339;
@@ -22,6 +25,10 @@ pub const MAX_ANNOTATIONS_PER_REQUEST: usize = 50;
 
 /// The largest file `get_file` reads (the contents API inlines files up to 1 MB).
 pub const MAX_FILE_SIZE: u64 = 1024 * 1024;
+
+/// Page size of the paged lists (GitHub's largest), and how many pages are read at most.
+const PER_PAGE: usize = 100;
+const MAX_PAGES: usize = 10;
 
 /// `null` read as the type's default (GitHub sends `"body": null` for an empty body, `"user": null`
 /// for a deleted account).
@@ -455,6 +462,262 @@ pub struct PullFile {
     pub previous_filename: Option<String>,
 }
 
+/// An app, as a check run names its maker.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AppSummary {
+    pub id: u64,
+    #[serde(default)]
+    pub slug: Option<String>,
+}
+
+/// GitHub's `filter` of check runs and jobs: `Latest` keeps the newest attempt of each (what the
+/// pull request page shows), `All` every attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunFilter {
+    Latest,
+    All,
+}
+
+impl RunFilter {
+    fn as_str(self) -> &'static str {
+        match self {
+            RunFilter::Latest => "latest",
+            RunFilter::All => "all",
+        }
+    }
+}
+
+/// A check run's texts, as listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct CheckOutputSummary {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub summary: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// A check run as listed for a commit (any app's).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CheckRunSummary {
+    pub id: u64,
+    pub name: String,
+    pub head_sha: String,
+    /// `queued`, `in_progress`, `completed` (and, for Actions, `waiting`, `requested`, `pending`).
+    pub status: String,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    #[serde(default)]
+    pub details_url: Option<String>,
+    /// `None` when GitHub sends `null` (an app since deleted).
+    #[serde(default)]
+    pub app: Option<AppSummary>,
+    #[serde(default, deserialize_with = "null_default")]
+    pub output: CheckOutputSummary,
+    /// From `check_suite.id`.
+    #[serde(default, rename = "check_suite", deserialize_with = "suite_id")]
+    pub check_suite_id: Option<u64>,
+}
+
+/// `check_suite: {"id": …}` (or `null`) read as the id.
+fn suite_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    struct Suite {
+        #[serde(default)]
+        id: Option<u64>,
+    }
+    Ok(Option::<Suite>::deserialize(deserializer)?.and_then(|suite| suite.id))
+}
+
+#[derive(Debug, Deserialize)]
+struct CheckRunPage {
+    #[serde(default)]
+    check_runs: Vec<CheckRunSummary>,
+}
+
+/// A GitHub Actions workflow run (its latest attempt).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct WorkflowRunSummary {
+    pub id: u64,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub head_sha: String,
+    #[serde(default)]
+    pub head_branch: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    #[serde(default)]
+    pub run_attempt: Option<u64>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    /// What triggered it: `push`, `pull_request`, …
+    #[serde(default)]
+    pub event: Option<String>,
+    /// The numbers of `pull_requests[]`: open pull requests whose head is the run's commit or
+    /// branch, in the base repository only (a fork's pull request is not listed).
+    #[serde(default, deserialize_with = "pull_numbers")]
+    pub pull_requests: Vec<u64>,
+}
+
+/// `pull_requests: [{"number": …}, …]` (or `null`) read as the numbers.
+fn pull_numbers<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u64>, D::Error> {
+    #[derive(Deserialize)]
+    struct Numbered {
+        number: u64,
+    }
+    let pulls: Option<Vec<Numbered>> = Option::deserialize(deserializer)?;
+    Ok(pulls.unwrap_or_default().into_iter().map(|p| p.number).collect())
+}
+
+#[derive(Debug, Deserialize)]
+struct WorkflowRunPage {
+    #[serde(default)]
+    workflow_runs: Vec<WorkflowRunSummary>,
+}
+
+/// One attempt of one job of a workflow run.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ActionsJob {
+    /// Also the id of the job's check run.
+    pub id: u64,
+    pub run_id: u64,
+    #[serde(default)]
+    pub run_attempt: Option<u64>,
+    pub name: String,
+    pub status: String,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    pub head_sha: String,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    pub steps: Vec<ActionsStep>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ActionsStep {
+    pub name: String,
+    pub number: u64,
+    pub status: String,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct JobPage {
+    #[serde(default)]
+    jobs: Vec<ActionsJob>,
+}
+
+/// A job's log, or its end when it is longer than asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobLogText {
+    /// The text kept, lossy UTF-8.
+    pub text: String,
+    /// Whether the start of the log was dropped.
+    pub truncated: bool,
+    /// The whole log's size.
+    pub total_bytes: u64,
+}
+
+/// Keeps the last `max` bytes of a stream, starting at a line, without holding more than about
+/// twice that.
+#[derive(Debug)]
+pub(crate) struct LogTail {
+    max: usize,
+    kept: Vec<u8>,
+    /// Whether the byte before `kept` (if any was dropped) ended a line.
+    after_newline: bool,
+    dropped: bool,
+    total: u64,
+}
+
+impl LogTail {
+    pub fn new(max: usize) -> Self {
+        LogTail {
+            max,
+            kept: Vec::new(),
+            after_newline: true,
+            dropped: false,
+            total: 0,
+        }
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        self.kept.extend_from_slice(chunk);
+        // Compacting only past twice the limit keeps the copying linear in the log's size.
+        if self.kept.len() > self.max.saturating_mul(2).max(64 * 1024) {
+            self.drop_front(self.kept.len() - self.max);
+        }
+    }
+
+    fn drop_front(&mut self, count: usize) {
+        if count == 0 {
+            return;
+        }
+        self.after_newline = self.kept[count - 1] == b'\n';
+        self.kept.drain(..count);
+        self.dropped = true;
+    }
+
+    pub fn finish(mut self) -> JobLogText {
+        if self.kept.len() > self.max {
+            self.drop_front(self.kept.len() - self.max);
+        }
+        let mut start = 0;
+        if self.dropped && !self.after_newline {
+            // Cut at the first line start in what is kept; a single line longer than the limit
+            // keeps its end (from a character boundary) rather than nothing.
+            start = match self.kept.iter().position(|b| *b == b'\n') {
+                Some(newline) => newline + 1,
+                None => self
+                    .kept
+                    .iter()
+                    .position(|b| b & 0xC0 != 0x80)
+                    .unwrap_or(self.kept.len()),
+            };
+        }
+        JobLogText {
+            text: String::from_utf8_lossy(&self.kept[start..]).into_owned(),
+            truncated: self.dropped,
+            total_bytes: self.total,
+        }
+    }
+}
+
+/// A pull request a commit belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitPull {
+    pub number: u64,
+    pub open: bool,
+    pub head_sha: String,
+    /// The branch it merges into.
+    pub base_ref: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct PullSimple {
+    number: u64,
+    #[serde(default, deserialize_with = "null_default")]
+    state: String,
+    head: PullSimpleRef,
+    base: PullSimpleRef,
+}
+
+#[derive(Debug, Deserialize)]
+struct PullSimpleRef {
+    #[serde(rename = "ref", default, deserialize_with = "null_default")]
+    branch: String,
+    #[serde(default, deserialize_with = "null_default")]
+    sha: String,
+}
+
 /// What the contents API returns for a path (a directory is a JSON array instead).
 #[derive(Debug, Deserialize)]
 pub(crate) struct ContentEntry {
@@ -763,6 +1026,140 @@ impl GithubClient {
             }
         }
         Ok(files)
+    }
+
+    /// `endpoint`'s items, a hundred per page, until a short page or [`MAX_PAGES`] pages; `items`
+    /// takes them out of a page's body.
+    async fn paged<P: DeserializeOwned, T>(
+        &self,
+        endpoint: Endpoint,
+        items: fn(P) -> Vec<T>,
+    ) -> Result<Vec<T>, GithubError> {
+        let mut all = Vec::new();
+        for page in 1..=MAX_PAGES {
+            let endpoint = endpoint
+                .clone()
+                .query("per_page", PER_PAGE.to_string())
+                .query("page", page.to_string());
+            let batch = items(self.json(endpoint, None).await?);
+            let last = batch.len() < PER_PAGE;
+            all.extend(batch);
+            if last {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    /// Every app's check runs on `git_ref` (a commit, branch or tag), optionally only those named
+    /// `check_name`.
+    pub async fn list_check_runs_for_ref(
+        &self,
+        repo: &RepoName,
+        git_ref: &str,
+        check_name: Option<&str>,
+        filter: RunFilter,
+    ) -> Result<Vec<CheckRunSummary>, GithubError> {
+        let mut endpoint = Endpoint::new(Method::GET, repo_path(repo, &["commits", git_ref, "check-runs"]));
+        if let Some(name) = check_name {
+            endpoint = endpoint.query("check_name", name);
+        }
+        let endpoint = endpoint.query("filter", filter.as_str());
+        self.paged(endpoint, |page: CheckRunPage| page.check_runs).await
+    }
+
+    /// The GitHub Actions workflow runs of commit `head_sha`, newest first.
+    pub async fn list_workflow_runs_for_sha(
+        &self,
+        repo: &RepoName,
+        head_sha: &str,
+    ) -> Result<Vec<WorkflowRunSummary>, GithubError> {
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["actions", "runs"])).query("head_sha", head_sha);
+        self.paged(endpoint, |page: WorkflowRunPage| page.workflow_runs).await
+    }
+
+    /// The jobs of workflow run `run_id`: of its latest attempt, or of every attempt.
+    pub async fn list_jobs_for_run(
+        &self,
+        repo: &RepoName,
+        run_id: u64,
+        filter: RunFilter,
+    ) -> Result<Vec<ActionsJob>, GithubError> {
+        let run = run_id.to_string();
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["actions", "runs", &run, "jobs"]))
+            .query("filter", filter.as_str());
+        self.paged(endpoint, |page: JobPage| page.jobs).await
+    }
+
+    /// Job `job_id`'s log, at most `max_bytes` of it: when longer, its end (where failures are),
+    /// from the start of a line. GitHub answers with a redirect to a short-lived signed URL on its
+    /// storage; that URL is fetched without the token (whatever its host) and read as it streams.
+    /// Logs that expired or were deleted are [`GithubError::Status`] 410 (or
+    /// [`GithubError::NotFound`]).
+    pub async fn download_job_log(
+        &self,
+        repo: &RepoName,
+        job_id: u64,
+        max_bytes: usize,
+    ) -> Result<JobLogText, GithubError> {
+        let job = job_id.to_string();
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["actions", "jobs", &job, "logs"]));
+        let reply = self.send_with(&endpoint, None, Redirects::Return).await?;
+        let mut tail = LogTail::new(max_bytes);
+        if !reply.status.is_redirection() {
+            // The log itself, read already (not what api.github.com does, but harmless).
+            tail.push(&reply.body);
+            return Ok(tail.finish());
+        }
+        let invalid = |message: &str| GithubError::Decode {
+            what: endpoint.to_string(),
+            message: message.to_owned(),
+        };
+        let location = reply
+            .headers
+            .get(LOCATION)
+            .and_then(|value| value.to_str().ok())
+            .ok_or_else(|| invalid("a redirect without a usable Location header"))?;
+        // A relative Location is relative to the request.
+        let url = self
+            .http
+            .url(&endpoint)
+            .join(location)
+            .map_err(|_| invalid("the redirect's Location is not a URL"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid("the redirect's Location is not an http(s) URL"));
+        }
+        let request = format!("{endpoint} (the signed log URL it redirected to)");
+        self.http
+            .get_unauthenticated(&url, &request, &mut |chunk| tail.push(chunk))
+            .await?;
+        Ok(tail.finish())
+    }
+
+    /// Re-runs one job of a workflow run (a new attempt of its run).
+    pub async fn rerun_job(&self, repo: &RepoName, job_id: u64) -> Result<(), GithubError> {
+        let job = job_id.to_string();
+        let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["actions", "jobs", &job, "rerun"]));
+        self.send(&endpoint, None).await?;
+        Ok(())
+    }
+
+    /// The pull requests commit `sha` belongs to (for a commit of a pull request's head, that pull
+    /// request; for a merged one, the pull request that merged it), open ones first.
+    pub async fn pulls_for_commit(&self, repo: &RepoName, sha: &str) -> Result<Vec<CommitPull>, GithubError> {
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["commits", sha, "pulls"]));
+        let pulls: Vec<PullSimple> = self.paged(endpoint, |page: Vec<PullSimple>| page).await?;
+        let mut pulls: Vec<CommitPull> = pulls
+            .into_iter()
+            .map(|pull| CommitPull {
+                number: pull.number,
+                open: pull.state == "open",
+                head_sha: pull.head.sha,
+                base_ref: pull.base.branch,
+            })
+            .collect();
+        pulls.sort_by_key(|pull| !pull.open);
+        Ok(pulls)
     }
 }
 

@@ -3,7 +3,9 @@
 //! errors, error mapping and call statistics. The typed API calls live in `api.rs`.
 //!
 //! Tokens travel only in the `Authorization` header (marked sensitive); they are never part of a URL,
-//! an error or a log line.
+//! an error or a log line. Where GitHub redirects to a signed URL off its API (job logs), the client
+//! does not follow the redirect with the token: it reads the `Location` itself and fetches it with
+//! no credentials at all ([`Http::get_unauthenticated`]).
 
 use std::fmt;
 use std::future::Future;
@@ -13,6 +15,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::redirect::Policy;
 use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
@@ -224,9 +227,11 @@ impl fmt::Display for Endpoint {
     }
 }
 
-/// A successful response, read whole.
+/// A successful response (or, with [`Redirects::Return`], a redirection), read whole.
 #[derive(Debug)]
 pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
     pub body: bytes::Bytes,
 }
 
@@ -239,10 +244,23 @@ impl Reply {
     }
 }
 
+/// What a request does with a 3xx answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Redirects {
+    /// reqwest follows up to five redirects, and drops the `Authorization` header when one leaves
+    /// the host (or port): GitHub's answer for a renamed or transferred repository.
+    Follow,
+    /// The 3xx answer is returned as it is: for a redirect to a signed URL that must not see the
+    /// token, even on the same host.
+    Return,
+}
+
 /// The HTTP machinery shared by [`GithubClient`] and [`AppAuth`]: one connection pool, one policy.
 #[derive(Debug, Clone)]
 pub(crate) struct Http {
     client: reqwest::Client,
+    /// The same settings, but redirects are answers: [`Redirects::Return`].
+    no_redirects: reqwest::Client,
     base: Url,
     pub options: ClientOptions,
 }
@@ -256,18 +274,22 @@ enum Verdict {
 
 impl Http {
     pub fn new(api_url: &Url, options: ClientOptions) -> Result<Self, GithubError> {
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("pitcrew/", env!("CARGO_PKG_VERSION")))
-            .timeout(options.request_timeout)
-            .connect_timeout(options.connect_timeout)
-            // GitHub redirects requests for renamed or transferred repositories; reqwest follows and
-            // drops the `Authorization` header if a redirect leaves the host.
-            .redirect(reqwest::redirect::Policy::limited(5))
-            .build()
-            .map_err(|err| GithubError::Transport {
-                request: "building the GitHub HTTP client".to_owned(),
-                message: err.without_url().to_string(),
-            })?;
+        let build = |redirects: Policy| {
+            reqwest::Client::builder()
+                .user_agent(concat!("pitcrew/", env!("CARGO_PKG_VERSION")))
+                .timeout(options.request_timeout)
+                .connect_timeout(options.connect_timeout)
+                .redirect(redirects)
+                .build()
+                .map_err(|err| GithubError::Transport {
+                    request: "building the GitHub HTTP client".to_owned(),
+                    message: err.without_url().to_string(),
+                })
+        };
+        // GitHub redirects requests for renamed or transferred repositories; reqwest follows and
+        // drops the `Authorization` header if a redirect leaves the host or port (not otherwise).
+        let client = build(Policy::limited(5))?;
+        let no_redirects = build(Policy::none())?;
         if api_url.cannot_be_a_base() || !matches!(api_url.scheme(), "http" | "https") {
             return Err(GithubError::InvalidInput {
                 what: "the GitHub API URL".to_owned(),
@@ -277,7 +299,12 @@ impl Http {
         let mut base = api_url.clone();
         base.set_query(None);
         base.set_fragment(None);
-        Ok(Http { client, base, options })
+        Ok(Http {
+            client,
+            no_redirects,
+            base,
+            options,
+        })
     }
 
     pub fn base(&self) -> &Url {
@@ -298,13 +325,29 @@ impl Http {
     }
 
     /// Sends the request, retrying as the policy allows; returns a successful response or the mapped
-    /// error of the last attempt.
+    /// error of the last attempt. Redirects are followed.
     pub async fn send(
         &self,
         endpoint: &Endpoint,
         body: Option<&serde_json::Value>,
         token: &SecretString,
     ) -> Result<Reply, GithubError> {
+        self.send_with(endpoint, body, token, Redirects::Follow).await
+    }
+
+    /// [`Http::send`], with a choice of what a 3xx answer does: with [`Redirects::Return`] it is
+    /// returned like a success.
+    pub async fn send_with(
+        &self,
+        endpoint: &Endpoint,
+        body: Option<&serde_json::Value>,
+        token: &SecretString,
+        redirects: Redirects,
+    ) -> Result<Reply, GithubError> {
+        let client = match redirects {
+            Redirects::Follow => &self.client,
+            Redirects::Return => &self.no_redirects,
+        };
         let request = endpoint.to_string();
         let url = self.url(endpoint);
         let mut authorization = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret())).map_err(|_| {
@@ -324,8 +367,7 @@ impl Http {
         let policy = &self.options.retry;
         let mut attempt = 1;
         loop {
-            let mut builder = self
-                .client
+            let mut builder = client
                 .request(endpoint.method.clone(), url.clone())
                 .header(ACCEPT, "application/vnd.github+json")
                 .header("x-github-api-version", API_VERSION)
@@ -357,8 +399,12 @@ impl Http {
                         request: request.clone(),
                         message: format!("reading the response: {}", describe_transport(&err)),
                     })?;
-                    if status.is_success() {
-                        return Ok(Reply { body: bytes });
+                    if status.is_success() || (redirects == Redirects::Return && status.is_redirection()) {
+                        return Ok(Reply {
+                            status,
+                            headers,
+                            body: bytes,
+                        });
                     }
                     let text = String::from_utf8_lossy(&bytes);
                     self.judge(&request, status, &headers, &text, attempt)
@@ -381,6 +427,79 @@ impl Http {
             };
             self.options.sleeper.sleep(wait).await;
             attempt += 1;
+        }
+    }
+
+    /// GETs `url` with no credentials at all (a signed URL GitHub redirected to, on its storage),
+    /// handing the body to `sink` chunk by chunk as it arrives. Redirects from there are followed
+    /// (there is no token to lose). A failure to connect and a 5xx are retried as the policy
+    /// allows; a body cut off halfway is not (`sink` has had part of it). `request` names the
+    /// request in errors: the URL never appears, its query is a credential.
+    pub async fn get_unauthenticated(
+        &self,
+        url: &Url,
+        request: &str,
+        sink: &mut (dyn FnMut(&[u8]) + Send),
+    ) -> Result<(), GithubError> {
+        let policy = &self.options.retry;
+        let mut attempt = 1;
+        let mut response = loop {
+            let retry = match self.client.get(url.clone()).send().await {
+                Err(err) => {
+                    let message = describe_transport(&err);
+                    if attempt >= policy.max_attempts {
+                        return Err(GithubError::Transport {
+                            request: request.to_owned(),
+                            message,
+                        });
+                    }
+                    tracing::info!(request, attempt, error = %message, "signed download failed; retrying");
+                    policy.backoff(attempt)
+                }
+                Ok(response) if response.status().is_success() => break response,
+                Ok(response) => {
+                    let status = response.status();
+                    if !status.is_server_error() || attempt >= policy.max_attempts {
+                        // The storage's error body is not GitHub's and may quote the URL: only the
+                        // status is kept.
+                        return Err(match status.as_u16() {
+                            404 => GithubError::NotFound {
+                                what: request.to_owned(),
+                            },
+                            code if status.is_server_error() => GithubError::Server {
+                                request: request.to_owned(),
+                                status: code,
+                            },
+                            code => GithubError::Status {
+                                request: request.to_owned(),
+                                status: code,
+                                message: status.canonical_reason().unwrap_or("error").to_owned(),
+                            },
+                        });
+                    }
+                    tracing::info!(
+                        request,
+                        attempt,
+                        status = status.as_u16(),
+                        "signed download failed; retrying"
+                    );
+                    policy.backoff(attempt)
+                }
+            };
+            self.options.sleeper.sleep(retry.min(policy.max_wait)).await;
+            attempt += 1;
+        };
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => sink(&chunk),
+                Ok(None) => return Ok(()),
+                Err(err) => {
+                    return Err(GithubError::Transport {
+                        request: request.to_owned(),
+                        message: format!("reading the response: {}", describe_transport(&err)),
+                    });
+                }
+            }
         }
     }
 
@@ -536,14 +655,24 @@ impl GithubClient {
         endpoint: &Endpoint,
         body: Option<&serde_json::Value>,
     ) -> Result<Reply, GithubError> {
+        self.send_with(endpoint, body, Redirects::Follow).await
+    }
+
+    /// [`GithubClient::send`], with a choice of what a 3xx answer does.
+    pub(crate) async fn send_with(
+        &self,
+        endpoint: &Endpoint,
+        body: Option<&serde_json::Value>,
+        redirects: Redirects,
+    ) -> Result<Reply, GithubError> {
         let token = self.token().await?;
-        let result = self.http.send(endpoint, body, &token).await;
+        let result = self.http.send_with(endpoint, body, &token, redirects).await;
         match (&self.auth, result) {
             (Auth::App { app, installation }, Err(GithubError::Unauthorized { .. })) => {
                 tracing::info!(%endpoint, %installation, "installation token rejected; fetching a new one");
                 app.forget_token(*installation, &token).await;
                 let fresh = app.installation_token(*installation).await?;
-                self.http.send(endpoint, body, &fresh).await
+                self.http.send_with(endpoint, body, &fresh, redirects).await
             }
             (_, result) => result,
         }

@@ -4,7 +4,8 @@
 //! - `app`: the App's key and JWT, installation tokens cached per installation;
 //! - `access`: the App or one token ([`GithubAccess`]), whichever pitcrew runs with;
 //! - `client`: [`GithubClient`], its retries (rate limits, 5xx), errors and call statistics;
-//! - `api`: the typed calls (pulls, issues, comments, reactions, check runs, reviews, contents).
+//! - `api`: the typed calls (pulls, issues, comments, reactions, check runs, reviews, contents,
+//!   GitHub Actions runs, jobs and logs).
 
 pub mod access;
 pub mod api;
@@ -19,9 +20,10 @@ mod tests;
 
 pub use access::GithubAccess;
 pub use api::{
-    Annotation, AnnotationLevel, CheckConclusion, CheckRun, CheckRunOutput, CheckRunUpdate, CheckStatus, CreatedPull,
-    Issue, IssueComment, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest,
-    Reaction, Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, Side, User,
+    ActionsJob, ActionsStep, Annotation, AnnotationLevel, AppSummary, CheckConclusion, CheckOutputSummary, CheckRun,
+    CheckRunOutput, CheckRunSummary, CheckRunUpdate, CheckStatus, CommitPull, CreatedPull, Issue, IssueComment,
+    JobLogText, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest, Reaction,
+    Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, RunFilter, Side, User, WorkflowRunSummary,
 };
 pub use app::{AppAuth, AppCredentials, AppKeyError, Installation};
 pub use client::{

@@ -1,10 +1,12 @@
 //! Tests of the GitHub client against a small hand-routed HTTP server on 127.0.0.1: App JWTs and the
-//! token cache, retries on rate limits and server errors, error mapping, URL joining, and the typed
-//! calls' request bodies; plus GitHub's own example responses parsed into our response structs.
+//! token cache, retries on rate limits and server errors, error mapping, URL joining, redirects and
+//! the token, the typed calls' requests (GitHub Actions' paged lists and log downloads included);
+//! plus GitHub's own example responses parsed into our response structs.
 //!
 //! Every request body the fake receives is checked against GitHub's OpenAPI description by the test
-//! suite's validator ([`Spec`]); a test whose client sent an undocumented body fails when its fake
-//! is dropped.
+//! suite's validator ([`Spec`]); a strict fake ([`Fake::start_strict`]) checks every request's path
+//! and query too, but for its storage paths (`/storage/…`, signed URLs GitHub redirects to). A test
+//! whose client sent an undocumented request fails when its fake is dropped.
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
@@ -60,7 +62,7 @@ impl Recorded {
 struct Canned {
     status: u16,
     headers: Vec<(&'static str, String)>,
-    body: String,
+    body: Vec<u8>,
 }
 
 impl Canned {
@@ -68,7 +70,25 @@ impl Canned {
         Canned {
             status,
             headers: Vec::new(),
-            body: body.to_string(),
+            body: body.to_string().into_bytes(),
+        }
+    }
+
+    /// A plain-text body (what log storage answers).
+    fn text(status: u16, body: impl Into<Vec<u8>>) -> Self {
+        Canned {
+            status,
+            headers: vec![("content-type", "text/plain".to_owned())],
+            body: body.into(),
+        }
+    }
+
+    /// A redirect to `location`, with no body.
+    fn redirect(status: u16, location: &str) -> Self {
+        Canned {
+            status,
+            headers: vec![("location", location.to_owned())],
+            body: Vec::new(),
         }
     }
 
@@ -81,11 +101,16 @@ impl Canned {
 /// Answers each request from the history so far (the current request last).
 type Responder = Arc<dyn Fn(&[Recorded]) -> Canned + Send + Sync>;
 
+/// Where a fake plays GitHub's storage: signed URLs, not the API.
+const STORAGE_PREFIX: &str = "/storage/";
+
 #[derive(Clone)]
 struct FakeState {
     requests: Arc<Mutex<Vec<Recorded>>>,
-    /// What GitHub would have refused in the request bodies received, one line per request.
+    /// What GitHub would have refused in the requests received, one line per request.
     violations: Arc<Mutex<Vec<String>>>,
+    /// Whether every API request is checked (path and query), not only those with a body.
+    strict: bool,
     responder: Responder,
 }
 
@@ -112,9 +137,19 @@ impl Drop for Fake {
 
 impl Fake {
     async fn start(responder: impl Fn(&[Recorded]) -> Canned + Send + Sync + 'static) -> Fake {
+        Fake::serve(responder, false).await
+    }
+
+    /// A fake that checks every request but those to [`STORAGE_PREFIX`] against the description.
+    async fn start_strict(responder: impl Fn(&[Recorded]) -> Canned + Send + Sync + 'static) -> Fake {
+        Fake::serve(responder, true).await
+    }
+
+    async fn serve(responder: impl Fn(&[Recorded]) -> Canned + Send + Sync + 'static, strict: bool) -> Fake {
         let state = FakeState {
             requests: Arc::default(),
             violations: Arc::default(),
+            strict,
             responder: Arc::new(responder),
         };
         let requests = Arc::clone(&state.requests);
@@ -145,9 +180,8 @@ impl Fake {
 async fn handle(State(state): State<FakeState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
-    if !bytes.is_empty()
-        && let Some(violation) = undocumented(parts.method.as_str(), &parts.uri, &bytes)
-    {
+    let checked = !bytes.is_empty() || (state.strict && !parts.uri.path().starts_with(STORAGE_PREFIX));
+    if checked && let Some(violation) = undocumented(parts.method.as_str(), &parts.uri, &bytes) {
         state.violations.lock().unwrap().push(violation);
     }
     let recorded = Recorded {
@@ -166,29 +200,31 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
         requests.push(recorded);
         (state.responder)(&requests)
     };
-    let mut response = Response::builder()
-        .status(StatusCode::from_u16(canned.status).unwrap())
-        .header("content-type", "application/json; charset=utf-8");
+    let mut response = Response::builder().status(StatusCode::from_u16(canned.status).unwrap());
+    if !canned.headers.iter().any(|(name, _)| *name == "content-type") {
+        response = response.header("content-type", "application/json; charset=utf-8");
+    }
     for (name, value) in canned.headers {
         response = response.header(name, value);
     }
     response.body(Body::from(canned.body)).unwrap()
 }
 
-/// What is wrong with a request that carries a body, by GitHub's OpenAPI description: an operation
-/// it does not document, path, query or body values its schemas refuse, or an undocumented field.
+/// What is wrong with a request by GitHub's OpenAPI description (the subset, else the full one):
+/// an operation it does not document, path, query or body values its schemas refuse, or an
+/// undocumented field.
 fn undocumented(method: &str, uri: &axum::http::Uri, body: &[u8]) -> Option<String> {
-    let spec = Spec::github().unwrap();
     let summary = format!("{method} {uri}");
-    let operation = match spec.route(method, uri.path()) {
-        Ok(operation) => operation,
+    let (spec, operation) = match Spec::route_github(method, uri.path()) {
+        Ok(routed) => routed,
         Err(error) => return Some(format!("{summary}: {error}")),
     };
     let query: Vec<(String, String)> = url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
         .into_owned()
         .collect();
     // Closed objects: a field GitHub does not document would be silently ignored, so it is a bug.
-    let errors = spec.validate_request_closed(&operation, &query, Some(body));
+    let body = (!body.is_empty()).then_some(body);
+    let errors = spec.validate_request_closed(&operation, &query, body);
     (!errors.is_empty()).then(|| {
         let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
         format!("{summary} ({}): {}", operation.operation_id, listed.join("; "))
@@ -1147,6 +1183,426 @@ async fn pull_files_are_read_page_by_page() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Check runs of a commit, GitHub Actions, pull requests of a commit
+
+/// GitHub's example `name` from the full description's `components/examples`.
+fn description_example(name: &str) -> Value {
+    Spec::github_full()
+        .unwrap()
+        .root()
+        .pointer(&format!("/components/examples/{name}/value"))
+        .unwrap_or_else(|| panic!("no example {name}"))
+        .clone()
+}
+
+/// The `Host` the request was sent to, for redirects to the same host.
+fn host(request: &Recorded) -> String {
+    request.headers["host"].to_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn check_runs_of_a_ref_are_read_page_by_page_with_the_filter() {
+    let fake = Fake::start_strict(|history| {
+        let request = history.last().unwrap();
+        let count = if request.query.as_deref().unwrap().ends_with("&page=1") {
+            100
+        } else {
+            2
+        };
+        let template = fixture("octocrab/commit_check_runs.json")["check_runs"][0].clone();
+        let runs: Vec<Value> = (0..count)
+            .map(|i| {
+                let mut run = template.clone();
+                run["id"] = json!(1000 + i);
+                run
+            })
+            .collect();
+        Canned::json(200, json!({"total_count": 102, "check_runs": runs}))
+    })
+    .await;
+    const JOB_URL: &str =
+        "https://github.com/iamjpotts/demo_docker_registry_auto_gen_tls/actions/runs/6028130407/job/16354767716";
+    let client = token_client(&fake, kit().options);
+    let runs = client
+        .list_check_runs_for_ref(&repo(), "feature/x", Some("Cargo test"), RunFilter::All)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 102);
+    assert_eq!(runs[101].id, 1001);
+    assert_eq!(
+        runs[0],
+        CheckRunSummary {
+            id: 1000,
+            name: "Cargo test on nix (ubuntu-20.04, stable)".into(),
+            head_sha: "c3b93769f009d1738363041806908cb3739c88d9".into(),
+            status: "completed".into(),
+            conclusion: Some("success".into()),
+            html_url: Some(JOB_URL.into()),
+            details_url: Some(JOB_URL.into()),
+            app: Some(AppSummary {
+                id: 15368,
+                slug: Some("github-actions".into())
+            }),
+            output: CheckOutputSummary::default(),
+            check_suite_id: Some(15_656_410_021),
+        }
+    );
+    let requests = fake.requests();
+    let seen: Vec<(String, Option<String>)> = requests.iter().map(|r| (r.route(), r.query.clone())).collect();
+    let route = "GET /repos/octo-org/widgets/commits/feature%2Fx/check-runs".to_owned();
+    assert_eq!(
+        seen,
+        [
+            (
+                route.clone(),
+                Some("check_name=Cargo+test&filter=all&per_page=100&page=1".to_owned())
+            ),
+            (
+                route,
+                Some("check_name=Cargo+test&filter=all&per_page=100&page=2".to_owned())
+            ),
+        ]
+    );
+    assert_eq!(requests[0].bearer(), Some(TOKEN));
+}
+
+#[tokio::test]
+async fn workflow_runs_jobs_reruns_and_commit_pulls_send_documented_requests() {
+    let fake = Fake::start_strict(|history| {
+        let request = history.last().unwrap();
+        match request.path.as_str() {
+            "/repos/octo-org/widgets/actions/runs" => Canned::json(200, description_example("workflow-run-paginated")),
+            "/repos/octo-org/widgets/actions/runs/29679449/jobs" => {
+                Canned::json(200, description_example("job-paginated"))
+            }
+            // A run with more jobs than pitcrew reads.
+            "/repos/octo-org/widgets/actions/runs/99/jobs" => {
+                let job = description_example("job");
+                Canned::json(200, json!({"total_count": 5000, "jobs": vec![job; 100]}))
+            }
+            "/repos/octo-org/widgets/actions/jobs/399444496/rerun" => Canned::json(201, json!({})),
+            "/repos/octo-org/widgets/commits/6dcb09b5b57875f334f61aebed695e2e4193db5e/pulls" => {
+                let pull = fixture("openapi-examples/pull-request-simple-items.json")[0].clone();
+                let mut pulls = Vec::new();
+                for (number, state, base) in [(1, "closed", "main"), (2, "open", "release"), (3, "closed", "main")] {
+                    let mut pull = pull.clone();
+                    pull["number"] = json!(number);
+                    pull["state"] = json!(state);
+                    pull["base"]["ref"] = json!(base);
+                    pulls.push(pull);
+                }
+                Canned::json(200, Value::Array(pulls))
+            }
+            _ => Canned::json(404, json!({"message": "Not Found"})),
+        }
+    })
+    .await;
+    let client = token_client(&fake, kit().options);
+    let repo = repo();
+
+    let runs = client
+        .list_workflow_runs_for_sha(&repo, "acb5820ced9479c074f688cc328bf03f341a511d")
+        .await
+        .unwrap();
+    assert_eq!(
+        runs,
+        [WorkflowRunSummary {
+            id: 30_433_642,
+            name: Some("Build".into()),
+            head_sha: "acb5820ced9479c074f688cc328bf03f341a511d".into(),
+            head_branch: Some("master".into()),
+            status: Some("queued".into()),
+            conclusion: None,
+            run_attempt: Some(1),
+            html_url: Some("https://github.com/octo-org/octo-repo/actions/runs/30433642".into()),
+            event: Some("push".into()),
+            pull_requests: Vec::new(),
+        }]
+    );
+
+    let jobs = client
+        .list_jobs_for_run(&repo, 29_679_449, RunFilter::Latest)
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), 1);
+    let job = &jobs[0];
+    assert_eq!((job.id, job.run_id, job.run_attempt), (399_444_496, 29_679_449, None));
+    assert_eq!((job.name.as_str(), job.status.as_str()), ("build", "completed"));
+    assert_eq!(job.conclusion.as_deref(), Some("success"));
+    assert_eq!(job.head_sha, "f83a356604ae3c5d03e1b46ef4d1ca77d64a90b0");
+    assert_eq!(job.steps.len(), 10);
+    assert_eq!(
+        job.steps[9],
+        ActionsStep {
+            name: "Complete job".into(),
+            number: 17,
+            status: "completed".into(),
+            conclusion: Some("success".into()),
+        }
+    );
+    // Ten pages at most, then what was read is returned.
+    let many = client.list_jobs_for_run(&repo, 99, RunFilter::All).await.unwrap();
+    assert_eq!(many.len(), 1000);
+
+    client.rerun_job(&repo, 399_444_496).await.unwrap();
+    let pulls = client
+        .pulls_for_commit(&repo, "6dcb09b5b57875f334f61aebed695e2e4193db5e")
+        .await
+        .unwrap();
+    let head = "6dcb09b5b57875f334f61aebed695e2e4193db5e".to_owned();
+    assert_eq!(
+        pulls,
+        [
+            CommitPull {
+                number: 2,
+                open: true,
+                head_sha: head.clone(),
+                base_ref: "release".into()
+            },
+            CommitPull {
+                number: 1,
+                open: false,
+                head_sha: head.clone(),
+                base_ref: "main".into()
+            },
+            CommitPull {
+                number: 3,
+                open: false,
+                head_sha: head,
+                base_ref: "main".into()
+            },
+        ]
+    );
+
+    let requests = fake.requests();
+    let seen: Vec<String> = requests
+        .iter()
+        .map(|r| format!("{}?{}", r.route(), r.query.as_deref().unwrap_or("")))
+        .collect();
+    let mut expected = vec![
+        "GET /repos/octo-org/widgets/actions/runs?head_sha=acb5820ced9479c074f688cc328bf03f341a511d&per_page=100&page=1"
+            .to_owned(),
+        "GET /repos/octo-org/widgets/actions/runs/29679449/jobs?filter=latest&per_page=100&page=1".to_owned(),
+    ];
+    expected.extend(
+        (1..=10).map(|page| {
+            format!("GET /repos/octo-org/widgets/actions/runs/99/jobs?filter=all&per_page=100&page={page}")
+        }),
+    );
+    expected.push("POST /repos/octo-org/widgets/actions/jobs/399444496/rerun?".to_owned());
+    expected.push(
+        "GET /repos/octo-org/widgets/commits/6dcb09b5b57875f334f61aebed695e2e4193db5e/pulls?per_page=100&page=1"
+            .to_owned(),
+    );
+    assert_eq!(seen, expected);
+    let rerun = &requests[requests.len() - 2];
+    assert_eq!(rerun.body, Value::Null, "a re-run sends no body");
+}
+
+#[tokio::test]
+async fn a_job_log_is_fetched_from_the_redirect_without_the_token() {
+    // Storage on another host (another port of 127.0.0.1 is another origin to reqwest).
+    let storage = Fake::start(|_| Canned::text(200, "from elsewhere\n")).await;
+    let elsewhere = storage.url.join("storage/logs/2?sig=cross").unwrap().to_string();
+    let fake = Fake::start_strict(move |history| {
+        let request = history.last().unwrap();
+        match request.path.as_str() {
+            "/repos/octo-org/widgets/actions/jobs/1/logs" => {
+                Canned::redirect(302, &format!("http://{}/storage/logs/1?sig=same%2Bhost", host(request)))
+            }
+            "/repos/octo-org/widgets/actions/jobs/2/logs" => Canned::redirect(302, &elsewhere),
+            "/repos/octo-org/widgets/actions/jobs/3/logs" => Canned::redirect(302, "/storage/logs/3?sig=relative"),
+            path if path.starts_with(STORAGE_PREFIX) => Canned::text(200, "line 1\nline 2\n"),
+            _ => Canned::json(404, json!({"message": "Not Found"})),
+        }
+    })
+    .await;
+    let client = token_client(&fake, kit().options);
+
+    let log = client.download_job_log(&repo(), 1, 1 << 20).await.unwrap();
+    assert_eq!(
+        log,
+        JobLogText {
+            text: "line 1\nline 2\n".into(),
+            truncated: false,
+            total_bytes: 14
+        }
+    );
+    let requests = fake.requests();
+    assert_eq!(requests[0].route(), "GET /repos/octo-org/widgets/actions/jobs/1/logs");
+    assert_eq!(requests[0].bearer(), Some(TOKEN));
+    assert_eq!(requests[1].route(), "GET /storage/logs/1");
+    assert_eq!(requests[1].query.as_deref(), Some("sig=same%2Bhost"));
+    assert!(
+        !requests[1].headers.contains_key("authorization"),
+        "the token went to the signed URL: {:?}",
+        requests[1].headers
+    );
+
+    let log = client.download_job_log(&repo(), 2, 1 << 20).await.unwrap();
+    assert_eq!(log.text, "from elsewhere\n");
+    let away = storage.requests();
+    assert_eq!(away.len(), 1);
+    assert_eq!(away[0].route(), "GET /storage/logs/2");
+    assert!(!away[0].headers.contains_key("authorization"));
+
+    let log = client.download_job_log(&repo(), 3, 1 << 20).await.unwrap();
+    assert_eq!(log.text, "line 1\nline 2\n");
+    let requests = fake.requests();
+    let last = requests.last().unwrap();
+    assert_eq!(last.route(), "GET /storage/logs/3");
+    assert!(!last.headers.contains_key("authorization"));
+}
+
+/// What the client does with redirects it follows (a renamed or transferred repository): reqwest
+/// keeps the token on the same host and port and drops it elsewhere. That is why a log download
+/// does not follow its redirect: the signed URL may be on the API's own host.
+#[tokio::test]
+async fn followed_redirects_keep_the_token_on_the_same_host_only() {
+    let elsewhere = Fake::start(|_| Canned::json(200, repo_json())).await;
+    let moved = elsewhere.url.join("repos/octo-org/moved").unwrap().to_string();
+    let fake = Fake::start(move |history| {
+        let request = history.last().unwrap();
+        match request.path.as_str() {
+            "/repos/octo-org/renamed" => {
+                Canned::redirect(301, &format!("http://{}/repos/octo-org/widgets", host(request)))
+            }
+            "/repos/octo-org/transferred" => Canned::redirect(301, &moved),
+            _ => Canned::json(200, repo_json()),
+        }
+    })
+    .await;
+    let client = token_client(&fake, kit().options);
+    client
+        .get_repo(&RepoName::new("octo-org", "renamed").unwrap())
+        .await
+        .unwrap();
+    client
+        .get_repo(&RepoName::new("octo-org", "transferred").unwrap())
+        .await
+        .unwrap();
+    let requests = fake.requests();
+    assert_eq!(
+        fake.routes(),
+        [
+            "GET /repos/octo-org/renamed",
+            "GET /repos/octo-org/widgets",
+            "GET /repos/octo-org/transferred"
+        ]
+    );
+    assert_eq!(requests[1].bearer(), Some(TOKEN));
+    let away = elsewhere.requests();
+    assert_eq!(away[0].route(), "GET /repos/octo-org/moved");
+    assert_eq!(away[0].bearer(), None);
+}
+
+#[tokio::test]
+async fn a_long_log_keeps_its_tail_from_a_line_start() {
+    let log: String = (0..20_000)
+        .map(|i| format!("2024-05-01T12:00:00.0000000Z step output line {i:05}\n"))
+        .collect();
+    let served = log.clone();
+    let fake = Fake::start_strict(move |history| {
+        let request = history.last().unwrap();
+        if request.path.starts_with(STORAGE_PREFIX) {
+            Canned::text(200, served.clone())
+        } else {
+            Canned::redirect(302, &format!("http://{}/storage/logs/5?sig=x", host(request)))
+        }
+    })
+    .await;
+    let got = token_client(&fake, kit().options)
+        .download_job_log(&repo(), 5, 1000)
+        .await
+        .unwrap();
+    // The whole lines at the end that fit in 1000 bytes.
+    let mut expected = String::new();
+    for line in log.split_inclusive('\n').rev() {
+        if expected.len() + line.len() > 1000 {
+            break;
+        }
+        expected.insert_str(0, line);
+    }
+    assert!(expected.ends_with("line 19999\n") && expected.len() > 900, "{expected}");
+    assert_eq!(got.text, expected);
+    assert!(got.truncated);
+    assert_eq!(got.total_bytes, log.len() as u64);
+}
+
+#[test]
+fn log_tails_cut_at_line_starts_and_character_boundaries() {
+    let tail = |chunks: &[&[u8]], max: usize| {
+        let mut tail = api::LogTail::new(max);
+        for chunk in chunks {
+            tail.push(chunk);
+        }
+        tail.finish()
+    };
+    let text = |log: &JobLogText| (log.text.clone(), log.truncated, log.total_bytes);
+    // Fits: kept whole.
+    assert_eq!(text(&tail(&[b"ab\n", b"cd\n"], 6)), ("ab\ncd\n".into(), false, 6));
+    // The cut falls right after a newline: nothing more is dropped.
+    assert_eq!(text(&tail(&[b"ab\ncd\n"], 3)), ("cd\n".into(), true, 6));
+    // The cut falls inside a line: the rest of that line goes too.
+    assert_eq!(text(&tail(&[b"ab\ncd\nef"], 4)), ("ef".into(), true, 8));
+    // One line longer than the limit: its end, from a character boundary ("é" is two bytes).
+    assert_eq!(text(&tail(&["xxxxéé".as_bytes()], 3)), ("é".into(), true, 8));
+    assert_eq!(text(&tail(&[b"abc\n"], 0)), (String::new(), true, 4));
+    assert_eq!(text(&tail(&[], 10)), (String::new(), false, 0));
+    // Byte by byte through the compaction threshold gives what one chunk gives.
+    let log: Vec<u8> = (0..10_000).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+    let bytes: Vec<&[u8]> = log.chunks(1).collect();
+    assert_eq!(tail(&bytes, 100), tail(&[&log], 100));
+    // Ten lines of ten bytes: the last hundred bytes start at a line.
+    let last_ten: String = (9990..10_000).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(tail(&[&log], 100).text, last_ten);
+    assert_eq!(tail(&[&log], 99).text, last_ten["line 9990\n".len()..]);
+}
+
+#[tokio::test]
+async fn expired_or_missing_logs_are_distinct_errors() {
+    let fake = Fake::start_strict(|history| {
+        let request = history.last().unwrap();
+        match request.path.as_str() {
+            "/repos/octo-org/widgets/actions/jobs/7/logs" => Canned::json(
+                410,
+                json!({"message": "Gone", "documentation_url": "https://docs.github.com/rest/actions/workflow-jobs#download-job-logs-for-a-workflow-run", "status": "410"}),
+            ),
+            "/repos/octo-org/widgets/actions/jobs/8/logs" => {
+                Canned::redirect(302, &format!("http://{}/storage/logs/8?sig=late", host(request)))
+            }
+            path if path.starts_with(STORAGE_PREFIX) => Canned::text(403, "AuthenticationFailed"),
+            _ => Canned::json(404, json!({"message": "Not Found"})),
+        }
+    })
+    .await;
+    let client = token_client(&fake, kit().options);
+    let expired = client.download_job_log(&repo(), 7, 100).await.unwrap_err();
+    assert!(
+        matches!(expired, GithubError::Status { status: 410, .. }),
+        "{expired:?}"
+    );
+    assert_eq!(
+        expired.to_string(),
+        "GET /repos/octo-org/widgets/actions/jobs/7/logs: unexpected status 410: Gone"
+    );
+    let missing = client.download_job_log(&repo(), 9, 100).await.unwrap_err();
+    assert!(missing.is_not_found(), "{missing:?}");
+    // A signed URL the storage refuses: named without the URL (its query is a credential).
+    let refused = client.download_job_log(&repo(), 8, 100).await.unwrap_err();
+    assert!(
+        matches!(refused, GithubError::Status { status: 403, .. }),
+        "{refused:?}"
+    );
+    let shown = refused.to_string();
+    assert_eq!(
+        shown,
+        "GET /repos/octo-org/widgets/actions/jobs/8/logs (the signed log URL it redirected to): unexpected status \
+         403: Forbidden"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // GitHub's real response shapes
 
 #[test]
@@ -1245,6 +1701,71 @@ fn githubs_example_responses_parse() {
             "{error:?}"
         );
     }
+}
+
+#[test]
+fn githubs_check_run_workflow_run_and_job_examples_parse() {
+    let page = fixture("openapi-examples/check-run-paginated.json");
+    let runs: Vec<CheckRunSummary> = serde_json::from_value(page["check_runs"].clone()).unwrap();
+    assert_eq!(
+        runs,
+        [CheckRunSummary {
+            id: 4,
+            name: "mighty_readme".into(),
+            head_sha: "ce587453ced02b1526dfb4cb910479d431683101".into(),
+            status: "completed".into(),
+            conclusion: Some("neutral".into()),
+            html_url: Some("https://github.com/github/hello-world/runs/4".into()),
+            details_url: Some("https://example.com".into()),
+            app: Some(AppSummary {
+                id: 1,
+                slug: Some("octoapp".into())
+            }),
+            output: CheckOutputSummary {
+                title: Some("Mighty Readme report".into()),
+                summary: Some("There are 0 failures, 2 warnings, and 1 notice.".into()),
+                text: Some(
+                    "You may have some misspelled words on lines 2 and 4. You also may want to add a section in your \
+                     README about how to install your app."
+                        .into()
+                ),
+            },
+            check_suite_id: Some(5),
+        }]
+    );
+    // A deleted app and a missing suite are `null`.
+    let mut orphan = page["check_runs"][0].clone();
+    orphan["app"] = Value::Null;
+    orphan["check_suite"] = Value::Null;
+    orphan["output"] = Value::Null;
+    let orphan: CheckRunSummary = serde_json::from_value(orphan).unwrap();
+    assert_eq!((orphan.app, orphan.check_suite_id), (None, None));
+    assert_eq!(orphan.output, CheckOutputSummary::default());
+
+    // A webhook's `workflow_run` is the API's object: this one ran for pull request 2.
+    let delivery: Value = serde_json::from_str(&crate::llm::fixture(
+        "webhooks/workflow_run/completed.with-pull-requests.payload.json",
+    ))
+    .unwrap();
+    let run: WorkflowRunSummary = serde_json::from_value(delivery["workflow_run"].clone()).unwrap();
+    assert_eq!(run.id, 289_782_451);
+    assert_eq!(run.pull_requests, [2]);
+    assert_eq!(run.run_attempt, Some(1));
+    let mut unlisted = delivery["workflow_run"].clone();
+    unlisted["pull_requests"] = Value::Null;
+    let unlisted: WorkflowRunSummary = serde_json::from_value(unlisted).unwrap();
+    assert!(unlisted.pull_requests.is_empty());
+
+    let job: ActionsJob = serde_json::from_value(description_example("job")).unwrap();
+    assert_eq!(
+        job.html_url.as_deref(),
+        Some("https://github.com/octo-org/octo-repo/runs/29679449/jobs/399444496")
+    );
+    assert_eq!(job.steps[0].name, "Set up job");
+    let mut stepless = description_example("job");
+    stepless.as_object_mut().unwrap().remove("steps");
+    let stepless: ActionsJob = serde_json::from_value(stepless).unwrap();
+    assert!(stepless.steps.is_empty());
 }
 
 #[test]

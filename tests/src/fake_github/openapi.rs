@@ -2,6 +2,14 @@
 //! loaded once per process, it routes request paths to operations and validates path and query
 //! parameters and JSON request bodies with a small OpenAPI 3.0 schema validator.
 //!
+//! The subset holds the paths the bot used first, whole (every method of each). A path it does
+//! not have is routed by the full description (`api.github.com.json`, 13 MB) instead, parsed on
+//! the first such request only ([`Spec::route_github`]), so that requests the subset covers never
+//! pay for it. A path no template of the full description fits either is found unknown from its
+//! path templates alone, read off the file's text in a few milliseconds instead of the quarter
+//! second a parse takes. The fallback is taken only when no subset template fits: a path the subset
+//! routes to a parameter (`issues/{issue_number}` for `issues/events`) stays with the subset.
+//!
 //! The validator covers what GitHub's request schemas use: `$ref` into `#/components`, `type`
 //! (integer is stricter than number), `nullable`, `enum`, `required`, `properties`,
 //! `additionalProperties`, `items`, `oneOf`/`anyOf`/`allOf`, `minimum`/`maximum` (and their
@@ -23,6 +31,9 @@ use serde_json::Value;
 /// The subset of GitHub's description, relative to the fixtures directory.
 const SPEC_FILE: &str = "github-openapi/api.github.com.subset.json";
 
+/// The whole description, for paths the subset lacks.
+const FULL_SPEC_FILE: &str = "github-openapi/api.github.com.json";
+
 /// Deepest schema nesting followed; GitHub's schemas are far shallower, so this only stops cycles.
 const MAX_DEPTH: usize = 64;
 
@@ -42,7 +53,7 @@ pub fn fixtures_root() -> PathBuf {
 }
 
 /// The description could not be read or parsed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpecError(String);
 
 impl fmt::Display for SpecError {
@@ -109,6 +120,8 @@ pub enum RouteError {
     UnknownPath,
     /// A template matches but has no operation for this method.
     MethodNotAllowed { template: String, allowed: Vec<String> },
+    /// The full description was needed and could not be loaded.
+    Unavailable(SpecError),
 }
 
 impl fmt::Display for RouteError {
@@ -118,6 +131,7 @@ impl fmt::Display for RouteError {
             RouteError::MethodNotAllowed { template, allowed } => {
                 write!(f, "{template} has no such method (it has {})", allowed.join(", "))
             }
+            RouteError::Unavailable(error) => error.fmt(f),
         }
     }
 }
@@ -136,39 +150,104 @@ impl fmt::Display for SchemaError {
 }
 
 static GITHUB: OnceLock<Result<Spec, SpecError>> = OnceLock::new();
+static GITHUB_FULL: OnceLock<Result<Spec, SpecError>> = OnceLock::new();
+/// The full description's path templates, when its text could be read that way.
+static GITHUB_FULL_PATHS: OnceLock<Option<Vec<PathTemplate>>> = OnceLock::new();
+
+/// The path templates of a description laid out as GitHub publishes it (two-space indentation:
+/// `  "paths": {`, then each template alone at four spaces, `    "/repos/{owner}/{repo}": {`),
+/// read without parsing the JSON. `None` when the text is laid out otherwise or a line of the
+/// `paths` object at that depth is not a plain template: the parse must decide then.
+fn scan_path_templates(text: &str) -> Option<Vec<String>> {
+    // JSON strings hold no raw line breaks, so lines are structure; the `paths` object ends at
+    // the first line that closes a member of the root.
+    let start = text.find("\n  \"paths\": {\n")? + 1;
+    let region = &text[start..];
+    let region = &region[..region.find("\n  }")?];
+    let mut templates = Vec::new();
+    for line in region.lines().skip(1) {
+        let Some(member) = line.strip_prefix("    ").filter(|m| !m.starts_with(' ')) else {
+            continue;
+        };
+        if member == "}," || member == "}" {
+            continue;
+        }
+        let template = member.strip_prefix("\"/")?.strip_suffix("\": {")?;
+        if template.contains(['"', '\\']) {
+            return None;
+        }
+        templates.push(format!("/{template}"));
+    }
+    (!templates.is_empty()).then_some(templates)
+}
+
+/// The full description's path templates, read once per process; `None` when they could not be.
+fn full_path_templates() -> Option<&'static [PathTemplate]> {
+    GITHUB_FULL_PATHS
+        .get_or_init(|| {
+            let text = std::fs::read_to_string(fixtures_root().join(FULL_SPEC_FILE)).ok()?;
+            let templates = scan_path_templates(&text)?;
+            Some(templates.iter().map(|t| PathTemplate::new(t)).collect())
+        })
+        .as_deref()
+}
+
+/// The description in `file` (relative to the fixtures directory), parsed once per process.
+fn load_once(cell: &'static OnceLock<Result<Spec, SpecError>>, file: &str) -> Result<&'static Spec, SpecError> {
+    cell.get_or_init(|| {
+        let path = fixtures_root().join(file);
+        let text = std::fs::read_to_string(&path).map_err(|e| SpecError(format!("{}: {e}", path.display())))?;
+        let root = serde_json::from_str(&text).map_err(|e| SpecError(format!("{}: {e}", path.display())))?;
+        Ok(Spec::from_value(root))
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
 
 impl Spec {
-    /// GitHub's description, parsed on first use and shared by the whole process.
+    /// The subset of GitHub's description the bot was first written against, parsed on first use
+    /// and shared by the whole process.
     pub fn github() -> Result<&'static Spec, SpecError> {
-        GITHUB
-            .get_or_init(|| {
-                let path = fixtures_root().join(SPEC_FILE);
-                let text = std::fs::read_to_string(&path).map_err(|e| SpecError(format!("{}: {e}", path.display())))?;
-                let root = serde_json::from_str(&text).map_err(|e| SpecError(format!("{}: {e}", path.display())))?;
-                Ok(Spec::from_value(root))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        load_once(&GITHUB, SPEC_FILE)
+    }
+
+    /// GitHub's whole description (13 MB, a quarter of a second to parse in a debug build),
+    /// parsed on first use and shared by the whole process.
+    pub fn github_full() -> Result<&'static Spec, SpecError> {
+        load_once(&GITHUB_FULL, FULL_SPEC_FILE)
+    }
+
+    /// Whether the full description has been parsed by this process (for tests of the laziness).
+    pub fn github_full_loaded() -> bool {
+        GITHUB_FULL.get().is_some()
+    }
+
+    /// The operation `method` on `path` addresses in GitHub's REST API, and the description it
+    /// came from (validate the request with that one): the subset when one of its templates fits
+    /// the path, else the full description, loaded now if it was not yet (unless none of its
+    /// templates fits the path either).
+    pub fn route_github(method: &str, path: &str) -> Result<(&'static Spec, Operation<'static>), RouteError> {
+        let subset = Spec::github().map_err(RouteError::Unavailable)?;
+        match subset.route(method, path) {
+            Err(RouteError::UnknownPath) => {
+                if let Some(templates) = full_path_templates() {
+                    let segments: Vec<&str> = split_path(path).collect();
+                    if !templates.iter().any(|t| t.matches(&segments).is_some()) {
+                        return Err(RouteError::UnknownPath);
+                    }
+                }
+                let full = Spec::github_full().map_err(RouteError::Unavailable)?;
+                full.route(method, path).map(|operation| (full, operation))
+            }
+            routed => routed.map(|operation| (subset, operation)),
+        }
     }
 
     /// A description from its JSON.
     pub fn from_value(root: Value) -> Spec {
         let templates = root["paths"]
             .as_object()
-            .map(|paths| {
-                paths
-                    .keys()
-                    .map(|template| PathTemplate {
-                        template: template.clone(),
-                        segments: split_path(template)
-                            .map(|s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                                Some(name) => Segment::Param(name.to_owned()),
-                                None => Segment::Literal(s.to_owned()),
-                            })
-                            .collect(),
-                    })
-                    .collect()
-            })
+            .map(|paths| paths.keys().map(|template| PathTemplate::new(template)).collect())
             .unwrap_or_default();
         Spec { root, templates }
     }
@@ -556,6 +635,18 @@ impl Spec {
 }
 
 impl PathTemplate {
+    fn new(template: &str) -> PathTemplate {
+        PathTemplate {
+            template: template.to_owned(),
+            segments: split_path(template)
+                .map(|s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    Some(name) => Segment::Param(name.to_owned()),
+                    None => Segment::Literal(s.to_owned()),
+                })
+                .collect(),
+        }
+    }
+
     /// Whether `segments` fit this template: a score (literal positions, compared so that an
     /// earlier literal wins) and the parameters.
     fn matches(&self, segments: &[&str]) -> Option<(Score, Params)> {
@@ -1019,6 +1110,71 @@ mod tests {
             spec.validate_request(&op, &[], None).is_empty(),
             "the review body is optional"
         );
+    }
+
+    #[test]
+    fn paths_outside_the_subset_are_routed_by_the_full_description() {
+        let (spec, op) = Spec::route_github("GET", "/repos/acme/widgets/issues/1").unwrap();
+        assert!(std::ptr::eq(spec, spec_subset()), "the subset routes what it has");
+        assert_eq!(op.operation_id, "issues/get");
+        let (spec, op) = Spec::route_github("GET", "/repos/acme/widgets/actions/runs/5/jobs").unwrap();
+        assert!(std::ptr::eq(spec, Spec::github_full().unwrap()));
+        assert_eq!(op.operation_id, "actions/list-jobs-for-workflow-run");
+        assert_eq!(op.param("run_id"), Some("5"));
+        let query = [("filter".to_owned(), "bogus".to_owned())];
+        let errors: Vec<String> = spec
+            .validate_request(&op, &query, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errors,
+            [r#"query parameter "filter": "bogus" is not one of ["latest","all"]"#]
+        );
+        assert_eq!(
+            Spec::route_github("GET", "/repos/acme/widgets/frobnicate").unwrap_err(),
+            RouteError::UnknownPath
+        );
+        let error = Spec::route_github("DELETE", "/repos/acme/widgets/actions/jobs/5/rerun").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "/repos/{owner}/{repo}/actions/jobs/{job_id}/rerun has no such method (it has POST)"
+        );
+    }
+
+    fn spec_subset() -> &'static Spec {
+        Spec::github().unwrap()
+    }
+
+    #[test]
+    fn the_full_descriptions_templates_are_read_off_its_text() {
+        let text = std::fs::read_to_string(fixtures_root().join(FULL_SPEC_FILE)).unwrap();
+        let scanned = scan_path_templates(&text).unwrap();
+        let parsed: Vec<String> = Spec::github_full().unwrap().root()["paths"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(scanned.len(), 811);
+        let mut sorted = scanned;
+        sorted.sort();
+        let mut parsed_sorted = parsed;
+        parsed_sorted.sort();
+        assert_eq!(sorted, parsed_sorted);
+        // Another layout is left to the parser.
+        let compact = serde_json::to_string(&json!({"paths": {"/a": {"get": {}}}})).unwrap();
+        assert_eq!(scan_path_templates(&compact), None);
+        let pretty = serde_json::to_string_pretty(
+            &json!({"openapi": "3.0.3", "paths": {"/a/{b}": {"get": {}}, "/c": {"put": {}}}}),
+        )
+        .unwrap();
+        assert_eq!(
+            scan_path_templates(&pretty),
+            Some(vec!["/a/{b}".to_owned(), "/c".to_owned()])
+        );
+        let odd = pretty.replace("\"/c\": {", "\"c\": {");
+        assert_eq!(scan_path_templates(&odd), None, "a member that is not a template");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::actions;
 use super::auth::Caller;
 use super::openapi::Operation;
 use super::state::{
@@ -68,16 +69,16 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn param(&self, name: &str) -> &str {
+    pub(crate) fn param(&self, name: &str) -> &str {
         self.op.param(name).unwrap_or("")
     }
 
     /// A numeric path parameter (the spec check already made sure it is one).
-    fn number(&self, name: &str) -> u64 {
+    pub(crate) fn number(&self, name: &str) -> u64 {
         self.param(name).parse().unwrap_or(0)
     }
 
-    fn query(&self, name: &str) -> Option<&str> {
+    pub(crate) fn query(&self, name: &str) -> Option<&str> {
         self.query.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
@@ -85,7 +86,7 @@ impl Ctx<'_> {
         self.caller.login(&self.cfg.bot_login())
     }
 
-    fn api(&self, rest: &str) -> String {
+    pub(crate) fn api(&self, rest: &str) -> String {
         format!("{}{rest}", self.cfg.base_url)
     }
 }
@@ -126,7 +127,7 @@ impl Reply {
         Reply::json(status, wire::error_body(status, message, docs_url))
     }
 
-    fn not_found(ctx: &Ctx<'_>) -> Reply {
+    pub(crate) fn not_found(ctx: &Ctx<'_>) -> Reply {
         Reply::error(404, "Not Found", ctx.op.docs_url)
     }
 
@@ -160,6 +161,10 @@ pub(crate) fn handle(state: &mut GithubState, ctx: &Ctx<'_>) -> Option<Reply> {
         return Some(Reply::not_found(ctx));
     };
     let repo = &repo;
+    // Check-run listings (every app's) and GitHub Actions.
+    if let Some(reply) = actions::handle(state, repo, ctx) {
+        return Some(reply);
+    }
     let reply = match ctx.op.operation_id {
         "apps/get-repo-installation" => Reply::json(200, installation_json(ctx)),
         "repos/get" => Reply::json(200, repo_json(repo, ctx)),
@@ -188,22 +193,6 @@ pub(crate) fn handle(state: &mut GithubState, ctx: &Ctx<'_>) -> Option<Reply> {
             _ => Reply::not_found(ctx),
         },
         "checks/update" => update_check_run(state, repo, ctx),
-        "checks/list-for-ref" => {
-            let wanted = ctx.param("ref");
-            let runs: Vec<Value> = state
-                .check_runs
-                .values()
-                .filter(|r| r.repo == repo.full_name && r.head_sha == wanted)
-                .filter(|r| ctx.query("check_name").is_none_or(|name| r.name == name))
-                .map(|r| check_run_json(r, repo, ctx))
-                .collect();
-            let (page, headers) = paginate(runs, ctx);
-            let total = page.len();
-            Reply {
-                headers,
-                ..Reply::json(200, json!({"total_count": total, "check_runs": page}))
-            }
-        }
         "checks/list-annotations" => match state.check_runs.get(&ctx.number("check_run_id")) {
             Some(run) if run.repo == repo.full_name => list(run.annotations.clone(), ctx),
             _ => Reply::not_found(ctx),
@@ -347,6 +336,20 @@ pub(crate) fn handle(state: &mut GithubState, ctx: &Ctx<'_>) -> Option<Reply> {
             list(pulls, ctx)
         }
         "pulls/create" => create_pull(state, repo, ctx),
+        "repos/list-pull-requests-associated-with-commit" => {
+            // The pull requests whose head is the commit, newest first.
+            let sha = ctx.param("commit_sha");
+            let pulls: Vec<Value> = state
+                .issues
+                .iter()
+                .filter(|((r, _), issue)| {
+                    *r == repo.full_name && issue.pull.as_ref().is_some_and(|p| p.head.sha == sha)
+                })
+                .rev()
+                .map(|(_, issue)| pull_json(state, issue, repo, ctx))
+                .collect();
+            list(pulls, ctx)
+        }
         "pulls/update" => {
             let number = ctx.number("pull_number");
             let Some(issue) = state
@@ -483,7 +486,7 @@ fn default_permissions() -> Value {
     json!({"checks": "write", "contents": "write", "issues": "write", "metadata": "read", "pull_requests": "write"})
 }
 
-fn app_json(ctx: &Ctx<'_>) -> Value {
+pub(crate) fn app_json(ctx: &Ctx<'_>) -> Value {
     let mut body = example("integration");
     body["id"] = json!(ctx.cfg.app_id);
     body["slug"] = json!(ctx.cfg.slug);
@@ -524,13 +527,10 @@ fn rate_limit_json(rate: RateLimit) -> Value {
 
 /// A stable user id from the login, so the same user has the same id everywhere.
 fn user_id(login: &str) -> u64 {
-    login.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    }) % 100_000_000
-        + 1000
+    wire::stable_id(login)
 }
 
-fn user_json(login: &str, ctx: &Ctx<'_>) -> Value {
+pub(crate) fn user_json(login: &str, ctx: &Ctx<'_>) -> Value {
     let mut user = example("issue-comment")["user"].clone();
     replace_in_strings(
         &mut user,
@@ -549,7 +549,7 @@ fn user_json(login: &str, ctx: &Ctx<'_>) -> Value {
     user
 }
 
-fn repo_json(repo: &Repo, ctx: &Ctx<'_>) -> Value {
+pub(crate) fn repo_json(repo: &Repo, ctx: &Ctx<'_>) -> Value {
     let mut body = example("full-repository-default-response");
     for key in ["parent", "source", "template_repository", "organization"] {
         if let Some(object) = body.as_object_mut() {
@@ -602,7 +602,7 @@ fn head_repo_json(state: &GithubState, head: &PullHead, base: &Repo, ctx: &Ctx<'
     body
 }
 
-fn replace_in_strings(value: &mut Value, from: &str, to: &str) {
+pub(crate) fn replace_in_strings(value: &mut Value, from: &str, to: &str) {
     match value {
         Value::String(text) if text.contains(from) => *text = text.replace(from, to),
         Value::Array(items) => items.iter_mut().for_each(|v| replace_in_strings(v, from, to)),
@@ -615,7 +615,7 @@ fn replace_in_strings(value: &mut Value, from: &str, to: &str) {
 // Lists
 
 /// One page of `items` as `per_page`/`page` ask, with GitHub's `Link` header when there are more.
-fn paginate(items: Vec<Value>, ctx: &Ctx<'_>) -> (Vec<Value>, Vec<(String, String)>) {
+pub(crate) fn paginate(items: Vec<Value>, ctx: &Ctx<'_>) -> (Vec<Value>, Vec<(String, String)>) {
     let per_page = ctx
         .query("per_page")
         .and_then(|p| p.parse::<usize>().ok())
@@ -1258,7 +1258,7 @@ fn list_reactions(state: &GithubState, target: &ReactionTarget, ctx: &Ctx<'_>) -
 // ---------------------------------------------------------------------------------------------
 // Check runs
 
-fn check_run_json(run: &CheckRun, repo: &Repo, ctx: &Ctx<'_>) -> Value {
+pub(crate) fn check_run_json(run: &CheckRun, repo: &Repo, ctx: &Ctx<'_>) -> Value {
     let mut body = example("check-run");
     let api = ctx.api(&format!("/repos/{}", repo.full_name));
     body["id"] = json!(run.id);

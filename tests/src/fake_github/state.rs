@@ -1,9 +1,10 @@
 //! The fake GitHub's world: repositories, permissions, issues and pull requests, comments,
-//! reactions, reviews, check runs and issued tokens. Tests read it through `&GithubState` (in
+//! reactions, reviews, check runs (the bot's own and other apps'), GitHub Actions workflow runs and
+//! jobs with their logs, and issued tokens. Tests read it through `&GithubState` (in
 //! [`FakeGithub::state`](super::FakeGithub::state) and `wait_until` predicates); it changes only
 //! through the API and the fake's own methods.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -357,6 +358,299 @@ impl CheckRun {
     }
 }
 
+/// The GitHub Actions app: every Actions job is also a check run of this app, with the job's id.
+pub const GITHUB_ACTIONS_APP_ID: u64 = 15368;
+pub const GITHUB_ACTIONS_APP_SLUG: &str = "github-actions";
+
+/// A GitHub Actions workflow run, as of its latest attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowRun {
+    /// 0: assigned when added.
+    pub id: u64,
+    /// `owner/name`, set when added.
+    pub repo: String,
+    /// The workflow's name (`CI`).
+    pub name: String,
+    pub head_sha: String,
+    pub head_branch: String,
+    /// What triggered it: `push`, `pull_request`, …
+    pub event: String,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+    pub conclusion: Option<String>,
+    /// The latest attempt (1 for a run never re-run); adding a job of a later attempt raises it.
+    pub run_attempt: u64,
+    /// Numbers of the pull requests it ran for.
+    pub pull_requests: Vec<u64>,
+    /// The check suite its jobs' check runs belong to; 0: assigned when added.
+    pub check_suite_id: u64,
+    pub created_at: String,
+}
+
+impl WorkflowRun {
+    /// A completed, successful first attempt of workflow `name` on `head_sha`, pushed to `main`.
+    /// `id` 0 lets the fake choose.
+    pub fn new(id: u64, name: &str, head_sha: &str) -> Self {
+        WorkflowRun {
+            id,
+            repo: String::new(),
+            name: name.to_owned(),
+            head_sha: head_sha.to_owned(),
+            head_branch: "main".to_owned(),
+            event: "push".to_owned(),
+            status: "completed".to_owned(),
+            conclusion: Some("success".to_owned()),
+            run_attempt: 1,
+            pull_requests: Vec::new(),
+            check_suite_id: 0,
+            created_at: wire::now_rfc3339(),
+        }
+    }
+
+    pub fn head_branch(mut self, branch: &str) -> Self {
+        branch.clone_into(&mut self.head_branch);
+        self
+    }
+
+    pub fn event(mut self, event: &str) -> Self {
+        event.clone_into(&mut self.event);
+        self
+    }
+
+    /// A status other than `completed` clears the conclusion.
+    pub fn status(mut self, status: &str) -> Self {
+        status.clone_into(&mut self.status);
+        if status != "completed" {
+            self.conclusion = None;
+        }
+        self
+    }
+
+    /// Completes the run with `conclusion` (`failure`, `success`, `cancelled`, …).
+    pub fn conclusion(mut self, conclusion: &str) -> Self {
+        "completed".clone_into(&mut self.status);
+        self.conclusion = Some(conclusion.to_owned());
+        self
+    }
+
+    pub fn run_attempt(mut self, attempt: u64) -> Self {
+        self.run_attempt = attempt;
+        self
+    }
+
+    /// The run is for pull request `number` (its event becomes `pull_request`).
+    pub fn pull_request(mut self, number: u64) -> Self {
+        self.pull_requests.push(number);
+        "pull_request".clone_into(&mut self.event);
+        self
+    }
+}
+
+/// One step of an Actions job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobStep {
+    pub name: String,
+    /// 1-based, in order.
+    pub number: u64,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+    pub conclusion: Option<String>,
+}
+
+/// A GitHub Actions job: one attempt of one job of a workflow run, with its log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionsJob {
+    /// Also the id of the check run GitHub makes for it; 0: assigned when added.
+    pub id: u64,
+    /// `owner/name`, set when added.
+    pub repo: String,
+    pub run_id: u64,
+    pub run_attempt: u64,
+    pub name: String,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+    pub conclusion: Option<String>,
+    /// Empty: the run's, when added.
+    pub head_sha: String,
+    /// The run's, when added.
+    pub head_branch: String,
+    pub workflow_name: String,
+    pub steps: Vec<JobStep>,
+    /// What `GET …/actions/jobs/{job_id}/logs` leads to.
+    pub log: Vec<u8>,
+    /// GitHub answers 410 for the log once it has expired (or was deleted).
+    pub logs_expired: bool,
+    pub started_at: String,
+    pub completed_at: Option<String>,
+}
+
+impl ActionsJob {
+    /// A completed, successful first attempt of job `name` of run `run_id`, with no steps and an
+    /// empty log. `id` 0 lets the fake choose.
+    pub fn new(id: u64, run_id: u64, name: &str) -> Self {
+        let now = wire::now_rfc3339();
+        ActionsJob {
+            id,
+            repo: String::new(),
+            run_id,
+            run_attempt: 1,
+            name: name.to_owned(),
+            status: "completed".to_owned(),
+            conclusion: Some("success".to_owned()),
+            head_sha: String::new(),
+            head_branch: String::new(),
+            workflow_name: String::new(),
+            steps: Vec::new(),
+            log: Vec::new(),
+            logs_expired: false,
+            started_at: now.clone(),
+            completed_at: Some(now),
+        }
+    }
+
+    pub fn run_attempt(mut self, attempt: u64) -> Self {
+        self.run_attempt = attempt;
+        self
+    }
+
+    /// A status other than `completed` clears the conclusion and the completion time.
+    pub fn status(mut self, status: &str) -> Self {
+        status.clone_into(&mut self.status);
+        if status != "completed" {
+            self.conclusion = None;
+            self.completed_at = None;
+        }
+        self
+    }
+
+    /// Completes the job with `conclusion` (`failure`, `success`, `cancelled`, …).
+    pub fn conclusion(mut self, conclusion: &str) -> Self {
+        "completed".clone_into(&mut self.status);
+        self.conclusion = Some(conclusion.to_owned());
+        if self.completed_at.is_none() {
+            self.completed_at = Some(wire::now_rfc3339());
+        }
+        self
+    }
+
+    /// The commit, when it is not the run's.
+    pub fn head_sha(mut self, sha: &str) -> Self {
+        sha.clone_into(&mut self.head_sha);
+        self
+    }
+
+    /// A completed step with `conclusion` (`success`, `failure`, `skipped`, …), numbered next.
+    pub fn step(mut self, name: &str, conclusion: &str) -> Self {
+        self.steps.push(JobStep {
+            name: name.to_owned(),
+            number: self.steps.len() as u64 + 1,
+            status: "completed".to_owned(),
+            conclusion: Some(conclusion.to_owned()),
+        });
+        self
+    }
+
+    /// The job's log, as the runner wrote it.
+    pub fn log(mut self, text: impl Into<Vec<u8>>) -> Self {
+        self.log = text.into();
+        self
+    }
+}
+
+/// A check run another app (a CI service, a linter) made: listed with the bot's own and the
+/// Actions jobs' in `GET …/commits/{ref}/check-runs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalCheckRun {
+    /// 0: assigned when added.
+    pub id: u64,
+    /// `owner/name`, set when added.
+    pub repo: String,
+    pub name: String,
+    pub head_sha: String,
+    pub app_id: u64,
+    pub app_slug: String,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub title: Option<String>,
+    pub summary: Option<String>,
+    pub text: Option<String>,
+    pub details_url: Option<String>,
+}
+
+impl ExternalCheckRun {
+    /// A completed, successful run `name` on `head_sha` by app `app_slug` (its id derived from the
+    /// slug unless set), without output. `id` 0 lets the fake choose.
+    pub fn new(id: u64, name: &str, head_sha: &str, app_slug: &str) -> Self {
+        ExternalCheckRun {
+            id,
+            repo: String::new(),
+            name: name.to_owned(),
+            head_sha: head_sha.to_owned(),
+            app_id: wire::stable_id(app_slug),
+            app_slug: app_slug.to_owned(),
+            status: "completed".to_owned(),
+            conclusion: Some("success".to_owned()),
+            title: None,
+            summary: None,
+            text: None,
+            details_url: None,
+        }
+    }
+
+    pub fn app_id(mut self, id: u64) -> Self {
+        self.app_id = id;
+        self
+    }
+
+    /// A status other than `completed` clears the conclusion.
+    pub fn status(mut self, status: &str) -> Self {
+        status.clone_into(&mut self.status);
+        if status != "completed" {
+            self.conclusion = None;
+        }
+        self
+    }
+
+    pub fn conclusion(mut self, conclusion: &str) -> Self {
+        "completed".clone_into(&mut self.status);
+        self.conclusion = Some(conclusion.to_owned());
+        self
+    }
+
+    /// The run's `output`: title, summary and text.
+    pub fn output(mut self, title: &str, summary: &str, text: Option<&str>) -> Self {
+        self.title = Some(title.to_owned());
+        self.summary = Some(summary.to_owned());
+        self.text = text.map(str::to_owned);
+        self
+    }
+
+    pub fn details_url(mut self, url: &str) -> Self {
+        self.details_url = Some(url.to_owned());
+        self
+    }
+}
+
+/// A `POST …/actions/jobs/{job_id}/rerun` the fake accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRerun {
+    pub repo: String,
+    pub job_id: u64,
+    /// The request body (`enable_debug_logging`), `Null` when there was none.
+    pub body: Value,
+}
+
+/// A fetch of a job log from the signed URL `GET …/actions/jobs/{job_id}/logs` redirected to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDownload {
+    pub job_id: u64,
+    /// Whether the request carried an `Authorization` header (a token sent off GitHub's API).
+    pub authorization: bool,
+    /// What the storage answered: 200, 403 for a signature it never issued for that job, 404.
+    pub status: u16,
+}
+
 /// A token the fake accepts on repository endpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IssuedToken {
@@ -381,7 +675,17 @@ pub struct GithubState {
     pub review_comments: BTreeMap<u64, ReviewComment>,
     pub reviews: BTreeMap<u64, Review>,
     pub reactions: Vec<Reaction>,
+    /// The check runs the bot (the App) created.
     pub check_runs: BTreeMap<u64, CheckRun>,
+    /// Check runs of other apps.
+    pub external_check_runs: BTreeMap<u64, ExternalCheckRun>,
+    pub workflow_runs: BTreeMap<u64, WorkflowRun>,
+    /// Every attempt of every job, by id.
+    pub actions_jobs: BTreeMap<u64, ActionsJob>,
+    pub job_reruns: Vec<JobRerun>,
+    pub log_downloads: Vec<LogDownload>,
+    /// The signature of each log URL handed out → its job.
+    pub(crate) log_signatures: HashMap<String, u64>,
     /// (repository, ref, path) → content, for `GET …/contents/{path}`.
     pub files: BTreeMap<(String, String, String), Vec<u8>>,
     /// (repository, branch) → head commit, for new pull requests.
@@ -390,13 +694,84 @@ pub struct GithubState {
     /// How many installation tokens were asked for (successfully or not).
     pub token_requests: usize,
     last_id: u64,
+    /// Ids a test chose, which generated ids skip.
+    chosen_ids: BTreeSet<u64>,
 }
 
 impl GithubState {
     /// A fresh id; ids are unique across everything in the fake, as comment ids are on GitHub.
     pub(crate) fn next_id(&mut self) -> u64 {
-        self.last_id += 1;
-        self.last_id
+        loop {
+            self.last_id += 1;
+            if !self.chosen_ids.contains(&self.last_id) {
+                return self.last_id;
+            }
+        }
+    }
+
+    /// `id`, or a fresh one when it is 0. A chosen id is kept from the generated ones; a check-run
+    /// id (jobs are check runs too) or workflow run id already taken is a test bug.
+    fn claim_id(&mut self, id: u64, kind: &str, taken: bool) -> u64 {
+        if id == 0 {
+            return self.next_id();
+        }
+        assert!(!taken, "fake GitHub: {kind} id {id} is taken already");
+        self.chosen_ids.insert(id);
+        id
+    }
+
+    fn check_run_id_taken(&self, id: u64) -> bool {
+        self.check_runs.contains_key(&id)
+            || self.external_check_runs.contains_key(&id)
+            || self.actions_jobs.contains_key(&id)
+    }
+
+    /// Adds a workflow run to `repo`; returns its id.
+    pub(crate) fn add_workflow_run(&mut self, repo: &str, mut run: WorkflowRun) -> u64 {
+        let taken = self.workflow_runs.contains_key(&run.id);
+        run.id = self.claim_id(run.id, "workflow run", taken);
+        repo.clone_into(&mut run.repo);
+        if run.check_suite_id == 0 {
+            run.check_suite_id = self.next_id();
+        }
+        let id = run.id;
+        self.workflow_runs.insert(id, run);
+        id
+    }
+
+    /// Adds a job to its run (which must be in `repo`), taking the run's commit, branch and name
+    /// where the job has none, and raising the run's attempt to the job's; returns its id.
+    pub(crate) fn add_actions_job(&mut self, repo: &str, mut job: ActionsJob) -> u64 {
+        let taken = self.check_run_id_taken(job.id);
+        let Some(run) = self.workflow_runs.get_mut(&job.run_id).filter(|run| run.repo == repo) else {
+            panic!("fake GitHub: no workflow run {} in {repo}", job.run_id);
+        };
+        if job.head_sha.is_empty() {
+            job.head_sha.clone_from(&run.head_sha);
+        }
+        job.head_branch.clone_from(&run.head_branch);
+        job.workflow_name.clone_from(&run.name);
+        run.run_attempt = run.run_attempt.max(job.run_attempt);
+        job.id = self.claim_id(job.id, "check run (Actions job)", taken);
+        repo.clone_into(&mut job.repo);
+        let id = job.id;
+        self.actions_jobs.insert(id, job);
+        id
+    }
+
+    /// Adds another app's check run to `repo`; returns its id.
+    pub(crate) fn add_external_check_run(&mut self, repo: &str, mut run: ExternalCheckRun) -> u64 {
+        let taken = self.check_run_id_taken(run.id);
+        run.id = self.claim_id(run.id, "check run", taken);
+        repo.clone_into(&mut run.repo);
+        let id = run.id;
+        self.external_check_runs.insert(id, run);
+        id
+    }
+
+    /// The jobs of run `run_id`, every attempt, oldest first.
+    pub fn jobs_of_run(&self, run_id: u64) -> Vec<&ActionsJob> {
+        self.actions_jobs.values().filter(|j| j.run_id == run_id).collect()
     }
 
     pub fn repo(&self, full_name: &str) -> Option<&Repo> {

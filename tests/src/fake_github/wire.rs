@@ -1,5 +1,6 @@
-//! What the fake GitHub's responses are made of: GitHub's official example objects (loaded once),
-//! its error shape, base64 as the contents API writes it, RFC 3339 timestamps and random tokens.
+//! What the fake GitHub's responses are made of: GitHub's official example objects (loaded once;
+//! for operations outside the subset, from the full description), its error shape, base64 as the
+//! contents API writes it, RFC 3339 timestamps, stable ids and random tokens.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -11,7 +12,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-use super::openapi::{fixtures_root, percent_decode};
+use super::openapi::{Spec, fixtures_root, percent_decode};
 
 /// Where the example responses live, relative to the fixtures directory.
 const EXAMPLES_DIR: &str = "github-api-responses/openapi-examples";
@@ -36,6 +37,25 @@ pub(crate) fn example(name: &str) -> Value {
             .collect()
     });
     examples.get(name).cloned().unwrap_or(Value::Null)
+}
+
+/// GitHub's example `name` from the full description's `components/examples` (`job`,
+/// `workflow-run`), or `Null`. Only for operations routed by the full description, which is then
+/// loaded already.
+pub(crate) fn description_example(name: &str) -> Value {
+    Spec::github_full()
+        .ok()
+        .and_then(|spec| spec.root().pointer(&format!("/components/examples/{name}/value")))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// A stable id from a name (FNV-1a), so the same name has the same id everywhere.
+pub(crate) fn stable_id(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    }) % 100_000_000
+        + 1000
 }
 
 /// The first element of an `…-items` example.
