@@ -1,5 +1,5 @@
 //! Parsers of test-runner output: counts and failing tests out of what `cargo test`, nextest,
-//! pytest, `go test`, jest, vitest and JUnit XML reports print. Pure functions over text, shared by
+//! pytest, `go test`, jest, vitest, Maven Surefire and JUnit XML reports print. Pure functions over text, shared by
 //! the `run_tests` tool and CI-failure triage.
 //!
 //! Every parser is lenient: output is often cut (by a timeout, an output limit, a log excerpt), so
@@ -12,6 +12,7 @@ mod gotest;
 mod jest;
 mod junit;
 mod libtest;
+mod maven;
 mod nextest;
 mod pytest;
 mod text;
@@ -33,6 +34,8 @@ pub enum Runner {
     Vitest,
     /// A JUnit XML report (pytest `--junitxml`, Maven Surefire, jest-junit, gotestsum, …).
     JUnitXml,
+    /// Maven's console output of Surefire or Failsafe (`mvn test`, `mvn verify`).
+    Maven,
     Unknown,
 }
 
@@ -47,6 +50,7 @@ impl Runner {
             Runner::Jest => "jest",
             Runner::Vitest => "vitest",
             Runner::JUnitXml => "junit",
+            Runner::Maven => "maven",
             Runner::Unknown => "unknown",
         }
     }
@@ -181,6 +185,7 @@ fn parse_as(text: &str, runner: Runner) -> Option<TestReport> {
         Runner::Jest => jest::parse(text),
         Runner::Vitest => vitest::parse(text),
         Runner::JUnitXml => junit::find_and_parse(text),
+        Runner::Maven => maven::parse(text),
         Runner::Unknown => None,
     }
 }
@@ -212,6 +217,9 @@ pub fn detect(text: &str) -> Option<Runner> {
     }
     if any(&jest::is_marker) {
         return Some(Runner::Jest);
+    }
+    if any(&maven::is_marker) {
+        return Some(Runner::Maven);
     }
     if any(&gotest::is_text_marker) {
         return Some(Runner::GoTest);
@@ -284,6 +292,9 @@ mod tests {
             (include_str!("samples/vitest_workspace.txt"), Runner::Vitest),
             (include_str!("samples/pytest_junit.xml"), Runner::JUnitXml),
             (include_str!("samples/surefire_junit.xml"), Runner::JUnitXml),
+            (include_str!("samples/maven_multimodule.txt"), Runner::Maven),
+            (include_str!("samples/maven_rerun.txt"), Runner::Maven),
+            (include_str!("samples/maven_surefire3.txt"), Runner::Maven),
         ];
         for (sample, runner) in cases {
             let report = parse(sample, None).unwrap_or_else(|| panic!("{runner:?} sample not parsed"));

@@ -10,6 +10,7 @@ use crate::testparse::{self, Runner};
 pub mod classify;
 pub mod compiler;
 pub mod log;
+pub mod paths;
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
-//! Triage of real failure output: `cargo test`, `rustc` and pytest run on tiny failing projects,
-//! their output wrapped in the Actions log format, and signature samples for each class.
+//! Triage of real failure output: `cargo test`, `rustc`, pytest, Maven and `go test` run on tiny
+//! failing projects, their output wrapped in the Actions log format, and signature samples for each
+//! class. Maven and Go are skipped, saying so, only where `mvn` or `go` is not installed.
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use std::path::Path;
@@ -29,6 +30,17 @@ fn output_of(dir: &Path, script: &str, env: &[(&str, &str)]) -> String {
         .unwrap();
     assert!(!out.status.success(), "{script} was meant to fail");
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// False, with the reason printed, when `program` is not installed: its tests are skipped.
+fn installed(program: &str, version_arg: &str) -> bool {
+    match Command::new(program).arg(version_arg).output() {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            println!("skipped: `{program}` is not installed");
+            false
+        }
+        _ => true,
+    }
 }
 
 /// `output` as the Actions log stores a step that printed it and exited with `code`, after a
@@ -265,4 +277,221 @@ fn runner_checkout_paths_become_relative() {
     assert_eq!(relative("/Users/runner/work/a/a/x.c"), "x.c");
     assert_eq!(relative("/home/runner/work/a"), "/home/runner/work/a");
     assert_eq!(relative("src/lib.rs"), "src/lib.rs");
+}
+
+/// Maven's settings for a build from Debian's packaged Maven repository, offline: `central` is
+/// `/usr/share/maven-repo` (which has no checksums).
+const MAVEN_SETTINGS: &str = "<settings>
+  <profiles>
+    <profile>
+      <id>debian</id>
+      <repositories>
+        <repository>
+          <id>central</id>
+          <url>file:///usr/share/maven-repo</url>
+          <releases><checksumPolicy>ignore</checksumPolicy></releases>
+          <snapshots><enabled>false</enabled></snapshots>
+        </repository>
+      </repositories>
+      <pluginRepositories>
+        <pluginRepository>
+          <id>central</id>
+          <url>file:///usr/share/maven-repo</url>
+          <releases><checksumPolicy>ignore</checksumPolicy></releases>
+          <snapshots><enabled>false</enabled></snapshots>
+        </pluginRepository>
+      </pluginRepositories>
+    </profile>
+  </profiles>
+  <activeProfiles><activeProfile>debian</activeProfile></activeProfiles>
+</settings>
+";
+
+/// A one-module project whose plugins are the versions Debian packages (libsurefire-java,
+/// libmaven-compiler-plugin-java, libmaven-resources-plugin-java, junit4).
+const MAVEN_POM: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>com.example</groupId>
+  <artifactId>calc</artifactId>
+  <version>1.0</version>
+  <properties>
+    <maven.compiler.source>17</maven.compiler.source>
+    <maven.compiler.target>17</maven.compiler.target>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+  </properties>
+  <dependencies>
+    <dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.13.2</version><scope>test</scope></dependency>
+  </dependencies>
+  <build>
+    <plugins>
+      <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-resources-plugin</artifactId><version>3.3.0</version></plugin>
+      <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-compiler-plugin</artifactId><version>3.10.1</version></plugin>
+      <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-surefire-plugin</artifactId><version>2.22.3</version></plugin>
+    </plugins>
+  </build>
+</project>
+"#;
+
+#[test]
+fn a_failing_maven_build_is_a_code_failure_at_its_tests() {
+    if !installed("mvn", "-v") {
+        return;
+    }
+    let dir = project(&[
+        ("pom.xml", MAVEN_POM),
+        ("settings.xml", MAVEN_SETTINGS),
+        (
+            "src/main/java/com/example/Calc.java",
+            "package com.example;\n\npublic class Calc {\n    public static int add(int a, int b) {\n        \
+             return a + b;\n    }\n\n    public static int div(int a, int b) {\n        return a / b;\n    }\n}\n",
+        ),
+        (
+            "src/test/java/com/example/CalcTest.java",
+            "package com.example;\n\nimport static org.junit.Assert.assertEquals;\n\nimport org.junit.Test;\n\n\
+             public class CalcTest {\n    @Test\n    public void adds() {\n        assertEquals(4, Calc.add(2, 2));\n    \
+             }\n\n    @Test\n    public void addsWrong() {\n        assertEquals(\"two and two\", 5, Calc.add(2, 2));\n    \
+             }\n\n    @Test\n    public void divides() {\n        assertEquals(0, Calc.div(1, 0));\n    }\n}\n",
+        ),
+    ]);
+    let command = format!(
+        "mvn -B -ntp -o -Daether.offline.protocols=file -s settings.xml -Dmaven.repo.local={} test",
+        dir.path().join("m2").display()
+    );
+    let output = output_of(dir.path(), &command, &[]);
+    assert!(
+        output.contains("T E S T S"),
+        "Maven did not run the tests: are maven, openjdk-17-jdk-headless, libsurefire-java, junit4, \
+         libmaven-compiler-plugin-java and libmaven-resources-plugin-java installed?\n{output}"
+    );
+    let mut analysis = analyse(&actions_log("mvn -B -ntp test", &output, 1));
+    assert_eq!(analysis.step.as_deref(), Some("Run mvn -B -ntp test"));
+    // Maven runs in the real directory, and the test's file is derived from the module's directory
+    // that `Please refer to …/target/surefire-reports` names.
+    let module = dir.path().canonicalize().unwrap();
+    let file = format!("{}/src/test/java/com/example/CalcTest.java", module.display());
+    let finding = |test: &str, file: &str, line: u32, message: &str| Finding {
+        kind: FindingKind::TestFailure,
+        runner: Some(Runner::Maven),
+        compiler: None,
+        test: Some(test.into()),
+        file: Some(file.into()),
+        line: Some(line),
+        message: message.into(),
+    };
+    assert_eq!(
+        analysis.findings,
+        [
+            finding(
+                "com.example.CalcTest.addsWrong",
+                &file,
+                15,
+                "java.lang.AssertionError: two and two expected:<5> but was:<4>"
+            ),
+            finding(
+                "com.example.CalcTest.divides",
+                &file,
+                20,
+                "java.lang.ArithmeticException: / by zero"
+            ),
+        ]
+    );
+    assert_eq!(analysis.classification.class, Class::Code);
+    assert_eq!(
+        analysis.classification.reasons,
+        ["2 failing test(s) in `Run mvn -B -ntp test`"]
+    );
+
+    // Against the checkout, the module's absolute directory goes.
+    assert_eq!(paths::resolve(&mut analysis.findings, dir.path()), 2);
+    let relative = "src/test/java/com/example/CalcTest.java";
+    assert_eq!(analysis.findings[0].file.as_deref(), Some(relative));
+    assert_eq!(analysis.findings[1].file.as_deref(), Some(relative));
+    assert_eq!(
+        paths::source_line(dir.path(), relative, 15).as_deref(),
+        Some("        assertEquals(\"two and two\", 5, Calc.add(2, 2));")
+    );
+}
+
+#[test]
+fn a_failing_go_test_is_a_code_failure_at_its_assertion_and_panic() {
+    if !installed("go", "version") {
+        return;
+    }
+    let dir = project(&[
+        ("go.mod", "module example.com/calc\n\ngo 1.19\n"),
+        (
+            "calc.go",
+            "package calc\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n\nfunc Div(a, b int) int {\n\treturn a / b\n}\n",
+        ),
+        (
+            "calc_test.go",
+            "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 2); got != 4 {\n\t\t\
+             t.Errorf(\"Add(2, 2) = %d, want 4\", got)\n\t}\n}\n\nfunc TestAddWrong(t *testing.T) {\n\tif got := Add(2, 2); \
+             got != 5 {\n\t\tt.Errorf(\"Add(2, 2) = %d, want 5\", got)\n\t}\n}\n\nfunc TestDiv(t *testing.T) {\n\tif got := \
+             Div(1, 0); got != 0 {\n\t\tt.Errorf(\"Div(1, 0) = %d\", got)\n\t}\n}\n",
+        ),
+    ]);
+    // No module is downloaded, nor a newer toolchain.
+    let output = output_of(
+        dir.path(),
+        "go test ./...",
+        &[("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOFLAGS", "")],
+    );
+    let mut analysis = analyse(&actions_log("go test ./...", &output, 1));
+    let finding = |test: &str, file: &str, line: u32, message: &str| Finding {
+        kind: FindingKind::TestFailure,
+        runner: Some(Runner::GoTest),
+        compiler: None,
+        test: Some(test.into()),
+        file: Some(file.into()),
+        line: Some(line),
+        message: message.into(),
+    };
+    // `t.Errorf` lines name the file only; a panic's frame is absolute.
+    let calc = format!("{}/calc.go", dir.path().canonicalize().unwrap().display());
+    assert_eq!(
+        analysis.findings,
+        [
+            finding("TestAddWrong", "calc_test.go", 13, "Add(2, 2) = 4, want 5"),
+            finding("TestDiv", &calc, 8, "panic: runtime error: integer divide by zero"),
+        ]
+    );
+    assert_eq!(analysis.classification.class, Class::Code);
+    assert_eq!(paths::resolve(&mut analysis.findings, dir.path()), 2);
+    assert_eq!(analysis.findings[1].file.as_deref(), Some("calc.go"));
+    assert_eq!(
+        paths::source_line(dir.path(), "calc.go", 8).as_deref(),
+        Some("\treturn a / b")
+    );
+}
+
+#[test]
+fn a_windows_runners_maven_paths_resolve_against_the_checkout() {
+    // The Surefire 3 sample is written by hand (see testparse/samples/README.md): Maven 3.9 is not
+    // packaged here.
+    let output = include_str!("../testparse/samples/maven_surefire3.txt");
+    let mut analysis = analyse(&actions_log("mvn -B verify", output, 1));
+    assert_eq!(analysis.findings.len(), 3);
+    assert_eq!(
+        analysis.findings[0].file.as_deref(),
+        Some(r"D:\a\shop\shop\cart\src\test\java\com\shop\cart\CartTest.java")
+    );
+    let checkout = project(&[
+        ("cart/src/test/java/com/shop/cart/CartTest.java", "class CartTest {}\n"),
+        (
+            "cart/src/test/java/com/shop/cart/DiscountTest.java",
+            "class DiscountTest {}\n",
+        ),
+    ]);
+    assert_eq!(paths::resolve(&mut analysis.findings, checkout.path()), 3);
+    let files: Vec<&str> = analysis.findings.iter().filter_map(|f| f.file.as_deref()).collect();
+    assert_eq!(
+        files,
+        [
+            "cart/src/test/java/com/shop/cart/CartTest.java",
+            "cart/src/test/java/com/shop/cart/CartTest.java",
+            "cart/src/test/java/com/shop/cart/DiscountTest.java",
+        ]
+    );
 }
