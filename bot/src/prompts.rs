@@ -18,7 +18,7 @@ pub enum Template {
     Review,
     /// The first message of an `explain` job: a question to answer, nothing to change.
     Explain,
-    /// The first message of a CI-failure triage job.
+    /// The first message of a CI-failure triage: find the root cause of the failures, read-only.
     Triage,
     /// The first message of a dependency chore whose update broke something.
     Chore,

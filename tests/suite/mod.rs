@@ -9,5 +9,6 @@ mod review_job;
 mod run_command;
 mod scripted_model;
 mod serve;
+mod triage_job;
 mod webhook;
 mod workspace_pool;

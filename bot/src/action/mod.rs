@@ -153,7 +153,10 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
         },
     ));
     let delivery = DeliveryId(action.delivery_id());
-    let jobs: Vec<Job> = if action.inputs.mode == Mode::Auto {
+    // A CI event goes through the triggers whatever the mode: they know which failures to triage.
+    let ci_event = matches!(action.event_name.as_str(), "workflow_run" | "check_run" | "check_suite");
+    let routed = action.inputs.mode == Mode::Auto || (action.inputs.mode == Mode::Triage && ci_event);
+    let jobs: Vec<Job> = if routed {
         store
             .record_delivery(&delivery, &action.event_name, Bytes::from(payload), now_ms())
             .await
@@ -220,17 +223,32 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
         }
     } else {
         group(&format!("pitcrew: {} job on {}", jobs[0].kind, jobs[0].key));
-        let ids: Vec<_> = jobs.iter().map(|j| j.id).collect();
+        let first = jobs.iter().map(|j| j.id).min().unwrap_or(jobs[0].id);
+        // The event's jobs, and those they hand work to (a triage's fix), all run in this step.
         wait_for(|| async {
             let mut done = true;
-            for id in &ids {
-                done &= store.job(*id).await.ok().flatten().is_some_and(|j| j.state.is_final());
+            for state in [JobState::Queued, JobState::Running] {
+                let filter = JobFilter {
+                    state: Some(state),
+                    ..JobFilter::default()
+                };
+                done &= store.jobs(&filter).await.is_ok_and(|jobs| jobs.is_empty());
             }
             done
         })
         .await;
-        let last = store.job(*ids.last().unwrap_or(&jobs[0].id)).await.ok().flatten();
-        let outcome = match last {
+        let mut ran: Vec<Job> = store
+            .jobs(&JobFilter::default())
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|job| job.id >= first)
+            .collect();
+        ran.sort_by_key(|job| job.id);
+        for earlier in ran.iter().take(ran.len().saturating_sub(1)) {
+            append_report(&action, earlier)?;
+        }
+        let outcome = match ran.pop() {
             Some(job) => {
                 write_results(&action, &job)?;
                 let conclusion = job
@@ -304,7 +322,13 @@ fn write_results(action: &ActionEnv, job: &Job) -> Result<(), ActionError> {
             ("summary", &summary),
         ],
     )?;
-    let report = text("report").unwrap_or_else(|| {
+    append_report(action, job)
+}
+
+/// A finished job's final report, appended to the step summary.
+fn append_report(action: &ActionEnv, job: &Job) -> Result<(), ActionError> {
+    let result = job.result.clone().unwrap_or(serde_json::Value::Null);
+    let report = result["report"].as_str().map(str::to_owned).unwrap_or_else(|| {
         format!(
             "**pitcrew · {}** ended {}: {}",
             job.kind,
@@ -376,14 +400,11 @@ fn explicit_request(
     let kind = match mode {
         Mode::Fix => JobKind::Fix,
         Mode::Review => JobKind::Review,
-        Mode::Triage | Mode::Chore | Mode::Auto => {
+        Mode::Triage => JobKind::Triage,
+        Mode::Chore | Mode::Auto => {
             return Err(ActionError::Environment(format!(
-                "mode `{}` is not available in this version of pitcrew; use `auto`, `fix` or `review`",
-                match mode {
-                    Mode::Triage => "triage",
-                    Mode::Chore => "chore",
-                    _ => "auto",
-                }
+                "mode `{}` is not available in this version of pitcrew; use `auto`, `fix`, `review` or `triage`",
+                if mode == Mode::Chore { "chore" } else { "auto" }
             )));
         }
     };
@@ -410,15 +431,16 @@ fn explicit_request(
         .or_else(|| payload["inputs"]["number"].as_u64())
     {
         // workflow_dispatch with a `number` input: the PR or issue to work on.
-        (number, kind == JobKind::Review, None)
+        (number, matches!(kind, JobKind::Review | JobKind::Triage), None)
     } else {
         return Err(missing(
             "pull request or issue (workflow_dispatch: give a `number` input)",
         ));
     };
-    if kind == JobKind::Review && !is_pull_request {
+    if matches!(kind, JobKind::Review | JobKind::Triage) && !is_pull_request {
         return Err(ActionError::Environment(format!(
-            "mode `review` needs a pull request; #{number} is an issue"
+            "mode `{}` needs a pull request; #{number} is an issue",
+            kind.as_str()
         )));
     }
     Ok(JobRequest {

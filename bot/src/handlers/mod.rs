@@ -1,6 +1,7 @@
 //! Job handlers: what a job does from its request to its report on GitHub. The worker pool calls
 //! [`job_handler`]'s function with each claimed job; it reads the [`JobRequest`], acts for the kind
-//! of job ([`fix`] on a pull request or an issue, `review`, `explain`), and returns how it ended.
+//! of job ([`fix`] on a pull request or an issue, `review`, `explain`, [`triage`] of failed CI), and
+//! returns how it ended.
 //!
 //! A handler never loses a failure: whatever goes wrong is said on GitHub in plain words (the
 //! progress comment and the check run), and the job ends failed with the same words.
@@ -10,6 +11,7 @@ pub mod fix;
 pub mod live;
 pub mod review;
 pub mod session;
+pub mod triage;
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -243,6 +245,7 @@ impl Services {
             // The trigger refuses these; a stored request from elsewhere still gets plain words.
             (JobKind::Review, false) => Err(HandlerError::Other("`review` works on pull requests only".into())),
             (JobKind::Explain, _) => explain::run(&env).await,
+            (JobKind::Triage, _) => triage::run(&env).await,
             (other, _) => Err(HandlerError::Other(format!(
                 "`{}` jobs are not handled by this server yet",
                 other.as_str()
@@ -268,7 +271,7 @@ impl Services {
 
 /// An error's text when it is safe to show on GitHub: errors from git, GitHub and the sandbox
 /// name what failed without secrets; anything else is summarised.
-fn public_error(error: &HandlerError) -> String {
+pub(crate) fn public_error(error: &HandlerError) -> String {
     match error {
         HandlerError::Github(e) => format!("GitHub answered with an error: {e}"),
         HandlerError::Workspace(e) => format!("git failed: {e}"),
@@ -602,15 +605,16 @@ pub(crate) async fn lease_pull_head(env: &JobEnv, pull: &PullRequest) -> Result<
 
 /// What the agent is told about the pull request; `role` says what it is there to do.
 pub(crate) fn pull_context(env: &JobEnv, pull: &PullRequest, role: &str) -> String {
+    let asked = match &env.request.source {
+        crate::triggers::JobSource::Ci(_) => format!(
+            "Started by pitcrew's triage after CI failed on a push by @{}.",
+            env.request.requested_by.login
+        ),
+        _ => format!("Asked by @{} in a comment.", env.request.requested_by.login),
+    };
     let mut context = format!(
-        "GitHub pull request #{} in {}: \"{}\" by @{}, from branch `{}` into `{}`. Asked by @{} in a comment. {role}",
-        pull.number.0,
-        env.repo,
-        pull.title,
-        pull.user.login,
-        pull.head.branch,
-        pull.base.branch,
-        env.request.requested_by.login,
+        "GitHub pull request #{} in {}: \"{}\" by @{}, from branch `{}` into `{}`. {asked} {role}",
+        pull.number.0, env.repo, pull.title, pull.user.login, pull.head.branch, pull.base.branch,
     );
     if !pull.body.trim().is_empty() {
         context.push_str("\n\nThe pull request's description:\n\n");

@@ -19,7 +19,8 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use super::store::{
-    Cancellation, Claim, Finish, Heartbeat, Job, JobId, JobState, JobStore, Lease, Release, StoreError,
+    Cancellation, Claim, Finish, Heartbeat, Job, JobFilter, JobId, JobState, JobStore, Lease, NewJob, Release,
+    StoreError,
 };
 
 /// Runs one job. It should return soon after `control`'s token fires (a stop was asked, the lease
@@ -81,6 +82,8 @@ pub struct JobControl {
     store: Arc<dyn JobStore>,
     token: CancellationToken,
     cause: Arc<OnceLock<StopCause>>,
+    /// The pool, to wake for a job this one queues.
+    pool: std::sync::Weak<Shared>,
 }
 
 impl std::fmt::Debug for JobControl {
@@ -120,6 +123,25 @@ impl JobControl {
     /// The job's history so far, earlier attempts included.
     pub async fn events(&self) -> Result<Vec<crate::jobs::JobEvent>, StoreError> {
         self.store.events(self.job).await
+    }
+
+    /// Queues a job that this one hands its work to (a triage's fix), and wakes the pool for it.
+    pub async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
+        let id = self.store.enqueue(job, now_ms()).await?;
+        if let Some(pool) = self.pool.upgrade() {
+            pool.wake.notify_one();
+        }
+        Ok(id)
+    }
+
+    /// The jobs of a serialisation key in any state, newest first (at most `limit`).
+    pub async fn jobs_of(&self, key: &str, limit: u32) -> Result<Vec<Job>, StoreError> {
+        let filter = JobFilter {
+            key: Some(key.to_owned()),
+            limit,
+            ..JobFilter::default()
+        };
+        self.store.jobs(&filter).await
     }
 
     fn stop(&self, cause: StopCause) {
@@ -380,6 +402,7 @@ async fn supervise(shared: Arc<Shared>, claim: Claim, permit: OwnedSemaphorePerm
         store: Arc::clone(&shared.store),
         token: CancellationToken::new(),
         cause: Arc::new(OnceLock::new()),
+        pool: Arc::downgrade(&shared),
     };
     lock(&shared.running).insert(id, control.clone());
 

@@ -11,6 +11,7 @@ pub mod replies;
 pub mod review;
 pub mod tests_delta;
 pub mod throttle;
+pub mod triage;
 
 use crate::agent::{Budget, StopReason};
 use crate::llm::Usage;

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::command::{Chore, Command, parse_commands};
 use super::event::{
-    Actor, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event, IssueRef, RepoRef,
-    ReviewContext, WorkflowRun,
+    Actor, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event, IssueRef,
+    RepoRef, ReviewContext, WorkflowRun,
 };
 
 /// The trigger settings of one installation or repository.
@@ -649,7 +649,10 @@ fn ci_failure(ctx: &Context, report: CiReport, cfg: &TriggerConfig) -> Decision 
         Err(reason) => return ignore(reason),
     };
     if !cfg.ci_triage {
-        return ignore(format!("{} {} failed: CI triage is off in this repository", failure.event, failure.id));
+        return ignore(format!(
+            "{} {} failed: CI triage is off in this repository",
+            failure.event, failure.id
+        ));
     }
     let number = failure.pull_requests.first().copied().unwrap_or(0);
     let requested_by = Requester {

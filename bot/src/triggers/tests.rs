@@ -774,13 +774,24 @@ fn a_failed_check_run_asks_for_a_triage_of_its_commit_on_its_pull_request() {
     let (event, payload) = load("check_run/completed.1.payload.json");
     let (gate, job) = triage_job(decide_on(&event, &payload));
     assert_eq!(gate, PermissionGate::Trusted);
-    assert_eq!((job.kind.clone(), job.number, job.is_pull_request), (JobKind::Triage, 2, true));
-    assert_eq!(job.head_sha.as_deref(), Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821"));
+    assert_eq!(
+        (job.kind.clone(), job.number, job.is_pull_request),
+        (JobKind::Triage, 2, true)
+    );
+    assert_eq!(
+        job.head_sha.as_deref(),
+        Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
+    );
     assert_eq!(job.key(), "Codertocat/Hello-World#2");
     assert_eq!(job.requested_by.login, "Codertocat");
     let ci = job.ci().unwrap();
     assert_eq!(
-        (ci.event.as_str(), ci.id, ci.name.as_deref(), ci.pull_requests.as_slice()),
+        (
+            ci.event.as_str(),
+            ci.id,
+            ci.name.as_deref(),
+            ci.pull_requests.as_slice()
+        ),
         ("check_run", 128620228, Some("Octocoders-linter"), &[2][..])
     );
     // The request survives the job store's JSON.
