@@ -112,6 +112,10 @@ struct TriageArgs {
     /// Print one JSON object with the analysis instead of the text summary
     #[arg(long)]
     json: bool,
+    /// A checkout of the repository the job ran on: paths in the findings are made relative to it
+    /// (runner and container prefixes removed) and each finding shows the line it points at
+    #[arg(long, value_name = "PATH")]
+    repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -273,10 +277,41 @@ fn triage(args: &TriageArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_CONFIG);
         }
     };
+    if let Some(repo) = &args.repo
+        && !repo.is_dir()
+    {
+        eprintln!("error: --repo {} is not a directory", repo.display());
+        return ExitCode::from(EXIT_BAD_CONFIG);
+    }
     // Logs hold whatever the job printed; a stray invalid byte should not stop the triage.
-    let analysis = pitcrew::triage::analyse(&String::from_utf8_lossy(&bytes));
+    let mut analysis = pitcrew::triage::analyse(&String::from_utf8_lossy(&bytes));
+    // The line each finding points at, read from the checkout.
+    let mut sources = Vec::new();
+    if let Some(repo) = &args.repo {
+        pitcrew::triage::paths::resolve(&mut analysis.findings, repo);
+        for finding in &analysis.findings {
+            if let (Some(file), Some(line)) = (&finding.file, finding.line)
+                && let Some(source) = pitcrew::triage::paths::source_line(repo, file, line)
+            {
+                sources.push((file.clone(), line, source));
+            }
+        }
+    }
     if args.json {
-        match serde_json::to_string_pretty(&analysis) {
+        let mut value = match serde_json::to_value(&analysis) {
+            Ok(value) => value,
+            Err(err) => {
+                eprintln!("error: could not encode the analysis: {err}");
+                return ExitCode::from(EXIT_RUN_STOPPED);
+            }
+        };
+        if args.repo.is_some() {
+            value["sources"] = sources
+                .iter()
+                .map(|(file, line, source)| serde_json::json!({ "file": file, "line": line, "source": source }))
+                .collect();
+        }
+        match serde_json::to_string_pretty(&value) {
             Ok(json) => println!("{json}"),
             Err(err) => {
                 eprintln!("error: could not encode the analysis: {err}");
@@ -285,6 +320,12 @@ fn triage(args: &TriageArgs) -> ExitCode {
         }
     } else {
         print!("{}", analysis.render_text());
+        if !sources.is_empty() {
+            println!("source lines:");
+            for (file, line, source) in &sources {
+                println!("  {file}:{line}: {}", source.trim());
+            }
+        }
     }
     ExitCode::SUCCESS
 }

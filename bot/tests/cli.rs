@@ -815,6 +815,60 @@ mod triage {
     }
 
     #[test]
+    fn with_the_repository_the_paths_of_another_checkout_resolve_and_show_their_lines() {
+        // The job ran in another checkout of the repository, and pytest, started from `/`, printed
+        // paths from there.
+        let runner = scratch("triage-runner");
+        let checkout = runner.join("work/calc/calc");
+        let tests = checkout.join("tests");
+        std::fs::create_dir_all(&tests).unwrap();
+        pytest_log(&tests);
+        let out = Command::new("python3")
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+            .arg(&tests)
+            .current_dir("/")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let printed = text(&out.stdout);
+        let mut log = String::from("##[group]Run python3 -m pytest\n##[endgroup]\n");
+        log.push_str(&printed);
+        log.push_str("##[error]Process completed with exit code 1.\n");
+
+        let repo = scratch("triage-repo");
+        std::fs::create_dir_all(repo.join("tests")).unwrap();
+        std::fs::copy(tests.join("test_calc.py"), repo.join("tests/test_calc.py")).unwrap();
+        std::fs::write(repo.join("job.log"), log).unwrap();
+
+        let out = pitcrew(&repo, &["triage", "--log", "job.log", "--json"], &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let unresolved: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let printed_path = unresolved["findings"][0]["file"].as_str().unwrap().to_owned();
+        assert!(
+            printed_path.ends_with("work/calc/calc/tests/test_calc.py"),
+            "{printed_path}"
+        );
+
+        let out = pitcrew(&repo, &["triage", "--log", "job.log", "--json", "--repo", "."], &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let resolved: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(resolved["findings"][0]["file"], "tests/test_calc.py");
+        assert_eq!(
+            resolved["sources"],
+            serde_json::json!([{ "file": "tests/test_calc.py", "line": 10, "source": "    assert add(2, 2) == 5" }])
+        );
+        let out = pitcrew(&repo, &["triage", "--log", "job.log", "--repo", "."], &[]);
+        assert!(
+            text(&out.stdout).ends_with("source lines:\n  tests/test_calc.py:10: assert add(2, 2) == 5\n"),
+            "{}",
+            text(&out.stdout)
+        );
+        let out = pitcrew(&repo, &["triage", "--log", "job.log", "--repo", "no-such-dir"], &[]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(text(&out.stderr).contains("--repo no-such-dir is not a directory"));
+    }
+
+    #[test]
     fn an_unreadable_log_exits_2() {
         let dir = scratch("triage-missing");
         let out = pitcrew(&dir, &["triage", "--log", "no-such.log"], &[]);
