@@ -477,9 +477,10 @@ mod action {
     use std::path::{Path, PathBuf};
     use std::process::Output;
 
-    use pitcrew_tests::fake_github::{FakeGithub, Permission, ReactionTarget};
+    use pitcrew_tests::ci_log::{actions_log, failing_output};
+    use pitcrew_tests::fake_github::{ActionsJob, FakeGithub, Permission, ReactionTarget, WorkflowRun};
     use pitcrew_tests::git_server::GitServer;
-    use pitcrew_tests::scenario::{CALC, CalcPull, Comment, calc_pull_request, comment_payload};
+    use pitcrew_tests::scenario::{CALC, CalcPull, Comment, calc_pull_request, comment_payload, workflow_run_payload};
     use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
     use serde_json::json;
 
@@ -530,6 +531,18 @@ mod action {
                 body,
             };
             let event = comment_payload(REPO, &self.git.url(REPO), PR, &comment, None);
+            self.run_event("issue_comment", &event, "auto", model, image)
+        }
+
+        /// Runs the step on event `name` with `payload`, in `mode`.
+        fn run_event(
+            &self,
+            name: &str,
+            event: &serde_json::Value,
+            mode: &str,
+            model: &ScriptedModel,
+            image: Option<&str>,
+        ) -> Output {
             let event_path = self.dir.join("event.json");
             std::fs::write(&event_path, serde_json::to_vec(&event).unwrap()).unwrap();
             let config = self.dir.join("pitcrew.toml");
@@ -542,7 +555,7 @@ mod action {
             std::fs::create_dir_all(&temp).unwrap();
             let vars: Vec<(String, String)> = vec![
                 ("GITHUB_ACTIONS".into(), "true".into()),
-                ("GITHUB_EVENT_NAME".into(), "issue_comment".into()),
+                ("GITHUB_EVENT_NAME".into(), name.into()),
                 ("GITHUB_EVENT_PATH".into(), event_path.display().to_string()),
                 ("GITHUB_REPOSITORY".into(), REPO.into()),
                 ("GITHUB_API_URL".into(), self.github.url()),
@@ -558,7 +571,7 @@ mod action {
                 ("INPUT_MODEL".into(), "gpt-4o".into()),
                 ("INPUT_BASE_URL".into(), model.openai_base_url()),
                 ("INPUT_TRIGGER".into(), "@agent".into()),
-                ("INPUT_MODE".into(), "auto".into()),
+                ("INPUT_MODE".into(), mode.into()),
                 ("INPUT_CONFIG".into(), config.display().to_string()),
             ];
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -680,6 +693,68 @@ mod action {
                 .any(|r| matches!(r.target, ReactionTarget::IssueComment(_)) && r.content == "eyes")
         });
         assert!(reacted);
+        model.assert_script_consumed();
+        step.github.assert_no_violations();
+    }
+
+    #[test]
+    fn a_failed_workflow_run_is_triaged_into_a_check_run_and_the_outputs() {
+        let step = Step::new("action-triage");
+        // The calc project's own test suite, run for real, as the failing job's log.
+        let checkout = step.dir.join("ci-checkout");
+        std::fs::create_dir_all(&checkout).unwrap();
+        std::fs::write(checkout.join("calc.sh"), CALC).unwrap();
+        std::fs::write(checkout.join("run-tests.sh"), pitcrew_tests::scenario::TESTS).unwrap();
+        let output = failing_output(&checkout, "sh run-tests.sh", &[]);
+        let run_id = step.github.add_workflow_run(
+            REPO,
+            WorkflowRun::new(0, "CI", &step.pull.head_sha)
+                .head_branch(&step.pull.branch)
+                .pull_request(PR)
+                .conclusion("failure"),
+        );
+        step.github.add_actions_job(
+            REPO,
+            ActionsJob::new(0, run_id, "test")
+                .step("Run sh run-tests.sh", "failure")
+                .conclusion("failure")
+                .log(actions_log("sh run-tests.sh", &output, 101)),
+        );
+        let model = ScriptedModel::start(
+            Script::new().turn(Reply::text("`add` in calc.sh:2 subtracts; both tests of `add` fail.").usage(800, 30)),
+        );
+        let event = workflow_run_payload(REPO, &step.git.url(REPO), run_id, &step.pull.head_sha, PR, None);
+        let out = step.run_event("workflow_run", &event, "auto", &model, None);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+        assert!(
+            stdout.contains("::group::pitcrew: triage job on acme/calc#7"),
+            "{stdout}"
+        );
+
+        let runs = step.github.check_runs();
+        assert_eq!(runs.len(), 1, "{runs:#?}");
+        assert_eq!(runs[0].name, "pitcrew triage");
+        assert_eq!(runs[0].head_sha, step.pull.head_sha);
+        let summary = runs[0].output["summary"].as_str().unwrap();
+        assert!(summary.contains("| code failure |"), "{summary}");
+        assert!(summary.contains("`adds_two_numbers`"), "{summary}");
+        assert!(summary.contains("`add` in calc.sh:2 subtracts"), "{summary}");
+        let outputs = step.outputs();
+        assert_eq!(outputs["conclusion"], "neutral", "{outputs:?}");
+        assert_eq!(outputs["pr_number"], "7");
+        assert_eq!(
+            outputs["summary"],
+            "`add` in calc.sh:2 subtracts; both tests of `add` fail."
+        );
+        let report = std::fs::read_to_string(step.summary()).unwrap();
+        assert!(report.contains("**pitcrew · CI triage**"), "{report}");
+        // No comment unless the repository asks for one, and nothing pushed.
+        assert!(step.github.comments_on(REPO, PR).is_empty());
+        assert_eq!(
+            step.git.rev_parse(REPO, &format!("refs/heads/{}", step.pull.branch)),
+            Some(step.pull.head_sha.clone())
+        );
         model.assert_script_consumed();
         step.github.assert_no_violations();
     }

@@ -1,7 +1,8 @@
 //! A small project the end-to-end tests fix through the bot, and the webhook payloads that ask
 //! for it: `calc.sh` whose `add` subtracts, a shell test suite printing libtest's format (run in
-//! the busybox sandbox), a pull request #N that does not touch it, and comment deliveries built from
-//! a real recorded `issue_comment` (triagebot's) pointed at the local repository.
+//! the busybox sandbox), a pull request #N that does not touch it, and deliveries built from real
+//! recorded payloads pointed at the local repository: comments (triagebot's `issue_comment`) and
+//! CI failures (octokit's `workflow_run` and `check_run` examples).
 
 use serde_json::{Value, json};
 
@@ -164,5 +165,80 @@ pub fn comment_payload(
             }
         }
     }
+    payload
+}
+
+/// A real example delivery of `event` (octokit's `file` under `webhooks/<event>/`) pointed at
+/// `repo` at `clone_url`, with `installation` for an App's delivery.
+fn example_payload(event: &str, file: &str, repo: &str, clone_url: &str, installation: Option<u64>) -> Value {
+    let path = fixtures_root().join(format!("webhooks/{event}/{file}"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut payload: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (owner, name) = repo.split_once('/').unwrap_or((repo, repo));
+    payload["repository"]["full_name"] = json!(repo);
+    payload["repository"]["name"] = json!(name);
+    payload["repository"]["owner"]["login"] = json!(owner);
+    payload["repository"]["clone_url"] = json!(clone_url);
+    payload["repository"]["default_branch"] = json!("main");
+    match installation {
+        Some(id) => payload["installation"] = json!({ "id": id }),
+        None => {
+            if let Some(object) = payload.as_object_mut() {
+                object.remove("installation");
+            }
+        }
+    }
+    payload
+}
+
+/// GitHub's example `workflow_run.completed` delivery (octokit's), made a failure of run `run_id`
+/// of workflow `CI` on `head_sha` for pull request `number` of `repo`.
+pub fn workflow_run_payload(
+    repo: &str,
+    clone_url: &str,
+    run_id: u64,
+    head_sha: &str,
+    number: u64,
+    installation: Option<u64>,
+) -> Value {
+    let mut payload = example_payload(
+        "workflow_run",
+        "completed.with-pull-requests.payload.json",
+        repo,
+        clone_url,
+        installation,
+    );
+    let repo_id = payload["repository"]["id"].clone();
+    let run = &mut payload["workflow_run"];
+    run["id"] = json!(run_id);
+    run["name"] = json!("CI");
+    run["conclusion"] = json!("failure");
+    run["head_sha"] = json!(head_sha);
+    run["pull_requests"][0]["number"] = json!(number);
+    run["pull_requests"][0]["head"]["sha"] = json!(head_sha);
+    run["pull_requests"][0]["base"]["repo"]["id"] = repo_id;
+    payload
+}
+
+/// GitHub's example `check_run.completed` delivery (octokit's, a GitHub Actions job), made the
+/// failure of job `job_id` named `name` on `head_sha` for pull request `number` of `repo`.
+pub fn check_run_payload(
+    repo: &str,
+    clone_url: &str,
+    job_id: u64,
+    name: &str,
+    head_sha: &str,
+    number: u64,
+    installation: Option<u64>,
+) -> Value {
+    let mut payload = example_payload("check_run", "completed.1.payload.json", repo, clone_url, installation);
+    let repo_id = payload["repository"]["id"].clone();
+    let run = &mut payload["check_run"];
+    run["id"] = json!(job_id);
+    run["name"] = json!(name);
+    run["conclusion"] = json!("failure");
+    run["head_sha"] = json!(head_sha);
+    run["pull_requests"][0]["number"] = json!(number);
+    run["pull_requests"][0]["base"]["repo"]["id"] = repo_id;
     payload
 }

@@ -10,12 +10,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use pitcrew::config::{Config, LoadOptions};
+use pitcrew::jobs::{JobFilter, JobState};
 use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew_tests::ci_log::{actions_log, failing_output};
-use pitcrew_tests::fake_github::openapi::fixtures_root;
-use pitcrew_tests::fake_github::{ActionsJob, ExternalCheckRun, FakeGithub, Issue, Repo, WorkflowRun};
+use pitcrew_tests::fake_github::{ActionsJob, ExternalCheckRun, FakeGithub, Issue, Permission, Repo, WorkflowRun};
 use pitcrew_tests::git_server::GitServer;
+use pitcrew_tests::scenario::{check_run_payload, workflow_run_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
 use pitcrew_tests::server_config::ServerOverrides;
 use serde_json::{Value, json};
@@ -62,31 +63,6 @@ fn timeout_log(dir: &Path) -> String {
     actions_log("python3 integration.py", &output, 1)
 }
 
-/// GitHub's example `workflow_run.completed` delivery, made a failure of run `run_id` on `head_sha`
-/// for pull request `PR` of the local repository.
-fn workflow_run_payload(clone_url: &str, run_id: u64, head_sha: &str, installation: u64) -> Value {
-    let path = fixtures_root().join("webhooks/workflow_run/completed.with-pull-requests.payload.json");
-    let mut payload: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let repo_id = payload["repository"]["id"].clone();
-    let (owner, name) = REPO.split_once('/').unwrap();
-    payload["repository"]["full_name"] = json!(REPO);
-    payload["repository"]["name"] = json!(name);
-    payload["repository"]["owner"]["login"] = json!(owner);
-    payload["repository"]["clone_url"] = json!(clone_url);
-    payload["repository"]["default_branch"] = json!("main");
-    let run = &mut payload["workflow_run"];
-    run["id"] = json!(run_id);
-    run["name"] = json!("CI");
-    run["conclusion"] = json!("failure");
-    run["head_sha"] = json!(head_sha);
-    run["head_branch"] = json!("fix-add");
-    run["pull_requests"][0]["number"] = json!(PR);
-    run["pull_requests"][0]["head"]["sha"] = json!(head_sha);
-    run["pull_requests"][0]["base"]["repo"]["id"] = repo_id;
-    payload["installation"] = json!({ "id": installation });
-    payload
-}
-
 fn script() -> Script {
     Script::new()
         // The triage's root cause.
@@ -104,42 +80,132 @@ fn script() -> Script {
         .turn(Reply::text("`add` adds again."))
 }
 
+/// The repository with its failing pull request, the fake GitHub, and a running server.
+struct World {
+    github: FakeGithub,
+    git: GitServer,
+    model: ScriptedModel,
+    server: RunningServer,
+    head_sha: String,
+    _data: TempDir,
+}
+
+impl World {
+    async fn start(image: &str, repo_config: &str, script: Script) -> World {
+        let github = FakeGithub::start();
+        let git = GitServer::start_with(github.token_check());
+        let base_sha = git
+            .create_repo(
+                REPO,
+                &[
+                    ("Cargo.toml", CARGO_TOML),
+                    ("src/lib.rs", FIXED_LIB),
+                    (".github/pitcrew.toml", repo_config),
+                ],
+            )
+            .unwrap();
+        let head_sha = git
+            .create_pull_head(REPO, PR, "main", &[("src/lib.rs", BUGGY_LIB)], "add: simplify")
+            .unwrap();
+        let status = std::process::Command::new("git")
+            .args(["update-ref", "refs/heads/fix-add", &head_sha])
+            .current_dir(git.repo_path(REPO))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        github.add_repo(
+            Repo::new(REPO)
+                .default_branch("main")
+                .clone_url(&git.url(REPO))
+                .git_dir(git.repo_path(REPO)),
+        );
+        github.add_issue(
+            REPO,
+            Issue::pull_request(PR, "Simplify add", ("fix-add", &head_sha), ("main", &base_sha)).user("bob"),
+        );
+        github.set_permission(REPO, "alice", Permission::Write);
+        let model = ScriptedModel::start(script);
+        let data = TempDir::new().unwrap();
+        let overrides = ServerOverrides::new(&github, SECRET, data.path())
+            .model(&model)
+            .docker(image)
+            .build();
+        let config = Config::load(LoadOptions {
+            config_path: None,
+            env: &BTreeMap::new(),
+            overrides: &overrides,
+        })
+        .unwrap();
+        let server = pitcrew::serve::start(
+            config,
+            ServeOptions {
+                listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
+                ..ServeOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+        World {
+            github,
+            git,
+            model,
+            server,
+            head_sha,
+            _data: data,
+        }
+    }
+
+    async fn post(&self, event: &str, delivery: &str, payload: &Value) {
+        let body = serde_json::to_vec(payload).unwrap();
+        let (status, text) = super::webhook::post(&self.server.url(), SECRET, event, delivery, body, None).await;
+        assert_eq!(status, 202, "{text}");
+    }
+
+    /// Waits until no job is queued or running and the triage check run is completed.
+    async fn settled(&self) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let mut busy = 0;
+            for state in [JobState::Queued, JobState::Running] {
+                let filter = JobFilter {
+                    state: Some(state),
+                    ..JobFilter::default()
+                };
+                busy += self.server.store().jobs(&filter).await.unwrap().len();
+            }
+            let completed = self.github.state(|s| {
+                s.check_runs_named(REPO, "pitcrew triage")
+                    .iter()
+                    .all(|run| run.status == "completed")
+            });
+            // Deliveries still waiting for the dispatcher count too.
+            let waiting = self.server.store().unprocessed_deliveries(10).await.unwrap().len();
+            if busy == 0 && waiting == 0 && completed {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the jobs never settled");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn bot_comments(&self) -> Vec<String> {
+        let bot = self.github.bot_login();
+        self.github
+            .comments_on(REPO, PR)
+            .into_iter()
+            .filter(|c| c.user == bot)
+            .map(|c| c.body)
+            .collect()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failed_workflow_run_is_triaged_annotated_commented_rerun_and_fixed() {
     let Some(image) = pitcrew_tests::docker::test_image() else {
         return;
     };
-    let github = FakeGithub::start();
-    let git = GitServer::start_with(github.token_check());
-    let base_sha = git
-        .create_repo(
-            REPO,
-            &[
-                ("Cargo.toml", CARGO_TOML),
-                ("src/lib.rs", FIXED_LIB),
-                (".github/pitcrew.toml", REPO_CONFIG),
-            ],
-        )
-        .unwrap();
-    let head_sha = git
-        .create_pull_head(REPO, PR, "main", &[("src/lib.rs", BUGGY_LIB)], "add: simplify")
-        .unwrap();
-    let status = std::process::Command::new("git")
-        .args(["update-ref", "refs/heads/fix-add", &head_sha])
-        .current_dir(git.repo_path(REPO))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    github.add_repo(
-        Repo::new(REPO)
-            .default_branch("main")
-            .clone_url(&git.url(REPO))
-            .git_dir(git.repo_path(REPO)),
-    );
-    github.add_issue(
-        REPO,
-        Issue::pull_request(PR, "Simplify add", ("fix-add", &head_sha), ("main", &base_sha)).user("bob"),
-    );
+    let world = World::start(image, REPO_CONFIG, script()).await;
+    let (github, git, model, head_sha) = (&world.github, &world.git, &world.model, world.head_sha.clone());
 
     // CI: a workflow run whose `test` job fails for real and whose `integration` job times out,
     // one job that passed, and another CI service's lint check that failed.
@@ -177,39 +243,15 @@ async fn a_failed_workflow_run_is_triaged_annotated_commented_rerun_and_fixed() 
     lint.summary = Some("error: scripts/release.sh: unexpected end of file".into());
     github.add_external_check_run(REPO, lint);
 
-    let model = ScriptedModel::start(script());
-    let data = TempDir::new().unwrap();
-    let overrides = ServerOverrides::new(&github, SECRET, data.path())
-        .model(&model)
-        .docker(image)
-        .build();
-    let config = Config::load(LoadOptions {
-        config_path: None,
-        env: &BTreeMap::new(),
-        overrides: &overrides,
-    })
-    .unwrap();
-    let server: RunningServer = pitcrew::serve::start(
-        config,
-        ServeOptions {
-            listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
-            ..ServeOptions::default()
-        },
-    )
-    .await
-    .unwrap();
-
-    let payload = workflow_run_payload(&git.url(REPO), run_id, &head_sha, github.installation_id());
-    let (status, text) = super::webhook::post(
-        &server.url(),
-        SECRET,
-        "workflow_run",
-        "triage-1",
-        serde_json::to_vec(&payload).unwrap(),
-        None,
-    )
-    .await;
-    assert_eq!(status, 202, "{text}");
+    let payload = workflow_run_payload(
+        REPO,
+        &git.url(REPO),
+        run_id,
+        &head_sha,
+        PR,
+        Some(github.installation_id()),
+    );
+    world.post("workflow_run", "triage-1", &payload).await;
 
     // The triage, then the fix it started: both report on check runs.
     let done = github
@@ -278,15 +320,14 @@ async fn a_failed_workflow_run_is_triaged_annotated_commented_rerun_and_fixed() 
     assert_ne!(integration_job, test_job);
 
     // The comment on the pull request, linked from the check run's details.
-    let bot = github.bot_login();
-    let comments: Vec<_> = github
-        .comments_on(REPO, PR)
+    let comments: Vec<_> = world
+        .bot_comments()
         .into_iter()
-        .filter(|c| c.user == bot && c.body.contains("CI triage"))
+        .filter(|c| c.contains("CI triage"))
         .collect();
     assert_eq!(comments.len(), 1, "{comments:#?}");
-    assert!(comments[0].body.contains("`add` in src/lib.rs:2 subtracts"));
-    assert!(comments[0].body.contains("the `pitcrew triage` check run"));
+    assert!(comments[0].contains("`add` in src/lib.rs:2 subtracts"));
+    assert!(comments[0].contains("the `pitcrew triage` check run"));
     assert!(
         triage
             .details_url
@@ -340,5 +381,151 @@ async fn a_failed_workflow_run_is_triaged_annotated_commented_rerun_and_fixed() 
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&file.stdout), FIXED_LIB);
-    server.shutdown(Duration::from_secs(5)).await;
+    world.server.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_failures_of_one_commit_make_one_check_run_and_one_comment_and_asking_answers() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let answer = || Reply::text("The `e2e` job left no log to read, so its cause cannot be established.");
+    let script = Script::new()
+        .turn(answer())
+        .turn(answer())
+        .turn(answer())
+        .turn(answer());
+    let config = "[agent]\ntest_command = \"true\"\n\n[triage]\ncomment = true\n";
+    let world = World::start(image, config, script).await;
+    let (github, git, head_sha) = (&world.github, &world.git, world.head_sha.clone());
+
+    // A full re-run: `unit` passed in attempt 1 and failed in attempt 2 (real cargo output, yet
+    // flaky); `e2e` failed and its log has expired.
+    let run_id = github.add_workflow_run(
+        REPO,
+        WorkflowRun::new(0, "CI", &head_sha)
+            .head_branch("fix-add")
+            .pull_request(PR)
+            .run_attempt(2)
+            .conclusion("failure"),
+    );
+    github.add_actions_job(
+        REPO,
+        ActionsJob::new(0, run_id, "unit").step("Run cargo test --offline", "success"),
+    );
+    let unit = github.add_actions_job(
+        REPO,
+        ActionsJob::new(0, run_id, "unit")
+            .run_attempt(2)
+            .step("Run cargo test --offline", "failure")
+            .conclusion("failure")
+            .log(cargo_test_log()),
+    );
+    let e2e = github.add_actions_job(
+        REPO,
+        ActionsJob::new(0, run_id, "e2e")
+            .run_attempt(2)
+            .step("Set up job", "success")
+            .step("Run ./e2e.sh", "failure")
+            .conclusion("failure"),
+    );
+    github.expire_job_logs(e2e);
+
+    // Every failure of the commit is delivered: each job's check run, then the workflow run.
+    let installation = github.installation_id();
+    world
+        .post(
+            "check_run",
+            "cr-unit",
+            &check_run_payload(REPO, &git.url(REPO), unit, "unit", &head_sha, PR, Some(installation)),
+        )
+        .await;
+    world
+        .post(
+            "check_run",
+            "cr-e2e",
+            &check_run_payload(REPO, &git.url(REPO), e2e, "e2e", &head_sha, PR, Some(installation)),
+        )
+        .await;
+    world
+        .post(
+            "workflow_run",
+            "wr",
+            &workflow_run_payload(REPO, &git.url(REPO), run_id, &head_sha, PR, Some(installation)),
+        )
+        .await;
+    world.settled().await;
+    github.assert_no_violations();
+
+    let runs = github.state(|s| {
+        s.check_runs_named(REPO, "pitcrew triage")
+            .into_iter()
+            .cloned()
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    let run = &runs[0];
+    assert_eq!(run.conclusion.as_deref(), Some("neutral"));
+    let summary = run.output["summary"].as_str().unwrap();
+    assert_eq!(
+        run.output["title"].as_str(),
+        Some("2 failed jobs: 1 flaky, 1 unknown"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("the same job passed in attempt 1 of this run"),
+        "{summary}"
+    );
+    assert!(summary.contains("its log could not be read"), "{summary}");
+    assert!(summary.contains("410"), "{summary}");
+    // A flaky failure still points at its line, as a warning.
+    assert_eq!(run.annotations.last().unwrap()["annotation_level"], "warning");
+    let triages = world
+        .server
+        .store()
+        .jobs(&JobFilter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|job| job.kind == "triage")
+        .count();
+    assert!((1..=3).contains(&triages), "{triages} triage jobs");
+    let ci_comments: Vec<String> = world
+        .bot_comments()
+        .into_iter()
+        .filter(|c| c.contains("CI triage"))
+        .collect();
+    assert_eq!(
+        ci_comments.len(),
+        1,
+        "later triages of the commit update its comment: {ci_comments:#?}"
+    );
+
+    // Asking answers in the conversation, and the check run is still the one.
+    let id = github.add_issue_comment(REPO, PR, "alice", "@agent triage");
+    let comment = pitcrew_tests::scenario::Comment {
+        id,
+        login: "alice",
+        user_id: 4242,
+        association: "COLLABORATOR",
+        body: "@agent triage",
+    };
+    let payload = pitcrew_tests::scenario::comment_payload(REPO, &git.url(REPO), PR, &comment, Some(installation));
+    world.post("issue_comment", "asked", &payload).await;
+    let answered = github
+        .wait_until(WAIT, |state| {
+            state
+                .comments_on(REPO, PR)
+                .iter()
+                .filter(|c| c.body.contains("CI triage"))
+                .count()
+                == 2
+        })
+        .await;
+    assert!(answered, "{:#?}", world.bot_comments());
+    world.settled().await;
+    let runs = github.state(|s| s.check_runs_named(REPO, "pitcrew triage").len());
+    assert_eq!(runs, 1);
+    github.assert_no_violations();
+    world.server.shutdown(Duration::from_secs(5)).await;
 }
