@@ -237,6 +237,14 @@ async fn a_failed_workflow_run_is_triaged_annotated_commented_rerun_and_fixed() 
         REPO,
         ActionsJob::new(0, run_id, "fmt").step("Run cargo fmt --check", "success"),
     );
+    // On `main`, `test` passed in its last two runs.
+    for sha in [
+        "1111111111111111111111111111111111111111",
+        "2222222222222222222222222222222222222222",
+    ] {
+        let run = github.add_workflow_run(REPO, WorkflowRun::new(0, "CI", sha).conclusion("success"));
+        github.add_actions_job(REPO, ActionsJob::new(0, run, "test").conclusion("success"));
+    }
     let mut lint = ExternalCheckRun::new(0, "lint", &head_sha, "buildkite");
     lint.conclusion = Some("failure".into());
     lint.title = Some("shellcheck failed".into());
@@ -284,7 +292,11 @@ async fn a_failed_workflow_run_is_triaged_annotated_commented_rerun_and_fixed() 
     );
     assert!(summary.contains("| [CI / test]("), "{summary}");
     assert!(
-        summary.contains("| code failure | 80% | `Run cargo test --offline` | 1 |"),
+        summary.contains("| code failure | 85% | `Run cargo test --offline` | 1 |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("`test` passed in each of the last 2 runs on `main`"),
         "{summary}"
     );
     assert!(summary.contains("| flaky |"), "{summary}");
@@ -430,6 +442,14 @@ async fn the_failures_of_one_commit_make_one_check_run_and_one_comment_and_askin
             .conclusion("failure"),
     );
     github.expire_job_logs(e2e);
+    // On `main`, `e2e` failed once and passed once lately: it fails now and then.
+    for (sha, conclusion) in [
+        ("1111111111111111111111111111111111111111", "failure"),
+        ("2222222222222222222222222222222222222222", "success"),
+    ] {
+        let run = github.add_workflow_run(REPO, WorkflowRun::new(0, "CI", sha).conclusion(conclusion));
+        github.add_actions_job(REPO, ActionsJob::new(0, run, "e2e").conclusion(conclusion));
+    }
 
     // Every failure of the commit is delivered: each job's check run, then the workflow run.
     let installation = github.installation_id();
@@ -469,7 +489,11 @@ async fn the_failures_of_one_commit_make_one_check_run_and_one_comment_and_askin
     let summary = run.output["summary"].as_str().unwrap();
     assert_eq!(
         run.output["title"].as_str(),
-        Some("2 failed jobs: 1 flaky, 1 unknown"),
+        Some("2 failed jobs: 2 flaky"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("`e2e` failed in 1 and passed in 1 of the last 2 runs on `main`"),
         "{summary}"
     );
     assert!(

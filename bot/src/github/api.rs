@@ -1078,6 +1078,22 @@ impl GithubClient {
         self.paged(endpoint, |page: WorkflowRunPage| page.workflow_runs).await
     }
 
+    /// The newest completed workflow runs on `branch`, newest first: one page of at most `limit`
+    /// (1 to 100), the branch's recent CI history.
+    pub async fn recent_workflow_runs(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+        limit: u8,
+    ) -> Result<Vec<WorkflowRunSummary>, GithubError> {
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["actions", "runs"]))
+            .query("branch", branch)
+            .query("status", "completed")
+            .query("per_page", limit.clamp(1, 100).to_string());
+        let page: WorkflowRunPage = self.json(endpoint, None).await?;
+        Ok(page.workflow_runs)
+    }
+
     /// The jobs of workflow run `run_id`: of its latest attempt, or of every attempt.
     pub async fn list_jobs_for_run(
         &self,

@@ -9,6 +9,7 @@
 //! a fix job seeded with the evidence (at most [`MAX_AUTO_FIXES`] per pull request, so that a fix
 //! that keeps failing cannot loop).
 
+use std::collections::HashMap;
 use std::time::SystemTime;
 
 use serde_json::json;
@@ -52,7 +53,11 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let (head_sha, pull) = commit_and_pull(env).await?;
     let settings = settings(env, pull.as_ref().map(|p| p.number.0)).await?;
 
-    let mut triage = gather(env, &head_sha, pull.as_ref().map(|p| p.number.0)).await?;
+    // The branch the commit is measured against: the pull request's base, else the default branch.
+    let base = pull
+        .as_ref()
+        .map_or_else(|| env.request.repo.default_branch.clone(), |p| p.base.branch.clone());
+    let mut triage = gather(env, &head_sha, pull.as_ref().map(|p| p.number.0), &base).await?;
     let existing = existing_check_run(env, &head_sha).await;
     if triage.jobs.is_empty() {
         return nothing_failed(env, &triage, existing, asked).await;
@@ -260,14 +265,16 @@ fn check_run_url(env: &JobEnv, id: u64) -> String {
 }
 
 /// The commit's failed jobs with their evidence.
-async fn gather(env: &JobEnv, head_sha: &str, pull: Option<u64>) -> Result<Triage, HandlerError> {
+async fn gather(env: &JobEnv, head_sha: &str, pull: Option<u64>, base: &str) -> Result<Triage, HandlerError> {
     let mut jobs = Vec::new();
     let runs = env.github.list_workflow_runs_for_sha(&env.repo, head_sha).await?;
     for run in runs.iter().filter(|r| is_failure(r.conclusion.as_deref())) {
         if jobs.len() >= MAX_JOBS {
             break;
         }
+        let from = jobs.len();
         actions_jobs(env, run, &mut jobs).await?;
+        compare_with_base(env, run, head_sha, base, &mut jobs[from..]).await;
     }
     // Other CI services report through check runs with their own output.
     let checks = env
@@ -348,6 +355,109 @@ async fn actions_jobs(env: &JobEnv, run: &WorkflowRunSummary, out: &mut Vec<Fail
             .await;
     }
     Ok(())
+}
+
+/// Base-branch runs of a workflow read to judge a failure: enough to see a job that fails now and
+/// then, few enough to cost a handful of calls.
+const BASE_RUNS: usize = 5;
+
+/// How a workflow's jobs fared in its newest runs on the base branch.
+struct BaseHistory {
+    runs: usize,
+    /// Per job name: (failed, passed).
+    by_job: HashMap<String, (usize, usize)>,
+}
+
+/// The workflow's recent history on `base`, not counting runs of the commit itself; `None` when
+/// it has none or it cannot be read (the triage goes on without it).
+async fn base_history(env: &JobEnv, workflow: &str, base: &str, head_sha: &str) -> Option<BaseHistory> {
+    let runs = match env.github.recent_workflow_runs(&env.repo, base, 30).await {
+        Ok(runs) => runs,
+        Err(error) => {
+            tracing::warn!(job = %env.job.id, %error, "could not read the base branch's workflow runs");
+            return None;
+        }
+    };
+    let runs: Vec<&WorkflowRunSummary> = runs
+        .iter()
+        .filter(|r| r.name.as_deref() == Some(workflow) && r.head_sha != head_sha)
+        .filter(|r| matches!(r.conclusion.as_deref(), Some("success" | "failure" | "timed_out")))
+        .take(BASE_RUNS)
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let mut by_job: HashMap<String, (usize, usize)> = HashMap::new();
+    for run in &runs {
+        let Ok(jobs) = env.github.list_jobs_for_run(&env.repo, run.id, RunFilter::Latest).await else {
+            continue;
+        };
+        for job in jobs {
+            let entry = by_job.entry(job.name).or_default();
+            match job.conclusion.as_deref() {
+                Some("success") => entry.1 += 1,
+                conclusion if is_failure(conclusion) => entry.0 += 1,
+                _ => {}
+            }
+        }
+    }
+    Some(BaseHistory {
+        runs: runs.len(),
+        by_job,
+    })
+}
+
+/// Weighs each failed job of `run` against the same job on the base branch: one that both failed
+/// and passed there lately fails intermittently, and is flaky here too unless the compiler says
+/// otherwise; one that fails there every time predates the change; one that always passes there
+/// makes the change the likelier cause.
+async fn compare_with_base(env: &JobEnv, run: &WorkflowRunSummary, head_sha: &str, base: &str, jobs: &mut [FailedJob]) {
+    let undecided = |job: &FailedJob| matches!(job.analysis.classification.class, Class::Code | Class::Unknown);
+    let Some(workflow) = run.name.as_deref() else {
+        return;
+    };
+    if !jobs.iter().any(undecided) {
+        return;
+    }
+    let Some(history) = base_history(env, workflow, base, head_sha).await else {
+        return;
+    };
+    for job in jobs.iter_mut().filter(|j| undecided(j)) {
+        let Some(&(failed, passed)) = history.by_job.get(&job.name) else {
+            continue;
+        };
+        let compiled = job
+            .analysis
+            .findings
+            .iter()
+            .any(|f| f.kind == crate::triage::FindingKind::CompileError);
+        let c = &mut job.analysis.classification;
+        let n = history.runs;
+        if failed > 0 && passed > 0 {
+            c.reasons.insert(
+                0,
+                format!(
+                    "`{}` failed in {failed} and passed in {passed} of the last {n} runs on `{base}`",
+                    job.name
+                ),
+            );
+            if !compiled {
+                c.class = Class::Flaky;
+                c.confidence = 0.6;
+            }
+        } else if failed > 0 {
+            c.reasons.push(format!(
+                "`{}` failed in each of the last {failed} runs on `{base}` too: the failure predates this change",
+                job.name
+            ));
+        } else if passed > 0 {
+            c.reasons.push(format!(
+                "`{}` passed in each of the last {passed} runs on `{base}`",
+                job.name
+            ));
+            c.confidence = (c.confidence + 0.05).min(0.95);
+        }
+    }
 }
 
 fn failed_step(job: &ActionsJob) -> Option<String> {
