@@ -342,17 +342,10 @@ async fn actions_jobs(env: &JobEnv, run: &WorkflowRunSummary, out: &mut Vec<Fail
             workflow: run.name.clone().filter(|n| !n.trim().is_empty()),
             name: job.name.clone(),
             url: job.html_url.clone(),
+            actions_job: Some((job.id, job.run_attempt.unwrap_or(latest))),
             evidence,
             analysis,
         });
-        // Remember the Actions job for a re-run.
-        let _ = env
-            .control
-            .event(
-                "triage_job",
-                json!({ "job": job.id, "attempt": job.run_attempt.unwrap_or(latest), "index": out.len() - 1 }),
-            )
-            .await;
     }
     Ok(())
 }
@@ -505,6 +498,7 @@ fn external_job(check: &CheckRunSummary) -> FailedJob {
         workflow: check.app.as_ref().and_then(|a| a.slug.clone()),
         name: check.name.clone(),
         url: check.html_url.clone().or_else(|| check.details_url.clone()),
+        actions_job: None,
         evidence: Evidence::CheckOutput,
         analysis,
     }
@@ -641,24 +635,15 @@ fn stop_words(stop: &StopReason) -> String {
 /// Re-runs each Actions job judged flaky, once: a job already in a re-run (attempt 2 or later) is
 /// left alone.
 async fn rerun_flaky(env: &JobEnv, triage: &mut Triage) {
-    let Ok(events) = env.control.events().await else {
-        return;
-    };
     let mut actions = Vec::new();
-    for event in events.iter().filter(|e| e.kind == "triage_job") {
-        let (Some(id), Some(attempt), Some(index)) = (
-            event.data["job"].as_u64(),
-            event.data["attempt"].as_u64(),
-            event.data["index"].as_u64(),
-        ) else {
+    for job in triage
+        .jobs
+        .iter()
+        .filter(|j| j.analysis.classification.class == Class::Flaky)
+    {
+        let Some((id, attempt)) = job.actions_job else {
             continue;
         };
-        let Some(job) = usize::try_from(index).ok().and_then(|i| triage.jobs.get(i)) else {
-            continue;
-        };
-        if job.analysis.classification.class != Class::Flaky {
-            continue;
-        }
         if attempt > 1 {
             actions.push(format!("Did not re-run `{}`: it was re-run already.", job.title()));
             continue;

@@ -40,6 +40,8 @@ pub struct FailedJob {
     pub workflow: Option<String>,
     pub name: String,
     pub url: Option<String>,
+    /// The GitHub Actions job and its attempt, for an Actions job (what a re-run names).
+    pub actions_job: Option<(u64, u64)>,
     /// Where the evidence came from.
     pub evidence: Evidence,
     pub analysis: Analysis,
@@ -444,6 +446,7 @@ mod tests {
             workflow: Some(workflow.into()),
             name: name.into(),
             url: Some(format!("https://github.com/o/r/actions/runs/1/job/{}", name.len())),
+            actions_job: None,
             evidence: Evidence::Log { truncated: false },
             analysis: Analysis {
                 step: Some("Run cargo test".into()),
