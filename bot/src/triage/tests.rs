@@ -1,6 +1,7 @@
-//! Triage of real failure output: `cargo test`, `rustc`, pytest, Maven and `go test` run on tiny
-//! failing projects, their output wrapped in the Actions log format, and signature samples for each
-//! class. Maven and Go are skipped, saying so, only where `mvn` or `go` is not installed.
+//! Triage of real failure output: `cargo test`, `rustc`, `javac`, pytest, Maven (failing tests
+//! and compile errors) and `go test` run on tiny failing projects, their output wrapped in the
+//! Actions log format, and signature samples for each class. javac, Maven and Go are skipped,
+//! saying so, only where `javac`, `mvn` or `go` is not installed.
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use std::path::Path;
@@ -143,6 +144,70 @@ fn a_rustc_type_error_is_a_compile_error_at_its_line() {
     );
     assert_eq!(analysis.classification.class, Class::Code);
     assert_eq!(analysis.classification.confidence, 0.9);
+}
+
+/// A class with two errors javac reports (one with a `symbol:` detail) and lint warnings.
+const BROKEN_CALC: &str = "package com.example;
+
+import java.util.ArrayList;
+import java.util.List;
+
+public class Calc {
+    public static int add(int a, int b) {
+        return a + y;
+    }
+
+    public static String name() {
+        return 42;
+    }
+
+    public static List<String> names() {
+        List raw = new ArrayList();
+        return raw;
+    }
+
+    public static Integer boxed() {
+        return new Integer(1);
+    }
+}
+";
+
+/// A compile error javac found.
+fn javac_error(file: &str, line: u32, message: &str) -> Finding {
+    Finding {
+        kind: FindingKind::CompileError,
+        runner: None,
+        compiler: Some(Compiler::Javac),
+        test: None,
+        file: Some(file.into()),
+        line: Some(line),
+        message: message.into(),
+    }
+}
+
+#[test]
+fn javac_errors_are_compile_errors_at_their_lines_with_their_symbol() {
+    if !installed("javac", "-version") {
+        return;
+    }
+    let dir = project(&[("src/main/java/com/example/Calc.java", BROKEN_CALC)]);
+    let command = "javac -Xlint:all -d out src/main/java/com/example/Calc.java";
+    let output = output_of(dir.path(), command, &[]);
+    assert!(output.contains(": warning: [rawtypes]"), "{output}");
+    let analysis = analyse(&actions_log(command, &output, 1));
+    let file = "src/main/java/com/example/Calc.java";
+    assert_eq!(
+        analysis.findings,
+        [
+            javac_error(file, 8, "error: cannot find symbol\nsymbol:   variable y"),
+            javac_error(file, 12, "error: incompatible types: int cannot be converted to String"),
+        ]
+    );
+    assert_eq!(analysis.classification.class, Class::Code);
+    assert_eq!(
+        analysis.classification.reasons,
+        [format!("2 compile error(s) in `Run {command}`")]
+    );
 }
 
 #[test]
@@ -333,14 +398,33 @@ const MAVEN_POM: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 </project>
 "#;
 
+/// What Maven needs here, for a failure that says so.
+const MAVEN_PACKAGES: &str = "are maven, openjdk-17-jdk-headless, libsurefire-java, junit4, \
+                              libmaven-compiler-plugin-java and libmaven-resources-plugin-java installed?";
+
+/// A Maven project of [`MAVEN_POM`] and [`MAVEN_SETTINGS`] with `sources` in it.
+fn maven_project(sources: &[(&str, &str)]) -> tempfile::TempDir {
+    let mut files = vec![("pom.xml", MAVEN_POM), ("settings.xml", MAVEN_SETTINGS)];
+    files.extend_from_slice(sources);
+    project(&files)
+}
+
+/// Maven's output of `args` (goals and properties) on the project in `dir`, which it was meant to
+/// fail: offline, from Debian's packaged repository, into a local repository of the project's own.
+fn maven(dir: &Path, args: &str) -> String {
+    let command = format!(
+        "mvn -B -ntp -o -Daether.offline.protocols=file -s settings.xml -Dmaven.repo.local={} {args}",
+        dir.join("m2").display()
+    );
+    output_of(dir, &command, &[])
+}
+
 #[test]
 fn a_failing_maven_build_is_a_code_failure_at_its_tests() {
     if !installed("mvn", "-v") {
         return;
     }
-    let dir = project(&[
-        ("pom.xml", MAVEN_POM),
-        ("settings.xml", MAVEN_SETTINGS),
+    let dir = maven_project(&[
         (
             "src/main/java/com/example/Calc.java",
             "package com.example;\n\npublic class Calc {\n    public static int add(int a, int b) {\n        \
@@ -354,15 +438,10 @@ fn a_failing_maven_build_is_a_code_failure_at_its_tests() {
              }\n\n    @Test\n    public void divides() {\n        assertEquals(0, Calc.div(1, 0));\n    }\n}\n",
         ),
     ]);
-    let command = format!(
-        "mvn -B -ntp -o -Daether.offline.protocols=file -s settings.xml -Dmaven.repo.local={} test",
-        dir.path().join("m2").display()
-    );
-    let output = output_of(dir.path(), &command, &[]);
+    let output = maven(dir.path(), "test");
     assert!(
         output.contains("T E S T S"),
-        "Maven did not run the tests: are maven, openjdk-17-jdk-headless, libsurefire-java, junit4, \
-         libmaven-compiler-plugin-java and libmaven-resources-plugin-java installed?\n{output}"
+        "Maven did not run the tests: {MAVEN_PACKAGES}\n{output}"
     );
     let mut analysis = analyse(&actions_log("mvn -B -ntp test", &output, 1));
     assert_eq!(analysis.step.as_deref(), Some("Run mvn -B -ntp test"));
@@ -410,6 +489,92 @@ fn a_failing_maven_build_is_a_code_failure_at_its_tests() {
     assert_eq!(
         paths::source_line(dir.path(), relative, 15).as_deref(),
         Some("        assertEquals(\"two and two\", 5, Calc.add(2, 2));")
+    );
+}
+
+#[test]
+fn a_maven_compile_failure_is_one_finding_per_javac_error() {
+    if !installed("mvn", "-v") {
+        return;
+    }
+    let calc = "src/main/java/com/example/Calc.java";
+    let calc_test = "src/test/java/com/example/CalcTest.java";
+    let dir = maven_project(&[(calc, BROKEN_CALC)]);
+    let module = dir.path().canonicalize().unwrap();
+    let output = maven(dir.path(), "-Dmaven.compiler.showWarnings=true test");
+    assert!(output.contains("COMPILATION ERROR"), "{MAVEN_PACKAGES}\n{output}");
+    // Both blocks print each error, and the warnings are printed too.
+    let absolute = format!("{}/{calc}", module.display());
+    assert_eq!(
+        output.matches(&format!("{absolute}:[8,20] cannot find symbol")).count(),
+        2,
+        "{output}"
+    );
+    assert!(output.contains(&format!("[WARNING] {absolute}:[")), "{output}");
+    let mut analysis = analyse(&actions_log("mvn -B -ntp test", &output, 1));
+    assert_eq!(
+        analysis.findings,
+        [
+            javac_error(&absolute, 8, "cannot find symbol\nsymbol:   variable y"),
+            javac_error(
+                &absolute,
+                12,
+                "incompatible types: int cannot be converted to java.lang.String"
+            ),
+        ]
+    );
+    assert_eq!(analysis.classification.class, Class::Code);
+    assert_eq!(
+        analysis.classification.reasons,
+        ["2 compile error(s) in `Run mvn -B -ntp test`"]
+    );
+    assert_eq!(paths::resolve(&mut analysis.findings, dir.path()), 2);
+    assert_eq!(analysis.findings[0].file.as_deref(), Some(calc));
+
+    // A test that does not compile: Surefire never runs, so the error is the only finding.
+    std::fs::write(
+        dir.path().join(calc),
+        "package com.example;\n\npublic class Calc {\n    public static int add(int a, int b) {\n        \
+         return a + b;\n    }\n}\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("src/test/java/com/example")).unwrap();
+    std::fs::write(
+        dir.path().join(calc_test),
+        "package com.example;\n\nimport static org.junit.Assert.assertEquals;\n\nimport org.junit.Test;\n\n\
+         public class CalcTest {\n    @Test\n    public void adds() {\n        assertEquals(4, Calc.add(2, 2, 0));\n    \
+         }\n}\n",
+    )
+    .unwrap();
+    let output = maven(dir.path(), "test");
+    assert!(
+        output.contains("COMPILATION ERROR") && !output.contains("T E S T S"),
+        "{output}"
+    );
+    let analysis = analyse(&actions_log("mvn -B -ntp test", &output, 1));
+    assert_eq!(
+        analysis.findings,
+        [javac_error(
+            &format!("{}/{calc_test}", module.display()),
+            10,
+            "method add in class com.example.Calc cannot be applied to given types;"
+        )]
+    );
+    assert_eq!(analysis.classification.class, Class::Code);
+}
+
+#[test]
+fn a_runners_checkout_prefix_is_taken_off_mavens_javac_errors() {
+    let text = "[ERROR] /home/runner/work/shop/shop/cart/src/main/java/com/shop/Cart.java:[8,20] cannot find symbol\n\
+                [ERROR]   symbol:   variable y\n\
+                [ERROR]   location: class com.shop.Cart\n";
+    assert_eq!(
+        findings(text),
+        [javac_error(
+            "cart/src/main/java/com/shop/Cart.java",
+            8,
+            "cannot find symbol\nsymbol:   variable y"
+        )]
     );
 }
 
