@@ -40,6 +40,10 @@ const SECTIONS: &[(&str, &[&str])] = &[
         ],
     ),
     ("triage", &["on_failure", "auto_fix", "rerun_flaky", "comment"]),
+    (
+        "chores.deps",
+        &["schedule", "timezone", "ecosystems", "major", "ignore", "group", "update_pinned"],
+    ),
 ];
 
 /// GitHub refuses label names longer than this.
@@ -54,6 +58,47 @@ pub struct RepoConfig {
     pub sandbox: RepoSandbox,
     pub triggers: RepoTriggers,
     pub triage: TriageSettings,
+    /// `[chores.deps]`: dependency updates.
+    pub deps: DepsChore,
+}
+
+/// `[chores.deps]`: when and how dependencies are updated. Without a schedule the chore runs only
+/// when asked (`@agent chore deps`, the Action's `mode: chore`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DepsChore {
+    pub schedule: Option<crate::chores::schedule::Schedule>,
+    /// An IANA time zone for the schedule; `None`: UTC.
+    pub timezone: Option<String>,
+    /// `None`: every ecosystem the repository has.
+    pub ecosystems: Option<BTreeSet<crate::chores::Ecosystem>>,
+    /// Propose major updates, in pull requests of their own.
+    pub major: bool,
+    /// Package names never updated; a trailing `*` matches any suffix.
+    pub ignore: Vec<String>,
+    pub group: DepsGrouping,
+    /// Move pinned versions too.
+    pub update_pinned: bool,
+}
+
+/// How updates are grouped into pull requests (majors are always apart).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DepsGrouping {
+    /// One pull request per ecosystem: `pitcrew/deps-cargo`, `pitcrew/deps-npm`, ….
+    #[default]
+    Ecosystem,
+    /// One pull request for every ecosystem: `pitcrew/deps`.
+    All,
+}
+
+impl DepsChore {
+    /// The update policy these settings make.
+    pub fn policy(&self) -> crate::chores::Policy {
+        crate::chores::Policy {
+            major: self.major,
+            ignore: self.ignore.clone(),
+            update_pinned: self.update_pinned,
+        }
+    }
 }
 
 /// `[model]`: only the name; the operator's provider, server and key are always used.
@@ -458,6 +503,9 @@ impl Walk {
     fn section(&mut self, key: &Key<'_>, value: &Value<'_>) {
         let name: &str = key.get_ref();
         let at = key.span().start;
+        if name == "chores" {
+            return self.chores(key, value);
+        }
         let known = SECTIONS.iter().find(|(section, _)| *section == name);
         match (known, value.get_ref()) {
             (Some(&(section, _)), DeValue::Table(table)) => {
@@ -484,6 +532,38 @@ impl Walk {
                     None => Hint(Some("settings go under a section header such as `[agent]`".into())),
                 };
                 self.problem(at, format!("`{name}` is outside any section{hint}"));
+            }
+        }
+    }
+
+    /// `[chores.<name>]` tables; `deps` is the only chore.
+    fn chores(&mut self, key: &Key<'_>, value: &Value<'_>) {
+        let DeValue::Table(table) = value.get_ref() else {
+            let found = value.get_ref().type_str();
+            return self.problem(
+                key.span().start,
+                format!("`chores` must be a table of chores (`[chores.deps]`), found {found}"),
+            );
+        };
+        for (chore, settings) in table.iter() {
+            let name: &str = chore.get_ref();
+            match (name, settings.get_ref()) {
+                ("deps", DeValue::Table(keys)) => {
+                    for (k, v) in keys.iter() {
+                        self.key("chores.deps", k, v);
+                    }
+                }
+                ("deps", other) => self.problem(
+                    chore.span().start,
+                    format!("`chores.deps` must be a table (`[chores.deps]`), found {}", other.type_str()),
+                ),
+                _ => {
+                    let hint = Hint::closest(name, ["deps"], |c| format!("`[chores.{c}]`"));
+                    self.problem(
+                        chore.span().start,
+                        format!("unknown chore `[chores.{name}]`{hint}; the chores are: deps"),
+                    );
+                }
             }
         }
     }
@@ -519,6 +599,35 @@ impl Walk {
             ("triage", "auto_fix") => boolean(key, v).map(|x| c.triage.auto_fix = x),
             ("triage", "rerun_flaky") => boolean(key, v).map(|x| c.triage.rerun_flaky = x),
             ("triage", "comment") => boolean(key, v).map(|x| c.triage.comment = x),
+            ("chores.deps", "schedule") => string(key, v).and_then(|text| {
+                crate::chores::schedule::Schedule::parse(text)
+                    .map(|x| c.deps.schedule = Some(x))
+                    .map_err(|why| invalid(key, v, why))
+            }),
+            ("chores.deps", "timezone") => string(key, v).and_then(|name| {
+                crate::chores::schedule::time_zone(name)
+                    .map(|_| c.deps.timezone = Some(name.to_owned()))
+                    .map_err(|why| invalid(key, v, why))
+            }),
+            ("chores.deps", "ecosystems") => ecosystems(key, v).map(|x| c.deps.ecosystems = Some(x)),
+            ("chores.deps", "major") => boolean(key, v).map(|x| c.deps.major = x),
+            ("chores.deps", "update_pinned") => boolean(key, v).map(|x| c.deps.update_pinned = x),
+            ("chores.deps", "ignore") => strings(key, v).and_then(|(names, bad)| {
+                if bad.is_empty() {
+                    c.deps.ignore = names.into_iter().map(|(n, _)| n.trim().to_owned()).collect();
+                    Ok(())
+                } else {
+                    Err(bad)
+                }
+            }),
+            ("chores.deps", "group") => string(key, v).and_then(|group| match group {
+                "ecosystem" => Ok(c.deps.group = DepsGrouping::Ecosystem),
+                "all" => Ok(c.deps.group = DepsGrouping::All),
+                other => {
+                    let hint = Hint::closest(other, ["ecosystem", "all"], |g| format!("`{g}`"));
+                    Err(invalid(key, v, format!("expected `ecosystem` or `all`{hint}")))
+                }
+            }),
             _ => Err(vec![(key_at, unknown_key(section, name))]),
         };
         if let Err(bad) = result {
@@ -728,6 +837,28 @@ fn strings<'v>(key: &str, v: &'v Value<'_>) -> Result<(Strings<'v>, Bad), Bad> {
         }
     }
     Ok((out, bad))
+}
+
+fn ecosystems(key: &str, v: &Value<'_>) -> Result<BTreeSet<crate::chores::Ecosystem>, Bad> {
+    use crate::chores::Ecosystem;
+    let (words, mut bad) = strings(key, v)?;
+    let names = Ecosystem::ALL.map(Ecosystem::as_str);
+    let mut set = BTreeSet::new();
+    for (word, at) in words {
+        match Ecosystem::parse(word) {
+            Some(e) => {
+                set.insert(e);
+            }
+            None => {
+                let hint = Hint::closest(word, names, |c| format!("`{c}`"));
+                bad.push((
+                    at,
+                    format!("unknown ecosystem `{word}` in `{key}`{hint}; the ecosystems are: {}", names.join(", ")),
+                ));
+            }
+        }
+    }
+    if bad.is_empty() { Ok(set) } else { Err(bad) }
 }
 
 fn commands(key: &str, v: &Value<'_>) -> Result<BTreeSet<CommandName>, Bad> {

@@ -100,6 +100,7 @@ fn a_full_valid_file() {
                 rerun_flaky: true,
                 comment: false,
             },
+            deps: DepsChore::default(),
         }
     );
 }
@@ -129,7 +130,13 @@ fn every_listed_key_is_accepted() {
                 "max_steps" => "3",
                 "max_cost_usd" => "1.5",
                 "max_wall_time" => "\"5m\"",
-                "setup_network" | "assign" | "on_failure" | "auto_fix" | "rerun_flaky" | "comment" => "false",
+                "setup_network" | "assign" | "on_failure" | "auto_fix" | "rerun_flaky" | "comment" | "major"
+                | "update_pinned" => "false",
+                "schedule" => "\"0 6 * * 1\"",
+                "timezone" => "\"Europe/Berlin\"",
+                "ecosystems" => "[\"cargo\"]",
+                "ignore" => "[\"serde*\"]",
+                "group" => "\"all\"",
                 "trigger" => "\"@bot\"",
                 "commands" => "[\"fix\"]",
                 "min_permission" => "\"admin\"",
@@ -174,8 +181,7 @@ fn unknown_section_and_keys_outside_any_section() {
     insta::assert_snapshot!(problems("max_steps = 3\nbudget = 1\n[agnet]\nmax_steps = 3\n\n[chores.deps]\nschedule = \"0 6 * * 1\"\n"), @r#"
     .github/pitcrew.toml:1:1: `max_steps` is outside any section; did you mean `max_steps` under `[agent]`?
     .github/pitcrew.toml:2:1: `budget` is outside any section; settings go under a section header such as `[agent]`
-    .github/pitcrew.toml:3:2: unknown section `[agnet]`; did you mean `[agent]`?; valid sections: model, agent, sandbox, triggers, triage
-    .github/pitcrew.toml:6:2: unknown section `[chores]`; valid sections: model, agent, sandbox, triggers, triage
+    .github/pitcrew.toml:3:2: unknown section `[agnet]`; did you mean `[agent]`?; valid sections: model, agent, sandbox, triggers, triage, chores.deps
     "#);
 }
 
@@ -273,7 +279,7 @@ name = \"x\"
     .github/pitcrew.toml:3:20: unknown command `stpo` in `triggers.commands`; did you mean `stop`?; the commands are: fix, review, explain, triage, help, stop, chore
     .github/pitcrew.toml:6:1: unknown key `max_step` in [agent]; did you mean `max_steps`?; valid keys in [agent]: max_steps, max_cost_usd, max_wall_time, test_command
     .github/pitcrew.toml:7:17: invalid `agent.max_wall_time` = "1.5h": fractions are not supported (no fractions: write "1h30m" or "90m", not "1.5h")
-    .github/pitcrew.toml:9:2: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, agent, sandbox, triggers, triage
+    .github/pitcrew.toml:9:2: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, agent, sandbox, triggers, triage, chores.deps
     "#);
 }
 
@@ -441,4 +447,33 @@ fn min_permission_reads_the_collaborator_api() {
         let got = [Write, Maintain, Admin].map(|min| min.allows(permission));
         assert_eq!(got, expected, "{permission:?}");
     }
+}
+
+#[test]
+fn the_dependency_chore_section() {
+    let config = RepoConfig::parse(
+        "[chores.deps]\nschedule = \"0 6 * * 1\"\ntimezone = \"Europe/Berlin\"\necosystems = [\"cargo\", \"actions\"]\n\
+         major = true\nignore = [\"serde*\", \"tokio\"]\ngroup = \"all\"\n",
+    )
+    .unwrap();
+    let deps = &config.deps;
+    assert_eq!(deps.schedule.as_ref().map(ToString::to_string).as_deref(), Some("0 6 * * 1"));
+    assert_eq!(deps.timezone.as_deref(), Some("Europe/Berlin"));
+    assert_eq!(
+        deps.ecosystems,
+        Some([crate::chores::Ecosystem::Cargo, crate::chores::Ecosystem::Actions].into())
+    );
+    assert_eq!(deps.group, DepsGrouping::All);
+    let policy = deps.policy();
+    assert!(policy.major && !policy.update_pinned && policy.ignores("serde_json"));
+    assert_eq!(RepoConfig::default().deps.schedule, None);
+
+    insta::assert_snapshot!(problems("[chores.deps]\nschedule = \"0 6 * *\"\ntimezone = \"Mars/Base\"\necosystems = [\"crago\"]\ngroup = \"each\"\nmajr = true\n[chores.dpes]\nx = 1\n"), @r#"
+    .github/pitcrew.toml:2:12: invalid `chores.deps.schedule` = "0 6 * *": `0 6 * *` has 4 fields; a schedule has five: minute hour day-of-month month day-of-week (e.g. `0 6 * * 1`)
+    .github/pitcrew.toml:3:12: invalid `chores.deps.timezone` = "Mars/Base": unknown time zone `Mars/Base`; use an IANA name such as `UTC`, `Europe/Berlin` or `America/New_York`
+    .github/pitcrew.toml:4:15: unknown ecosystem `crago` in `chores.deps.ecosystems`; did you mean `cargo`?; the ecosystems are: cargo, npm, python, actions
+    .github/pitcrew.toml:5:9: invalid `chores.deps.group` = "each": expected `ecosystem` or `all`
+    .github/pitcrew.toml:6:1: unknown key `majr` in [chores.deps]; did you mean `major`?; valid keys in [chores.deps]: schedule, timezone, ecosystems, major, ignore, group, update_pinned
+    .github/pitcrew.toml:7:9: unknown chore `[chores.dpes]`; did you mean `[chores.deps]`?; the chores are: deps
+    "#);
 }

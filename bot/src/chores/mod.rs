@@ -1,0 +1,160 @@
+//! Dependency chores: find a repository's dependencies (Cargo, npm, Python, GitHub Actions), ask
+//! their registries for newer versions, and decide by policy which updates to make: inside the
+//! declared ranges (a lockfile refresh), newer compatible versions (a manifest edit), majors only
+//! when asked and in a pull request of their own.
+//!
+//! Each ecosystem module scans its manifests, plans updates from the releases its registry lists,
+//! and applies them to the manifests' text (formatting and comments kept). Lockfiles are refreshed
+//! and tests run in the sandbox by the chore job (`handlers::chore`).
+
+use serde::{Deserialize, Serialize};
+
+pub mod registry;
+pub mod schedule;
+
+pub use registry::{Registries, RegistryClient, RegistryError};
+
+/// A package ecosystem pitcrew keeps current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ecosystem {
+    /// `Cargo.toml` and `Cargo.lock`, from a Cargo registry's sparse index.
+    Cargo,
+    /// `package.json` and `package-lock.json`, from the npm registry.
+    Npm,
+    /// `requirements*.txt` and `pyproject.toml`, from PyPI's JSON API.
+    Python,
+    /// `uses: owner/repo@ref` in `.github/workflows/*.yml`, from the action repository's tags.
+    Actions,
+}
+
+impl Ecosystem {
+    pub const ALL: [Ecosystem; 4] = [Ecosystem::Cargo, Ecosystem::Npm, Ecosystem::Python, Ecosystem::Actions];
+
+    /// The name in configuration, branch names (`pitcrew/deps-cargo`) and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ecosystem::Cargo => "cargo",
+            Ecosystem::Npm => "npm",
+            Ecosystem::Python => "python",
+            Ecosystem::Actions => "actions",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Ecosystem> {
+        Ecosystem::ALL.into_iter().find(|e| e.as_str() == word)
+    }
+}
+
+/// How far an update goes, smallest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateKind {
+    /// Inside the range the manifest declares: only the lockfile changes.
+    Lockfile,
+    Patch,
+    Minor,
+    /// A version the declared range's compatibility excludes (for `0.x`, a new minor).
+    Major,
+}
+
+impl UpdateKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpdateKind::Lockfile => "lockfile",
+            UpdateKind::Patch => "patch",
+            UpdateKind::Minor => "minor",
+            UpdateKind::Major => "major",
+        }
+    }
+}
+
+/// A dependency as a manifest declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dependency {
+    pub ecosystem: Ecosystem,
+    /// The package's name in its registry (for Actions, `owner/repo`).
+    pub name: String,
+    /// The manifest, relative to the repository root with `/` separators.
+    pub manifest: String,
+    /// Where in the manifest: `dependencies`, `dev-dependencies`, `devDependencies`,
+    /// `project.dependencies`, a workflow's job, ….
+    pub section: String,
+    /// The requirement as written: `1.2`, `^4.17.21`, `>=2.31,<3`, `v4`.
+    pub requirement: String,
+    /// The requirement names exactly one version (`=1.2.3`, `1.2.3` in npm, `==1.2.3`, a full
+    /// commit SHA): by policy it stays unless pinned updates are asked for.
+    pub pinned: bool,
+}
+
+/// One release a registry lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Release {
+    pub version: String,
+    /// Yanked, deprecated or withdrawn: never proposed.
+    pub yanked: bool,
+    /// Where its release notes or changelog are, when the registry says.
+    pub notes_url: Option<String>,
+}
+
+/// A change to make.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Update {
+    pub ecosystem: Ecosystem,
+    pub name: String,
+    /// The manifest whose requirement changes; `None` for a lockfile-only update.
+    pub manifest: Option<String>,
+    pub section: Option<String>,
+    /// The version before (the locked one when known, else the requirement's floor).
+    pub from: String,
+    pub to: String,
+    pub kind: UpdateKind,
+    /// The requirement to write (in the manifest's own style: `1.2` → `1.4`, `^1.2.3` → `^1.4.0`);
+    /// `None` for a lockfile-only update.
+    pub new_requirement: Option<String>,
+    pub notes_url: Option<String>,
+}
+
+/// What the repository allows (`[chores.deps]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Policy {
+    /// Propose major updates (in a pull request of their own).
+    pub major: bool,
+    /// Package names never touched; a trailing `*` matches any suffix (`serde*`).
+    pub ignore: Vec<String>,
+    /// Move pinned requirements too.
+    pub update_pinned: bool,
+}
+
+impl Policy {
+    /// Whether `name` is on the ignore list.
+    pub fn ignores(&self, name: &str) -> bool {
+        self.ignore.iter().any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => pattern == name,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ignore_list_matches_names_and_prefixes() {
+        let policy = Policy {
+            ignore: vec!["serde*".into(), "tokio".into()],
+            ..Policy::default()
+        };
+        assert!(policy.ignores("serde_json") && policy.ignores("serde") && policy.ignores("tokio"));
+        assert!(!policy.ignores("tokio-util") && !policy.ignores("reqwest"));
+    }
+
+    #[test]
+    fn kinds_order_by_size_and_ecosystems_round_trip() {
+        assert!(UpdateKind::Lockfile < UpdateKind::Patch && UpdateKind::Minor < UpdateKind::Major);
+        for e in Ecosystem::ALL {
+            assert_eq!(Ecosystem::parse(e.as_str()), Some(e));
+        }
+    }
+}
