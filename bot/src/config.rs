@@ -55,6 +55,7 @@ pub struct Config {
     pub server: ServerConfig,
     pub sandbox: SandboxConfig,
     pub agent: AgentConfig,
+    pub chores: ChoresConfig,
     /// Overrides of the built-in price table, keyed by model name or name prefix.
     pub prices: BTreeMap<String, PriceOverride>,
     /// The config file that was read, if any.
@@ -207,6 +208,18 @@ pub struct AgentConfig {
     pub max_wall_time: Duration,
     /// New files larger than this are left out of the bot's commits (and listed in its report).
     pub max_new_file_bytes: u64,
+}
+
+/// `[chores]`: where dependency chores look for versions, and what their jobs may do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChoresConfig {
+    /// The registries (mirrors or private ones replace the public defaults).
+    pub registries: crate::chores::Registries,
+    /// Network access for the lockfile refresh (the only step that gets it), whatever
+    /// `[sandbox] network` says.
+    pub lock_network: bool,
+    /// `pitcrew serve` runs the repositories' `[chores.deps] schedule`s.
+    pub schedules: bool,
 }
 
 /// USD per million tokens.
@@ -513,6 +526,7 @@ impl Validator<'_> {
             server,
             sandbox,
             agent,
+            chores,
             prices,
         } = raw;
 
@@ -791,6 +805,33 @@ impl Validator<'_> {
             bytesize::GIBIBYTE,
         );
 
+        // [chores]
+        let defaults = crate::chores::Registries::default();
+        let cargo_index = self.url("chores.cargo_index", chores.cargo_index, defaults.cargo_index.as_str());
+        let npm_registry = self.url("chores.npm_registry", chores.npm_registry, defaults.npm.as_str());
+        let pypi = self.url("chores.pypi", chores.pypi, defaults.pypi.as_str());
+        // Registry bases are joined with relative paths: they must end in `/`.
+        let base = |url: Url| {
+            if url.path().ends_with('/') {
+                url
+            } else {
+                let mut url = url;
+                let path = format!("{}/", url.path());
+                url.set_path(&path);
+                url
+            }
+        };
+        let registries = crate::chores::Registries {
+            cargo_index: base(cargo_index.unwrap_or(defaults.cargo_index.clone())),
+            npm: base(npm_registry.unwrap_or(defaults.npm.clone())),
+            pypi: base(pypi.unwrap_or(defaults.pypi.clone())),
+        };
+        let chores = ChoresConfig {
+            registries,
+            lock_network: chores.lock_network.unwrap_or(true),
+            schedules: chores.schedules.unwrap_or(true),
+        };
+
         // [prices."model"]
         let mut price_overrides = BTreeMap::new();
         for (model_name, price) in prices {
@@ -884,6 +925,7 @@ impl Validator<'_> {
                 max_wall_time,
                 max_new_file_bytes,
             },
+            chores,
             prices: price_overrides,
             file: None,
             origins: BTreeMap::new(),

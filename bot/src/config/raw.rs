@@ -32,7 +32,19 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     pub(crate) agent: RawAgent,
     #[serde(default)]
+    pub(crate) chores: RawChores,
+    #[serde(default)]
     pub(crate) prices: BTreeMap<String, RawPrice>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawChores {
+    pub(crate) cargo_index: Option<String>,
+    pub(crate) npm_registry: Option<String>,
+    pub(crate) pypi: Option<String>,
+    pub(crate) lock_network: Option<bool>,
+    pub(crate) schedules: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -175,6 +187,7 @@ impl RawConfig {
             server,
             sandbox,
             agent,
+            chores,
             prices,
         } = top;
         overlay_fields!(self.model, model; provider, name, base_url, api_key_env, context_window,
@@ -186,6 +199,7 @@ impl RawConfig {
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, cpus, pids_limit, setup,
             setup_network);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file);
+        overlay_fields!(self.chores, chores; cargo_index, npm_registry, pypi, lock_network, schedules);
         self.prices.extend(prices);
     }
 }

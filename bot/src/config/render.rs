@@ -123,6 +123,14 @@ impl Config {
         out.value("agent", "max_wall_time", duration(a.max_wall_time));
         out.value("agent", "max_new_file", string(&format_byte_size(a.max_new_file_bytes)));
 
+        let c = &self.chores;
+        out.section("chores");
+        out.value("chores", "cargo_index", string(c.registries.cargo_index.as_str()));
+        out.value("chores", "npm_registry", string(c.registries.npm.as_str()));
+        out.value("chores", "pypi", string(c.registries.pypi.as_str()));
+        out.value("chores", "lock_network", c.lock_network.to_string());
+        out.value("chores", "schedules", c.schedules.to_string());
+
         for (model, price) in &self.prices {
             let section = format!("prices.{}", string(model));
             out.section(&section);

@@ -66,7 +66,7 @@ pub(crate) fn env_var(section: &str, name: &str) -> String {
 
 /// Sections holding plain keys, in rendering order. `prices` is separate: its tables are keyed
 /// by model name and it can only be set in the file.
-pub(crate) const SECTIONS: &[&str] = &["model", "github", "server", "sandbox", "agent"];
+pub(crate) const SECTIONS: &[&str] = &["model", "github", "server", "sandbox", "agent", "chores"];
 pub(crate) const PRICES: &str = "prices";
 pub(crate) const PRICE_KEYS: &[&str] = &["input", "output", "cache_read", "cache_write"];
 
@@ -116,6 +116,11 @@ pub(crate) const KEYS: &[Key] = &[
     key("agent", "max_cost_usd", Kind::F64),
     key("agent", "max_wall_time", Kind::Duration),
     key("agent", "max_new_file", Kind::ByteSize),
+    key("chores", "cargo_index", Kind::Url),
+    key("chores", "npm_registry", Kind::Url),
+    key("chores", "pypi", Kind::Url),
+    key("chores", "lock_network", Kind::Bool),
+    key("chores", "schedules", Kind::Bool),
 ];
 
 pub(crate) fn lookup(section: &str, name: &str) -> Option<&'static Key> {

@@ -425,7 +425,7 @@ fn unknown_sections_and_misplaced_keys_get_hints() {
     insta::assert_snapshot!(errs.join("\n"), @r"
     <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
     <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
-    <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, prices
+    <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, prices
     <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle
     ");
 }
@@ -837,7 +837,7 @@ fn malformed_and_unknown_flags() {
     --set max_steps: unknown setting; did you mean agent.max_steps?
     --set prices.gpt.input: `prices` can only be set in the config file, as [prices."MODEL"] tables
     --set agent.budget: unknown setting; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time, max_new_file
-    --set x.y: unknown setting; valid sections: model, github, server, sandbox, agent
+    --set x.y: unknown setting; valid sections: model, github, server, sandbox, agent, chores
     --set agent.max_cost_usd: invalid `agent.max_cost_usd` = -2: must be greater than zero
     "#);
 }
@@ -1026,6 +1026,13 @@ fn render_redacted_shows_effective_values_and_origins() {
     max_wall_time = "30m"                            # default
     max_new_file = "1MiB"                            # default
 
+    [chores]
+    cargo_index = "https://index.crates.io/"         # default
+    npm_registry = "https://registry.npmjs.org/"     # default
+    pypi = "https://pypi.org/"                       # default
+    lock_network = true                              # default
+    schedules = true                                 # default
+
     [prices."gpt-4o"]
     input = 2.5                                      # <dir>/pitcrew.toml:6
     output = 10.0                                    # <dir>/pitcrew.toml:7
@@ -1099,4 +1106,27 @@ fn render_redacted_for_a_local_server_without_a_key() {
     );
     assert!(rendered.contains("# webhook_secret: not set\n"), "{rendered}");
     assert!(rendered.starts_with("# pitcrew effective configuration (no config file)\n"));
+}
+
+#[test]
+fn chore_registries_from_every_layer_end_in_a_slash() {
+    let c = ok(
+        Some("[model]\nname = \"m\"\n[chores]\ncargo_index = \"http://127.0.0.1:9/index\"\nlock_network = false\n"),
+        &[KEY, ("PITCREW_CHORES_NPM_REGISTRY", "http://npm.mirror.internal/npm")],
+        &["chores.pypi=https://pypi.mirror.internal/simple/../"],
+    );
+    assert_eq!(c.chores.registries.cargo_index.as_str(), "http://127.0.0.1:9/index/");
+    assert_eq!(c.chores.registries.npm.as_str(), "http://npm.mirror.internal/npm/");
+    assert_eq!(c.chores.registries.pypi.as_str(), "https://pypi.mirror.internal/");
+    assert!(!c.chores.lock_network && c.chores.schedules);
+    let errs = errors(
+        Some("[model]\nname = \"m\"\n[chores]\npypi = \"ftp://pypi\"\n"),
+        &[KEY],
+        &[],
+    );
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].contains("chores.pypi") && errs[0].contains("http or https"),
+        "{errs:?}"
+    );
 }
