@@ -32,7 +32,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The schema, one migration per version; `PRAGMA user_version` is the number applied. Never edit a
 /// migration that has shipped: append a new one.
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 1: deliveries, jobs, job events.
     "CREATE TABLE deliveries (
         id           TEXT PRIMARY KEY NOT NULL,
@@ -76,6 +76,11 @@ const MIGRATIONS: &[&str] = &[
         kind   TEXT NOT NULL,
         data   TEXT NOT NULL,
         PRIMARY KEY (job_id, seq)
+    ) WITHOUT ROWID;",
+    // 2: schedules (chores): when each last fired, or was first seen.
+    "CREATE TABLE schedules (
+        name    TEXT PRIMARY KEY NOT NULL,
+        last_at INTEGER NOT NULL
     ) WITHOUT ROWID;",
 ];
 
@@ -686,6 +691,32 @@ impl JobStore for SqliteStore {
             let mut statement = connection.prepare(&sql)?;
             let rows = statement.query_map(rusqlite::params_from_iter(values), job_from_row)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn schedule_mark(&self, name: &str) -> StoreFuture<Option<i64>> {
+        let name = name.to_owned();
+        self.read(move |connection| {
+            Ok(connection
+                .query_row("SELECT last_at FROM schedules WHERE name = ?1", [&name], |row| {
+                    row.get(0)
+                })
+                .optional()?)
+        })
+    }
+
+    fn fire_schedule(&self, name: &str, at: i64, job: Option<NewJob>) -> StoreFuture<Option<JobId>> {
+        let name = name.to_owned();
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "INSERT INTO schedules (name, last_at) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET last_at = excluded.last_at",
+                params![name, at],
+            )?;
+            let id = job.map(|job| insert_job(&tx, &job, None, at)).transpose()?;
+            tx.commit()?;
+            Ok(id)
         })
     }
 

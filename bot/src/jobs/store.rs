@@ -385,6 +385,13 @@ pub trait JobStore: Send + Sync + 'static {
 
     fn jobs(&self, filter: &JobFilter) -> StoreFuture<Vec<Job>>;
 
+    /// When the schedule `name` (`owner/repo:deps`) last fired, or was first seen; `None` when never.
+    fn schedule_mark(&self, name: &str) -> StoreFuture<Option<i64>>;
+
+    /// Records that schedule `name` fired (or was first seen) at `at`, and queues `job` in the same
+    /// transaction: a crash neither loses the job nor lets the schedule fire it twice.
+    fn fire_schedule(&self, name: &str, at: i64, job: Option<NewJob>) -> StoreFuture<Option<JobId>>;
+
     /// How many jobs are in each state; every state is present, zeros included (for /metrics).
     fn count_by_state(&self) -> StoreFuture<BTreeMap<JobState, u64>>;
 }

@@ -1016,3 +1016,52 @@ async fn sigkill_child() {
     let _pool = WorkerPool::start(store, handler, pool_config(1));
     std::future::pending::<()>().await;
 }
+
+#[tokio::test]
+async fn a_schedule_remembers_when_it_fired_with_its_job_across_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    assert_eq!(within(store.schedule_mark("acme/calc:deps")).await.unwrap(), None);
+    // First seen: marked, nothing queued.
+    assert_eq!(
+        within(store.fire_schedule("acme/calc:deps", T0, None)).await.unwrap(),
+        None
+    );
+    let id = within(store.fire_schedule("acme/calc:deps", T0 + 60_000, Some(new_job("acme/calc:deps"))))
+        .await
+        .unwrap()
+        .unwrap();
+    drop(store);
+    let store = open(dir.path());
+    assert_eq!(
+        within(store.schedule_mark("acme/calc:deps")).await.unwrap(),
+        Some(T0 + 60_000)
+    );
+    assert_eq!(within(store.schedule_mark("acme/other:deps")).await.unwrap(), None);
+    let job = within(store.job(id)).await.unwrap().unwrap();
+    assert_eq!(
+        (job.state, job.created_at, job.key.as_str()),
+        (JobState::Queued, T0 + 60_000, "acme/calc:deps")
+    );
+}
+
+#[test]
+fn a_database_of_the_first_schema_is_migrated_with_its_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let connection = rusqlite::Connection::open(dir.path().join(FILE_NAME)).unwrap();
+    connection.execute_batch(super::sqlite::MIGRATIONS[0]).unwrap();
+    connection.pragma_update(None, "user_version", 1).unwrap();
+    connection
+        .execute(
+            "INSERT INTO jobs (kind, repo, key, request, state, max_attempts, created_at)
+             VALUES ('fix', 'acme/calc', 'acme/calc#1', '{}', 'queued', 3, 1)",
+            [],
+        )
+        .unwrap();
+    drop(connection);
+    let store = open(dir.path());
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let jobs = runtime.block_on(store.jobs(&JobFilter::default())).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(runtime.block_on(store.schedule_mark("x")).unwrap(), None);
+}
