@@ -1,5 +1,6 @@
 //! Support for pitcrew's end-to-end tests: fake servers and real fixtures they run against.
 
+pub mod cargo_registry;
 pub mod ci_log;
 pub mod docker;
 pub mod fake_github;

@@ -39,6 +39,9 @@ impl ServerOverrides {
             .set("github.bot_name", github.bot_login())
             .set("server.data_dir", data_dir.display().to_string())
             .set("sandbox.backend", "local")
+            // The scheduler reads every repository's configuration each minute; the tests that
+            // are about it turn it on.
+            .set("chores.schedules", "false")
     }
 
     /// The scripted model, without retries: a test's script has no turn to spare for one.

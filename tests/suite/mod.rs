@@ -1,6 +1,7 @@
 //! The suite's test modules, one per area.
 
 pub(crate) mod agent_loop;
+mod chores_cargo;
 mod fake_github;
 mod fix_job;
 mod git_workspace;

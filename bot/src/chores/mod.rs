@@ -9,8 +9,10 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod cargo;
 pub mod registry;
 pub mod schedule;
+pub mod version;
 
 pub use registry::{Registries, RegistryClient, RegistryError};
 

@@ -8,9 +8,9 @@
 
 use std::fmt;
 
+use jiff::Timestamp;
 use jiff::civil::{Date, DateTime};
 use jiff::tz::TimeZone;
-use jiff::Timestamp;
 
 /// Days searched for the next firing: four years and a day cover `0 0 29 2 *`.
 const MAX_DAYS: u32 = 4 * 366 + 1;
@@ -45,7 +45,9 @@ impl fmt::Display for Schedule {
     }
 }
 
-const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
 const WEEKDAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
 struct Field {
@@ -207,7 +209,10 @@ fn parse_field(text: &str, field: &Field) -> Result<u64, String> {
         let (from, to) = if matches!(range, "*" | "?") {
             (field.min, field.max)
         } else if let Some((a, b)) = range.split_once('-') {
-            (value(a, field).ok_or_else(|| bad("is not a value"))?, value(b, field).ok_or_else(|| bad("is not a value"))?)
+            (
+                value(a, field).ok_or_else(|| bad("is not a value"))?,
+                value(b, field).ok_or_else(|| bad("is not a value"))?,
+            )
         } else {
             let v = value(range, field).ok_or_else(|| bad("is not a value"))?;
             // `5/15`: from 5 to the end in steps.
@@ -268,18 +273,36 @@ mod tests {
         // 2026-11-30 is a Monday.
         assert_eq!(next("0 6 * * 1", "2026-11-30T05:59:00Z", "UTC"), "2026-11-30T06:00:00Z");
         assert_eq!(next("0 6 * * 1", "2026-11-30T06:00:00Z", "UTC"), "2026-12-07T06:00:00Z");
-        assert_eq!(next("0 6 * * mon", "2026-11-30T04:00:00Z", "Europe/Berlin"), "2026-11-30T05:00:00Z");
+        assert_eq!(
+            next("0 6 * * mon", "2026-11-30T04:00:00Z", "Europe/Berlin"),
+            "2026-11-30T05:00:00Z"
+        );
         assert_eq!(next("@weekly", "2026-11-30T00:00:00Z", "UTC"), "2026-12-06T00:00:00Z");
     }
 
     #[test]
     fn lists_ranges_steps_and_names() {
-        assert_eq!(next("*/15 9-17 * * mon-fri", "2026-11-28T12:00:00Z", "UTC"), "2026-11-30T09:00:00Z");
-        assert_eq!(next("5,35 * * * *", "2026-11-30T10:06:00Z", "UTC"), "2026-11-30T10:35:00Z");
-        assert_eq!(next("0 0 1 jan,jul *", "2026-11-30T00:00:00Z", "UTC"), "2027-01-01T00:00:00Z");
-        assert_eq!(next("0 0 29 2 *", "2026-11-30T00:00:00Z", "UTC"), "2028-02-29T00:00:00Z");
+        assert_eq!(
+            next("*/15 9-17 * * mon-fri", "2026-11-28T12:00:00Z", "UTC"),
+            "2026-11-30T09:00:00Z"
+        );
+        assert_eq!(
+            next("5,35 * * * *", "2026-11-30T10:06:00Z", "UTC"),
+            "2026-11-30T10:35:00Z"
+        );
+        assert_eq!(
+            next("0 0 1 jan,jul *", "2026-11-30T00:00:00Z", "UTC"),
+            "2027-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            next("0 0 29 2 *", "2026-11-30T00:00:00Z", "UTC"),
+            "2028-02-29T00:00:00Z"
+        );
         // Sunday as 7.
-        assert_eq!(next("0 12 * * 7", "2026-11-30T00:00:00Z", "UTC"), "2026-12-06T12:00:00Z");
+        assert_eq!(
+            next("0 12 * * 7", "2026-11-30T00:00:00Z", "UTC"),
+            "2026-12-06T12:00:00Z"
+        );
     }
 
     #[test]
@@ -292,7 +315,10 @@ mod tests {
     #[test]
     fn daylight_saving_gaps_fire_after_and_repeats_fire_once() {
         // Europe/Berlin skips 02:00–03:00 on 2027-03-28 and repeats 02:00–03:00 on 2026-10-25.
-        assert_eq!(next("30 2 * * *", "2027-03-27T12:00:00Z", "Europe/Berlin"), "2027-03-28T01:30:00Z");
+        assert_eq!(
+            next("30 2 * * *", "2027-03-27T12:00:00Z", "Europe/Berlin"),
+            "2027-03-28T01:30:00Z"
+        );
         let first = next("30 2 * * *", "2026-10-24T12:00:00Z", "Europe/Berlin");
         assert_eq!(first, "2026-10-25T00:30:00Z");
         assert_eq!(next("30 2 * * *", &first, "Europe/Berlin"), "2026-10-26T01:30:00Z");
@@ -307,9 +333,21 @@ mod tests {
         );
         assert_eq!(err("61 6 * * 1"), "minute `61` is outside 0–59");
         assert_eq!(err("0 6 * * funday"), "day of week `funday` is not a value");
-        assert_eq!(err("*/0 6 * * 1"), "minute `*/0` has a step that is not a whole number above 0");
+        assert_eq!(
+            err("*/0 6 * * 1"),
+            "minute `*/0` has a step that is not a whole number above 0"
+        );
         assert!(err("@fortnightly").starts_with("unknown schedule `@fortnightly`"));
-        assert!(time_zone("Mars/Olympus").unwrap_err().contains("unknown time zone `Mars/Olympus`"));
-        assert!(Schedule::parse("0 0 31 2 *").unwrap().next_after(at("2026-01-01T00:00:00Z"), &TimeZone::UTC).is_none());
+        assert!(
+            time_zone("Mars/Olympus")
+                .unwrap_err()
+                .contains("unknown time zone `Mars/Olympus`")
+        );
+        assert!(
+            Schedule::parse("0 0 31 2 *")
+                .unwrap()
+                .next_after(at("2026-01-01T00:00:00Z"), &TimeZone::UTC)
+                .is_none()
+        );
     }
 }

@@ -42,7 +42,15 @@ const SECTIONS: &[(&str, &[&str])] = &[
     ("triage", &["on_failure", "auto_fix", "rerun_flaky", "comment"]),
     (
         "chores.deps",
-        &["schedule", "timezone", "ecosystems", "major", "ignore", "group", "update_pinned"],
+        &[
+            "schedule",
+            "timezone",
+            "ecosystems",
+            "major",
+            "ignore",
+            "group",
+            "update_pinned",
+        ],
     ),
 ];
 
@@ -555,7 +563,10 @@ impl Walk {
                 }
                 ("deps", other) => self.problem(
                     chore.span().start,
-                    format!("`chores.deps` must be a table (`[chores.deps]`), found {}", other.type_str()),
+                    format!(
+                        "`chores.deps` must be a table (`[chores.deps]`), found {}",
+                        other.type_str()
+                    ),
                 ),
                 _ => {
                     let hint = Hint::closest(name, ["deps"], |c| format!("`[chores.{c}]`"));
@@ -621,8 +632,14 @@ impl Walk {
                 }
             }),
             ("chores.deps", "group") => string(key, v).and_then(|group| match group {
-                "ecosystem" => Ok(c.deps.group = DepsGrouping::Ecosystem),
-                "all" => Ok(c.deps.group = DepsGrouping::All),
+                "ecosystem" => {
+                    c.deps.group = DepsGrouping::Ecosystem;
+                    Ok(())
+                }
+                "all" => {
+                    c.deps.group = DepsGrouping::All;
+                    Ok(())
+                }
                 other => {
                     let hint = Hint::closest(other, ["ecosystem", "all"], |g| format!("`{g}`"));
                     Err(invalid(key, v, format!("expected `ecosystem` or `all`{hint}")))
@@ -853,7 +870,10 @@ fn ecosystems(key: &str, v: &Value<'_>) -> Result<BTreeSet<crate::chores::Ecosys
                 let hint = Hint::closest(word, names, |c| format!("`{c}`"));
                 bad.push((
                     at,
-                    format!("unknown ecosystem `{word}` in `{key}`{hint}; the ecosystems are: {}", names.join(", ")),
+                    format!(
+                        "unknown ecosystem `{word}` in `{key}`{hint}; the ecosystems are: {}",
+                        names.join(", ")
+                    ),
                 ));
             }
         }

@@ -457,7 +457,10 @@ fn the_dependency_chore_section() {
     )
     .unwrap();
     let deps = &config.deps;
-    assert_eq!(deps.schedule.as_ref().map(ToString::to_string).as_deref(), Some("0 6 * * 1"));
+    assert_eq!(
+        deps.schedule.as_ref().map(ToString::to_string).as_deref(),
+        Some("0 6 * * 1")
+    );
     assert_eq!(deps.timezone.as_deref(), Some("Europe/Berlin"));
     assert_eq!(
         deps.ecosystems,

@@ -437,6 +437,18 @@ pub struct NewPull {
     pub draft: bool,
 }
 
+/// Changes to a pull request; `None` fields are left as they are.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct PullUpdate<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<&'a str>,
+    /// `open` or `closed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<&'a str>,
+}
+
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct CreatedPull {
     pub number: IssueNumber,
@@ -1009,6 +1021,24 @@ impl GithubClient {
         self.json_with(endpoint, pull).await
     }
 
+    /// The open pull requests of the repository, newest first (up to 1,000).
+    pub async fn list_open_pulls(&self, repo: &RepoName) -> Result<Vec<PullRequest>, GithubError> {
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["pulls"])).query("state", "open");
+        self.paged(endpoint, |page: Vec<PullRequest>| page).await
+    }
+
+    /// Changes a pull request's title, body or state (`open`, `closed`); `None` leaves a field.
+    pub async fn update_pull(
+        &self,
+        repo: &RepoName,
+        pull: IssueNumber,
+        change: &PullUpdate<'_>,
+    ) -> Result<PullRequest, GithubError> {
+        let pull = pull.to_string();
+        let endpoint = Endpoint::new(Method::PATCH, repo_path(repo, &["pulls", &pull]));
+        self.json_with(endpoint, change).await
+    }
+
     /// Every file the pull request changes (GitHub lists at most 3000), a hundred per page.
     pub async fn list_pull_files(&self, repo: &RepoName, pull: IssueNumber) -> Result<Vec<PullFile>, GithubError> {
         const PER_PAGE: usize = 100;
@@ -1051,6 +1081,26 @@ impl GithubClient {
         Ok(all)
     }
 
+    /// The repositories this installation can reach (`GET /installation/repositories`, with the
+    /// installation's token), up to 1,000; archived ones left out.
+    pub async fn installation_repositories(&self) -> Result<Vec<Repository>, GithubError> {
+        #[derive(Deserialize)]
+        struct Page {
+            #[serde(default)]
+            repositories: Vec<InstalledRepository>,
+        }
+        #[derive(Deserialize)]
+        struct InstalledRepository {
+            #[serde(flatten)]
+            repository: Repository,
+            #[serde(default)]
+            archived: bool,
+        }
+        let endpoint = Endpoint::new(Method::GET, ["installation", "repositories"]);
+        let all = self.paged(endpoint, |page: Page| page.repositories).await?;
+        Ok(all.into_iter().filter(|r| !r.archived).map(|r| r.repository).collect())
+    }
+
     /// Every app's check runs on `git_ref` (a commit, branch or tag), optionally only those named
     /// `check_name`.
     pub async fn list_check_runs_for_ref(
@@ -1076,6 +1126,33 @@ impl GithubClient {
     ) -> Result<Vec<WorkflowRunSummary>, GithubError> {
         let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["actions", "runs"])).query("head_sha", head_sha);
         self.paged(endpoint, |page: WorkflowRunPage| page.workflow_runs).await
+    }
+
+    /// The names of `repo`'s tags in GitHub's order, at most `limit` of them (a hundred per page,
+    /// at most [`MAX_PAGES`] pages).
+    pub async fn list_tags(&self, repo: &RepoName, limit: usize) -> Result<Vec<String>, GithubError> {
+        #[derive(Deserialize)]
+        struct Tag {
+            name: String,
+        }
+        let per_page = limit.clamp(1, PER_PAGE);
+        let mut names = Vec::new();
+        for page in 1..=MAX_PAGES {
+            if names.len() >= limit {
+                break;
+            }
+            let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["tags"]))
+                .query("per_page", per_page.to_string())
+                .query("page", page.to_string());
+            let batch: Vec<Tag> = self.json(endpoint, None).await?;
+            let last = batch.len() < per_page;
+            names.extend(batch.into_iter().map(|tag| tag.name));
+            if last {
+                break;
+            }
+        }
+        names.truncate(limit);
+        Ok(names)
     }
 
     /// The newest completed workflow runs on `branch`, newest first: one page of at most `limit`

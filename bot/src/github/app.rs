@@ -295,6 +295,24 @@ impl AppAuth {
         }
     }
 
+    /// Every installation of the App (`GET /app/installations`, with the JWT), up to 1,000.
+    pub async fn installations(&self) -> Result<Vec<Installation>, GithubError> {
+        let mut all = Vec::new();
+        for page in 1..=10u32 {
+            let endpoint = Endpoint::new(Method::GET, ["app", "installations"])
+                .query("per_page", "100")
+                .query("page", page.to_string());
+            let jwt = self.credentials.jwt(self.http.options.clock.now())?;
+            let batch: Vec<Installation> = self.http.send(&endpoint, None, &jwt).await?.json(&endpoint)?;
+            let last = batch.len() < 100;
+            all.extend(batch);
+            if last {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
     /// The App's installation on `repo` (`GET /repos/{owner}/{repo}/installation`, with the JWT).
     pub async fn installation_for_repo(&self, repo: &RepoName) -> Result<Installation, GithubError> {
         let endpoint = Endpoint::new(Method::GET, ["repos", repo.owner(), repo.name(), "installation"]);

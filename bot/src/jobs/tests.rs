@@ -1049,7 +1049,7 @@ async fn a_schedule_remembers_when_it_fired_with_its_job_across_reopening() {
 fn a_database_of_the_first_schema_is_migrated_with_its_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let connection = rusqlite::Connection::open(dir.path().join(FILE_NAME)).unwrap();
-    connection.execute_batch(super::sqlite::MIGRATIONS[0]).unwrap();
+    connection.execute_batch(sqlite::MIGRATIONS[0]).unwrap();
     connection.pragma_update(None, "user_version", 1).unwrap();
     connection
         .execute(

@@ -90,6 +90,7 @@ pub struct RunningServer {
     store: Arc<dyn JobStore>,
     pool: Option<Arc<WorkerPool>>,
     dispatcher: Option<Dispatcher>,
+    scheduler: Option<super::scheduler::Scheduler>,
     http: Option<JoinHandle<std::io::Result<()>>>,
     stop_http: CancellationToken,
     grace: Duration,
@@ -174,6 +175,16 @@ impl Server {
                 ..PoolConfig::default()
             },
         ));
+        // Repositories' chore schedules, read with the App (a single token has no installations).
+        let scheduler = match (&github, config.chores.schedules) {
+            (GithubAccess::App(app), true) => Some(super::scheduler::Scheduler::start(
+                Arc::clone(app),
+                Arc::clone(&store),
+                Arc::clone(&pool),
+                config.server.job_attempts,
+            )),
+            _ => None,
+        };
         let triggers = TriggerConfig::new(config.agent.trigger.clone(), config.github.bot_name.clone());
         let dispatcher = Dispatcher::start(
             Arc::clone(&store),
@@ -206,6 +217,7 @@ impl Server {
             store,
             pool: Some(pool),
             dispatcher: Some(dispatcher),
+            scheduler,
             http: Some(http),
             stop_http,
             grace: config.server.shutdown_grace,
@@ -344,6 +356,9 @@ impl RunningServer {
                 Ok(Err(error)) => tracing::error!(error = %error, "the HTTP server failed"),
                 Err(error) => tracing::error!(error = %error, "the HTTP server task failed"),
             }
+        }
+        if let Some(scheduler) = self.scheduler.take() {
+            scheduler.stop().await;
         }
         if let Some(dispatcher) = self.dispatcher.take() {
             dispatcher.stop().await;

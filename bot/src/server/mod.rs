@@ -5,6 +5,7 @@ pub mod app;
 pub mod dispatch;
 pub mod metrics;
 pub mod routes;
+pub mod scheduler;
 pub mod signature;
 pub mod webhook;
 

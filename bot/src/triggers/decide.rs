@@ -138,6 +138,8 @@ pub enum JobSource {
     },
     /// CI reported a failure: a `workflow_run`, `check_suite` or `check_run` that completed failing.
     Ci(CiFailure),
+    /// The repository's `[chores.deps] schedule` fired (`schedule` is the cron expression).
+    Schedule { schedule: String },
 }
 
 /// The failed CI that started a triage: what GitHub reported, by its own ids.
@@ -181,6 +183,10 @@ impl JobRequest {
     /// The serialisation key: at most one job runs per PR or issue at a time. A CI failure that
     /// names no pull request (`number` 0) is keyed by its commit.
     pub fn key(&self) -> String {
+        if let JobKind::Chore(chore) = &self.kind {
+            // One chore run per repository at a time, whoever asked.
+            return chore_key(&self.repo, *chore);
+        }
         match (&self.source, &self.head_sha) {
             (JobSource::Ci(_), Some(sha)) if self.number == 0 => format!("{}@{sha}", self.repo.full_name()),
             _ => job_key(&self.repo, self.number),
@@ -199,6 +205,14 @@ impl JobRequest {
     pub fn opens_pull_request(&self) -> bool {
         self.kind == JobKind::Fix && !self.is_pull_request
     }
+}
+
+/// The serialisation key of a repository's chore: `owner/name:deps`.
+pub fn chore_key(repo: &RepoRef, chore: Chore) -> String {
+    let name = match chore {
+        Chore::Deps => "deps",
+    };
+    format!("{}:{name}", repo.full_name())
 }
 
 fn job_key(repo: &RepoRef, number: u64) -> String {

@@ -14,7 +14,7 @@ mod tests;
 
 pub use command::{Chore, Command, ParseError, parse_commands};
 pub use decide::{
-    Action, CiFailure, Decision, EnabledCommands, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request,
+    Action, CiFailure, Decision, EnabledCommands, chore_key, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request,
     Requester, TriggerConfig, decide, help_text,
 };
 pub use event::{

@@ -1,0 +1,767 @@
+//! The Cargo ecosystem of dependency chores: the dependencies every `Cargo.toml` declares, the
+//! versions `Cargo.lock` holds, releases from a Cargo registry's sparse index, requirement edits
+//! that keep the manifest's formatting, and the `cargo update` that refreshes the lockfile against
+//! a configured index.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use semver::{Version, VersionReq};
+use serde::Deserialize;
+use toml_edit::{DocumentMut, Item, TableLike, Value};
+use url::Url;
+
+use super::{Dependency, Ecosystem, RegistryClient, RegistryError, Release, Update, UpdateKind, version};
+
+/// How registry errors name the sparse index.
+const REGISTRY: &str = "the Cargo index";
+
+/// Directories never searched for manifests (besides hidden ones): build output and vendored
+/// sources, whose manifests are not the project's to update.
+const SKIPPED_DIRS: [&str; 2] = ["target", "vendor"];
+
+/// The dependency tables of a manifest or a `[target.*]` table (the underscore spellings are
+/// Cargo's deprecated aliases, still read).
+const DEPENDENCY_TABLES: [&str; 5] = [
+    "dependencies",
+    "dev-dependencies",
+    "dev_dependencies",
+    "build-dependencies",
+    "build_dependencies",
+];
+
+/// Every dependency of every `Cargo.toml` under `root` (skipping `target/`, `vendor/` and hidden
+/// directories such as `.git/`; symlinks are not followed), in path order, then in document order.
+///
+/// Read: `[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`, the same under
+/// `[target.'cfg(..)']` (section `target.'cfg(..)'.dependencies`, the platform key as written) and
+/// `[workspace.dependencies]` (section `workspace.dependencies`). Skipped: entries with a `path` or
+/// `git` (even with a version: Cargo builds from the path or repository), `workspace = true`,
+/// another `registry`, and entries without a version. A renamed dependency (`package = "x"`) is
+/// listed by its registry name. A requirement of one `=` comparator is pinned.
+pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
+    let mut manifests = Vec::new();
+    find_manifests(root, "", &mut manifests)?;
+    let mut dependencies = Vec::new();
+    for manifest in manifests {
+        let mut document = read_manifest(root, &manifest)?;
+        for_each_entry(&mut document, &mut |section, key, item| {
+            if let Some(entry) = Entry::of(key, item) {
+                dependencies.push(Dependency {
+                    ecosystem: Ecosystem::Cargo,
+                    pinned: is_pinned(&entry.requirement),
+                    name: entry.name,
+                    manifest: manifest.clone(),
+                    section: section.to_owned(),
+                    requirement: entry.requirement,
+                });
+            }
+        });
+    }
+    Ok(dependencies)
+}
+
+/// The registry packages `Cargo.lock` at `root` locks: name → versions in ascending order, several
+/// when a crate is locked twice. Workspace members, path and git packages are left out. An empty
+/// map when there is no lockfile.
+pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
+    #[derive(Deserialize)]
+    struct Lockfile {
+        #[serde(default)]
+        package: Vec<LockedPackage>,
+    }
+    #[derive(Deserialize)]
+    struct LockedPackage {
+        name: String,
+        version: String,
+        source: Option<String>,
+    }
+
+    let path = root.join("Cargo.lock");
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(format!("could not read Cargo.lock: {e}")),
+    };
+    let lockfile: Lockfile = toml::from_str(&text).map_err(|e| format!("Cargo.lock is not a valid lockfile: {e}"))?;
+    let mut locked: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for package in lockfile.package {
+        let from_registry = package
+            .source
+            .as_deref()
+            .is_some_and(|source| source.starts_with("registry+") || source.starts_with("sparse+"));
+        if from_registry {
+            locked.entry(package.name).or_default().push(package.version);
+        }
+    }
+    for versions in locked.values_mut() {
+        versions.sort_by(|a, b| match (Version::parse(a), Version::parse(b)) {
+            (Ok(a), Ok(b)) => a.cmp(&b),
+            _ => a.cmp(b),
+        });
+        versions.dedup();
+    }
+    Ok(locked)
+}
+
+/// The version of `dep` that `locked` holds: the highest of its crate's locked versions that the
+/// requirement allows (a crate locked twice is usually locked at two majors for two dependents).
+/// `None` when the crate is not locked or no locked version fits (a stale lockfile).
+pub fn locked_version<'a>(locked: &'a BTreeMap<String, Vec<String>>, dep: &Dependency) -> Option<&'a str> {
+    let requirement = VersionReq::parse(dep.requirement.trim()).ok()?;
+    locked
+        .get(&dep.name)?
+        .iter()
+        .filter_map(|text| Version::parse(text).ok().map(|version| (version, text)))
+        .filter(|(version, _)| requirement.matches(version))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, text)| text.as_str())
+}
+
+/// Where `name`'s file is in a sparse index, relative to its root: the lowercase name under `1/`,
+/// `2/`, `3/{first letter}/` or `{ab}/{cd}/` by its length. `None` for a name no crate can have.
+pub fn index_path(name: &str) -> Option<String> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !valid {
+        return None;
+    }
+    let name = name.to_ascii_lowercase();
+    Some(match name.len() {
+        1 => format!("1/{name}"),
+        2 => format!("2/{name}"),
+        3 => format!("3/{}/{name}", &name[..1]),
+        _ => format!("{}/{}/{name}", &name[..2], &name[2..4]),
+    })
+}
+
+/// The releases of `name` in the sparse index at `client.registries.cargo_index`, in the index's
+/// order (publication order): one JSON object per line, of which `vers` and `yanked` are read. The
+/// index has no release notes (a docs.rs page is not one), so `notes_url` is `None`. `Ok(empty)`
+/// for a crate the index lacks, or a name no crate can have.
+pub async fn releases(client: &RegistryClient, name: &str) -> Result<Vec<Release>, RegistryError> {
+    #[derive(Deserialize)]
+    struct IndexLine {
+        vers: String,
+        #[serde(default)]
+        yanked: bool,
+    }
+
+    let Some(path) = index_path(name) else {
+        return Ok(Vec::new());
+    };
+    let malformed = |message: String| RegistryError::Malformed {
+        registry: REGISTRY,
+        package: name.to_owned(),
+        message,
+    };
+    let url = Url::parse(&format!("{}{path}", index_root(&client.registries.cargo_index)))
+        .map_err(|e| malformed(format!("the index URL does not take the crate's path: {e}")))?;
+    let Some(text) = client.get(REGISTRY, name, url, "text/plain, */*").await? else {
+        return Ok(Vec::new());
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(number, line)| {
+            let entry: IndexLine =
+                serde_json::from_str(line).map_err(|e| malformed(format!("line {}: {e}", number + 1)))?;
+            Ok(Release {
+                version: entry.vers,
+                yanked: entry.yanked,
+                notes_url: None,
+            })
+        })
+        .collect()
+}
+
+/// Writes `update.new_requirement` into the manifest it names, as the version of the `update.name`
+/// entries of `update.section` (every one: a crate renamed twice in one table gets the new
+/// requirement in both). Formatting, comments and the entry's form (`x = "1"`, an inline table,
+/// a `[dependencies.x]` table, dotted keys) are kept. Errors name the manifest.
+pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
+    let name = &update.name;
+    let Some(manifest) = update.manifest.as_deref() else {
+        return Err(format!(
+            "the update of `{name}` is lockfile-only: it has no manifest to edit"
+        ));
+    };
+    if update.ecosystem != Ecosystem::Cargo {
+        return Err(format!("{manifest}: the update of `{name}` is not a Cargo update"));
+    }
+    let (Some(section), Some(requirement)) = (update.section.as_deref(), update.new_requirement.as_deref()) else {
+        return Err(format!(
+            "{manifest}: the update of `{name}` has no section or no new requirement"
+        ));
+    };
+    let mut document = read_manifest(root, manifest)?;
+    let mut edited = 0;
+    for_each_entry(&mut document, &mut |label, key, item| {
+        if label == section
+            && Entry::of(key, item).is_some_and(|entry| entry.name == *name)
+            && set_version(item, requirement)
+        {
+            edited += 1;
+        }
+    });
+    if edited == 0 {
+        return Err(format!(
+            "{manifest}: no `{name}` dependency with a registry version in [{section}]"
+        ));
+    }
+    fs::write(root.join(confined(manifest)?), document.to_string())
+        .map_err(|e| format!("could not write {manifest}: {e}"))
+}
+
+/// The shell command, run at the workspace root, that refreshes `Cargo.lock` inside the declared
+/// requirements against the sparse index `index`. For crates.io's own index (sparse or git) it is
+/// `cargo update`; for any other the index replaces crates.io through `--config` flags, so the
+/// project's own Cargo configuration stays untouched:
+/// `cargo update --config 'source.crates-io.replace-with="pitcrew-registry"' --config
+/// 'source.pitcrew-registry.registry="sparse+http://127.0.0.1:8080/"'`.
+pub fn lock_command(index: &Url) -> String {
+    let root = index_root(index);
+    if root == "https://index.crates.io/" || root == "https://github.com/rust-lang/crates.io-index/" {
+        return "cargo update".to_owned();
+    }
+    let registry = Value::from(format!("sparse+{root}")).to_string();
+    format!(
+        "cargo update --config {} --config {}",
+        shell_quote("source.crates-io.replace-with=\"pitcrew-registry\""),
+        shell_quote(&format!("source.pitcrew-registry.registry={}", registry.trim())),
+    )
+}
+
+/// The lockfile-only updates between two reads of [`locked`]: every package whose locked version
+/// changed, except the `manifest_updated` ones (their manifest updates say it already), with kind
+/// [`UpdateKind::Lockfile`] and no manifest. A crate locked several times pairs each old version
+/// with the new one compatible with it (or the only new one with the only old one); versions that
+/// only appear or only disappear are packages added or removed, not updates. Sorted by name.
+pub fn lock_changes(
+    before: &BTreeMap<String, Vec<String>>,
+    after: &BTreeMap<String, Vec<String>>,
+    manifest_updated: &[String],
+) -> Vec<Update> {
+    let mut updates = Vec::new();
+    for (name, old) in before {
+        let Some(new) = after.get(name) else { continue };
+        if manifest_updated.contains(name) {
+            continue;
+        }
+        let mut removed: Vec<&String> = old.iter().filter(|v| !new.contains(v)).collect();
+        let mut added: Vec<&String> = new.iter().filter(|v| !old.contains(v)).collect();
+        let mut pairs = Vec::new();
+        removed.retain(|from| {
+            let Ok(from_version) = Version::parse(from) else {
+                return true;
+            };
+            let compatible = added.iter().position(|to| {
+                Version::parse(to).is_ok_and(|to_version| version::compatible(&from_version, &to_version))
+            });
+            match compatible {
+                Some(index) => {
+                    pairs.push((*from, added.remove(index)));
+                    false
+                }
+                None => true,
+            }
+        });
+        if let ([from], [to]) = (removed.as_slice(), added.as_slice()) {
+            pairs.push((from, to));
+        }
+        pairs.sort_by_key(|(from, _)| Version::parse(from).ok());
+        updates.extend(pairs.into_iter().map(|(from, to)| Update {
+            ecosystem: Ecosystem::Cargo,
+            name: name.clone(),
+            manifest: None,
+            section: None,
+            from: from.clone(),
+            to: to.clone(),
+            kind: UpdateKind::Lockfile,
+            new_requirement: None,
+            notes_url: None,
+        }));
+    }
+    updates
+}
+
+/// A registry dependency as an entry of a dependency table declares it.
+struct Entry {
+    /// The name in the registry (`package` when renamed, else the key).
+    name: String,
+    requirement: String,
+}
+
+impl Entry {
+    /// The entry `key = item` when it is a registry dependency with a version, else `None`.
+    fn of(key: &str, item: &Item) -> Option<Entry> {
+        if let Some(requirement) = item.as_str() {
+            return Some(Entry {
+                name: key.to_owned(),
+                requirement: requirement.to_owned(),
+            });
+        }
+        let table = item.as_table_like()?;
+        if ["path", "git", "workspace", "registry-index"]
+            .iter()
+            .any(|field| table.contains_key(field))
+        {
+            return None;
+        }
+        if table
+            .get("registry")
+            .is_some_and(|registry| registry.as_str() != Some("crates-io"))
+        {
+            return None;
+        }
+        let requirement = table.get("version")?.as_str()?.to_owned();
+        let name = match table.get("package") {
+            Some(package) => package.as_str()?.to_owned(),
+            None => key.to_owned(),
+        };
+        Some(Entry { name, requirement })
+    }
+}
+
+/// Whether a requirement names one version: a single `=` comparator.
+fn is_pinned(requirement: &str) -> bool {
+    VersionReq::parse(requirement.trim())
+        .is_ok_and(|req| matches!(req.comparators.as_slice(), [c] if c.op == semver::Op::Exact))
+}
+
+/// Replaces the version of the entry `item` (a string, or a table's `version`), keeping the
+/// whitespace and comments around the value. False when it has no string version.
+fn set_version(item: &mut Item, requirement: &str) -> bool {
+    let value = match item {
+        Item::Value(value @ Value::String(_)) => value,
+        _ => match item.as_table_like_mut().and_then(|table| table.get_mut("version")) {
+            Some(Item::Value(value @ Value::String(_))) => value,
+            _ => return false,
+        },
+    };
+    let decor = value.decor().clone();
+    *value = Value::from(requirement);
+    *value.decor_mut() = decor;
+    true
+}
+
+/// Calls `visit(section, key, item)` for every entry of every dependency table of `document`, in
+/// document order.
+fn for_each_entry(document: &mut DocumentMut, visit: &mut dyn FnMut(&str, &str, &mut Item)) {
+    for (key, item) in document.as_table_mut().iter_mut() {
+        let Some(table) = item.as_table_like_mut() else {
+            continue;
+        };
+        match key.get() {
+            kind if DEPENDENCY_TABLES.contains(&kind) => visit_table(kind, table, visit),
+            "workspace" => {
+                if let Some(dependencies) = table.get_mut("dependencies").and_then(Item::as_table_like_mut) {
+                    visit_table("workspace.dependencies", dependencies, visit);
+                }
+            }
+            "target" => {
+                for (platform, item) in table.iter_mut() {
+                    let Some(target) = item.as_table_like_mut() else {
+                        continue;
+                    };
+                    let platform = platform.display_repr().into_owned();
+                    for (kind, item) in target.iter_mut() {
+                        let kind = kind.get().to_owned();
+                        if let Some(dependencies) = item.as_table_like_mut()
+                            && DEPENDENCY_TABLES.contains(&kind.as_str())
+                        {
+                            visit_table(&format!("target.{platform}.{kind}"), dependencies, visit);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn visit_table(section: &str, table: &mut dyn TableLike, visit: &mut dyn FnMut(&str, &str, &mut Item)) {
+    for (key, item) in table.iter_mut() {
+        visit(section, key.get(), item);
+    }
+}
+
+/// Collects the `/`-separated paths, relative to the root, of the manifests under `dir`.
+fn find_manifests(dir: &Path, relative: &str, found: &mut Vec<String>) -> Result<(), String> {
+    let shown = if relative.is_empty() {
+        "the repository root"
+    } else {
+        relative
+    };
+    let entries = fs::read_dir(dir).map_err(|e| format!("could not list {shown}: {e}"))?;
+    let mut entries = entries
+        .map(|entry| entry.and_then(|entry| Ok((entry.file_name(), entry.file_type()?))))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("could not list {shown}: {e}"))?;
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, file_type) in entries {
+        // A name that is not UTF-8 is neither a manifest nor a directory a manifest could name.
+        let Some(name) = name.to_str() else { continue };
+        if file_type.is_dir() && !name.starts_with('.') && !SKIPPED_DIRS.contains(&name) {
+            find_manifests(&dir.join(name), &format!("{relative}{name}/"), found)?;
+        } else if file_type.is_file() && name == "Cargo.toml" {
+            found.push(format!("{relative}{name}"));
+        }
+    }
+    Ok(())
+}
+
+fn read_manifest(root: &Path, manifest: &str) -> Result<DocumentMut, String> {
+    let text =
+        fs::read_to_string(root.join(confined(manifest)?)).map_err(|e| format!("could not read {manifest}: {e}"))?;
+    text.parse::<DocumentMut>()
+        .map_err(|e| format!("{manifest} is not valid TOML: {}", e.to_string().trim_end()))
+}
+
+/// `manifest` as a path inside the repository: relative, without `..`.
+fn confined(manifest: &str) -> Result<PathBuf, String> {
+    let path = Path::new(manifest);
+    if manifest.is_empty() || !path.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(format!("{manifest}: not a path inside the repository"));
+    }
+    Ok(path.to_owned())
+}
+
+/// The index URL as text without a `sparse+` prefix and with a trailing `/`, so that crate paths
+/// append to it.
+fn index_root(index: &Url) -> String {
+    let text = index.as_str();
+    let text = text.strip_prefix("sparse+").unwrap_or(text);
+    if text.ends_with('/') {
+        text.to_owned()
+    } else {
+        format!("{text}/")
+    }
+}
+
+/// `text` as one POSIX shell word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "a failing test should panic")]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, files: &[(&str, &str)]) {
+        for (path, text) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+    }
+
+    /// The scan as `manifest [section] name requirement (pinned)` lines.
+    fn scanned(root: &Path) -> Vec<String> {
+        scan(root)
+            .unwrap()
+            .iter()
+            .map(|d| {
+                assert_eq!(d.ecosystem, Ecosystem::Cargo);
+                let pinned = if d.pinned { " pinned" } else { "" };
+                format!("{} [{}] {} {}{pinned}", d.manifest, d.section, d.name, d.requirement)
+            })
+            .collect()
+    }
+
+    const WORKSPACE: &str = r#"[workspace]
+members = ["crates/*"]
+
+[workspace.dependencies]
+serde = { version = "1.0.200", features = ["derive"] }
+local = { path = "crates/local" }
+"#;
+
+    const MEMBER: &str = r#"[package]
+name = "app"
+version = "0.1.0"
+
+[dependencies]
+anyhow = "1"            # errors
+serde = { workspace = true }
+json = { package = "serde_json", version = "~1.0.100" }
+regex.version = "1.10"
+exact = "=0.4.2"
+sibling = { path = "../sibling", version = "0.1" }
+forked = { git = "https://example.test/forked.git", version = "2" }
+private = { version = "3", registry = "acme" }
+public = { version = "4", registry = "crates-io" }
+featureless = { features = ["x"] }
+
+[dependencies.toml_edit]
+version = "0.23"
+default-features = false
+
+[dev-dependencies]
+insta = "1.40"
+
+[build-dependencies]
+cc = "1.1"
+
+[target.'cfg(unix)'.dependencies]
+nix = "0.30"
+
+[target.x86_64-pc-windows-msvc.dev_dependencies]
+windows = "0.58"
+"#;
+
+    #[test]
+    fn scan_reads_every_dependency_table_and_skips_what_is_not_from_the_registry() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            &[
+                ("Cargo.toml", WORKSPACE),
+                ("crates/app/Cargo.toml", MEMBER),
+                ("target/package/app/Cargo.toml", "[dependencies]\nstale = \"1\"\n"),
+                ("vendor/dep/Cargo.toml", "[dependencies]\nvendored = \"1\"\n"),
+                (".cargo/x/Cargo.toml", "[dependencies]\nhidden = \"1\"\n"),
+                ("crates/app/Cargo.toml.orig", "[dependencies]\nbackup = \"1\"\n"),
+            ],
+        );
+        assert_eq!(
+            scanned(dir.path()),
+            [
+                "Cargo.toml [workspace.dependencies] serde 1.0.200",
+                "crates/app/Cargo.toml [dependencies] anyhow 1",
+                "crates/app/Cargo.toml [dependencies] serde_json ~1.0.100",
+                "crates/app/Cargo.toml [dependencies] regex 1.10",
+                "crates/app/Cargo.toml [dependencies] exact =0.4.2 pinned",
+                "crates/app/Cargo.toml [dependencies] public 4",
+                "crates/app/Cargo.toml [dependencies] toml_edit 0.23",
+                "crates/app/Cargo.toml [dev-dependencies] insta 1.40",
+                "crates/app/Cargo.toml [build-dependencies] cc 1.1",
+                "crates/app/Cargo.toml [target.'cfg(unix)'.dependencies] nix 0.30",
+                "crates/app/Cargo.toml [target.x86_64-pc-windows-msvc.dev_dependencies] windows 0.58",
+            ]
+        );
+    }
+
+    #[test]
+    fn scan_names_the_manifest_it_cannot_read() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &[("a/Cargo.toml", "[dependencies\nx = 1\n")]);
+        let error = scan(dir.path()).unwrap_err();
+        assert!(error.starts_with("a/Cargo.toml is not valid TOML: "), "{error}");
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(scan(empty.path()).unwrap(), []);
+    }
+
+    fn update(section: &str, name: &str, requirement: &str) -> Update {
+        Update {
+            ecosystem: Ecosystem::Cargo,
+            name: name.into(),
+            manifest: Some("crates/app/Cargo.toml".into()),
+            section: Some(section.into()),
+            from: "0.0.0".into(),
+            to: "9.9.9".into(),
+            kind: UpdateKind::Major,
+            new_requirement: Some(requirement.into()),
+            notes_url: None,
+        }
+    }
+
+    #[test]
+    fn apply_changes_only_the_version_in_every_entry_form() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &[("crates/app/Cargo.toml", MEMBER)]);
+        for (section, name, requirement) in [
+            ("dependencies", "anyhow", "2"),
+            ("dependencies", "serde_json", "~1.1.0"),
+            ("dependencies", "regex", "1.12"),
+            ("dependencies", "toml_edit", "0.24"),
+            ("target.'cfg(unix)'.dependencies", "nix", "0.31"),
+            ("target.x86_64-pc-windows-msvc.dev_dependencies", "windows", "0.61"),
+        ] {
+            apply(dir.path(), &update(section, name, requirement)).unwrap();
+        }
+        let expected = MEMBER
+            .replace(
+                "anyhow = \"1\"            # errors",
+                "anyhow = \"2\"            # errors",
+            )
+            .replace("version = \"~1.0.100\" }", "version = \"~1.1.0\" }")
+            .replace("regex.version = \"1.10\"", "regex.version = \"1.12\"")
+            .replace("version = \"0.23\"\n", "version = \"0.24\"\n")
+            .replace("nix = \"0.30\"", "nix = \"0.31\"")
+            .replace("windows = \"0.58\"", "windows = \"0.61\"");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("crates/app/Cargo.toml")).unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn apply_refuses_what_it_cannot_edit_and_names_the_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &[("crates/app/Cargo.toml", MEMBER)]);
+        let error = |update: &Update| apply(dir.path(), update).unwrap_err();
+        assert_eq!(
+            error(&update("dependencies", "sibling", "0.2")),
+            "crates/app/Cargo.toml: no `sibling` dependency with a registry version in [dependencies]"
+        );
+        assert_eq!(
+            error(&update("dev-dependencies", "anyhow", "2")),
+            "crates/app/Cargo.toml: no `anyhow` dependency with a registry version in [dev-dependencies]"
+        );
+        let mut outside = update("dependencies", "anyhow", "2");
+        outside.manifest = Some("../elsewhere/Cargo.toml".into());
+        assert_eq!(
+            error(&outside),
+            "../elsewhere/Cargo.toml: not a path inside the repository"
+        );
+        let mut missing = update("dependencies", "anyhow", "2");
+        missing.manifest = Some("nowhere/Cargo.toml".into());
+        assert!(error(&missing).starts_with("could not read nowhere/Cargo.toml: "));
+        let lockfile_only = Update {
+            manifest: None,
+            ..update("dependencies", "anyhow", "2")
+        };
+        assert_eq!(
+            error(&lockfile_only),
+            "the update of `anyhow` is lockfile-only: it has no manifest to edit"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join("crates/app/Cargo.toml")).unwrap(),
+            MEMBER
+        );
+    }
+
+    const LOCKFILE: &str = r#"version = 4
+
+[[package]]
+name = "app"
+version = "0.1.0"
+dependencies = ["rand 0.8.5", "rand 0.9.1"]
+
+[[package]]
+name = "rand"
+version = "0.9.1"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+checksum = "00"
+
+[[package]]
+name = "rand"
+version = "0.8.5"
+source = "sparse+https://index.example.test/"
+
+[[package]]
+name = "forked"
+version = "2.0.0"
+source = "git+https://example.test/forked.git#0123456789abcdef0123456789abcdef01234567"
+"#;
+
+    fn map(entries: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
+        entries
+            .iter()
+            .map(|(name, versions)| (name.to_string(), versions.iter().map(|v| v.to_string()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn locked_reads_registry_packages_only_and_every_version_of_each() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(locked(dir.path()).unwrap(), BTreeMap::new());
+        write(dir.path(), &[("Cargo.lock", LOCKFILE)]);
+        let lock = locked(dir.path()).unwrap();
+        assert_eq!(lock, map(&[("rand", &["0.8.5", "0.9.1"])]));
+        let dep = |requirement: &str| Dependency {
+            ecosystem: Ecosystem::Cargo,
+            name: "rand".into(),
+            manifest: "Cargo.toml".into(),
+            section: "dependencies".into(),
+            requirement: requirement.into(),
+            pinned: false,
+        };
+        assert_eq!(locked_version(&lock, &dep("0.8")), Some("0.8.5"));
+        assert_eq!(locked_version(&lock, &dep(">=0.8")), Some("0.9.1"));
+        assert_eq!(locked_version(&lock, &dep("1")), None);
+        write(dir.path(), &[("Cargo.lock", "[[package]]\nname = 1\n")]);
+        assert!(
+            locked(dir.path())
+                .unwrap_err()
+                .starts_with("Cargo.lock is not a valid lockfile: ")
+        );
+    }
+
+    #[test]
+    fn index_paths_follow_the_sparse_layout() {
+        assert_eq!(index_path("a").as_deref(), Some("1/a"));
+        assert_eq!(index_path("xy").as_deref(), Some("2/xy"));
+        assert_eq!(index_path("Syn").as_deref(), Some("3/s/syn"));
+        assert_eq!(index_path("Serde_JSON").as_deref(), Some("se/rd/serde_json"));
+        assert_eq!(index_path("../etc"), None);
+        assert_eq!(index_path(""), None);
+    }
+
+    #[test]
+    fn the_lock_command_replaces_crates_io_by_flags_only_for_another_index() {
+        let url = |text: &str| Url::parse(text).unwrap();
+        assert_eq!(lock_command(&url("https://index.crates.io/")), "cargo update");
+        assert_eq!(lock_command(&url("sparse+https://index.crates.io")), "cargo update");
+        assert_eq!(
+            lock_command(&url("https://github.com/rust-lang/crates.io-index")),
+            "cargo update"
+        );
+        assert_eq!(
+            lock_command(&url("http://127.0.0.1:8080/index")),
+            "cargo update --config 'source.crates-io.replace-with=\"pitcrew-registry\"' \
+             --config 'source.pitcrew-registry.registry=\"sparse+http://127.0.0.1:8080/index/\"'"
+        );
+        assert_eq!(
+            lock_command(&url("https://mirror.example.test/it's/")),
+            "cargo update --config 'source.crates-io.replace-with=\"pitcrew-registry\"' \
+             --config 'source.pitcrew-registry.registry=\"sparse+https://mirror.example.test/it'\\''s/\"'"
+        );
+    }
+
+    #[test]
+    fn lock_changes_pair_old_and_new_versions_and_skip_manifest_updates() {
+        let before = map(&[
+            ("rand", &["0.8.4", "0.9.0"]),
+            ("serde", &["1.0.200"]),
+            ("regex", &["1.10.0"]),
+            ("gone", &["1.0.0"]),
+            ("libc", &["0.2.150"]),
+            ("syn", &["1.0.109", "2.0.50"]),
+        ]);
+        let after = map(&[
+            ("rand", &["0.8.5", "0.9.2"]),
+            ("serde", &["1.0.210"]),
+            ("regex", &["1.11.1"]),
+            ("libc", &["0.2.150"]),
+            ("syn", &["2.0.87"]),
+            ("new", &["1.0.0"]),
+        ]);
+        let changes = lock_changes(&before, &after, &["regex".to_owned()]);
+        let lines: Vec<String> = changes
+            .iter()
+            .map(|u| {
+                assert_eq!(
+                    (u.kind, &u.manifest, &u.new_requirement),
+                    (UpdateKind::Lockfile, &None, &None)
+                );
+                format!("{} {}→{}", u.name, u.from, u.to)
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "rand 0.8.4→0.8.5",
+                "rand 0.9.0→0.9.2",
+                "serde 1.0.200→1.0.210",
+                "syn 2.0.50→2.0.87"
+            ]
+        );
+    }
+}

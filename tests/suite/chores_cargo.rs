@@ -1,0 +1,277 @@
+//! The Cargo ecosystem of dependency chores against a real local registry: a fixture crate locked
+//! by real `cargo` at old versions, newer ones published (one yanked), then scan, the index's
+//! releases, the plan under both policies, the major's manifest edit, and the real `cargo update`
+//! of `lock_command` moving `Cargo.lock`, after which the fixture builds and tests offline against
+//! the new versions.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use pitcrew::chores::version::plan;
+use pitcrew::chores::{Dependency, Ecosystem, Policy, Registries, RegistryClient, Release, Update, UpdateKind, cargo};
+use pitcrew_tests::cargo_registry::CargoRegistry;
+use tempfile::TempDir;
+use url::Url;
+
+const MANIFEST: &str = r#"[package]
+name = "fixture"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+# Arithmetic, kept current by pitcrew.
+calcutil = "1.0"
+fmtutil = { version = "~0.3.1", default-features = false } # formatting
+
+[workspace]
+"#;
+
+const FIXTURE_LIB: &str = r#"/// The versions of its dependencies this crate was built with.
+pub fn versions() -> String {
+    format!("calcutil {} fmtutil {}", calcutil::VERSION, fmtutil::VERSION)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reports_the_versions_it_was_built_with() {
+        println!("built with {}", super::versions());
+    }
+}
+"#;
+
+/// A published crate's `src/lib.rs`: it says its version.
+fn crate_lib(version: &str) -> String {
+    format!("/// This release.\npub const VERSION: &str = \"{version}\";\n")
+}
+
+/// Real `cargo` with a Cargo home and target directory of its own, online for the local registry.
+struct CargoCli {
+    home: TempDir,
+    target: TempDir,
+    /// The `--config` flags that put the local registry in crates.io's place.
+    source: String,
+}
+
+impl CargoCli {
+    fn new(registry: &CargoRegistry) -> CargoCli {
+        CargoCli {
+            home: TempDir::new().unwrap(),
+            target: TempDir::new().unwrap(),
+            source: format!(
+                "--config 'source.crates-io.replace-with=\"test-registry\"' \
+                 --config 'source.test-registry.registry=\"sparse+{}\"'",
+                registry.index_url()
+            ),
+        }
+    }
+
+    /// Runs `script` with `sh` in `dir`; returns its output, stdout then stderr.
+    fn run(&self, dir: &Path, script: &str) -> String {
+        let output = Command::new("sh")
+            .arg("-c")
+            .arg(format!("timeout 300 {script}"))
+            .current_dir(dir)
+            .env("CARGO_HOME", self.home.path())
+            .env("CARGO_TARGET_DIR", self.target.path())
+            .env("CARGO_TERM_COLOR", "never")
+            .env_remove("CARGO_NET_OFFLINE")
+            .output()
+            .unwrap_or_else(|e| panic!("running {script}: {e}"));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{script} failed ({}):\n{text}", output.status);
+        text
+    }
+}
+
+fn versions(entries: &[(&str, &str)]) -> BTreeMap<String, Vec<String>> {
+    entries
+        .iter()
+        .map(|(name, version)| (name.to_string(), vec![version.to_string()]))
+        .collect()
+}
+
+fn dependency(name: &str, requirement: &str) -> Dependency {
+    Dependency {
+        ecosystem: Ecosystem::Cargo,
+        name: name.into(),
+        manifest: "Cargo.toml".into(),
+        section: "dependencies".into(),
+        requirement: requirement.into(),
+        pinned: false,
+    }
+}
+
+fn release(version: &str, yanked: bool) -> Release {
+    Release {
+        version: version.into(),
+        yanked,
+        notes_url: None,
+    }
+}
+
+fn update(name: &str, from: &str, to: &str, kind: UpdateKind, new_requirement: Option<&str>) -> Update {
+    let manifest_edit = new_requirement.is_some();
+    Update {
+        ecosystem: Ecosystem::Cargo,
+        name: name.into(),
+        manifest: manifest_edit.then(|| "Cargo.toml".into()),
+        section: manifest_edit.then(|| "dependencies".into()),
+        from: from.into(),
+        to: to.into(),
+        kind,
+        new_requirement: new_requirement.map(Into::into),
+        notes_url: None,
+    }
+}
+
+#[tokio::test]
+async fn cargo_chores_update_a_real_lockfile_and_manifest_against_a_local_registry() {
+    let registry = CargoRegistry::start();
+    let index = Url::parse(&registry.index_url()).unwrap();
+    registry.publish("calcutil", "1.0.0", &crate_lib("1.0.0"), &[]).unwrap();
+    registry.publish("fmtutil", "0.3.1", &crate_lib("0.3.1"), &[]).unwrap();
+
+    let project = TempDir::new().unwrap();
+    let root = project.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("Cargo.toml"), MANIFEST).unwrap();
+    std::fs::write(root.join("src/lib.rs"), FIXTURE_LIB).unwrap();
+    let cli = CargoCli::new(&registry);
+    cli.run(root, &format!("cargo generate-lockfile {}", cli.source));
+    let locked_at_first = cargo::locked(root).unwrap();
+    assert_eq!(
+        locked_at_first,
+        versions(&[("calcutil", "1.0.0"), ("fmtutil", "0.3.1")])
+    );
+
+    // Newer releases; 1.2.0 is yanked, so neither the plan nor cargo may take it.
+    registry.publish("calcutil", "1.0.1", &crate_lib("1.0.1"), &[]).unwrap();
+    registry.publish("calcutil", "1.1.0", &crate_lib("1.1.0"), &[]).unwrap();
+    registry.publish("calcutil", "1.2.0", &crate_lib("1.2.0"), &[]).unwrap();
+    registry.yank("calcutil", "1.2.0").unwrap();
+    let calcutil_2 = format!("{}pub use fmtutil::VERSION as FMTUTIL;\n", crate_lib("2.0.0"));
+    registry
+        .publish("calcutil", "2.0.0", &calcutil_2, &[("fmtutil", "^0.3.1")])
+        .unwrap();
+    registry.publish("fmtutil", "0.3.2", &crate_lib("0.3.2"), &[]).unwrap();
+    registry.publish("fmtutil", "0.4.0", &crate_lib("0.4.0"), &[]).unwrap();
+
+    let dependencies = cargo::scan(root).unwrap();
+    assert_eq!(
+        dependencies,
+        [dependency("calcutil", "1.0"), dependency("fmtutil", "~0.3.1")]
+    );
+
+    let client = RegistryClient::new(Registries {
+        cargo_index: index.clone(),
+        ..Registries::default()
+    })
+    .unwrap();
+    let calcutil_releases = cargo::releases(&client, "calcutil").await.unwrap();
+    assert_eq!(
+        calcutil_releases,
+        [
+            release("1.0.0", false),
+            release("1.0.1", false),
+            release("1.1.0", false),
+            release("1.2.0", true),
+            release("2.0.0", false),
+        ]
+    );
+    let fmtutil_releases = cargo::releases(&client, "FmtUtil").await.unwrap();
+    assert_eq!(
+        fmtutil_releases,
+        [
+            release("0.3.1", false),
+            release("0.3.2", false),
+            release("0.4.0", false)
+        ]
+    );
+    assert_eq!(cargo::releases(&client, "absent").await.unwrap(), []);
+
+    // In-range releases are the lockfile's; the majors only when the policy asks.
+    let majors = Policy {
+        major: true,
+        ..Policy::default()
+    };
+    let planned = |policy: &Policy| -> Vec<Update> {
+        dependencies
+            .iter()
+            .zip([&calcutil_releases, &fmtutil_releases])
+            .flat_map(|(dep, releases)| plan(dep, cargo::locked_version(&locked_at_first, dep), releases, policy))
+            .collect()
+    };
+    assert_eq!(planned(&Policy::default()), []);
+    let calcutil_major = update("calcutil", "1.0.0", "2.0.0", UpdateKind::Major, Some("2.0"));
+    assert_eq!(
+        planned(&majors),
+        [
+            calcutil_major.clone(),
+            update("fmtutil", "0.3.1", "0.4.0", UpdateKind::Major, Some("~0.4.0")),
+        ]
+    );
+
+    // The lockfile refresh alone takes the in-range releases, not the yanked one.
+    cli.run(root, &cargo::lock_command(&index));
+    let refreshed = cargo::locked(root).unwrap();
+    assert_eq!(refreshed, versions(&[("calcutil", "1.1.0"), ("fmtutil", "0.3.2")]));
+    assert_eq!(
+        cargo::lock_changes(&locked_at_first, &refreshed, &[]),
+        [
+            update("calcutil", "1.0.0", "1.1.0", UpdateKind::Lockfile, None),
+            update("fmtutil", "0.3.1", "0.3.2", UpdateKind::Lockfile, None),
+        ]
+    );
+
+    // The major's edit, then the refresh that follows it.
+    cargo::apply(root, &calcutil_major).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("Cargo.toml")).unwrap(),
+        MANIFEST.replace("calcutil = \"1.0\"", "calcutil = \"2.0\"")
+    );
+    cli.run(root, &cargo::lock_command(&index));
+    let after_major = cargo::locked(root).unwrap();
+    assert_eq!(after_major, versions(&[("calcutil", "2.0.0"), ("fmtutil", "0.3.2")]));
+    assert_eq!(
+        cargo::lock_changes(&refreshed, &after_major, &["calcutil".to_owned()]),
+        []
+    );
+    assert_eq!(
+        cargo::lock_changes(&refreshed, &after_major, &[]),
+        [update("calcutil", "1.1.0", "2.0.0", UpdateKind::Lockfile, None)]
+    );
+
+    // The project builds and tests offline against what the lockfile now says.
+    cli.run(root, &format!("cargo fetch {}", cli.source));
+    let output = cli.run(root, &format!("cargo test --offline {} -- --nocapture", cli.source));
+    assert!(output.contains("built with calcutil 2.0.0 fmtutil 0.3.2"), "{output}");
+
+    // Cargo downloaded (and checked against the index's checksums) only what it built.
+    let downloads: BTreeSet<String> = registry
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/download"))
+        .map(|r| format!("{} {}", r.status, r.path))
+        .collect();
+    assert_eq!(
+        downloads,
+        BTreeSet::from([
+            "200 /api/v1/crates/calcutil/2.0.0/download".to_owned(),
+            "200 /api/v1/crates/fmtutil/0.3.2/download".to_owned(),
+        ])
+    );
+    assert!(
+        registry
+            .requests()
+            .iter()
+            .any(|r| r.path == "/ca/lc/calcutil" && r.status == 200),
+        "the index was read at its sparse path"
+    );
+}
