@@ -17,11 +17,12 @@
 //!
 //! Beyond the subset of the description the fake started with, requests are routed and validated
 //! by GitHub's full description, loaded on the first request the subset does not cover: GitHub
-//! Actions (workflow runs, jobs of every attempt, job re-runs, job logs) and the pull requests of
-//! a commit. A job log download is answered as GitHub does, with a 302 to a signed URL on storage
-//! (here `/_blobs/job-logs/…`, outside the API); a request there that carries an `Authorization`
-//! header is a violation: the token would have left GitHub's API. Every Actions job is also a
-//! check run of the `github-actions` app, listed with the bot's own and other apps' check runs.
+//! Actions (workflow runs, jobs of every attempt, job re-runs, job logs), the pull requests of a
+//! commit and a repository's tags. A job log download is answered as GitHub does, with a 302 to a
+//! signed URL on storage (here `/_blobs/job-logs/…`, outside the API); a request there that carries
+//! an `Authorization` header is a violation: the token would have left GitHub's API. Every Actions
+//! job is also a check run of the `github-actions` app, listed with the bot's own and other apps'
+//! check runs.
 //!
 //! Every response carries `x-ratelimit-limit`/`-remaining`/`-reset`/`-used`/`-resource` and an
 //! `x-github-request-id`. [`FakeGithub::fail_next`] injects faults (rate limits, 5xx) for the next
@@ -535,6 +536,13 @@ impl FakeGithub {
     pub fn set_branch(&self, repo: &str, branch: &str, sha: &str) {
         self.shared
             .change(|s| s.branches.insert((repo.to_owned(), branch.to_owned()), sha.to_owned()));
+    }
+
+    /// Tag `name` of `repo` points at `sha` (moved there when it exists, as major-version tags of
+    /// actions such as `v4` move); listed by `GET /repos/{owner}/{repo}/tags`.
+    pub fn add_tag(&self, repo: &str, name: &str, sha: &str) {
+        self.shared
+            .change(|s| s.tags.insert((repo.to_owned(), name.to_owned()), sha.to_owned()));
     }
 
     /// A comment by `user` on issue or pull request `number` (what a webhook would announce);

@@ -5,6 +5,7 @@ pub mod ci_log;
 pub mod docker;
 pub mod fake_github;
 pub mod git_server;
+pub mod package_registry;
 pub mod repo;
 pub mod scenario;
 pub mod scripted_model;

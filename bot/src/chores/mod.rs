@@ -9,7 +9,11 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod actions;
 pub mod cargo;
+pub mod npm;
+pub mod python;
+pub mod plan;
 pub mod registry;
 pub mod schedule;
 pub mod version;

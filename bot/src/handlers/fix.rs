@@ -415,7 +415,7 @@ async fn save_partial(
     }
 }
 
-async fn push_branch(
+pub(crate) async fn push_branch(
     repo: &std::path::Path,
     remote: &RemoteRepo,
     token: &secrecy::SecretString,

@@ -6,6 +6,7 @@
 //! A handler never loses a failure: whatever goes wrong is said on GitHub in plain words (the
 //! progress comment and the check run), and the job ends failed with the same words.
 
+pub mod chore;
 pub mod explain;
 pub mod fix;
 pub mod live;
@@ -246,10 +247,7 @@ impl Services {
             (JobKind::Review, false) => Err(HandlerError::Other("`review` works on pull requests only".into())),
             (JobKind::Explain, _) => explain::run(&env).await,
             (JobKind::Triage, _) => triage::run(&env).await,
-            (other, _) => Err(HandlerError::Other(format!(
-                "`{}` jobs are not handled by this server yet",
-                other.as_str()
-            ))),
+            (JobKind::Chore(_), _) => chore::run(&env).await,
         };
         match result {
             Ok((finish, spent)) => (finish, spent),

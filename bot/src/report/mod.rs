@@ -5,6 +5,7 @@
 //! the GitHub client. No HTTP, no clock except the [`throttle::Throttle`] of live updates.
 
 pub mod check_run;
+pub mod chore;
 pub mod markdown;
 pub mod progress;
 pub mod replies;

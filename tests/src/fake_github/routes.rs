@@ -17,7 +17,7 @@ use super::state::{
     CheckRun, GithubState, Issue, IssueComment, PullBase, PullHead, PullInfo, Reaction, ReactionTarget, Repo, Review,
     ReviewComment,
 };
-use super::wire::{self, example, example_item};
+use super::wire::{self, description_example, example, example_item};
 
 /// GitHub's page size when `per_page` is absent, and its largest.
 const DEFAULT_PER_PAGE: usize = 30;
@@ -187,6 +187,7 @@ pub(crate) fn handle(state: &mut GithubState, ctx: &Ctx<'_>) -> Option<Reply> {
             }
         }
         "repos/get-content" => get_content(state, repo, ctx),
+        "repos/list-tags" => list_tags(state, repo, ctx),
         "checks/create" => create_check_run(state, repo, ctx),
         "checks/get" => match state.check_runs.get(&ctx.number("check_run_id")) {
             Some(run) if run.repo == repo.full_name => Reply::json(200, check_run_json(run, repo, ctx)),
@@ -1390,6 +1391,42 @@ fn update_check_run(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Repl
     let json = check_run_json(&updated, repo, ctx);
     state.check_runs.insert(id, updated);
     Reply::json(200, json)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tags
+
+/// `GET …/tags`: the repository's tags by name, last first (the order is GitHub's own business;
+/// callers sort), paged.
+fn list_tags(state: &GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
+    let api = ctx.api(&format!("/repos/{}", repo.full_name));
+    let tags = state
+        .tags
+        .iter()
+        .filter(|((r, _), _)| *r == repo.full_name)
+        .rev()
+        .map(|((_, name), sha)| {
+            let mut tag = example_item_of(description_example("tag-items"));
+            tag["name"] = json!(name);
+            tag["commit"] = json!({"sha": sha, "url": format!("{api}/commits/{sha}")});
+            tag["zipball_url"] = json!(format!("{api}/zipball/refs/tags/{name}"));
+            tag["tarball_url"] = json!(format!("{api}/tarball/refs/tags/{name}"));
+            tag["node_id"] = json!(format!(
+                "REF_fake{}",
+                wire::stable_id(&format!("{}@{name}", repo.full_name))
+            ));
+            tag
+        })
+        .collect();
+    list(tags, ctx)
+}
+
+/// The first element of an example list from the full description.
+fn example_item_of(examples: Value) -> Value {
+    match examples {
+        Value::Array(mut items) if !items.is_empty() => items.swap_remove(0),
+        other => other,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -690,6 +690,8 @@ pub struct GithubState {
     pub files: BTreeMap<(String, String, String), Vec<u8>>,
     /// (repository, branch) → head commit, for new pull requests.
     pub branches: BTreeMap<(String, String), String>,
+    /// (repository, tag) → commit, for `GET …/tags` (GitHub Actions' versions).
+    pub tags: BTreeMap<(String, String), String>,
     pub tokens: Vec<IssuedToken>,
     /// How many installation tokens were asked for (successfully or not).
     pub token_requests: usize,

@@ -1,0 +1,1359 @@
+//! npm: the dependencies `package.json` files declare, npm's range syntax (`^`, `~`, x-ranges,
+//! comparators, hyphen ranges, `||`), the registry's package metadata (a deprecated version counts
+//! as yanked), the versions `package-lock.json` holds, and edits of `package.json`'s text that keep
+//! its formatting.
+
+use std::collections::BTreeMap;
+use std::ops::Range as Span;
+use std::path::{Component, Path, PathBuf};
+
+use semver::{Prerelease, Version};
+use serde_json::Value;
+use url::Url;
+
+use super::{Dependency, Ecosystem, Policy, RegistryClient, RegistryError, Release, Update, UpdateKind};
+
+/// The sections of `package.json` kept current. `peerDependencies` is not among them: a peer range
+/// is a promise to the package's own users, not a choice of version.
+pub const SECTIONS: [&str; 3] = ["dependencies", "devDependencies", "optionalDependencies"];
+
+const REGISTRY: &str = "the npm registry";
+const MANIFEST: &str = "package.json";
+
+/// Every dependency of every `package.json` under `root` (not in `node_modules`, hidden or ignored
+/// directories), in the [`SECTIONS`] kept current, by name within a section. Requirements that are
+/// not registry ranges are skipped: `file:`, `link:`, git and URL specs, `workspace:`, `npm:`
+/// aliases, GitHub shorthands, dist-tags such as `latest`.
+pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
+    let mut deps = Vec::new();
+    for (path, manifest) in manifests(root)? {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
+        let json: Value = serde_json::from_str(&text).map_err(|e| format!("{manifest}: not valid JSON: {e}"))?;
+        for section in SECTIONS {
+            let Some(entries) = json.get(section).and_then(Value::as_object) else {
+                continue;
+            };
+            for (name, spec) in entries {
+                let Some(spec) = spec.as_str() else {
+                    continue;
+                };
+                if !is_registry_spec(spec) {
+                    continue;
+                }
+                let Ok(range) = Range::parse(spec) else {
+                    continue;
+                };
+                deps.push(Dependency {
+                    ecosystem: Ecosystem::Npm,
+                    name: name.clone(),
+                    manifest: manifest.clone(),
+                    section: section.to_owned(),
+                    requirement: spec.to_owned(),
+                    pinned: range.is_pinned(),
+                });
+            }
+        }
+    }
+    Ok(deps)
+}
+
+/// `package.json` files under `root`, with their paths relative to it (`/` separators), in name order.
+fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+    let mut found = Vec::new();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .require_git(false)
+        .git_global(false)
+        .parents(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|entry| entry.file_name() != "node_modules")
+        .build();
+    for entry in walker {
+        let entry = entry.map_err(|e| format!("could not list {}: {e}", root.display()))?;
+        if entry.file_name() != MANIFEST || !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.into_path();
+        let relative = relative_name(root, &path)?;
+        found.push((path, relative));
+    }
+    Ok(found)
+}
+
+fn relative_name(root: &Path, path: &Path) -> Result<String, String> {
+    let relative = path
+        .strip_prefix(root)
+        .map_err(|_| format!("{} is not under {}", path.display(), root.display()))?;
+    let parts: Vec<&str> = relative
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_str()
+                .ok_or_else(|| format!("{}: not UTF-8", path.display()))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(parts.join("/"))
+}
+
+/// Whether `spec` names versions of the registry package itself (rather than a path, a URL, a git
+/// repository, a workspace package, another package or a dist-tag: those parse as no range anyway).
+fn is_registry_spec(spec: &str) -> bool {
+    // `file:`, `link:`, `git+https:`, `github:`, `workspace:`, `npm:`, `http:`… all have a colon;
+    // paths and GitHub shorthands (`owner/repo`) a slash. No range has either.
+    !spec.contains(':') && !spec.contains('/') && !spec.trim_start().starts_with('.')
+}
+
+/// The updates `policy` allows for `dep`: none when the newest release is inside its range (the
+/// lockfile refresh takes it) or the dependency is pinned or ignored; else the newest compatible
+/// release its range excludes (a patch or minor edit of the requirement), and, with
+/// `policy.major`, the newest release of a newer major, as an update of its own. Of `||`
+/// alternatives, the highest is the one moved. `locked` is the version the lockfile has; one the
+/// range does not admit (another copy of the package deeper in the tree) is not this dependency's.
+pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy: &Policy) -> Vec<Update> {
+    if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
+        return Vec::new();
+    }
+    let Ok(range) = Range::parse(&dep.requirement) else {
+        return Vec::new();
+    };
+    let floor = range.floor();
+    let from = locked
+        .and_then(|v| Version::parse(v).ok())
+        .filter(|v| range.satisfies(v))
+        .unwrap_or_else(|| floor.clone());
+    let eligible: Vec<(Version, &Release)> = releases
+        .iter()
+        .filter(|r| !r.yanked)
+        .filter_map(|r| Version::parse(&r.version).ok().map(|v| (v, r)))
+        .filter(|(v, _)| v.pre.is_empty() && *v > from)
+        .collect();
+    let Some((newest, newest_release)) = eligible.iter().max_by(|a, b| a.0.cmp(&b.0)) else {
+        return Vec::new();
+    };
+    if range.satisfies(newest) {
+        return Vec::new();
+    }
+    let update = |to: &Version, release: &Release| {
+        range.rewrite(&dep.requirement, to).map(|requirement| Update {
+            ecosystem: Ecosystem::Npm,
+            name: dep.name.clone(),
+            manifest: Some(dep.manifest.clone()),
+            section: Some(dep.section.clone()),
+            from: from.to_string(),
+            to: to.to_string(),
+            kind: kind(&from, to),
+            new_requirement: Some(requirement),
+            notes_url: release.notes_url.clone(),
+        })
+    };
+    let mut updates = Vec::new();
+    let compatible = eligible
+        .iter()
+        .filter(|(v, _)| compatibility(v) == compatibility(&floor) && !range.satisfies(v))
+        .max_by(|a, b| a.0.cmp(&b.0));
+    if let Some((version, release)) = compatible {
+        updates.extend(update(version, release));
+    }
+    if policy.major && compatibility(newest) != compatibility(&floor) {
+        updates.extend(update(newest, newest_release));
+    }
+    updates
+}
+
+/// What a release must share with another to be compatible with it: the major version, or for
+/// `0.x` the minor, or for `0.0.x` the patch (npm's caret, Cargo's default).
+fn compatibility(v: &Version) -> (u64, u64, u64) {
+    match (v.major, v.minor) {
+        (0, 0) => (0, 0, v.patch),
+        (0, minor) => (0, minor, 0),
+        (major, _) => (major, 0, 0),
+    }
+}
+
+fn kind(from: &Version, to: &Version) -> UpdateKind {
+    if compatibility(from) != compatibility(to) {
+        UpdateKind::Major
+    } else if (from.major, from.minor) != (to.major, to.minor) {
+        UpdateKind::Minor
+    } else {
+        UpdateKind::Patch
+    }
+}
+
+/// The versions of `name` the registry lists, oldest first (versions that are not semver are left
+/// out). A deprecated version is yanked; the release notes are the GitHub repository's releases
+/// page when the package names one.
+pub async fn releases(client: &RegistryClient, name: &str) -> Result<Vec<Release>, RegistryError> {
+    let malformed = |message: String| RegistryError::Malformed {
+        registry: REGISTRY,
+        package: name.to_owned(),
+        message,
+    };
+    let url = package_url(&client.registries.npm, name).map_err(malformed)?;
+    let Some(body) = client.get(REGISTRY, name, url, "application/json").await? else {
+        return Err(RegistryError::NotFound {
+            registry: REGISTRY,
+            package: name.to_owned(),
+        });
+    };
+    parse_packument(&body).map_err(malformed)
+}
+
+/// The releases in a registry's package document (a "packument").
+fn parse_packument(body: &str) -> Result<Vec<Release>, String> {
+    let json: Value = serde_json::from_str(body).map_err(|e| format!("not JSON: {e}"))?;
+    let versions = json
+        .get("versions")
+        .and_then(Value::as_object)
+        .ok_or("it has no `versions` object")?;
+    let notes_url = json.get("repository").and_then(github_releases_url);
+    let mut releases: Vec<(Version, Release)> = versions
+        .iter()
+        .filter_map(|(version, meta)| {
+            let parsed = Version::parse(version).ok()?;
+            // `npm deprecate pkg@v ""` un-deprecates by writing an empty message.
+            let yanked = match meta.get("deprecated") {
+                Some(Value::String(message)) => !message.is_empty(),
+                Some(Value::Bool(deprecated)) => *deprecated,
+                _ => false,
+            };
+            let release = Release {
+                version: version.clone(),
+                yanked,
+                notes_url: notes_url.clone(),
+            };
+            Some((parsed, release))
+        })
+        .collect();
+    releases.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(releases.into_iter().map(|(_, r)| r).collect())
+}
+
+/// `{base}{name}`, a scoped name's slash encoded (`@scope%2fpkg`) as registries expect.
+fn package_url(base: &Url, name: &str) -> Result<Url, String> {
+    if name.is_empty() || name.starts_with('.') || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("`{name}` is not an npm package name"));
+    }
+    let mut encoded = String::new();
+    for (i, byte) in name.bytes().enumerate() {
+        match byte {
+            b'@' if i == 0 => encoded.push('@'),
+            b'/' => encoded.push_str("%2f"),
+            b if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'!' | b'*' | b'(' | b')') => {
+                encoded.push(char::from(b));
+            }
+            b => encoded.push_str(&format!("%{b:02X}")),
+        }
+    }
+    let mut text = base.as_str().to_owned();
+    if !text.ends_with('/') {
+        text.push('/');
+    }
+    text.push_str(&encoded);
+    Url::parse(&text).map_err(|e| format!("could not make its URL: {e}"))
+}
+
+/// `https://github.com/{owner}/{repo}/releases` for a `repository` field (a string or `{url}`)
+/// naming a GitHub repository: `github:o/r`, `o/r`, `git+https://github.com/o/r.git`,
+/// `git@github.com:o/r.git`, ….
+fn github_releases_url(repository: &Value) -> Option<String> {
+    let text = match repository {
+        Value::String(text) => text.as_str(),
+        Value::Object(fields) => fields.get("url")?.as_str()?,
+        _ => return None,
+    };
+    let text = text.trim();
+    let path = if let Some(rest) = text.strip_prefix("github:") {
+        rest
+    } else if let Some(at) = text.find("github.com") {
+        text[at + "github.com".len()..].strip_prefix(['/', ':'])?
+    } else if !text.contains(':') && text.matches('/').count() == 1 {
+        text
+    } else {
+        return None;
+    };
+    let path = path.split(['#', '?']).next()?;
+    let mut segments = path.split('/');
+    let owner = segments.next()?;
+    let repo = segments.next()?;
+    let repo = repo.strip_suffix(".git").unwrap_or(repo);
+    let valid = |part: &str| {
+        !part.is_empty()
+            && part != "."
+            && part != ".."
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    (valid(owner) && valid(repo)).then(|| format!("https://github.com/{owner}/{repo}/releases"))
+}
+
+/// The versions `package-lock.json` (or `npm-shrinkwrap.json`) in `dir` holds: package name →
+/// every version locked (several when the tree has a package twice), from `packages` (lockfile
+/// versions 2 and 3) or `dependencies` (version 1). An empty map when there is no lockfile.
+pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let Some((path, text)) = ["npm-shrinkwrap.json", "package-lock.json"]
+        .into_iter()
+        .find_map(|name| {
+            let path = dir.join(name);
+            std::fs::read_to_string(&path).ok().map(|text| (path, text))
+        })
+    else {
+        return Ok(versions);
+    };
+    let json: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", path.display()))?;
+    let mut add = |name: &str, version: &str| {
+        if Version::parse(version).is_ok() {
+            let list = versions.entry(name.to_owned()).or_default();
+            if !list.iter().any(|v| v == version) {
+                list.push(version.to_owned());
+            }
+        }
+    };
+    if let Some(packages) = json.get("packages").and_then(Value::as_object) {
+        for (key, entry) in packages {
+            let Some(at) = key.rfind("node_modules/") else {
+                // The root package and workspace folders.
+                continue;
+            };
+            if entry.get("link").and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            if let Some(version) = entry.get("version").and_then(Value::as_str) {
+                add(&key[at + "node_modules/".len()..], version);
+            }
+        }
+    } else if let Some(dependencies) = json.get("dependencies").and_then(Value::as_object) {
+        let mut pending: Vec<&serde_json::Map<String, Value>> = vec![dependencies];
+        while let Some(level) = pending.pop() {
+            for (name, entry) in level {
+                if let Some(version) = entry.get("version").and_then(Value::as_str) {
+                    add(name, version);
+                }
+                if let Some(nested) = entry.get("dependencies").and_then(Value::as_object) {
+                    pending.push(nested);
+                }
+            }
+        }
+    }
+    for list in versions.values_mut() {
+        list.sort_by_cached_key(|v| Version::parse(v).ok());
+    }
+    Ok(versions)
+}
+
+/// The command that refreshes `package-lock.json` against `registry`: every locked version moved
+/// to the newest its range (as edited) admits, `package.json` left alone, no install scripts run,
+/// no audit asked for. It is `npm update`: `npm install --package-lock-only` keeps a locked version
+/// its range still admits, so it would refresh nothing.
+pub fn lock_command(registry: &Url) -> String {
+    let url = registry.as_str();
+    let plain = url.chars().all(|c| {
+        c.is_ascii_alphanumeric() || matches!(c, ':' | '/' | '.' | '_' | '~' | '%' | '@' | '+' | '=' | '-' | ',')
+    });
+    let url = if plain {
+        url.to_owned()
+    } else {
+        format!("'{}'", url.replace('\'', r"'\''"))
+    };
+    format!("npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry {url}")
+}
+
+/// Writes `update.new_requirement` as the value of `update.name` in its section of its
+/// `package.json`, changing nothing else of the text. A lockfile-only update changes nothing here.
+pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
+    let (Some(manifest), Some(section), Some(requirement)) =
+        (&update.manifest, &update.section, &update.new_requirement)
+    else {
+        return Ok(());
+    };
+    let path = manifest_path(root, manifest)?;
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
+    let edited = set_requirement(&text, section, &update.name, requirement).map_err(|e| format!("{manifest}: {e}"))?;
+    std::fs::write(&path, edited).map_err(|e| format!("{manifest}: could not write it: {e}"))
+}
+
+/// `root/manifest`, refusing a manifest path that would leave `root`.
+fn manifest_path(root: &Path, manifest: &str) -> Result<PathBuf, String> {
+    let relative = Path::new(manifest);
+    if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(format!("{manifest}: not a path inside the repository"));
+    }
+    Ok(root.join(relative))
+}
+
+/// `text` with the string value of `section.name` replaced by `requirement` (JSON-escaped).
+fn set_requirement(text: &str, section: &str, name: &str, requirement: &str) -> Result<String, String> {
+    let mut scanner = Scanner { text, pos: 0 };
+    scanner.whitespace();
+    let root = scanner.members()?;
+    let mut spans = Vec::new();
+    for (key, value) in &root {
+        if key != section || !text[value.clone()].starts_with('{') {
+            continue;
+        }
+        let mut inner = Scanner { text, pos: value.start };
+        for (key, value) in inner.members()? {
+            if key == name {
+                if !text[value.clone()].starts_with('"') {
+                    return Err(format!("`{section}.{name}` is not a string"));
+                }
+                spans.push(value);
+            }
+        }
+    }
+    if spans.is_empty() {
+        return Err(format!("there is no `{section}.{name}`"));
+    }
+    let literal = serde_json::to_string(requirement).map_err(|e| format!("could not encode `{requirement}`: {e}"))?;
+    let mut edited = text.to_owned();
+    for span in spans.into_iter().rev() {
+        edited.replace_range(span, &literal);
+    }
+    Ok(edited)
+}
+
+/// Just enough of a JSON reader to find where values are in the text.
+struct Scanner<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl Scanner<'_> {
+    fn error(&self, what: &str) -> String {
+        let line = self.text[..self.pos.min(self.text.len())].matches('\n').count() + 1;
+        format!("not valid JSON at line {line}: {what}")
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.pos).copied()
+    }
+
+    fn whitespace(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
+            self.pos += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8) -> Result<(), String> {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.error(&format!("expected `{}`", char::from(byte))))
+        }
+    }
+
+    /// The members of the object at the cursor: each key (decoded) and its value's span.
+    fn members(&mut self) -> Result<Vec<(String, Span<usize>)>, String> {
+        self.expect(b'{')?;
+        let mut members = Vec::new();
+        self.whitespace();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(members);
+        }
+        loop {
+            self.whitespace();
+            if self.peek() != Some(b'"') {
+                return Err(self.error("expected a key"));
+            }
+            let key_span = self.string()?;
+            let key: String = serde_json::from_str(&self.text[key_span]).map_err(|e| self.error(&e.to_string()))?;
+            self.whitespace();
+            self.expect(b':')?;
+            self.whitespace();
+            let value = self.value()?;
+            members.push((key, value));
+            self.whitespace();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(members);
+                }
+                _ => return Err(self.error("expected `,` or `}`")),
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<Span<usize>, String> {
+        let start = self.pos;
+        self.expect(b'"')?;
+        loop {
+            match self.peek() {
+                Some(b'\\') => self.pos += 2,
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(start..self.pos);
+                }
+                Some(_) => self.pos += 1,
+                None => return Err(self.error("a string does not end")),
+            }
+        }
+    }
+
+    fn value(&mut self) -> Result<Span<usize>, String> {
+        let start = self.pos;
+        match self.peek() {
+            Some(b'"') => return self.string(),
+            Some(b'{') => {
+                self.members()?;
+            }
+            Some(b'[') => {
+                self.pos += 1;
+                self.whitespace();
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                } else {
+                    loop {
+                        self.whitespace();
+                        self.value()?;
+                        self.whitespace();
+                        match self.peek() {
+                            Some(b',') => self.pos += 1,
+                            Some(b']') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => return Err(self.error("expected `,` or `]`")),
+                        }
+                    }
+                }
+            }
+            Some(_) => {
+                while self
+                    .peek()
+                    .is_some_and(|b| !b.is_ascii_whitespace() && !matches!(b, b',' | b'}' | b']'))
+                {
+                    self.pos += 1;
+                }
+                if self.pos == start {
+                    return Err(self.error("expected a value"));
+                }
+            }
+            None => return Err(self.error("expected a value")),
+        }
+        Ok(start..self.pos)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ranges
+
+/// An npm range: alternatives joined by `||`, each a list of terms that must all hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Range {
+    alternatives: Vec<Alternative>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Alternative {
+    terms: Vec<Term>,
+    /// What the terms mean.
+    comparators: Vec<Comparator>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Comparator {
+    op: Op,
+    version: Version,
+}
+
+impl Comparator {
+    fn admits(&self, v: &Version) -> bool {
+        match self.op {
+            Op::Lt => v < &self.version,
+            Op::Le => v <= &self.version,
+            Op::Gt => v > &self.version,
+            Op::Ge => v >= &self.version,
+            Op::Eq => v == &self.version,
+        }
+    }
+}
+
+/// How a term reads: its operator (none for `1.2.3` and `1.x`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TermOp {
+    Plain,
+    Caret,
+    Tilde,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Term {
+    /// `1.2.3`, `^1.2`, `~1.x`, `>=1`, `<2.0.0`, `=1.2.3`, `*`.
+    Single { op: TermOp, version: Partial },
+    /// `1.2.3 - 2.3`.
+    Hyphen { low: Partial, high: Partial },
+}
+
+/// A version as a range writes it: up to three parts, each a number or a wildcard, and where in
+/// the range's text it is (after any `v`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Partial {
+    parts: Vec<Part>,
+    pre: Prerelease,
+    span: Span<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Number(u64),
+    Wildcard(char),
+}
+
+impl Partial {
+    /// How many leading parts are numbers (the precision).
+    fn precision(&self) -> usize {
+        self.parts.iter().take_while(|p| matches!(p, Part::Number(_))).count()
+    }
+
+    fn number(&self, i: usize) -> u64 {
+        match self.parts.get(i) {
+            Some(Part::Number(n)) => *n,
+            _ => 0,
+        }
+    }
+
+    /// The lowest version it stands for (missing parts 0).
+    fn low(&self) -> Version {
+        let mut v = Version::new(self.number(0), self.number(1), self.number(2));
+        if self.precision() == 3 {
+            v.pre = self.pre.clone();
+        }
+        v
+    }
+
+    /// The version just above every version it stands for at its precision (`1.2` → `1.3.0`).
+    fn above(&self) -> Version {
+        match self.precision() {
+            1 => Version::new(self.number(0) + 1, 0, 0),
+            _ => Version::new(self.number(0), self.number(1) + 1, 0),
+        }
+    }
+
+    /// `to` written in this partial's shape: as many numbers, the same wildcards (`1.x` → `2.x`).
+    fn shaped(&self, to: &Version) -> String {
+        let numbers = [to.major, to.minor, to.patch];
+        let parts: Vec<String> = self
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(i, part)| match part {
+                Part::Number(_) => numbers[i].to_string(),
+                Part::Wildcard(c) => c.to_string(),
+            })
+            .collect();
+        parts.join(".")
+    }
+
+    /// An exclusive upper bound of this shape just above `to`, at the level this bound is written
+    /// at: `<2` → `<3`, `<1.5.0` → `<1.8.0`, `<1.2.4` → `<1.7.3`.
+    fn raised(&self, to: &Version) -> String {
+        let written = self.parts.len().max(1);
+        let numbers = [to.major, to.minor, to.patch];
+        let level = (0..written.min(3)).rev().find(|&i| self.number(i) != 0).unwrap_or(0);
+        let parts: Vec<String> = (0..written)
+            .map(|i| match i.cmp(&level) {
+                std::cmp::Ordering::Less => numbers[i].to_string(),
+                std::cmp::Ordering::Equal => (numbers[i] + 1).to_string(),
+                std::cmp::Ordering::Greater => "0".to_owned(),
+            })
+            .collect();
+        parts.join(".")
+    }
+}
+
+impl Range {
+    /// Parses an npm range (node-semver's grammar, without its loose-mode extras).
+    pub fn parse(text: &str) -> Result<Range, String> {
+        let mut alternatives = Vec::new();
+        let mut start = 0;
+        for piece in text.split("||") {
+            alternatives.push(parse_alternative(text, start, piece)?);
+            start += piece.len() + 2;
+        }
+        Ok(Range { alternatives })
+    }
+
+    /// Whether `v` is inside the range.
+    pub fn satisfies(&self, v: &Version) -> bool {
+        self.alternatives
+            .iter()
+            .any(|alt| alt.comparators.iter().all(|c| c.admits(v)))
+    }
+
+    /// Whether the range names exactly one version (`1.2.3`, `=1.2.3`).
+    pub fn is_pinned(&self) -> bool {
+        matches!(
+            self.alternatives.as_slice(),
+            [Alternative { terms, .. }] if matches!(
+                terms.as_slice(),
+                [Term::Single { op: TermOp::Plain | TermOp::Eq, version }] if version.precision() == 3
+            )
+        )
+    }
+
+    /// The lowest version the highest alternative admits (`>=1.2 <2` → `1.2.0`; `*` → `0.0.0`).
+    pub fn floor(&self) -> Version {
+        self.alternatives
+            .iter()
+            .map(Alternative::floor)
+            .max()
+            .unwrap_or_else(|| Version::new(0, 0, 0))
+    }
+
+    /// `text` (this range as written) changed so that its highest alternative admits `to`, in the
+    /// style written: `^1.2.3` → `^2.0.0`, `~1.2` → `~1.4`, `1.x` → `2.x`, `1.2.3` → `1.4.0`; an
+    /// upper bound is raised at the precision it is written with (`>=1 <2` → `>=1 <3`, as
+    /// Dependabot does), `<=1.5` becomes `<=1.7`. `None` when no such edit admits `to`.
+    pub fn rewrite(&self, text: &str, to: &Version) -> Option<String> {
+        let index = (0..self.alternatives.len()).max_by_key(|&i| self.alternatives[i].floor())?;
+        let mut edits: Vec<(Span<usize>, String)> = Vec::new();
+        for term in &self.alternatives[index].terms {
+            match term {
+                Term::Single { op, version } => {
+                    if desugar(*op, version).iter().all(|c| c.admits(to)) {
+                        continue;
+                    }
+                    let new = match op {
+                        TermOp::Lt => version.raised(to),
+                        TermOp::Gt | TermOp::Ge => return None,
+                        _ => version.shaped(to),
+                    };
+                    edits.push((version.span.clone(), new));
+                }
+                Term::Hyphen { low, high } => {
+                    if to < &low.low() {
+                        return None;
+                    }
+                    if !upper_inclusive(high).iter().all(|c| c.admits(to)) {
+                        edits.push((high.span.clone(), high.shaped(to)));
+                    }
+                }
+            }
+        }
+        let mut edited = text.to_owned();
+        edits.sort_by_key(|(span, _)| span.start);
+        for (span, new) in edits.into_iter().rev() {
+            edited.replace_range(span, &new);
+        }
+        Range::parse(&edited).ok()?.satisfies(to).then_some(edited)
+    }
+}
+
+impl Alternative {
+    fn floor(&self) -> Version {
+        self.comparators
+            .iter()
+            .filter_map(|c| match c.op {
+                Op::Ge | Op::Eq => Some(c.version.clone()),
+                Op::Gt => Some(Version::new(c.version.major, c.version.minor, c.version.patch + 1)),
+                Op::Lt | Op::Le => None,
+            })
+            .max()
+            .unwrap_or_else(|| Version::new(0, 0, 0))
+    }
+}
+
+/// One `||` alternative, `piece`, found at byte `offset` of `whole`.
+fn parse_alternative(whole: &str, offset: usize, piece: &str) -> Result<Alternative, String> {
+    // Tokens with their offsets in `whole`.
+    let mut tokens: Vec<(usize, &str)> = Vec::new();
+    let mut i = 0;
+    for word in piece.split_whitespace() {
+        let at = piece[i..].find(word).map_or(i, |p| p + i);
+        tokens.push((offset + at, word));
+        i = at + word.len();
+    }
+    let mut terms = Vec::new();
+    if let [(_, low), (_, "-"), (_, high)] = tokens.as_slice() {
+        let (low_at, high_at) = (tokens[0].0, tokens[2].0);
+        let low = parse_partial(whole, low_at, low)?;
+        let high = parse_partial(whole, high_at, high)?;
+        terms.push(Term::Hyphen { low, high });
+    } else {
+        let mut k = 0;
+        while k < tokens.len() {
+            let (at, token) = tokens[k];
+            let (op, op_len) = term_op(token);
+            let (at, token) = if op_len == token.len() {
+                // An operator standing alone: `>= 1.2.3`.
+                k += 1;
+                let &(next_at, next) = tokens.get(k).ok_or_else(|| format!("`{token}` without a version"))?;
+                (next_at, next)
+            } else {
+                (at + op_len, &token[op_len..])
+            };
+            terms.push(Term::Single {
+                op,
+                version: parse_partial(whole, at, token)?,
+            });
+            k += 1;
+        }
+    }
+    let comparators = terms
+        .iter()
+        .flat_map(|term| match term {
+            Term::Single { op, version } => desugar(*op, version),
+            Term::Hyphen { low, high } => {
+                let mut comparators = desugar(TermOp::Ge, low);
+                comparators.extend(upper_inclusive(high));
+                comparators
+            }
+        })
+        .collect();
+    Ok(Alternative { terms, comparators })
+}
+
+/// The operator a token starts with, and its length.
+fn term_op(token: &str) -> (TermOp, usize) {
+    for (prefix, op) in [
+        ("<=", TermOp::Le),
+        (">=", TermOp::Ge),
+        ("~>", TermOp::Tilde),
+        ("<", TermOp::Lt),
+        (">", TermOp::Gt),
+        ("=", TermOp::Eq),
+        ("^", TermOp::Caret),
+        ("~", TermOp::Tilde),
+    ] {
+        if token.starts_with(prefix) {
+            return (op, prefix.len());
+        }
+    }
+    (TermOp::Plain, 0)
+}
+
+/// A partial version `token` at byte `at` of `whole`: `1`, `1.2`, `1.2.3-beta.1`, `1.x`, `*`, `v1.2`.
+fn parse_partial(whole: &str, at: usize, token: &str) -> Result<Partial, String> {
+    let bad = || format!("`{token}` is not a version in `{whole}`");
+    let (skip, rest) = match token.strip_prefix(['v', 'V']) {
+        Some(rest) => (1, rest),
+        None => (0, token),
+    };
+    // Build metadata means nothing to a range.
+    let rest = rest.split_once('+').map_or(rest, |(version, _build)| version);
+    let (core, pre) = match rest.split_once('-') {
+        Some((core, pre)) => (core, Prerelease::new(pre).map_err(|_| bad())?),
+        None => (rest, Prerelease::EMPTY),
+    };
+    let mut parts = Vec::new();
+    for piece in core.split('.') {
+        let part = match piece {
+            "x" | "X" | "*" => Part::Wildcard(piece.chars().next().unwrap_or('x')),
+            digits if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                Part::Number(digits.parse().map_err(|_| bad())?)
+            }
+            _ => return Err(bad()),
+        };
+        // Nothing precise after a wildcard: `1.x.3` means nothing.
+        if matches!(part, Part::Number(_)) && parts.iter().any(|p| matches!(p, Part::Wildcard(_))) {
+            return Err(bad());
+        }
+        parts.push(part);
+    }
+    if parts.len() > 3 || (!pre.is_empty() && parts.len() != 3) {
+        return Err(bad());
+    }
+    Ok(Partial {
+        parts,
+        pre,
+        span: at + skip..at + token.len(),
+    })
+}
+
+/// The comparators a term stands for (node-semver's desugaring).
+fn desugar(op: TermOp, p: &Partial) -> Vec<Comparator> {
+    let cmp = |op, version| Comparator { op, version };
+    let n = p.precision();
+    let (major, minor, patch) = (p.number(0), p.number(1), p.number(2));
+    let nothing = || vec![cmp(Op::Lt, Version::new(0, 0, 0))];
+    match (op, n) {
+        (TermOp::Plain | TermOp::Eq | TermOp::Caret | TermOp::Tilde | TermOp::Ge | TermOp::Le, 0) => Vec::new(),
+        (TermOp::Lt | TermOp::Gt, 0) => nothing(),
+        (TermOp::Plain | TermOp::Eq, 3) => vec![cmp(Op::Eq, p.low())],
+        (TermOp::Plain | TermOp::Eq | TermOp::Tilde, _) => vec![cmp(Op::Ge, p.low()), cmp(Op::Lt, p.above())],
+        (TermOp::Caret, _) => {
+            let upper = match (major, minor, n) {
+                (0, 0, 3) => Version::new(0, 0, patch + 1),
+                (0, _, 2 | 3) => Version::new(0, minor + 1, 0),
+                _ => Version::new(major + 1, 0, 0),
+            };
+            vec![cmp(Op::Ge, p.low()), cmp(Op::Lt, upper)]
+        }
+        (TermOp::Gt, 3) => vec![cmp(Op::Gt, p.low())],
+        (TermOp::Gt, _) => vec![cmp(Op::Ge, p.above())],
+        (TermOp::Ge, _) => vec![cmp(Op::Ge, p.low())],
+        (TermOp::Lt, _) => vec![cmp(Op::Lt, p.low())],
+        (TermOp::Le, _) => upper_inclusive(p),
+    }
+}
+
+/// `<=p`: inclusive of every version `p` stands for (`<=1.2` admits `1.2.9`).
+fn upper_inclusive(p: &Partial) -> Vec<Comparator> {
+    match p.precision() {
+        0 => Vec::new(),
+        3 => vec![Comparator {
+            op: Op::Le,
+            version: p.low(),
+        }],
+        _ => vec![Comparator {
+            op: Op::Lt,
+            version: p.above(),
+        }],
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "a failing test should panic")]
+mod tests {
+    use super::*;
+
+    fn v(text: &str) -> Version {
+        Version::parse(text).unwrap()
+    }
+
+    fn admits(range: &str, version: &str) -> bool {
+        Range::parse(range).unwrap().satisfies(&v(version))
+    }
+
+    #[test]
+    fn ranges_admit_what_npm_admits() {
+        let cases = [
+            ("^1.2.3", "1.2.3", true),
+            ("^1.2.3", "1.9.0", true),
+            ("^1.2.3", "2.0.0", false),
+            ("^1.2.3", "1.2.2", false),
+            ("^0.2.3", "0.2.9", true),
+            ("^0.2.3", "0.3.0", false),
+            ("^0.0.3", "0.0.3", true),
+            ("^0.0.3", "0.0.4", false),
+            ("^0.0", "0.0.9", true),
+            ("^0.0", "0.1.0", false),
+            ("^1.x", "1.9.9", true),
+            ("^0.x", "0.9.0", true),
+            ("~1.2.3", "1.2.9", true),
+            ("~1.2.3", "1.3.0", false),
+            ("~1.2", "1.2.0", true),
+            ("~1", "1.9.0", true),
+            ("~1", "2.0.0", false),
+            ("~>1.2", "1.2.5", true),
+            ("1.2.3", "1.2.3", true),
+            ("1.2.3", "1.2.4", false),
+            ("=1.2.3", "1.2.3", true),
+            ("v1.2.3", "1.2.3", true),
+            ("1.x", "1.5.0", true),
+            ("1.x", "2.0.0", false),
+            ("1.2.X", "1.2.7", true),
+            ("1", "1.9.9", true),
+            ("1.2", "1.3.0", false),
+            ("*", "9.9.9", true),
+            ("", "0.0.1", true),
+            (">=1 <2", "1.5.0", true),
+            (">=1 <2", "2.0.0", false),
+            (">= 1.2.0 < 1.5.0", "1.4.9", true),
+            (">1.2", "1.2.9", false),
+            (">1.2", "1.3.0", true),
+            (">1.2.3", "1.2.3", false),
+            ("<=1.2", "1.2.9", true),
+            ("<=1.2", "1.3.0", false),
+            ("<2", "1.99.0", true),
+            ("1.2.3 - 2.3", "2.3.9", true),
+            ("1.2.3 - 2.3", "2.4.0", false),
+            ("1.2.3 - 2.3.4", "1.2.2", false),
+            ("^1.0.0 || ^2.0.0", "2.5.0", true),
+            ("^1.0.0 || ^3.0.0", "2.5.0", false),
+            ("1.x || >=2.5.0 || 5.0.0 - 7.2.3", "6.0.0", true),
+        ];
+        for (range, version, expected) in cases {
+            assert_eq!(admits(range, version), expected, "{range} admits {version}");
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_range_does_not_parse() {
+        for text in ["latest", "next", "1.x.3", "1.2.3.4", "^", ">= ", "1.2-beta", "abc"] {
+            assert!(Range::parse(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn floors_pins_and_the_highest_alternative() {
+        let floor = |text: &str| Range::parse(text).unwrap().floor().to_string();
+        assert_eq!(floor("^1.2"), "1.2.0");
+        assert_eq!(floor(">=1 <2"), "1.0.0");
+        assert_eq!(floor("<2"), "0.0.0");
+        assert_eq!(floor(">1.2.3"), "1.2.4");
+        assert_eq!(floor("1.x || ^3.1.0"), "3.1.0");
+        let pinned = |text: &str| Range::parse(text).unwrap().is_pinned();
+        assert!(pinned("1.2.3") && pinned("=1.2.3") && pinned("v1.2.3"));
+        assert!(!pinned("1.2") && !pinned("^1.2.3") && !pinned("1.2.3 || 1.2.4"));
+    }
+
+    #[test]
+    fn rewrites_keep_the_written_style() {
+        let rewrite = |text: &str, to: &str| Range::parse(text).unwrap().rewrite(text, &v(to));
+        let cases = [
+            ("^1.2.3", "2.1.0", "^2.1.0"),
+            ("^1.2", "2.1.0", "^2.1"),
+            ("^1", "2.1.0", "^2"),
+            ("^0.2.3", "0.3.1", "^0.3.1"),
+            ("~1.2.3", "1.4.0", "~1.4.0"),
+            ("~1.2", "1.4.0", "~1.4"),
+            ("~>1.2", "1.4.0", "~>1.4"),
+            ("1.2.3", "1.4.0", "1.4.0"),
+            ("=1.2.3", "1.4.0", "=1.4.0"),
+            ("v1.2.3", "1.4.0", "v1.4.0"),
+            ("1.x", "2.0.1", "2.x"),
+            ("1.2.x", "1.4.0", "1.4.x"),
+            ("1", "3.0.0", "3"),
+            (">=1 <2", "2.3.0", ">=1 <3"),
+            (">= 1.2.0 < 1.5.0", "1.7.2", ">= 1.2.0 < 1.8.0"),
+            (">=1.0.0 <1.2.4", "1.7.2", ">=1.0.0 <1.7.3"),
+            ("<=1.5", "1.7.2", "<=1.7"),
+            ("1.0.0 - 1.5", "1.7.2", "1.0.0 - 1.7"),
+            ("^1.0.0 || ^2.0.0", "3.0.1", "^1.0.0 || ^3.0.1"),
+            ("^2.0.0||^1.0.0", "3.0.1", "^3.0.1||^1.0.0"),
+        ];
+        for (text, to, expected) in cases {
+            assert_eq!(rewrite(text, to).as_deref(), Some(expected), "{text} to {to}");
+        }
+        // A lower bound above the new version cannot be edited into admitting it.
+        assert_eq!(rewrite(">=3 <4", "2.5.0"), None);
+    }
+
+    fn dep(requirement: &str) -> Dependency {
+        Dependency {
+            ecosystem: Ecosystem::Npm,
+            name: "left-pad".into(),
+            manifest: "package.json".into(),
+            section: "dependencies".into(),
+            requirement: requirement.into(),
+            pinned: Range::parse(requirement).unwrap().is_pinned(),
+        }
+    }
+
+    fn releases(versions: &[&str]) -> Vec<Release> {
+        versions
+            .iter()
+            .map(|version| {
+                let (version, yanked) = match version.strip_suffix(" yanked") {
+                    Some(version) => (version, true),
+                    None => (*version, false),
+                };
+                Release {
+                    version: version.into(),
+                    yanked,
+                    notes_url: Some(format!("https://example.test/{version}")),
+                }
+            })
+            .collect()
+    }
+
+    fn planned(
+        requirement: &str,
+        locked: Option<&str>,
+        versions: &[&str],
+        policy: &Policy,
+    ) -> Vec<(String, String, UpdateKind, String)> {
+        plan(&dep(requirement), locked, &releases(versions), policy)
+            .into_iter()
+            .map(|u| (u.from, u.to, u.kind, u.new_requirement.unwrap()))
+            .collect()
+    }
+
+    fn update(from: &str, to: &str, kind: UpdateKind, requirement: &str) -> (String, String, UpdateKind, String) {
+        (from.into(), to.into(), kind, requirement.into())
+    }
+
+    #[test]
+    fn plans_follow_the_policy() {
+        let default = Policy::default();
+        let major = Policy {
+            major: true,
+            ..Policy::default()
+        };
+        let pinned = Policy {
+            update_pinned: true,
+            major: true,
+            ..Policy::default()
+        };
+        let all = [
+            "1.2.3",
+            "1.2.4",
+            "1.3.0",
+            "1.4.0-beta.1",
+            "1.3.1 yanked",
+            "2.0.0",
+            "2.1.0",
+            "3.0.0-rc.1",
+        ];
+        // Inside the range: the lockfile refresh takes it.
+        assert!(planned("^1.2.3", Some("1.2.3"), &all[..4], &major).is_empty());
+        // Compatible but excluded: a minor edit; the major only when asked, on its own.
+        assert_eq!(
+            planned("~1.2.3", Some("1.2.3"), &all, &default),
+            [update("1.2.3", "1.3.0", UpdateKind::Minor, "~1.3.0")]
+        );
+        assert_eq!(
+            planned("~1.2.3", None, &all, &major),
+            [
+                update("1.2.3", "1.3.0", UpdateKind::Minor, "~1.3.0"),
+                update("1.2.3", "2.1.0", UpdateKind::Major, "~2.1.0")
+            ]
+        );
+        assert!(planned("^1.2.3", Some("1.3.0"), &all, &default).is_empty());
+        assert_eq!(
+            planned("^1.2.3", Some("1.3.0"), &all, &major),
+            [update("1.3.0", "2.1.0", UpdateKind::Major, "^2.1.0")]
+        );
+        // Patch level for 0.x.
+        assert_eq!(
+            planned("0.4.1", None, &["0.4.1", "0.4.2", "0.5.0"], &pinned),
+            [
+                update("0.4.1", "0.4.2", UpdateKind::Patch, "0.4.2"),
+                update("0.4.1", "0.5.0", UpdateKind::Major, "0.5.0")
+            ]
+        );
+        // Pinned stays pinned unless asked.
+        assert!(planned("1.2.3", None, &all, &major).is_empty());
+        assert_eq!(
+            planned("1.2.3", None, &all, &pinned),
+            [
+                update("1.2.3", "1.3.0", UpdateKind::Minor, "1.3.0"),
+                update("1.2.3", "2.1.0", UpdateKind::Major, "2.1.0")
+            ]
+        );
+        // Ignored names, and nothing newer than the lockfile.
+        let ignoring = Policy {
+            ignore: vec!["left-*".into()],
+            major: true,
+            ..Policy::default()
+        };
+        assert!(planned("~1.2.3", None, &all, &ignoring).is_empty());
+        assert!(planned("~2.1.0", Some("2.1.0"), &all, &major).is_empty());
+        // A locked version outside the range is another copy's, not this dependency's.
+        assert_eq!(
+            planned("~1.2.3", Some("2.0.0"), &all, &default),
+            [update("1.2.3", "1.3.0", UpdateKind::Minor, "~1.3.0")]
+        );
+        // `||`: the highest alternative moves.
+        assert_eq!(
+            planned("1.x || 2.0.x", Some("2.0.0"), &all, &default),
+            [update("2.0.0", "2.1.0", UpdateKind::Minor, "1.x || 2.1.x")]
+        );
+        // Release notes come from the release planned.
+        let updates = plan(&dep("~1.2.3"), None, &releases(&all), &default);
+        assert_eq!(updates[0].notes_url.as_deref(), Some("https://example.test/1.3.0"));
+        assert_eq!(
+            (updates[0].manifest.as_deref(), updates[0].section.as_deref()),
+            (Some("package.json"), Some("dependencies"))
+        );
+    }
+
+    #[test]
+    fn scan_reads_the_sections_kept_current_and_skips_what_is_no_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("package.json"),
+            r#"{
+  "name": "app",
+  "dependencies": {"left-pad": "^1.3.0", "@scope/util": "~2.1.0", "local": "file:../local",
+    "gitdep": "git+https://github.com/o/r.git", "shorthand": "o/r", "tagged": "latest",
+    "ws": "workspace:*", "alias": "npm:other@^1", "exact": "4.17.21", "url": "https://x.test/a.tgz"},
+  "devDependencies": {"jest": ">=29 <30"},
+  "optionalDependencies": {"fsevents": "2.x"},
+  "peerDependencies": {"react": "^18.0.0"}
+}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("node_modules/left-pad")).unwrap();
+        std::fs::write(
+            root.join("node_modules/left-pad/package.json"),
+            r#"{"dependencies": {"x": "1"}}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join(".cache")).unwrap();
+        std::fs::write(root.join(".cache/package.json"), r#"{"dependencies": {"x": "1"}}"#).unwrap();
+        std::fs::create_dir_all(root.join("packages/web")).unwrap();
+        std::fs::write(
+            root.join("packages/web/package.json"),
+            r#"{"dependencies": {"react": "^18.2.0"}}"#,
+        )
+        .unwrap();
+        let found: Vec<(String, String, String, String, bool)> = scan(root)
+            .unwrap()
+            .into_iter()
+            .map(|d| (d.manifest, d.section, d.name, d.requirement, d.pinned))
+            .collect();
+        let row = |m: &str, s: &str, n: &str, r: &str, p: bool| (m.into(), s.into(), n.into(), r.into(), p);
+        assert_eq!(
+            found,
+            [
+                row("package.json", "dependencies", "@scope/util", "~2.1.0", false),
+                row("package.json", "dependencies", "exact", "4.17.21", true),
+                row("package.json", "dependencies", "left-pad", "^1.3.0", false),
+                row("package.json", "devDependencies", "jest", ">=29 <30", false),
+                row("package.json", "optionalDependencies", "fsevents", "2.x", false),
+                row("packages/web/package.json", "dependencies", "react", "^18.2.0", false),
+            ]
+        );
+    }
+
+    #[test]
+    fn apply_edits_only_the_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "{\n  \"name\": \"app\",\n  \"dependencies\": {\n    \"left-pad\":   \"~1.2.3\", // not JSON, but kept\n    \"b\": {\"nested\": [1, \"x\\\"\"]}\n  },\n  \"devDependencies\": {\"left-pad\": \"~1.2.3\"}\n}\n";
+        let edited = set_requirement(text, "dependencies", "left-pad", "~1.3.0");
+        // Comments are not JSON: the reader says where.
+        assert_eq!(edited.unwrap_err(), "not valid JSON at line 4: expected a key");
+        let text = text.replace(" // not JSON, but kept", "");
+        std::fs::write(dir.path().join("package.json"), &text).unwrap();
+        let update = Update {
+            ecosystem: Ecosystem::Npm,
+            name: "left-pad".into(),
+            manifest: Some("package.json".into()),
+            section: Some("dependencies".into()),
+            from: "1.2.3".into(),
+            to: "1.3.0".into(),
+            kind: UpdateKind::Minor,
+            new_requirement: Some("~1.3.0".into()),
+            notes_url: None,
+        };
+        apply(dir.path(), &update).unwrap();
+        let after = std::fs::read_to_string(dir.path().join("package.json")).unwrap();
+        assert_eq!(after, text.replacen("\"~1.2.3\"", "\"~1.3.0\"", 1));
+        let missing = Update {
+            name: "right-pad".into(),
+            ..update.clone()
+        };
+        assert_eq!(
+            apply(dir.path(), &missing).unwrap_err(),
+            "package.json: there is no `dependencies.right-pad`"
+        );
+        let outside = Update {
+            manifest: Some("../package.json".into()),
+            ..update
+        };
+        assert_eq!(
+            apply(dir.path(), &outside).unwrap_err(),
+            "../package.json: not a path inside the repository"
+        );
+    }
+
+    #[test]
+    fn locked_versions_from_every_lockfile_version() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(locked(dir.path()).unwrap().is_empty());
+        let v3 = r#"{"lockfileVersion": 3, "packages": {
+            "": {"name": "app", "dependencies": {"a": "^1"}},
+            "node_modules/a": {"version": "1.2.0"},
+            "node_modules/@s/b": {"version": "2.0.0"},
+            "node_modules/@s/b/node_modules/a": {"version": "0.9.0"},
+            "node_modules/linked": {"resolved": "packages/linked", "link": true},
+            "packages/linked": {"version": "0.0.1"}}}"#;
+        std::fs::write(dir.path().join("package-lock.json"), v3).unwrap();
+        let expected = BTreeMap::from([
+            ("@s/b".to_owned(), vec!["2.0.0".to_owned()]),
+            ("a".to_owned(), vec!["0.9.0".to_owned(), "1.2.0".to_owned()]),
+        ]);
+        assert_eq!(locked(dir.path()).unwrap(), expected);
+        let v1 = r#"{"lockfileVersion": 1, "dependencies": {
+            "a": {"version": "1.2.0", "dependencies": {"c": {"version": "3.1.0"}}},
+            "g": {"version": "git+https://github.com/o/g.git#abc"}}}"#;
+        std::fs::write(dir.path().join("package-lock.json"), v1).unwrap();
+        let expected = BTreeMap::from([
+            ("a".to_owned(), vec!["1.2.0".to_owned()]),
+            ("c".to_owned(), vec!["3.1.0".to_owned()]),
+        ]);
+        assert_eq!(locked(dir.path()).unwrap(), expected);
+        std::fs::write(dir.path().join("package-lock.json"), "{").unwrap();
+        assert!(
+            locked(dir.path())
+                .unwrap_err()
+                .ends_with("package-lock.json: not valid JSON: EOF while parsing an object at line 1 column 1")
+        );
+    }
+
+    #[test]
+    fn packuments_urls_and_commands() {
+        let body = r#"{"name": "x", "repository": {"type": "git", "url": "git+https://github.com/acme/x.git"},
+            "versions": {"1.0.0": {}, "1.1.0": {"deprecated": "broken"}, "1.0.1": {"deprecated": ""}, "junk": {}}}"#;
+        let got = parse_packument(body).unwrap();
+        let notes = Some("https://github.com/acme/x/releases".to_owned());
+        assert_eq!(
+            got,
+            [
+                Release {
+                    version: "1.0.0".into(),
+                    yanked: false,
+                    notes_url: notes.clone()
+                },
+                Release {
+                    version: "1.0.1".into(),
+                    yanked: false,
+                    notes_url: notes.clone()
+                },
+                Release {
+                    version: "1.1.0".into(),
+                    yanked: true,
+                    notes_url: notes
+                },
+            ]
+        );
+        assert_eq!(parse_packument("{}").unwrap_err(), "it has no `versions` object");
+        for (repository, expected) in [
+            (serde_json::json!("github:o/r"), Some("https://github.com/o/r/releases")),
+            (serde_json::json!("o/r"), Some("https://github.com/o/r/releases")),
+            (
+                serde_json::json!({"url": "git@github.com:o/r.git"}),
+                Some("https://github.com/o/r/releases"),
+            ),
+            (
+                serde_json::json!({"url": "https://github.com/o/r/tree/main/pkg"}),
+                Some("https://github.com/o/r/releases"),
+            ),
+            (serde_json::json!("gitlab:o/r"), None),
+            (serde_json::json!({"url": "https://gitlab.com/o/r"}), None),
+        ] {
+            assert_eq!(github_releases_url(&repository).as_deref(), expected, "{repository}");
+        }
+        let base = Url::parse("http://127.0.0.1:4873/npm").unwrap();
+        assert_eq!(
+            package_url(&base, "@scope/pkg").unwrap().as_str(),
+            "http://127.0.0.1:4873/npm/@scope%2fpkg"
+        );
+        assert_eq!(
+            package_url(&base, "left-pad").unwrap().as_str(),
+            "http://127.0.0.1:4873/npm/left-pad"
+        );
+        assert!(package_url(&base, "bad name").is_err());
+        assert_eq!(
+            lock_command(&Url::parse("http://127.0.0.1:4873/").unwrap()),
+            "npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry http://127.0.0.1:4873/"
+        );
+        assert_eq!(
+            lock_command(&Url::parse("https://r.test/npm/?a=1&b=2").unwrap()),
+            "npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry 'https://r.test/npm/?a=1&b=2'"
+        );
+    }
+}

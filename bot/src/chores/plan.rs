@@ -1,0 +1,225 @@
+//! One chore run's plan across ecosystems: what each ecosystem's manifests declare, what its
+//! registry offers, and the updates the policy allows, split into the pull requests they go to;
+//! and the per-ecosystem steps the job runs for a pull request (manifest edits, the lockfile
+//! refresh command, the lockfile's changes).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use futures_util::stream::{self, StreamExt};
+
+use super::{Dependency, Ecosystem, Policy, RegistryClient, Release, Update, UpdateKind};
+use super::{actions, cargo, npm, python};
+use crate::github::GithubClient;
+
+/// Locked versions by package, per lockfile scope (the directory of an npm `package-lock.json`;
+/// `""` for the repository's one lockfile).
+pub type Snapshot = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
+/// Registry requests in flight at once.
+const CONCURRENT_LOOKUPS: usize = 8;
+
+/// What one ecosystem of the repository needs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Found {
+    /// Dependencies the manifests declare (ignored ones included).
+    pub dependencies: usize,
+    /// Manifest updates the policy allows, compatible ones first.
+    pub updates: Vec<Update>,
+    /// Whether the ecosystem has a lockfile the refresh may move.
+    pub has_lockfile: bool,
+    /// What could not be looked up, one sentence each (a registry down, a package gone).
+    pub problems: Vec<String>,
+}
+
+/// Scans `root` for `ecosystem`'s dependencies and plans their updates.
+pub async fn find(
+    ecosystem: Ecosystem,
+    root: &Path,
+    registry: &RegistryClient,
+    github: &GithubClient,
+    policy: &Policy,
+) -> Found {
+    let mut found = Found::default();
+    let dependencies = match scan(ecosystem, root) {
+        Ok(dependencies) => dependencies,
+        Err(problem) => {
+            found.problems.push(problem);
+            return found;
+        }
+    };
+    found.dependencies = dependencies.len();
+    found.has_lockfile = has_lockfile(ecosystem, root, &dependencies);
+    let locked = locked(ecosystem, root, &dependencies);
+    let wanted: Vec<&Dependency> = dependencies.iter().filter(|d| !policy.ignores(&d.name)).collect();
+    let names: BTreeSet<String> = wanted.iter().map(|d| d.name.clone()).collect();
+    let lookups: Vec<(String, Result<Vec<Release>, String>)> = stream::iter(names.into_iter().map(|name| {
+        let registry = registry.clone();
+        let github = github.clone();
+        async move {
+            let releases = match ecosystem {
+                Ecosystem::Cargo => cargo::releases(&registry, &name).await.map_err(|e| e.to_string()),
+                Ecosystem::Npm => npm::releases(&registry, &name).await.map_err(|e| e.to_string()),
+                Ecosystem::Python => python::releases(&registry, &name).await.map_err(|e| e.to_string()),
+                Ecosystem::Actions => actions::releases(&github, &name).await.map_err(|e| e.to_string()),
+            };
+            (name, releases)
+        }
+    }))
+    .buffer_unordered(CONCURRENT_LOOKUPS)
+    .collect()
+    .await;
+    let releases: BTreeMap<String, Vec<Release>> = lookups
+        .into_iter()
+        .filter_map(|(name, result)| match result {
+            Ok(releases) => Some((name, releases)),
+            Err(problem) => {
+                found.problems.push(problem);
+                None
+            }
+        })
+        .collect();
+    for dep in wanted {
+        let Some(releases) = releases.get(&dep.name) else {
+            continue;
+        };
+        let locked_version = locked_for(ecosystem, &locked, dep);
+        let locked_version = locked_version.as_deref();
+        let planned = match ecosystem {
+            Ecosystem::Cargo => super::version::plan(dep, locked_version, releases, policy),
+            Ecosystem::Npm => npm::plan(dep, locked_version, releases, policy),
+            Ecosystem::Python => python::plan(dep, locked_version, releases, policy),
+            Ecosystem::Actions => actions::plan(dep, locked_version, releases, policy),
+        };
+        found.updates.extend(planned);
+    }
+    // Compatible updates first, then majors; each in manifest order.
+    found.updates.sort_by_key(|u| u.kind == UpdateKind::Major);
+    found
+}
+
+/// Where a dependency's locked versions are read: the workspace's `Cargo.lock`, the
+/// `package-lock.json` beside each `package.json`, Python's `==` pins; Actions lock nothing.
+fn locked(ecosystem: Ecosystem, root: &Path, dependencies: &[Dependency]) -> Snapshot {
+    let mut out = BTreeMap::new();
+    match ecosystem {
+        Ecosystem::Cargo => {
+            out.insert(String::new(), cargo::locked(root).unwrap_or_default());
+        }
+        Ecosystem::Python => {
+            out.insert(String::new(), python::locked(root).unwrap_or_default());
+        }
+        Ecosystem::Npm => {
+            for dir in manifest_dirs(dependencies) {
+                out.insert(dir.clone(), npm::locked(&root.join(&dir)).unwrap_or_default());
+            }
+        }
+        Ecosystem::Actions => {}
+    }
+    out
+}
+
+fn locked_for(
+    ecosystem: Ecosystem,
+    locked: &Snapshot,
+    dep: &Dependency,
+) -> Option<String> {
+    let scope = match ecosystem {
+        Ecosystem::Npm => parent(&dep.manifest),
+        _ => String::new(),
+    };
+    let versions = locked.get(&scope)?;
+    match ecosystem {
+        Ecosystem::Cargo => cargo::locked_version(versions, dep).map(str::to_owned),
+        _ => versions.get(&dep.name).and_then(|v| v.last().cloned()),
+    }
+}
+
+/// The directory of a manifest path (`web/package.json` → `web`, `package.json` → ``).
+fn parent(manifest: &str) -> String {
+    manifest.rsplit_once('/').map(|(dir, _)| dir.to_owned()).unwrap_or_default()
+}
+
+fn manifest_dirs(dependencies: &[Dependency]) -> BTreeSet<String> {
+    dependencies.iter().map(|d| parent(&d.manifest)).collect()
+}
+
+fn has_lockfile(ecosystem: Ecosystem, root: &Path, dependencies: &[Dependency]) -> bool {
+    match ecosystem {
+        Ecosystem::Cargo => root.join("Cargo.lock").is_file(),
+        Ecosystem::Npm => manifest_dirs(dependencies)
+            .iter()
+            .any(|dir| root.join(dir).join("package-lock.json").is_file()),
+        Ecosystem::Python | Ecosystem::Actions => false,
+    }
+}
+
+/// Every dependency `ecosystem`'s manifests under `root` declare.
+pub fn scan(ecosystem: Ecosystem, root: &Path) -> Result<Vec<Dependency>, String> {
+    match ecosystem {
+        Ecosystem::Cargo => cargo::scan(root),
+        Ecosystem::Npm => npm::scan(root),
+        Ecosystem::Python => python::scan(root),
+        Ecosystem::Actions => actions::scan(root),
+    }
+}
+
+/// Writes `update` into its manifest.
+pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
+    match update.ecosystem {
+        Ecosystem::Cargo => cargo::apply(root, update),
+        Ecosystem::Npm => npm::apply(root, update),
+        Ecosystem::Python => python::apply(root, update),
+        Ecosystem::Actions => actions::apply(root, update),
+    }
+}
+
+/// The commands, each with the directory (relative to the root) it runs in, that refresh
+/// `ecosystem`'s lockfiles inside the declared ranges; none for an ecosystem without lockfiles.
+pub fn lock_commands(ecosystem: Ecosystem, root: &Path, registries: &super::Registries) -> Vec<(String, String)> {
+    match ecosystem {
+        Ecosystem::Cargo if root.join("Cargo.lock").is_file() => {
+            vec![(String::new(), cargo::lock_command(&registries.cargo_index))]
+        }
+        Ecosystem::Npm => {
+            let Ok(dependencies) = npm::scan(root) else {
+                return Vec::new();
+            };
+            manifest_dirs(&dependencies)
+                .into_iter()
+                .filter(|dir| root.join(dir).join("package-lock.json").is_file())
+                .map(|dir| (dir, npm::lock_command(&registries.npm)))
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Every locked version of `ecosystem` under `root`, for comparing before and after a refresh.
+pub fn snapshot(ecosystem: Ecosystem, root: &Path) -> Snapshot {
+    let dependencies = match ecosystem {
+        Ecosystem::Npm => npm::scan(root).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    locked(ecosystem, root, &dependencies)
+}
+
+/// The lockfile-only updates between two snapshots, leaving out `manifest_updated` packages.
+pub fn lock_changes(
+    ecosystem: Ecosystem,
+    before: &Snapshot,
+    after: &Snapshot,
+    manifest_updated: &[String],
+) -> Vec<Update> {
+    let mut out: Vec<Update> = Vec::new();
+    for (scope, old) in before {
+        let Some(new) = after.get(scope) else { continue };
+        for mut update in cargo::lock_changes(old, new, manifest_updated) {
+            update.ecosystem = ecosystem;
+            if !out.iter().any(|u| u.name == update.name && u.to == update.to) {
+                out.push(update);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,1440 @@
+//! Python: the dependencies `requirements*.txt` and `pyproject.toml` declare (PEP 508 strings in
+//! `[project]`, Poetry's tables), PEP 440 versions and specifiers, PyPI's JSON API (a release whose
+//! files are all yanked is yanked), and edits of the manifests' text that keep their formatting.
+//! There is no lockfile: the `==` pins are what is "locked".
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::ops::Range as Span;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+use url::Url;
+
+use super::{Dependency, Ecosystem, Policy, RegistryClient, RegistryError, Release, Update, UpdateKind};
+
+const REGISTRY: &str = "PyPI";
+/// The section of a requirements file's dependencies.
+pub const REQUIREMENTS: &str = "requirements";
+
+// ---------------------------------------------------------------------------------------------
+// Scanning
+
+/// Every dependency with a version specifier in the `requirements*.txt` and `pyproject.toml`
+/// files under `root` (not in hidden or ignored directories, `node_modules` or virtual
+/// environments). Names are normalised (PEP 503). Skipped: options and includes (`-r`, `-e`, …),
+/// URLs and paths, lines pinned with `--hash` (their hashes are the tool's that wrote them),
+/// requirements without a specifier.
+pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
+    let mut deps = Vec::new();
+    for (path, manifest) in manifests(root)? {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
+        let found = if manifest.ends_with(".txt") {
+            requirements_entries(&text)
+        } else {
+            pyproject_entries(&text).map_err(|e| format!("{manifest}: {e}"))?
+        };
+        for entry in found {
+            deps.push(Dependency {
+                ecosystem: Ecosystem::Python,
+                name: normalize(&entry.name),
+                manifest: manifest.clone(),
+                section: entry.section,
+                pinned: entry.spec.is_pinned(),
+                requirement: entry.spec.text,
+            });
+        }
+    }
+    Ok(deps)
+}
+
+/// A name as PyPI compares names (PEP 503): lowercase, runs of `-`, `_` and `.` as one `-`.
+pub fn normalize(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+    let mut found = Vec::new();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .require_git(false)
+        .git_global(false)
+        .parents(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        // A virtual environment (it has `pyvenv.cfg`) holds installed packages, not the project's.
+        .filter_entry(|entry| entry.file_name() != "node_modules" && !entry.path().join("pyvenv.cfg").is_file())
+        .build();
+    for entry in walker {
+        let entry = entry.map_err(|e| format!("could not list {}: {e}", root.display()))?;
+        let Some(name) = entry.file_name().to_str() else {
+            continue;
+        };
+        let wanted = name == "pyproject.toml" || (name.starts_with("requirements") && name.ends_with(".txt"));
+        if !wanted || !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.into_path();
+        let relative = path
+            .strip_prefix(root)
+            .map_err(|_| format!("{} is not under {}", path.display(), root.display()))?;
+        let parts: Vec<&str> = relative
+            .components()
+            .map(|c| {
+                c.as_os_str()
+                    .to_str()
+                    .ok_or_else(|| format!("{}: not UTF-8", path.display()))
+            })
+            .collect::<Result<_, _>>()?;
+        let relative = parts.join("/");
+        found.push((path, relative));
+    }
+    Ok(found)
+}
+
+/// One requirement found in a manifest.
+#[derive(Debug)]
+struct Entry {
+    name: String,
+    section: String,
+    spec: Spec,
+}
+
+/// The requirements of a requirements file, one per line.
+fn requirements_entries(text: &str) -> Vec<Entry> {
+    text.lines()
+        .filter_map(requirement_line)
+        .map(|requirement| Entry {
+            name: requirement.name,
+            section: REQUIREMENTS.to_owned(),
+            spec: requirement.spec,
+        })
+        .collect()
+}
+
+/// The requirement on one line of a requirements file. Lines continued with `\` are left alone
+/// (pip-compile writes them, with hashes a new version invalidates), as are options.
+fn requirement_line(line: &str) -> Option<Requirement> {
+    let content = strip_comment(line);
+    let trimmed = content.trim();
+    if trimmed.is_empty() || trimmed.starts_with('-') || trimmed.ends_with('\\') || content.contains(" --") {
+        return None;
+    }
+    parse_pep508(content, Syntax::Pep440)
+}
+
+/// The line without its comment (a `#` at the start or after whitespace).
+fn strip_comment(line: &str) -> &str {
+    let bytes = line.as_bytes();
+    let at = (0..bytes.len()).find(|&i| bytes[i] == b'#' && (i == 0 || bytes[i - 1].is_ascii_whitespace()));
+    at.map_or(line, |i| &line[..i])
+}
+
+/// A PEP 508 requirement with a version specifier: `name[extras] spec ; marker`.
+#[derive(Debug)]
+struct Requirement {
+    name: String,
+    spec: Spec,
+    /// Where the specifier is in the text parsed.
+    spec_span: Span<usize>,
+}
+
+/// Which specifier language a manifest speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Syntax {
+    /// PEP 440: `==1.2`, `>=1,<2`, `~=1.4`.
+    Pep440,
+    /// Poetry: PEP 440's, and `^1.2`, `~1.2`, a bare `1.2.3`.
+    Poetry,
+}
+
+fn parse_pep508(text: &str, syntax: Syntax) -> Option<Requirement> {
+    let bytes = text.as_bytes();
+    let mut i = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+    let name_start = i;
+    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'-' | b'_' | b'.')) {
+        i += 1;
+    }
+    if i == name_start || !bytes[name_start].is_ascii_alphanumeric() {
+        return None;
+    }
+    let name = text[name_start..i].to_owned();
+    let skip_ws = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    i = skip_ws(i);
+    if bytes.get(i) == Some(&b'[') {
+        i += text[i..].find(']')? + 1;
+        i = skip_ws(i);
+    }
+    let end = text[i..].find(';').map_or(text.len(), |at| i + at);
+    let mut spec_text = &text[i..end];
+    let mut start = i;
+    // A URL requirement (`name @ https://…`) has no version to keep current.
+    if spec_text.trim_start().starts_with('@') {
+        return None;
+    }
+    // The old form with parentheses: `name (>=1.0)`.
+    if let Some(inner) = spec_text.trim().strip_prefix('(').and_then(|s| s.strip_suffix(')')) {
+        start = i + spec_text.find('(')? + 1;
+        spec_text = inner;
+    }
+    let lead = spec_text.len() - spec_text.trim_start().len();
+    let spec_text = spec_text.trim();
+    if spec_text.is_empty() {
+        return None;
+    }
+    let spec = Spec::parse(spec_text, syntax).ok()?;
+    let start = start + lead;
+    Some(Requirement {
+        name,
+        spec,
+        spec_span: start..start + spec_text.len(),
+    })
+}
+
+/// The requirements of a `pyproject.toml`: `[project] dependencies`, every group of
+/// `[project.optional-dependencies]`, and Poetry's `[tool.poetry.dependencies]`,
+/// `[tool.poetry.dev-dependencies]` and `[tool.poetry.group.<g>.dependencies]` (version strings or
+/// tables with a `version`; not `python`, git, path or URL entries).
+fn pyproject_entries(text: &str) -> Result<Vec<Entry>, String> {
+    let doc = toml_edit::Document::parse(text).map_err(|e| format!("not valid TOML: {e}"))?;
+    Ok(pyproject_strings(&doc)
+        .into_iter()
+        .filter_map(|found| {
+            let requirement = match &found.key {
+                Some(key) => Requirement {
+                    name: key.clone(),
+                    spec: Spec::parse(found.value.trim(), Syntax::Poetry).ok()?,
+                    spec_span: 0..found.value.len(),
+                },
+                None => parse_pep508(&found.value, Syntax::Pep440)?,
+            };
+            Some(Entry {
+                name: requirement.name,
+                section: found.section,
+                spec: requirement.spec,
+            })
+        })
+        .collect())
+}
+
+/// A requirement string of a `pyproject.toml` and where it is.
+#[derive(Debug)]
+struct Found {
+    section: String,
+    /// Poetry's dependency name (the key); `None` for a PEP 508 string, which names itself.
+    key: Option<String>,
+    /// The string's content.
+    value: String,
+    /// The string's span in the text, quotes included.
+    span: Span<usize>,
+}
+
+fn pyproject_strings(doc: &toml_edit::Document<&str>) -> Vec<Found> {
+    let mut found = Vec::new();
+    let root = doc.as_table();
+    let mut pep508 = |section: String, item: Option<&toml_edit::Item>| {
+        let Some(array) = item.and_then(toml_edit::Item::as_array) else {
+            return;
+        };
+        for value in array {
+            if let (Some(content), Some(span)) = (value.as_str(), value.span()) {
+                found.push(Found {
+                    section: section.clone(),
+                    key: None,
+                    value: content.to_owned(),
+                    span,
+                });
+            }
+        }
+    };
+    let project = root.get("project");
+    pep508(
+        "project.dependencies".to_owned(),
+        project.and_then(|p| p.get("dependencies")),
+    );
+    if let Some(groups) = project
+        .and_then(|p| p.get("optional-dependencies"))
+        .and_then(toml_edit::Item::as_table_like)
+    {
+        for (group, item) in groups.iter() {
+            pep508(format!("project.optional-dependencies.{group}"), Some(item));
+        }
+    }
+    let poetry = root.get("tool").and_then(|t| t.get("poetry"));
+    let mut tables: Vec<(String, &toml_edit::Item)> = Vec::new();
+    for key in ["dependencies", "dev-dependencies"] {
+        if let Some(item) = poetry.and_then(|p| p.get(key)) {
+            tables.push((format!("tool.poetry.{key}"), item));
+        }
+    }
+    if let Some(groups) = poetry
+        .and_then(|p| p.get("group"))
+        .and_then(toml_edit::Item::as_table_like)
+    {
+        for (group, item) in groups.iter() {
+            if let Some(deps) = item.get("dependencies") {
+                tables.push((format!("tool.poetry.group.{group}.dependencies"), deps));
+            }
+        }
+    }
+    for (section, item) in tables {
+        let Some(table) = item.as_table_like() else {
+            continue;
+        };
+        for (name, entry) in table.iter() {
+            if name == "python" {
+                continue;
+            }
+            let value = match entry.as_table_like() {
+                // Git, path and URL entries have no `version`.
+                Some(fields) => fields.get("version").and_then(toml_edit::Item::as_value),
+                None => entry.as_value(),
+            };
+            if let Some((content, span)) = value.and_then(|v| Some((v.as_str()?, v.span()?))) {
+                found.push(Found {
+                    section: section.clone(),
+                    key: Some(name.to_owned()),
+                    value: content.to_owned(),
+                    span,
+                });
+            }
+        }
+    }
+    found
+}
+
+/// The `==` pins of the manifests under `root`: normalised name → pinned versions. Python has no
+/// lockfile pitcrew reads; a pin is what an environment installs.
+pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let mut pins: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for dep in scan(root)? {
+        let Ok(spec) = Spec::parse(&dep.requirement, Syntax::Poetry) else {
+            continue;
+        };
+        if let Some(version) = spec.pin() {
+            let list = pins.entry(dep.name).or_default();
+            if !list.contains(&version) {
+                list.push(version);
+            }
+        }
+    }
+    Ok(pins)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning
+
+/// The updates `policy` allows for `dep`, by the rules the npm and Cargo ecosystems follow: none
+/// when the newest release is inside the specifier (an environment picks it up) or the dependency
+/// is pinned (`==`) or ignored; else the newest compatible release (same major; for `0.x` the same
+/// minor) the specifier excludes, and with `policy.major` the newest release of a newer major as
+/// an update of its own. A version a `!=` clause excludes is never proposed.
+pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy: &Policy) -> Vec<Update> {
+    if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
+        return Vec::new();
+    }
+    let Ok(spec) = Spec::parse(&dep.requirement, Syntax::Poetry) else {
+        return Vec::new();
+    };
+    let floor = spec.floor();
+    let from = locked
+        .and_then(|v| Pep440::parse(v).ok())
+        .unwrap_or_else(|| floor.clone());
+    let eligible: Vec<(Pep440, &Release)> = releases
+        .iter()
+        .filter(|r| !r.yanked)
+        .filter_map(|r| Pep440::parse(&r.version).ok().map(|v| (v, r)))
+        .filter(|(v, _)| !v.is_prerelease() && *v > from && !spec.excludes_explicitly(v))
+        .collect();
+    let Some((newest, newest_release)) = eligible.iter().max_by(|a, b| a.0.cmp(&b.0)) else {
+        return Vec::new();
+    };
+    if spec.satisfies(newest) {
+        return Vec::new();
+    }
+    let from_text = match locked {
+        Some(text) if Pep440::parse(text).is_ok() => text.to_owned(),
+        _ => floor.to_string(),
+    };
+    let update = |to: &Pep440, release: &Release| {
+        spec.rewrite(to, &release.version).map(|requirement| Update {
+            ecosystem: Ecosystem::Python,
+            name: dep.name.clone(),
+            manifest: Some(dep.manifest.clone()),
+            section: Some(dep.section.clone()),
+            from: from_text.clone(),
+            to: release.version.clone(),
+            kind: kind(&from, to),
+            new_requirement: Some(requirement),
+            notes_url: release.notes_url.clone(),
+        })
+    };
+    let mut updates = Vec::new();
+    let compatible = eligible
+        .iter()
+        .filter(|(v, _)| v.compatibility() == floor.compatibility() && !spec.satisfies(v))
+        .max_by(|a, b| a.0.cmp(&b.0));
+    if let Some((version, release)) = compatible {
+        updates.extend(update(version, release));
+    }
+    if policy.major && newest.compatibility() != floor.compatibility() {
+        updates.extend(update(newest, newest_release));
+    }
+    updates
+}
+
+fn kind(from: &Pep440, to: &Pep440) -> UpdateKind {
+    if from.compatibility() != to.compatibility() {
+        UpdateKind::Major
+    } else if (from.part(0), from.part(1)) != (to.part(0), to.part(1)) {
+        UpdateKind::Minor
+    } else {
+        UpdateKind::Patch
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PyPI
+
+/// The releases of `name` PyPI lists (`{pypi}pypi/{name}/json`), oldest first; versions that are
+/// not PEP 440 are left out. A release whose files are all yanked (or that has none) is yanked.
+/// The notes are the project's changelog or release-notes URL when it gives one.
+pub async fn releases(client: &RegistryClient, name: &str) -> Result<Vec<Release>, RegistryError> {
+    let normalized = normalize(name);
+    let malformed = |message: String| RegistryError::Malformed {
+        registry: REGISTRY,
+        package: name.to_owned(),
+        message,
+    };
+    if normalized.is_empty() || !normalized.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(malformed(format!("`{name}` is not a Python package name")));
+    }
+    let url = project_url(&client.registries.pypi, &normalized).map_err(malformed)?;
+    let Some(body) = client.get(REGISTRY, name, url, "application/json").await? else {
+        return Err(RegistryError::NotFound {
+            registry: REGISTRY,
+            package: name.to_owned(),
+        });
+    };
+    parse_project(&body).map_err(malformed)
+}
+
+fn project_url(base: &Url, normalized: &str) -> Result<Url, String> {
+    let mut text = base.as_str().to_owned();
+    if !text.ends_with('/') {
+        text.push('/');
+    }
+    text.push_str(&format!("pypi/{normalized}/json"));
+    Url::parse(&text).map_err(|e| format!("could not make its URL: {e}"))
+}
+
+fn parse_project(body: &str) -> Result<Vec<Release>, String> {
+    let json: Value = serde_json::from_str(body).map_err(|e| format!("not JSON: {e}"))?;
+    let releases = json
+        .get("releases")
+        .and_then(Value::as_object)
+        .ok_or("it has no `releases` object")?;
+    let notes_url = json
+        .pointer("/info/project_urls")
+        .and_then(Value::as_object)
+        .and_then(|urls| {
+            urls.iter().find_map(|(label, url)| {
+                let label = label.to_ascii_lowercase().replace(['-', '_'], " ");
+                let is_notes = [
+                    "changelog",
+                    "change log",
+                    "changes",
+                    "release notes",
+                    "releases",
+                    "history",
+                    "news",
+                    "what's new",
+                ]
+                .iter()
+                .any(|word| label.contains(word));
+                is_notes.then(|| url.as_str().map(str::to_owned)).flatten()
+            })
+        });
+    let mut found: Vec<(Pep440, Release)> = releases
+        .iter()
+        .filter_map(|(version, files)| {
+            let parsed = Pep440::parse(version).ok()?;
+            let files = files.as_array().map(Vec::as_slice).unwrap_or_default();
+            let yanked = files
+                .iter()
+                .all(|file| file.get("yanked").and_then(Value::as_bool) == Some(true));
+            Some((
+                parsed,
+                Release {
+                    version: version.clone(),
+                    yanked,
+                    notes_url: notes_url.clone(),
+                },
+            ))
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(found.into_iter().map(|(_, r)| r).collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Applying
+
+/// Writes `update.new_requirement` as the specifier of `update.name` in its manifest, keeping the
+/// rest of the text (name, extras, markers, comments, quotes). When the manifest lists the name
+/// more than once in that section, only the requirements whose floor or pin is `update.from` are
+/// changed. A lockfile-only update changes nothing here.
+pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
+    let (Some(manifest), Some(section), Some(requirement)) =
+        (&update.manifest, &update.section, &update.new_requirement)
+    else {
+        return Ok(());
+    };
+    let relative = Path::new(manifest);
+    if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(format!("{manifest}: not a path inside the repository"));
+    }
+    let path = root.join(relative);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
+    let edits = if manifest.ends_with(".txt") {
+        requirements_edits(&text, update, requirement)
+    } else {
+        pyproject_edits(&text, section, update, requirement).map_err(|e| format!("{manifest}: {e}"))?
+    };
+    if edits.is_empty() {
+        return Err(format!(
+            "{manifest}: there is no requirement on `{}` in {section}",
+            update.name
+        ));
+    }
+    let mut edited = text;
+    for (span, new) in edits.into_iter().rev() {
+        edited.replace_range(span, &new);
+    }
+    std::fs::write(&path, edited).map_err(|e| format!("{manifest}: could not write it: {e}"))
+}
+
+/// The edits (in order) of the requirements `update` is about, out of `candidates`: (span in the
+/// text, replacement text, the specifier there). With several, those whose floor or pin is
+/// `update.from`.
+fn choose(candidates: Vec<(Span<usize>, String, Spec)>, update: &Update) -> Vec<(Span<usize>, String)> {
+    let matching: Vec<bool> = candidates
+        .iter()
+        .map(|(_, _, spec)| {
+            Pep440::parse(&update.from)
+                .is_ok_and(|from| spec.floor() == from || spec.pin().is_some_and(|pin| pin == update.from))
+        })
+        .collect();
+    let narrowed = candidates.len() > 1 && matching.iter().any(|m| *m);
+    candidates
+        .into_iter()
+        .zip(matching)
+        .filter(|(_, matches)| !narrowed || *matches)
+        .map(|((span, new, _), _)| (span, new))
+        .collect()
+}
+
+fn requirements_edits(text: &str, update: &Update, requirement: &str) -> Vec<(Span<usize>, String)> {
+    let mut candidates = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(found) = requirement_line(line)
+            && normalize(&found.name) == update.name
+        {
+            let span = offset + found.spec_span.start..offset + found.spec_span.end;
+            candidates.push((span, requirement.to_owned(), found.spec));
+        }
+        offset += line.len();
+    }
+    choose(candidates, update)
+}
+
+fn pyproject_edits(
+    text: &str,
+    section: &str,
+    update: &Update,
+    requirement: &str,
+) -> Result<Vec<(Span<usize>, String)>, String> {
+    let doc = toml_edit::Document::parse(text).map_err(|e| format!("not valid TOML: {e}"))?;
+    let mut candidates = Vec::new();
+    for found in pyproject_strings(&doc) {
+        if found.section != section {
+            continue;
+        }
+        let (name, spec, spec_span) = match &found.key {
+            Some(key) => match Spec::parse(found.value.trim(), Syntax::Poetry) {
+                Ok(spec) => {
+                    let lead = found.value.len() - found.value.trim_start().len();
+                    (key.clone(), spec, lead..lead + found.value.trim().len())
+                }
+                Err(_) => continue,
+            },
+            None => match parse_pep508(&found.value, Syntax::Pep440) {
+                Some(r) => (r.name, r.spec, r.spec_span),
+                None => continue,
+            },
+        };
+        if normalize(&name) != update.name {
+            continue;
+        }
+        let mut content = found.value.clone();
+        content.replace_range(spec_span, requirement);
+        let literal = toml_string(&text[found.span.clone()], &content);
+        candidates.push((found.span, literal, spec));
+    }
+    Ok(choose(candidates, update))
+}
+
+/// `content` as a TOML string in the quoting `original` uses (literal `'…'` when it can be).
+fn toml_string(original: &str, content: &str) -> String {
+    let literal = original.starts_with('\'') && !original.starts_with("'''");
+    if literal && !content.contains('\'') && !content.contains('\n') {
+        return format!("'{content}'");
+    }
+    let mut out = String::from("\"");
+    for c in content.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// PEP 440 versions
+
+/// A PEP 440 version: epoch, release numbers, pre-, post- and dev-release, local label.
+#[derive(Debug, Clone)]
+pub struct Pep440 {
+    epoch: u64,
+    release: Vec<u64>,
+    pre: Option<(PreKind, u64)>,
+    post: Option<u64>,
+    dev: Option<u64>,
+    local: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum PreKind {
+    Alpha,
+    Beta,
+    Candidate,
+}
+
+impl Pep440 {
+    /// Parses a version in any spelling PEP 440 normalises (`1.0-RC1`, `v2.0.post1`, `1!2.0`).
+    pub fn parse(text: &str) -> Result<Pep440, String> {
+        let bad = || format!("`{text}` is not a PEP 440 version");
+        let lower = text.trim().to_ascii_lowercase();
+        let mut rest = lower.strip_prefix('v').unwrap_or(&lower);
+        let local = match rest.split_once('+') {
+            Some((version, local)) if !local.is_empty() => {
+                rest = version;
+                Some(local.to_owned())
+            }
+            Some(_) => return Err(bad()),
+            None => None,
+        };
+        let mut epoch = 0;
+        if let Some((e, r)) = rest.split_once('!') {
+            epoch = e.parse().map_err(|_| bad())?;
+            rest = r;
+        }
+        let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+        let mut release = Vec::new();
+        loop {
+            let n = digits(rest);
+            if n == 0 {
+                return Err(bad());
+            }
+            release.push(rest[..n].parse().map_err(|_| bad())?);
+            rest = &rest[n..];
+            match rest.strip_prefix('.') {
+                Some(after) if after.starts_with(|c: char| c.is_ascii_digit()) => rest = after,
+                _ => break,
+            }
+        }
+        // The suffixes, in order, each optionally after a separator and with an optional number.
+        let take_number = |s: &str| -> (Option<u64>, usize) {
+            let sep = usize::from(s.starts_with(['.', '-', '_']) && s[1..].starts_with(|c: char| c.is_ascii_digit()));
+            let n = digits(&s[sep..]);
+            if n == 0 {
+                (None, 0)
+            } else {
+                (s[sep..sep + n].parse().ok(), sep + n)
+            }
+        };
+        let mut pre = None;
+        let trimmed = rest.trim_start_matches(['.', '-', '_']);
+        for (word, kind) in [
+            ("alpha", PreKind::Alpha),
+            ("beta", PreKind::Beta),
+            ("preview", PreKind::Candidate),
+            ("pre", PreKind::Candidate),
+            ("rc", PreKind::Candidate),
+            ("a", PreKind::Alpha),
+            ("b", PreKind::Beta),
+            ("c", PreKind::Candidate),
+        ] {
+            if let Some(after) = trimmed.strip_prefix(word) {
+                let (n, used) = take_number(after);
+                pre = Some((kind, n.unwrap_or(0)));
+                rest = &after[used..];
+                break;
+            }
+        }
+        let mut post = None;
+        if let Some(after) = rest.strip_prefix('-')
+            && after.starts_with(|c: char| c.is_ascii_digit())
+        {
+            let n = digits(after);
+            post = Some(after[..n].parse().map_err(|_| bad())?);
+            rest = &after[n..];
+        } else {
+            let trimmed = rest.trim_start_matches(['.', '-', '_']);
+            for word in ["post", "rev", "r"] {
+                if let Some(after) = trimmed.strip_prefix(word) {
+                    let (n, used) = take_number(after);
+                    post = Some(n.unwrap_or(0));
+                    rest = &after[used..];
+                    break;
+                }
+            }
+        }
+        let mut dev = None;
+        let trimmed = rest.trim_start_matches(['.', '-', '_']);
+        if let Some(after) = trimmed.strip_prefix("dev") {
+            let (n, used) = take_number(after);
+            dev = Some(n.unwrap_or(0));
+            rest = &after[used..];
+        }
+        if !rest.is_empty() {
+            return Err(bad());
+        }
+        Ok(Pep440 {
+            epoch,
+            release,
+            pre,
+            post,
+            dev,
+            local,
+        })
+    }
+
+    /// A pre-release or development release (not a post-release).
+    pub fn is_prerelease(&self) -> bool {
+        self.pre.is_some() || self.dev.is_some()
+    }
+
+    /// Release number `i` (0 when not written).
+    fn part(&self, i: usize) -> u64 {
+        self.release.get(i).copied().unwrap_or(0)
+    }
+
+    /// What a release must share to be compatible: the major, or for `0.x` the minor, or for
+    /// `0.0.x` the third number.
+    fn compatibility(&self) -> (u64, u64, u64) {
+        match (self.part(0), self.part(1)) {
+            (0, 0) => (0, 0, self.part(2)),
+            (0, minor) => (0, minor, 0),
+            (major, _) => (major, 0, 0),
+        }
+    }
+
+    fn release_cmp(&self, other: &Pep440) -> Ordering {
+        let len = self.release.len().max(other.release.len());
+        (0..len)
+            .map(|i| self.part(i).cmp(&other.part(i)))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    }
+
+    /// The sort key of the suffixes, as `packaging` has it: a dev release sorts before the
+    /// pre-releases of its version, a final release after them, post-releases after that.
+    fn suffix_key(&self) -> (i8, Option<(PreKind, u64)>, i8, u64, i8, u64) {
+        let pre = match (self.pre, self.post, self.dev) {
+            (None, None, Some(_)) => (-1, None),
+            (None, _, _) => (1, None),
+            (Some(pre), _, _) => (0, Some(pre)),
+        };
+        let post = self.post.map_or((-1, 0), |n| (0, n));
+        let dev = self.dev.map_or((1, 0), |n| (0, n));
+        (pre.0, pre.1, post.0, post.1, dev.0, dev.1)
+    }
+
+    /// The first `n` release numbers (0 where not written).
+    fn prefix(&self, n: usize) -> Vec<u64> {
+        (0..n).map(|i| self.part(i)).collect()
+    }
+}
+
+impl Ord for Pep440 {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.epoch
+            .cmp(&other.epoch)
+            .then_with(|| self.release_cmp(other))
+            .then_with(|| self.suffix_key().cmp(&other.suffix_key()))
+            .then_with(|| self.local.cmp(&other.local))
+    }
+}
+
+impl PartialOrd for Pep440 {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Pep440 {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Pep440 {}
+
+impl std::fmt::Display for Pep440 {
+    /// The normalised form: `1!2.0rc1.post2.dev3+local`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.epoch != 0 {
+            write!(f, "{}!", self.epoch)?;
+        }
+        let release: Vec<String> = self.release.iter().map(u64::to_string).collect();
+        f.write_str(&release.join("."))?;
+        if let Some((kind, n)) = self.pre {
+            let word = match kind {
+                PreKind::Alpha => "a",
+                PreKind::Beta => "b",
+                PreKind::Candidate => "rc",
+            };
+            write!(f, "{word}{n}")?;
+        }
+        if let Some(n) = self.post {
+            write!(f, ".post{n}")?;
+        }
+        if let Some(n) = self.dev {
+            write!(f, ".dev{n}")?;
+        }
+        if let Some(local) = &self.local {
+            write!(f, "+{local}")?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Specifiers
+
+/// A version specifier as written: comma-separated clauses, all of which must hold.
+#[derive(Debug, Clone)]
+struct Spec {
+    /// The specifier's text.
+    text: String,
+    clauses: Vec<Clause>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClauseOp {
+    /// `~=`
+    Compatible,
+    /// `==` (with `.*`: a prefix match)
+    Equal,
+    NotEqual,
+    Le,
+    Ge,
+    Lt,
+    Gt,
+    /// `===`: the same string.
+    Arbitrary,
+    /// Poetry's `^`.
+    Caret,
+    /// Poetry's `~`.
+    Tilde,
+    /// Poetry's bare version: `==`.
+    Bare,
+}
+
+#[derive(Debug, Clone)]
+struct Clause {
+    op: ClauseOp,
+    version: Pep440,
+    /// `==1.2.*`
+    wildcard: bool,
+    /// How many release numbers are written.
+    precision: usize,
+    /// Where the version is in the specifier's text (the operator and `.*` are outside).
+    span: Span<usize>,
+}
+
+impl Spec {
+    fn parse(text: &str, syntax: Syntax) -> Result<Spec, String> {
+        let bad = |why: &str| format!("`{text}` is not a version specifier: {why}");
+        let mut clauses = Vec::new();
+        let mut offset = 0;
+        for piece in text.split(',') {
+            let lead = piece.len() - piece.trim_start().len();
+            let body = piece.trim();
+            let mut ops = vec![
+                ("===", ClauseOp::Arbitrary),
+                ("~=", ClauseOp::Compatible),
+                ("==", ClauseOp::Equal),
+                ("!=", ClauseOp::NotEqual),
+                ("<=", ClauseOp::Le),
+                (">=", ClauseOp::Ge),
+                ("<", ClauseOp::Lt),
+                (">", ClauseOp::Gt),
+            ];
+            if syntax == Syntax::Poetry {
+                ops.extend([("^", ClauseOp::Caret), ("~", ClauseOp::Tilde), ("=", ClauseOp::Equal)]);
+            }
+            let (op, op_len) = ops
+                .iter()
+                .find(|(prefix, _)| body.starts_with(prefix))
+                .map(|(prefix, op)| (*op, prefix.len()))
+                .or((syntax == Syntax::Poetry).then_some((ClauseOp::Bare, 0)))
+                .ok_or_else(|| bad("a clause without an operator"))?;
+            let after_op = &body[op_len..];
+            let version_lead = after_op.len() - after_op.trim_start().len();
+            let version_text = after_op.trim();
+            let (version_text, wildcard) = match version_text.strip_suffix(".*") {
+                Some(prefix) if matches!(op, ClauseOp::Equal | ClauseOp::NotEqual) => (prefix, true),
+                Some(_) => return Err(bad("`.*` only follows `==` and `!=`")),
+                None => (version_text, false),
+            };
+            let version = Pep440::parse(version_text).map_err(|e| bad(&e))?;
+            if op == ClauseOp::Compatible && version.release.len() < 2 {
+                return Err(bad("`~=` needs at least two release numbers"));
+            }
+            let start = offset + lead + op_len + version_lead;
+            clauses.push(Clause {
+                op,
+                precision: version.release.len(),
+                version,
+                wildcard,
+                span: start..start + version_text.len(),
+            });
+            offset += piece.len() + 1;
+        }
+        Ok(Spec {
+            text: text.to_owned(),
+            clauses,
+        })
+    }
+
+    /// Whether the specifier names one version (`==1.2.3`, `===1.2.3`, Poetry's bare `1.2.3`).
+    fn is_pinned(&self) -> bool {
+        self.pin().is_some()
+    }
+
+    /// The version a lone `==`/`===`/bare clause names.
+    fn pin(&self) -> Option<String> {
+        match self.clauses.as_slice() {
+            [clause]
+                if matches!(clause.op, ClauseOp::Equal | ClauseOp::Arbitrary | ClauseOp::Bare) && !clause.wildcard =>
+            {
+                Some(self.text[clause.span.clone()].to_owned())
+            }
+            _ => None,
+        }
+    }
+
+    fn satisfies(&self, v: &Pep440) -> bool {
+        self.clauses.iter().all(|c| c.admits(v))
+    }
+
+    /// Whether a `!=` clause rules `v` out: the author's choice, never overridden.
+    fn excludes_explicitly(&self, v: &Pep440) -> bool {
+        self.clauses.iter().any(|c| c.op == ClauseOp::NotEqual && !c.admits(v))
+    }
+
+    /// The lowest version admitted by the lower bounds (`0` without any).
+    fn floor(&self) -> Pep440 {
+        self.clauses
+            .iter()
+            .filter(|c| !matches!(c.op, ClauseOp::NotEqual | ClauseOp::Le | ClauseOp::Lt))
+            .map(|c| c.version.clone())
+            .max()
+            .unwrap_or(Pep440 {
+                epoch: 0,
+                release: vec![0],
+                pre: None,
+                post: None,
+                dev: None,
+                local: None,
+            })
+    }
+
+    /// The specifier's text changed so that it admits `to` (written `to_text` by the registry), in
+    /// the style written: `==1.2.3` → `==1.4.0`, `~=1.4` → `~=2.1`, `==1.2.*` → `==1.4.*`,
+    /// `^1.2` → `^2.1`; an upper bound is raised at the precision it is written with (`>=1.2,<2` →
+    /// `>=1.2,<3`, as Dependabot does), `<=1.5` becomes `<=` the new version. Lower bounds and `!=`
+    /// stay. `None` when no such edit admits `to`.
+    fn rewrite(&self, to: &Pep440, to_text: &str) -> Option<String> {
+        let mut edited = self.text.clone();
+        for clause in self.clauses.iter().rev() {
+            if clause.admits(to) {
+                continue;
+            }
+            let new = match clause.op {
+                ClauseOp::Equal | ClauseOp::Arbitrary | ClauseOp::Bare | ClauseOp::Le if !clause.wildcard => {
+                    to_text.to_owned()
+                }
+                ClauseOp::Equal | ClauseOp::Compatible | ClauseOp::Caret | ClauseOp::Tilde => {
+                    join(&to.prefix(clause.precision))
+                }
+                ClauseOp::Lt => join(&raised(&clause.version.prefix(clause.precision), to)),
+                // Lower bounds and exclusions stay (`.*` follows only `==` and `!=`).
+                ClauseOp::NotEqual
+                | ClauseOp::Ge
+                | ClauseOp::Gt
+                | ClauseOp::Le
+                | ClauseOp::Arbitrary
+                | ClauseOp::Bare => {
+                    return None;
+                }
+            };
+            edited.replace_range(clause.span.clone(), &new);
+        }
+        let spec = Spec::parse(&edited, Syntax::Poetry).ok()?;
+        spec.satisfies(to).then_some(edited)
+    }
+}
+
+/// Release numbers as text: `1.4.0`.
+fn join(numbers: &[u64]) -> String {
+    let parts: Vec<String> = numbers.iter().map(u64::to_string).collect();
+    parts.join(".")
+}
+
+/// An exclusive upper bound written `bound` raised just above `to` at the level it is written at:
+/// `<2` → `<3`, `<1.5` → `<1.8`, `<1.2.4` → `<1.7.3`.
+fn raised(bound: &[u64], to: &Pep440) -> Vec<u64> {
+    let level = (0..bound.len()).rev().find(|&i| bound[i] != 0).unwrap_or(0);
+    (0..bound.len().max(1))
+        .map(|i| match i.cmp(&level) {
+            Ordering::Less => to.part(i),
+            Ordering::Equal => to.part(i) + 1,
+            Ordering::Greater => 0,
+        })
+        .collect()
+}
+
+impl Clause {
+    fn admits(&self, v: &Pep440) -> bool {
+        let bound = &self.version;
+        match self.op {
+            ClauseOp::Equal | ClauseOp::Bare if self.wildcard => {
+                v.epoch == bound.epoch && v.prefix(self.precision) == bound.prefix(self.precision)
+            }
+            ClauseOp::NotEqual if self.wildcard => {
+                !(v.epoch == bound.epoch && v.prefix(self.precision) == bound.prefix(self.precision))
+            }
+            // A version without a local label matches any local label of itself.
+            ClauseOp::Equal | ClauseOp::Bare => {
+                let mut v = v.clone();
+                if bound.local.is_none() {
+                    v.local = None;
+                }
+                &v == bound
+            }
+            ClauseOp::NotEqual => v != bound,
+            ClauseOp::Arbitrary => v.to_string() == bound.to_string(),
+            ClauseOp::Le => v <= bound,
+            ClauseOp::Ge => v >= bound,
+            ClauseOp::Lt => v < bound,
+            // `>1.2` does not admit `1.2.post1`.
+            ClauseOp::Gt => v > bound && !(v.post.is_some() && bound.post.is_none() && v.release_cmp(bound).is_eq()),
+            ClauseOp::Compatible => {
+                let prefix = self.precision - 1;
+                v >= bound && v.epoch == bound.epoch && v.prefix(prefix) == bound.prefix(prefix)
+            }
+            ClauseOp::Caret => {
+                let precision = self.precision.max(1);
+                let first = (0..precision).find(|&i| bound.part(i) != 0).unwrap_or(precision - 1);
+                v >= bound && v.prefix(first) == bound.prefix(first) && v.part(first) == bound.part(first)
+            }
+            ClauseOp::Tilde => {
+                let fixed = if self.precision >= 2 { 2 } else { 1 };
+                v >= bound && v.prefix(fixed) == bound.prefix(fixed)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "a failing test should panic")]
+mod tests {
+    use super::*;
+
+    fn p(text: &str) -> Pep440 {
+        Pep440::parse(text).unwrap()
+    }
+
+    #[test]
+    fn versions_parse_normalise_and_order_as_pep_440_says() {
+        for (text, normal) in [
+            ("1.0", "1.0"),
+            ("v2.0.1", "2.0.1"),
+            ("1.0-RC1", "1.0rc1"),
+            ("1.0.alpha.2", "1.0a2"),
+            ("1.0b", "1.0b0"),
+            ("1.0-1", "1.0.post1"),
+            ("1.0.post", "1.0.post0"),
+            ("1.0rev2", "1.0.post2"),
+            ("1.0.dev", "1.0.dev0"),
+            ("1!2.0c1.post2.dev3+ubuntu.1", "1!2.0rc1.post2.dev3+ubuntu.1"),
+        ] {
+            assert_eq!(p(text).to_string(), normal, "{text}");
+        }
+        for bad in ["", "a1", "1..2", "1.0foo", "1.0+", "latest"] {
+            assert!(Pep440::parse(bad).is_err(), "{bad}");
+        }
+        let ordered = [
+            "0.9",
+            "1.0.dev0",
+            "1.0a1.dev1",
+            "1.0a1",
+            "1.0b2",
+            "1.0rc1",
+            "1.0",
+            "1.0.post1.dev0",
+            "1.0.post1",
+            "1.0.1",
+            "1.1",
+            "1!0.1",
+        ];
+        for pair in ordered.windows(2) {
+            assert!(p(pair[0]) < p(pair[1]), "{} < {}", pair[0], pair[1]);
+        }
+        assert_eq!(p("1.0"), p("1.0.0"));
+        assert!(p("1.0rc1").is_prerelease() && p("1.0.dev1").is_prerelease() && !p("1.0.post1").is_prerelease());
+    }
+
+    fn admits(spec: &str, version: &str) -> bool {
+        Spec::parse(spec, Syntax::Poetry).unwrap().satisfies(&p(version))
+    }
+
+    #[test]
+    fn specifiers_admit_what_pip_and_poetry_admit() {
+        let cases = [
+            ("==1.2.3", "1.2.3", true),
+            ("==1.2.3", "1.2.3+local", true),
+            ("==1.2.3", "1.2.4", false),
+            ("==1.2.*", "1.2.9", true),
+            ("==1.2.*", "1.3.0", false),
+            ("!=1.2.*", "1.3.0", true),
+            ("~=1.4", "1.9", true),
+            ("~=1.4", "2.0", false),
+            ("~=1.4.2", "1.4.9", true),
+            ("~=1.4.2", "1.5.0", false),
+            (">=1.2,<2", "1.9.9", true),
+            (">=1.2, <2", "2.0", false),
+            (">= 1.2 , != 1.5", "1.5.0", false),
+            (">1.2", "1.2.post1", false),
+            (">1.2", "1.2.1", true),
+            ("<=1.5", "1.5.1", false),
+            ("===1.0", "1.0", true),
+            ("^1.2", "1.9", true),
+            ("^1.2", "2.0", false),
+            ("^0.2.3", "0.2.9", true),
+            ("^0.2.3", "0.3.0", false),
+            ("^0.0.3", "0.0.4", false),
+            ("~1.2", "1.2.9", true),
+            ("~1.2", "1.3", false),
+            ("~1", "1.9", true),
+            ("1.2.3", "1.2.3", true),
+            ("1.2.3", "1.2.4", false),
+        ];
+        for (spec, version, expected) in cases {
+            assert_eq!(admits(spec, version), expected, "{spec} admits {version}");
+        }
+        assert!(Spec::parse("~=1", Syntax::Pep440).is_err());
+        assert!(Spec::parse("^1.2", Syntax::Pep440).is_err());
+        assert!(Spec::parse(">=1.*", Syntax::Pep440).is_err());
+    }
+
+    #[test]
+    fn rewrites_keep_the_written_style() {
+        let rewrite = |spec: &str, to: &str| Spec::parse(spec, Syntax::Poetry).unwrap().rewrite(&p(to), to);
+        for (spec, to, expected) in [
+            ("==1.2.3", "1.4.0", "==1.4.0"),
+            ("== 1.2.3", "1.4.0", "== 1.4.0"),
+            ("==1.2.*", "1.4.0", "==1.4.*"),
+            ("~=1.4", "2.1.3", "~=2.1"),
+            ("~=1.4.2", "1.6.0", "~=1.6.0"),
+            (">=1.2,<2", "2.3.0", ">=1.2,<3"),
+            (">=1.2, <1.5", "1.7.2", ">=1.2, <1.8"),
+            (">=1.0.0,<1.2.4", "1.7.2", ">=1.0.0,<1.7.3"),
+            ("<=1.5", "1.7.2", "<=1.7.2"),
+            ("^1.2", "2.1.0", "^2.1"),
+            ("~1.2.3", "1.4.0", "~1.4.0"),
+            ("1.2.3", "1.4", "1.4"),
+        ] {
+            assert_eq!(rewrite(spec, to).as_deref(), Some(expected), "{spec} to {to}");
+        }
+        assert_eq!(rewrite(">=3,<4", "2.5"), None);
+    }
+
+    fn dep(requirement: &str) -> Dependency {
+        Dependency {
+            ecosystem: Ecosystem::Python,
+            name: "requests".into(),
+            manifest: "requirements.txt".into(),
+            section: REQUIREMENTS.into(),
+            requirement: requirement.into(),
+            pinned: Spec::parse(requirement, Syntax::Poetry).unwrap().is_pinned(),
+        }
+    }
+
+    fn planned(requirement: &str, versions: &[&str], policy: &Policy) -> Vec<(String, String, UpdateKind, String)> {
+        let releases: Vec<Release> = versions
+            .iter()
+            .map(|v| Release {
+                version: v.trim_end_matches(" yanked").into(),
+                yanked: v.ends_with(" yanked"),
+                notes_url: None,
+            })
+            .collect();
+        let locked = Spec::parse(requirement, Syntax::Poetry).unwrap().pin();
+        plan(&dep(requirement), locked.as_deref(), &releases, policy)
+            .into_iter()
+            .map(|u| (u.from, u.to, u.kind, u.new_requirement.unwrap()))
+            .collect()
+    }
+
+    fn update(from: &str, to: &str, kind: UpdateKind, requirement: &str) -> (String, String, UpdateKind, String) {
+        (from.into(), to.into(), kind, requirement.into())
+    }
+
+    #[test]
+    fn plans_follow_the_policy() {
+        let all = [
+            "2.30.0",
+            "2.31.0",
+            "2.32.0rc1",
+            "2.32.3",
+            "2.33.0 yanked",
+            "3.0.0",
+            "3.1.0.dev1",
+        ];
+        let default = Policy::default();
+        let major = Policy {
+            major: true,
+            ..Policy::default()
+        };
+        let pinned = Policy {
+            major: true,
+            update_pinned: true,
+            ..Policy::default()
+        };
+        assert!(planned(">=2.30", &all, &major).is_empty());
+        assert!(planned("~=2.30", &all, &default).is_empty());
+        assert_eq!(
+            planned("~=2.30", &all, &major),
+            [update("2.30", "3.0.0", UpdateKind::Major, "~=3.0")]
+        );
+        assert_eq!(
+            planned(">=2.30,<2.32", &all, &major),
+            [
+                update("2.30", "2.32.3", UpdateKind::Minor, ">=2.30,<2.33"),
+                // The bound keeps the level it is written at.
+                update("2.30", "3.0.0", UpdateKind::Major, ">=2.30,<3.1")
+            ]
+        );
+        assert!(planned("==2.31.0", &all, &major).is_empty());
+        assert_eq!(
+            planned("==2.31.0", &all, &pinned),
+            [
+                update("2.31.0", "2.32.3", UpdateKind::Minor, "==2.32.3"),
+                update("2.31.0", "3.0.0", UpdateKind::Major, "==3.0.0")
+            ]
+        );
+        // A `!=` exclusion is the author's: never proposed.
+        assert_eq!(
+            planned(">=2.30,<2.31,!=2.32.3", &all, &default),
+            [update("2.30", "2.31.0", UpdateKind::Minor, ">=2.30,<2.32,!=2.32.3")]
+        );
+    }
+
+    #[test]
+    fn requirements_lines_and_pyproject_arrays_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("requirements.txt"),
+            "# pinned for the API\nrequests==2.31.0  # keep\nDjango>=4.2,<5 ; python_version >= \"3.10\"\n\
+             Flask_Login[extras] ~= 0.6\n-r requirements-dev.txt\n-e git+https://github.com/o/r.git#egg=r\n\
+             pkg @ https://example.test/pkg.whl\n./local/pkg\nhashed==1.0 --hash=sha256:abc\nunversioned\n\
+             wrapped==1.0 \\\n    --hash=sha256:abc\nold (>=1.0)\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("requirements-dev.txt"), "pytest>=7\n").unwrap();
+        std::fs::write(
+            root.join("pyproject.toml"),
+            "[project]\nname = \"app\"\ndependencies = [\n  \"httpx>=0.25,<0.27\",  # client\n  'attrs==23.1.0',\n  \"nover\",\n]\n\
+             [project.optional-dependencies]\ntest = [\"pytest-cov~=4.1\"]\n\
+             [tool.poetry.dependencies]\npython = \"^3.10\"\nrich = \"^13.3\"\nclick = { version = \"8.1.3\", extras = [\"x\"] }\n\
+             local = { path = \"../local\" }\n[tool.poetry.group.dev.dependencies]\nruff = \"~0.1.5\"\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("venv")).unwrap();
+        std::fs::write(root.join("venv/pyvenv.cfg"), "home = /usr\n").unwrap();
+        std::fs::write(root.join("venv/requirements.txt"), "nope==1\n").unwrap();
+        let found: Vec<String> = scan(root)
+            .unwrap()
+            .into_iter()
+            .map(|d| format!("{} {} {} {} {}", d.manifest, d.section, d.name, d.requirement, d.pinned))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "pyproject.toml project.dependencies httpx >=0.25,<0.27 false",
+                "pyproject.toml project.dependencies attrs ==23.1.0 true",
+                "pyproject.toml project.optional-dependencies.test pytest-cov ~=4.1 false",
+                "pyproject.toml tool.poetry.dependencies rich ^13.3 false",
+                "pyproject.toml tool.poetry.dependencies click 8.1.3 true",
+                "pyproject.toml tool.poetry.group.dev.dependencies ruff ~0.1.5 false",
+                "requirements-dev.txt requirements pytest >=7 false",
+                "requirements.txt requirements requests ==2.31.0 true",
+                "requirements.txt requirements django >=4.2,<5 false",
+                "requirements.txt requirements flask-login ~= 0.6 false",
+                "requirements.txt requirements old >=1.0 false",
+            ]
+        );
+        let pins = locked(root).unwrap();
+        assert_eq!(
+            pins,
+            BTreeMap::from([
+                ("attrs".to_owned(), vec!["23.1.0".to_owned()]),
+                ("click".to_owned(), vec!["8.1.3".to_owned()]),
+                ("requests".to_owned(), vec!["2.31.0".to_owned()]),
+            ])
+        );
+    }
+
+    fn manifest_update(manifest: &str, section: &str, name: &str, from: &str, requirement: &str) -> Update {
+        Update {
+            ecosystem: Ecosystem::Python,
+            name: name.into(),
+            manifest: Some(manifest.into()),
+            section: Some(section.into()),
+            from: from.into(),
+            to: String::new(),
+            kind: UpdateKind::Minor,
+            new_requirement: Some(requirement.into()),
+            notes_url: None,
+        }
+    }
+
+    #[test]
+    fn apply_changes_only_the_specifier() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let requirements = "numpy==1.21.0 ; python_version < \"3.8\"\nnumpy==1.26.0 ; python_version >= \"3.8\"  # new\nDjango >=4.2,<5\n";
+        std::fs::write(root.join("requirements.txt"), requirements).unwrap();
+        apply(
+            root,
+            &manifest_update("requirements.txt", REQUIREMENTS, "numpy", "1.26.0", "==1.26.4"),
+        )
+        .unwrap();
+        apply(
+            root,
+            &manifest_update("requirements.txt", REQUIREMENTS, "django", "4.2", ">=4.2,<6"),
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("requirements.txt")).unwrap(),
+            "numpy==1.21.0 ; python_version < \"3.8\"\nnumpy==1.26.4 ; python_version >= \"3.8\"  # new\nDjango >=4.2,<6\n"
+        );
+        let pyproject = "[project]\ndependencies = [\n  \"httpx[http2] >=0.25,<0.27 ; os_name != 'nt'\",  # client\n  'attrs==23.1.0',\n]\n\n[tool.poetry.dependencies]\nclick = { version = \"8.1.3\", extras = [\"x\"] }  # cli\n";
+        std::fs::write(root.join("pyproject.toml"), pyproject).unwrap();
+        apply(
+            root,
+            &manifest_update(
+                "pyproject.toml",
+                "project.dependencies",
+                "httpx",
+                "0.25",
+                ">=0.25,<0.28",
+            ),
+        )
+        .unwrap();
+        apply(
+            root,
+            &manifest_update("pyproject.toml", "project.dependencies", "attrs", "23.1.0", "==23.2.0"),
+        )
+        .unwrap();
+        apply(
+            root,
+            &manifest_update("pyproject.toml", "tool.poetry.dependencies", "click", "8.1.3", "8.1.7"),
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("pyproject.toml")).unwrap(),
+            pyproject
+                .replace("<0.27", "<0.28")
+                .replace("'attrs==23.1.0'", "'attrs==23.2.0'")
+                .replace("\"8.1.3\"", "\"8.1.7\"")
+        );
+        assert_eq!(
+            apply(
+                root,
+                &manifest_update("pyproject.toml", "project.dependencies", "rich", "13.0", "^14")
+            )
+            .unwrap_err(),
+            "pyproject.toml: there is no requirement on `rich` in project.dependencies"
+        );
+    }
+
+    #[test]
+    fn pypi_documents_give_releases_yanks_and_notes() {
+        let body = r#"{"info": {"name": "Demo", "project_urls": {"Homepage": "https://demo.test", "Release Notes": "https://demo.test/changes"}},
+            "releases": {"1.0": [{"yanked": false}], "1.1": [{"yanked": true}, {"yanked": true}], "1.2": [{"yanked": true}, {"yanked": false}],
+                         "0.9": [], "junk-version": [{}]}}"#;
+        let got: Vec<(String, bool)> = parse_project(body)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.version, r.yanked))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("0.9".into(), true),
+                ("1.0".into(), false),
+                ("1.1".into(), true),
+                ("1.2".into(), false)
+            ]
+        );
+        assert_eq!(
+            parse_project(body).unwrap()[0].notes_url.as_deref(),
+            Some("https://demo.test/changes")
+        );
+        assert_eq!(parse_project("{}").unwrap_err(), "it has no `releases` object");
+        let base = Url::parse("http://127.0.0.1:1/simple-mirror").unwrap();
+        assert_eq!(
+            project_url(&base, "flask-login").unwrap().as_str(),
+            "http://127.0.0.1:1/simple-mirror/pypi/flask-login/json"
+        );
+        assert_eq!(normalize("Flask__Login.ext"), "flask-login-ext");
+    }
+}

@@ -1,0 +1,243 @@
+//! The texts of a dependency chore: the pull request's title and body (a table of the updates —
+//! package, from → to, kind, release notes — the tests' result and, when the update broke them,
+//! what the agent did), the commit message, and the answer to whoever asked for the chore.
+
+use crate::chores::{Ecosystem, Update, UpdateKind};
+
+use super::markdown::{self, BODY_LIMIT, Doc};
+
+/// How the project's tests ended on the updated dependencies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestOutcome {
+    /// They pass (`after_fix`: only after the agent changed the code).
+    Passed { after_fix: bool },
+    /// They still fail; the summary line of the last run.
+    Failing { summary: String },
+    /// The project has no test command pitcrew could find or run.
+    NotRun,
+}
+
+/// One pull request of a chore run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChorePull {
+    pub branch: String,
+    /// The ecosystems in it (one, unless the repository groups them all).
+    pub ecosystems: Vec<Ecosystem>,
+    pub major: bool,
+    pub updates: Vec<Update>,
+    pub tests: TestOutcome,
+    /// What the agent said it did, when the tests failed on the update.
+    pub agent_summary: Option<String>,
+    /// Updates the agent reverted (their names), from comparing the manifests after its run.
+    pub reverted: Vec<String>,
+}
+
+fn ecosystem_words(ecosystems: &[Ecosystem]) -> String {
+    match ecosystems {
+        [one] => one.as_str().to_owned(),
+        _ => "dependency".to_owned(),
+    }
+}
+
+/// `chore(deps): update cargo dependencies` / `…: update cargo dependencies (major)`.
+pub fn title(pull: &ChorePull) -> String {
+    let what = ecosystem_words(&pull.ecosystems);
+    let count = pull.updates.len();
+    match (pull.major, count) {
+        (true, 1) => format!("chore(deps): update {} to {} (major)", pull.updates[0].name, pull.updates[0].to),
+        (true, _) => format!("chore(deps): major {what} updates"),
+        (false, 1) => format!("chore(deps): update {} to {}", pull.updates[0].name, pull.updates[0].to),
+        (false, _) => format!("chore(deps): update {what} dependencies"),
+    }
+}
+
+fn kind_words(kind: UpdateKind) -> &'static str {
+    match kind {
+        UpdateKind::Lockfile => "lockfile",
+        UpdateKind::Patch => "patch",
+        UpdateKind::Minor => "minor",
+        UpdateKind::Major => "**major**",
+    }
+}
+
+/// The table of updates.
+pub fn table(updates: &[Update]) -> String {
+    let mut out = String::from("| Package | Change | Kind | Where | Release notes |\n|---|---|---|---|---|\n");
+    for u in updates {
+        let place = match (&u.manifest, &u.section) {
+            (Some(manifest), Some(section)) => format!("{} `{}`", markdown::code_cell(manifest), markdown::cell(section)),
+            (Some(manifest), None) => markdown::code_cell(manifest),
+            (None, _) => "lockfile".to_owned(),
+        };
+        let notes = match &u.notes_url {
+            Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
+                format!("[notes]({})", url.replace(' ', "%20").replace(')', "%29"))
+            }
+            _ => "—".to_owned(),
+        };
+        out.push_str(&format!(
+            "| {} | {} → {} | {} | {place} | {notes} |\n",
+            markdown::code_cell(&u.name),
+            markdown::code_cell(&u.from),
+            markdown::code_cell(&u.to),
+            kind_words(u.kind),
+        ));
+    }
+    out.trim_end().to_owned()
+}
+
+/// The pull request's body.
+pub fn body(pull: &ChorePull, job_id: &str) -> String {
+    let mut doc = Doc::new();
+    doc.fixed(markdown::marker(job_id));
+    let n = pull.updates.len();
+    doc.fixed(format!(
+        "pitcrew updated {n} {} {}{}.",
+        ecosystem_words(&pull.ecosystems),
+        if n == 1 { "dependency" } else { "dependencies" },
+        if pull.major {
+            " across major versions: read the release notes before merging"
+        } else {
+            " within compatible versions"
+        }
+    ));
+    doc.cuttable(table(&pull.updates));
+    let tests = match &pull.tests {
+        TestOutcome::Passed { after_fix: false } => "**Tests:** pass on the updated dependencies.".to_owned(),
+        TestOutcome::Passed { after_fix: true } => {
+            "**Tests:** failed on the update and pass after pitcrew adapted the code (below).".to_owned()
+        }
+        TestOutcome::Failing { summary } => format!(
+            "**Tests:** still fail after the update ({}). Review before merging.",
+            markdown::inline(summary)
+        ),
+        TestOutcome::NotRun => "**Tests:** not run (no test command was found); review before merging.".to_owned(),
+    };
+    doc.fixed(tests);
+    if !pull.reverted.is_empty() {
+        let names: Vec<String> = pull.reverted.iter().map(|n| markdown::code_span(n)).collect();
+        doc.fixed(format!("Reverted because they could not be made to work: {}.", names.join(", ")));
+    }
+    if let Some(summary) = &pull.agent_summary {
+        doc.cuttable(format!("### What pitcrew changed\n\n{}", markdown::prose(summary.trim())));
+    }
+    doc.fixed(format!(
+        "This pull request is updated in place by later runs (branch {}); close it to skip these updates until newer \
+         versions appear.",
+        markdown::code_span(&pull.branch)
+    ));
+    doc.render(BODY_LIMIT)
+}
+
+/// The commit message: the title, then one line per update.
+pub fn commit_message(pull: &ChorePull) -> String {
+    let mut message = title(pull);
+    message.push_str("\n\n");
+    for u in &pull.updates {
+        message.push_str(&format!("- {} {} -> {} ({})\n", u.name, u.from, u.to, u.kind.as_str()));
+    }
+    message
+}
+
+/// The update list for the agent when the tests fail.
+pub fn updates_for_prompt(updates: &[Update]) -> String {
+    updates
+        .iter()
+        .map(|u| {
+            let place = u.manifest.as_deref().unwrap_or("the lockfile");
+            let notes = u.notes_url.as_deref().map(|n| format!(", release notes: {n}")).unwrap_or_default();
+            format!("- {} {}: {} -> {} ({}, in {place}{notes})", u.ecosystem.as_str(), u.name, u.from, u.to, u.kind.as_str())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What a person who asked for the chore is told: the pull requests, or that nothing needed doing.
+pub fn answer(opened: &[(String, u64, bool)], problems: &[String], job_id: &str) -> String {
+    let mut doc = Doc::new();
+    doc.fixed(markdown::marker(job_id));
+    if opened.is_empty() {
+        doc.fixed("**pitcrew · chore deps:** every dependency is up to date under this repository's policy.");
+    } else {
+        let items: Vec<String> = opened
+            .iter()
+            .map(|(title, number, updated)| {
+                format!(
+                    "- #{number} {} ({})",
+                    markdown::inline(title),
+                    if *updated { "updated" } else { "opened" }
+                )
+            })
+            .collect();
+        doc.fixed(format!("**pitcrew · chore deps:**\n\n{}", items.join("\n")));
+    }
+    if !problems.is_empty() {
+        let items: Vec<String> = problems.iter().map(|p| format!("- {}", markdown::inline(p))).collect();
+        doc.cuttable(format!("Not checked:\n\n{}", items.join("\n")));
+    }
+    doc.render(BODY_LIMIT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(name: &str, from: &str, to: &str, kind: UpdateKind, manifest: Option<&str>) -> Update {
+        Update {
+            ecosystem: Ecosystem::Cargo,
+            name: name.into(),
+            manifest: manifest.map(str::to_owned),
+            section: manifest.map(|_| "dependencies".to_owned()),
+            from: from.into(),
+            to: to.into(),
+            kind,
+            new_requirement: manifest.map(|_| to.to_owned()),
+            notes_url: (kind == UpdateKind::Minor).then(|| "https://github.com/o/r/releases".to_owned()),
+        }
+    }
+
+    #[test]
+    fn the_body_tabulates_the_updates_and_says_how_the_tests_went() {
+        let pull = ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            major: false,
+            updates: vec![
+                update("calcutil", "1.0.0", "1.1.0", UpdateKind::Lockfile, None),
+                update("fmtutil", "0.3.1", "0.3.4", UpdateKind::Minor, Some("Cargo.toml")),
+            ],
+            tests: TestOutcome::Passed { after_fix: true },
+            agent_summary: Some("`fmt` changed its signature; adapted `src/lib.rs`.".into()),
+            reverted: Vec::new(),
+        };
+        assert_eq!(title(&pull), "chore(deps): update cargo dependencies");
+        insta::assert_snapshot!(body(&pull, "9"), @r"
+        <!-- pitcrew:job=9 -->
+
+        pitcrew updated 2 cargo dependencies within compatible versions.
+
+        | Package | Change | Kind | Where | Release notes |
+        |---|---|---|---|---|
+        | `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile | — |
+        | `fmtutil` | `0.3.1` → `0.3.4` | minor | `Cargo.toml` `dependencies` | [notes](https://github.com/o/r/releases) |
+
+        **Tests:** failed on the update and pass after pitcrew adapted the code (below).
+
+        ### What pitcrew changed
+
+        `fmt` changed its signature; adapted `src/lib.rs`.
+
+        This pull request is updated in place by later runs (branch `pitcrew/deps-cargo`); close it to skip these updates until newer versions appear.
+        ");
+        assert_eq!(
+            commit_message(&pull),
+            "chore(deps): update cargo dependencies\n\n- calcutil 1.0.0 -> 1.1.0 (lockfile)\n- fmtutil 0.3.1 -> 0.3.4 (minor)\n"
+        );
+        let major = ChorePull {
+            major: true,
+            updates: vec![update("calcutil", "1.1.0", "2.0.0", UpdateKind::Major, Some("Cargo.toml"))],
+            ..pull
+        };
+        assert_eq!(title(&major), "chore(deps): update calcutil to 2.0.0 (major)");
+    }
+}
