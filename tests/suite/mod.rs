@@ -3,6 +3,7 @@
 pub(crate) mod agent_loop;
 mod chores_cargo;
 mod chores_packages;
+mod chores_schedule;
 mod fake_github;
 mod fix_job;
 mod git_workspace;

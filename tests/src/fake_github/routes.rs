@@ -153,6 +153,19 @@ pub(crate) fn handle(state: &mut GithubState, ctx: &Ctx<'_>) -> Option<Reply> {
             });
         }
         "apps/create-installation-access-token" => return Some(create_token(state, ctx)),
+        // The one installation reaches every repository of the fake.
+        "apps/list-repos-accessible-to-installation" => {
+            let repos: Vec<Value> = state.repos.values().map(|repo| repo_json(repo, ctx)).collect();
+            let total = repos.len();
+            let (page, headers) = paginate(repos, ctx);
+            return Some(Reply {
+                headers,
+                ..Reply::json(
+                    200,
+                    json!({"total_count": total, "repositories": page, "repository_selection": "all"}),
+                )
+            });
+        }
         _ => {}
     }
     let full_name = format!("{}/{}", ctx.param("owner"), ctx.param("repo"));
