@@ -1,6 +1,7 @@
 //! The suite's test modules, one per area.
 
 pub(crate) mod agent_loop;
+mod chore_job;
 mod chores_cargo;
 mod chores_packages;
 mod chores_schedule;

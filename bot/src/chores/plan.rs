@@ -119,11 +119,7 @@ fn locked(ecosystem: Ecosystem, root: &Path, dependencies: &[Dependency]) -> Sna
     out
 }
 
-fn locked_for(
-    ecosystem: Ecosystem,
-    locked: &Snapshot,
-    dep: &Dependency,
-) -> Option<String> {
+fn locked_for(ecosystem: Ecosystem, locked: &Snapshot, dep: &Dependency) -> Option<String> {
     let scope = match ecosystem {
         Ecosystem::Npm => parent(&dep.manifest),
         _ => String::new(),
@@ -137,7 +133,10 @@ fn locked_for(
 
 /// The directory of a manifest path (`web/package.json` → `web`, `package.json` → ``).
 fn parent(manifest: &str) -> String {
-    manifest.rsplit_once('/').map(|(dir, _)| dir.to_owned()).unwrap_or_default()
+    manifest
+        .rsplit_once('/')
+        .map(|(dir, _)| dir.to_owned())
+        .unwrap_or_default()
 }
 
 fn manifest_dirs(dependencies: &[Dependency]) -> BTreeSet<String> {
@@ -179,7 +178,17 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
 pub fn lock_commands(ecosystem: Ecosystem, root: &Path, registries: &super::Registries) -> Vec<(String, String)> {
     match ecosystem {
         Ecosystem::Cargo if root.join("Cargo.lock").is_file() => {
-            vec![(String::new(), cargo::lock_command(&registries.cargo_index))]
+            // A project that replaces crates.io itself (its own mirror) keeps it: Cargo refuses
+            // two replacements of one source.
+            let own_mirror = [".cargo/config.toml", ".cargo/config"]
+                .iter()
+                .any(|file| std::fs::read_to_string(root.join(file)).is_ok_and(|text| text.contains("replace-with")));
+            let command = if own_mirror {
+                "cargo update".to_owned()
+            } else {
+                cargo::lock_command(&registries.cargo_index)
+            };
+            vec![(String::new(), command)]
         }
         Ecosystem::Npm => {
             let Ok(dependencies) = npm::scan(root) else {

@@ -22,8 +22,9 @@ pub use access::GithubAccess;
 pub use api::{
     ActionsJob, ActionsStep, Annotation, AnnotationLevel, AppSummary, CheckConclusion, CheckOutputSummary, CheckRun,
     CheckRunOutput, CheckRunSummary, CheckRunUpdate, CheckStatus, CommitPull, CreatedPull, Issue, IssueComment,
-    JobLogText, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest, PullUpdate, Reaction,
-    Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, RunFilter, Side, User, WorkflowRunSummary,
+    JobLogText, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest, PullUpdate,
+    Reaction, Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, RunFilter, Side, User,
+    WorkflowRunSummary,
 };
 pub use app::{AppAuth, AppCredentials, AppKeyError, Installation};
 pub use client::{

@@ -22,8 +22,8 @@ use crate::config::repo::{DepsGrouping, EffectiveSettings, REPO_CONFIG_PATH, Rep
 use crate::github::{NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
 use crate::prompts::Template;
-use crate::report::chore::{self as text, ChorePull, TestOutcome};
 use crate::report::TestRun;
+use crate::report::chore::{self as text, ChorePull, TestOutcome};
 use crate::sandbox::ExecRequest;
 use crate::triggers::JobSource;
 use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
@@ -348,7 +348,11 @@ async fn run_group_in(
         .iter()
         .flat_map(|e| plan::lock_commands(*e, root, registries))
         .collect();
-    let before: Vec<_> = group.ecosystems.iter().map(|e| (*e, plan::snapshot(*e, root))).collect();
+    let before: Vec<_> = group
+        .ecosystems
+        .iter()
+        .map(|e| (*e, plan::snapshot(*e, root)))
+        .collect();
 
     // The lockfile refresh is the one step with network: in Docker it runs as the sandbox's setup
     // (with network when the operator allows it), then the network is gone for the tests and the
@@ -370,7 +374,10 @@ async fn run_group_in(
         });
         session_settings.setup_network = settings.setup_network || env.config().chores.lock_network;
     }
-    let run_dir = run_dir(env.config(), &format!("{}-{}", env.job_id(), group.branch.replace('/', "-")));
+    let run_dir = run_dir(
+        env.config(),
+        &format!("{}-{}", env.job_id(), group.branch.replace('/', "-")),
+    );
     let session = JobSession::start(
         env.config(),
         &session_settings,
@@ -381,7 +388,10 @@ async fn run_group_in(
     )
     .await
     .map_err(|e| HandlerError::Other(format!("the lockfile refresh for `{}` failed: {e}", group.branch)))?;
-    let outcome = in_session(env, settings, &session, root, group, updates, &commands, docker, before, &run_dir).await;
+    let outcome = in_session(
+        env, settings, &session, root, group, updates, &commands, docker, before, &run_dir,
+    )
+    .await;
     session.stop().await;
     outcome
 }
@@ -414,7 +424,16 @@ async fn in_session(
             request.cwd = (!dir.is_empty()).then(|| std::path::PathBuf::from(dir));
             let output = session.ctx.sandbox.exec(request).await?;
             if output.exit_code != Some(0) {
-                let tail: String = output.stderr.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+                let tail: String = output
+                    .stderr
+                    .lines()
+                    .rev()
+                    .take(15)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("\n");
                 return Err(HandlerError::Other(format!(
                     "the lockfile refresh `{command}` failed (exit {:?}):\n{tail}",
                     output.exit_code

@@ -17,7 +17,7 @@ use crate::prompts::{Prompts, Template};
 use crate::report::TestRun;
 use crate::sandbox::Session;
 use crate::sandbox::docker::{DockerSandbox, DockerSpec, Network};
-use crate::sandbox::local::{LocalOptions, LocalSession};
+use crate::sandbox::local::LocalSession;
 use crate::tools::run_tests::RunTests;
 use crate::tools::{Plan, Registry, Tool, ToolContext, Workspace};
 
@@ -74,7 +74,7 @@ impl JobSession {
             .map_err(|e| HandlerError::Other(format!("could not open the job's working copy: {e}")))?;
         let (session, workspace, shown_root): (Arc<dyn Session>, Workspace, String) = match config.sandbox.backend {
             SandboxBackend::Local => (
-                Arc::new(LocalSession::start(root, LocalOptions::default())?),
+                Arc::new(LocalSession::start(root, crate::run::local_options())?),
                 workspace,
                 root.display().to_string(),
             ),

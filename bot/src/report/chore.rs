@@ -44,7 +44,10 @@ pub fn title(pull: &ChorePull) -> String {
     let what = ecosystem_words(&pull.ecosystems);
     let count = pull.updates.len();
     match (pull.major, count) {
-        (true, 1) => format!("chore(deps): update {} to {} (major)", pull.updates[0].name, pull.updates[0].to),
+        (true, 1) => format!(
+            "chore(deps): update {} to {} (major)",
+            pull.updates[0].name, pull.updates[0].to
+        ),
         (true, _) => format!("chore(deps): major {what} updates"),
         (false, 1) => format!("chore(deps): update {} to {}", pull.updates[0].name, pull.updates[0].to),
         (false, _) => format!("chore(deps): update {what} dependencies"),
@@ -65,7 +68,9 @@ pub fn table(updates: &[Update]) -> String {
     let mut out = String::from("| Package | Change | Kind | Where | Release notes |\n|---|---|---|---|---|\n");
     for u in updates {
         let place = match (&u.manifest, &u.section) {
-            (Some(manifest), Some(section)) => format!("{} `{}`", markdown::code_cell(manifest), markdown::cell(section)),
+            (Some(manifest), Some(section)) => {
+                format!("{} `{}`", markdown::code_cell(manifest), markdown::cell(section))
+            }
             (Some(manifest), None) => markdown::code_cell(manifest),
             (None, _) => "lockfile".to_owned(),
         };
@@ -116,10 +121,16 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
     doc.fixed(tests);
     if !pull.reverted.is_empty() {
         let names: Vec<String> = pull.reverted.iter().map(|n| markdown::code_span(n)).collect();
-        doc.fixed(format!("Reverted because they could not be made to work: {}.", names.join(", ")));
+        doc.fixed(format!(
+            "Reverted because they could not be made to work: {}.",
+            names.join(", ")
+        ));
     }
     if let Some(summary) = &pull.agent_summary {
-        doc.cuttable(format!("### What pitcrew changed\n\n{}", markdown::prose(summary.trim())));
+        doc.cuttable(format!(
+            "### What pitcrew changed\n\n{}",
+            markdown::prose(summary.trim())
+        ));
     }
     doc.fixed(format!(
         "This pull request is updated in place by later runs (branch {}); close it to skip these updates until newer \
@@ -145,8 +156,19 @@ pub fn updates_for_prompt(updates: &[Update]) -> String {
         .iter()
         .map(|u| {
             let place = u.manifest.as_deref().unwrap_or("the lockfile");
-            let notes = u.notes_url.as_deref().map(|n| format!(", release notes: {n}")).unwrap_or_default();
-            format!("- {} {}: {} -> {} ({}, in {place}{notes})", u.ecosystem.as_str(), u.name, u.from, u.to, u.kind.as_str())
+            let notes = u
+                .notes_url
+                .as_deref()
+                .map(|n| format!(", release notes: {n}"))
+                .unwrap_or_default();
+            format!(
+                "- {} {}: {} -> {} ({}, in {place}{notes})",
+                u.ecosystem.as_str(),
+                u.name,
+                u.from,
+                u.to,
+                u.kind.as_str()
+            )
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -235,7 +257,13 @@ mod tests {
         );
         let major = ChorePull {
             major: true,
-            updates: vec![update("calcutil", "1.1.0", "2.0.0", UpdateKind::Major, Some("Cargo.toml"))],
+            updates: vec![update(
+                "calcutil",
+                "1.1.0",
+                "2.0.0",
+                UpdateKind::Major,
+                Some("Cargo.toml"),
+            )],
             ..pull
         };
         assert_eq!(title(&major), "chore(deps): update calcutil to 2.0.0 (major)");

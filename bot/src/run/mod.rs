@@ -285,7 +285,9 @@ pub fn registry(model: Arc<dyn Model>, config: &AgentConfig, meter: Arc<Meter>) 
     registry
 }
 
-fn local_options() -> LocalOptions {
+/// The host toolchain for the local backend: `HOME` is a fresh directory per session, so rustup and
+/// cargo are pointed at the user's own.
+pub(crate) fn local_options() -> LocalOptions {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let from_env_or_home = |var: &str, dir: &str| {
         std::env::var_os(var)

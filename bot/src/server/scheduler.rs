@@ -89,7 +89,8 @@ pub async fn run_once(app: &Arc<AppAuth>, store: &dyn JobStore, now: Timestamp, 
     let installations = match app.installations().await {
         Ok(installations) => installations,
         Err(error) => {
-            tick.problems.push(("*".into(), format!("listing the App's installations: {error}")));
+            tick.problems
+                .push(("*".into(), format!("listing the App's installations: {error}")));
             return tick;
         }
     };

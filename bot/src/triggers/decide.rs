@@ -139,7 +139,9 @@ pub enum JobSource {
     /// CI reported a failure: a `workflow_run`, `check_suite` or `check_run` that completed failing.
     Ci(CiFailure),
     /// The repository's `[chores.deps] schedule` fired (`schedule` is the cron expression).
-    Schedule { schedule: String },
+    Schedule {
+        schedule: String,
+    },
 }
 
 /// The failed CI that started a triage: what GitHub reported, by its own ids.

@@ -14,8 +14,8 @@ mod tests;
 
 pub use command::{Chore, Command, ParseError, parse_commands};
 pub use decide::{
-    Action, CiFailure, Decision, EnabledCommands, chore_key, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request,
-    Requester, TriggerConfig, decide, help_text,
+    Action, CiFailure, Decision, EnabledCommands, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request,
+    Requester, TriggerConfig, chore_key, decide, help_text,
 };
 pub use event::{
     Actor, ActorKind, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event,

@@ -1,0 +1,396 @@
+//! The dependency chore end to end through `pitcrew serve`: `@agent chore deps` on a repository
+//! whose crate depends on two crates of a real local Cargo registry (real `cargo` refreshes the
+//! lockfile and runs the tests), the fake GitHub for the pull requests, the real git server for
+//! the pushes, and the scripted model. One major update breaks the tests and the agent reverts it;
+//! a second run updates the open pull request in place and closes the one it no longer needs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use pitcrew::config::{Config, LoadOptions};
+use pitcrew::jobs::{JobFilter, JobState};
+use pitcrew::serve::ServeOptions;
+use pitcrew::server::RunningServer;
+use pitcrew_tests::cargo_registry::CargoRegistry;
+use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
+use pitcrew_tests::git_server::GitServer;
+use pitcrew_tests::scenario::{Comment, comment_payload};
+use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+use pitcrew_tests::server_config::ServerOverrides;
+use serde_json::json;
+use tempfile::TempDir;
+
+const REPO: &str = "acme/tally";
+const ISSUE: u64 = 3;
+const SECRET: &str = "the chore test's webhook secret";
+const WAIT: Duration = Duration::from_secs(240);
+
+const MANIFEST: &str = "[package]\nname = \"tally\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
+                        [dependencies]\ncalcutil = \"1.0\"\nfmtutil = \"0.3\"\n\n[workspace]\n";
+const LIB: &str = "pub fn total(a: u32, b: u32) -> String {\n    fmtutil::show(calcutil::add(a, b))\n}\n\n\
+                   #[cfg(test)]\nmod tests {\n    #[test]\n    fn totals() {\n        assert_eq!(super::total(2, 3), \"5\");\n    }\n}\n";
+
+fn calcutil(version: &str, function: &str) -> String {
+    format!("pub const VERSION: &str = \"{version}\";\npub fn {function}(a: u32, b: u32) -> u32 {{\n    a + b\n}}\n")
+}
+
+fn fmtutil(version: &str) -> String {
+    format!("pub const VERSION: &str = \"{version}\";\npub fn show(n: u32) -> String {{\n    n.to_string()\n}}\n")
+}
+
+/// `.cargo/config.toml` pointing crates.io at the local registry, as a company mirror would.
+fn cargo_config(registry: &CargoRegistry) -> String {
+    format!(
+        "[source.crates-io]\nreplace-with = \"mirror\"\n\n[source.mirror]\nregistry = \"sparse+{}\"\n",
+        registry.index_url()
+    )
+}
+
+fn run(dir: &Path, program: &str, args: &[&str], env: &[(&str, &Path)]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+        .env_remove("CARGO_NET_OFFLINE")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `Cargo.lock` made by real cargo for the manifest against the registry as it is now.
+fn lockfile(registry: &CargoRegistry) -> String {
+    let dir = TempDir::new().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".cargo")).unwrap();
+    std::fs::write(dir.path().join("Cargo.toml"), MANIFEST).unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), LIB).unwrap();
+    std::fs::write(dir.path().join(".cargo/config.toml"), cargo_config(registry)).unwrap();
+    let home = dir.path().join("cargo-home");
+    run(dir.path(), "cargo", &["generate-lockfile"], &[("CARGO_HOME", &home)]);
+    std::fs::read_to_string(dir.path().join("Cargo.lock")).unwrap()
+}
+
+fn locked(lock: &str, name: &str) -> Vec<String> {
+    let lock: toml::Table = toml::from_str(lock).unwrap();
+    lock["package"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"].as_str() == Some(name))
+        .map(|p| p["version"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn script() -> Script {
+    Script::new()
+        .turn(Reply::text("The build fails on calcutil 2.").tool_call("read_file", json!({"path": "Cargo.toml"})))
+        .turn(Reply::new().tool_call(
+            "edit_file",
+            json!({"path": "Cargo.toml", "old_string": "calcutil = \"2.0\"", "new_string": "calcutil = \"1.0\""}),
+        ))
+        .turn(Reply::text(
+            "calcutil 2.0 renamed `add` to `sum` and its release notes give no migration path for the overflow \
+             behaviour we rely on: reverted calcutil, kept fmtutil 0.4.",
+        ))
+}
+
+struct World {
+    github: FakeGithub,
+    git: GitServer,
+    model: ScriptedModel,
+    registry: CargoRegistry,
+    server: RunningServer,
+    _data: TempDir,
+}
+
+impl World {
+    async fn ask(&self, delivery: &str) {
+        let body = "@agent chore deps";
+        let id = self.github.add_issue_comment(REPO, ISSUE, "alice", body);
+        let comment = Comment {
+            id,
+            login: "alice",
+            user_id: 4242,
+            association: "OWNER",
+            body,
+        };
+        let payload = comment_payload(
+            REPO,
+            &self.git.url(REPO),
+            ISSUE,
+            &comment,
+            Some(self.github.installation_id()),
+        );
+        let (status, text) = super::webhook::post(
+            &self.server.url(),
+            SECRET,
+            "issue_comment",
+            delivery,
+            serde_json::to_vec(&payload).unwrap(),
+            None,
+        )
+        .await;
+        assert_eq!(status, 202, "{text}");
+    }
+
+    /// Waits for every job to end; returns the last one's state.
+    async fn settled(&self) -> JobState {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let jobs = self.server.store().jobs(&JobFilter::default()).await.unwrap();
+            let waiting = self.server.store().unprocessed_deliveries(10).await.unwrap();
+            if waiting.is_empty() && !jobs.is_empty() && jobs.iter().all(|j| j.state.is_final()) {
+                let last = &jobs[0];
+                assert_eq!(last.state, JobState::Succeeded, "{last:#?}");
+                return last.state;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the chore never ended: {jobs:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    fn branch_file(&self, branch: &str, path: &str) -> String {
+        run(
+            &self.git.repo_path(REPO),
+            "git",
+            &["show", &format!("refs/heads/{branch}:{path}")],
+            &[],
+        )
+    }
+
+    fn bot_comments(&self) -> Vec<String> {
+        let bot = self.github.bot_login();
+        self.github
+            .comments_on(REPO, ISSUE)
+            .into_iter()
+            .filter(|c| c.user == bot)
+            .map(|c| c.body)
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_runs_update_them() {
+    let registry = CargoRegistry::start();
+    registry
+        .publish("calcutil", "1.0.0", &calcutil("1.0.0", "add"), &[])
+        .unwrap();
+    registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &[]).unwrap();
+    let lock = lockfile(&registry);
+    assert_eq!(locked(&lock, "calcutil"), ["1.0.0"]);
+    // Newer versions: one inside the range, two majors, one of which renames `add`.
+    registry
+        .publish("calcutil", "1.1.0", &calcutil("1.1.0", "add"), &[])
+        .unwrap();
+    registry
+        .publish("calcutil", "2.0.0", &calcutil("2.0.0", "sum"), &[])
+        .unwrap();
+    registry.publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &[]).unwrap();
+
+    let github = FakeGithub::start();
+    let git = GitServer::start_with(github.token_check());
+    let repo_config = "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = true\n";
+    git.create_repo(
+        REPO,
+        &[
+            ("Cargo.toml", MANIFEST),
+            ("Cargo.lock", &lock),
+            ("src/lib.rs", LIB),
+            (".cargo/config.toml", &cargo_config(&registry)),
+            (".github/pitcrew.toml", repo_config),
+        ],
+    )
+    .unwrap();
+    github.add_repo(
+        Repo::new(REPO)
+            .default_branch("main")
+            .clone_url(&git.url(REPO))
+            .git_dir(git.repo_path(REPO)),
+    );
+    github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
+    github.set_permission(REPO, "alice", Permission::Admin);
+    let model = ScriptedModel::start(script());
+    let data = TempDir::new().unwrap();
+    let overrides = ServerOverrides::new(&github, SECRET, data.path())
+        .model(&model)
+        .set("chores.cargo_index", registry.index_url())
+        .build();
+    let config = Config::load(LoadOptions {
+        config_path: None,
+        env: &BTreeMap::new(),
+        overrides: &overrides,
+    })
+    .unwrap();
+    let server = pitcrew::serve::start(
+        config,
+        ServeOptions {
+            listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
+            ..ServeOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let world = World {
+        github,
+        git,
+        model,
+        registry,
+        server,
+        _data: data,
+    };
+
+    world.ask("chore-1").await;
+    world.settled().await;
+    world.github.assert_no_violations();
+
+    // Two pull requests: the lockfile refresh inside the ranges, and the majors.
+    let pulls = world.github.state(|s| {
+        s.issues
+            .iter()
+            .filter(|((repo, _), i)| repo == REPO && i.pull.is_some())
+            .map(|(_, i)| i.clone())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(pulls.len(), 2, "{pulls:#?}");
+    let by_branch = |branch: &str| {
+        pulls
+            .iter()
+            .find(|p| p.pull.as_ref().unwrap().head.ref_name == branch)
+            .unwrap_or_else(|| panic!("no pull request from {branch}: {pulls:#?}"))
+            .clone()
+    };
+    let compatible = by_branch("pitcrew/deps-cargo");
+    assert_eq!(compatible.title, "chore(deps): update calcutil to 1.1.0");
+    assert!(
+        compatible
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .contains("| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile |"),
+        "{:?}",
+        compatible.body
+    );
+    assert!(
+        compatible
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .contains("**Tests:** pass on the updated dependencies."),
+        "{:?}",
+        compatible.body
+    );
+    assert_eq!(compatible.pull.as_ref().unwrap().base.ref_name, "main");
+    let lock = world.branch_file("pitcrew/deps-cargo", "Cargo.lock");
+    assert_eq!(locked(&lock, "calcutil"), ["1.1.0"]);
+    assert_eq!(world.branch_file("pitcrew/deps-cargo", "Cargo.toml"), MANIFEST);
+
+    // The majors broke the build; the agent reverted calcutil and kept fmtutil.
+    let major = by_branch("pitcrew/deps-cargo-major");
+    assert_eq!(major.title, "chore(deps): update fmtutil to 0.4.0 (major)");
+    assert!(
+        major
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .contains("| `fmtutil` | `0.3.1` → `0.4.0` | **major** |"),
+        "{:?}",
+        major.body
+    );
+    assert!(
+        major
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .contains("Reverted because they could not be made to work: `calcutil`."),
+        "{:?}",
+        major.body
+    );
+    assert!(
+        major
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .contains("pass after pitcrew adapted the code"),
+        "{:?}",
+        major.body
+    );
+    assert!(
+        major
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .contains("renamed `add` to `sum`"),
+        "{:?}",
+        major.body
+    );
+    let manifest = world.branch_file("pitcrew/deps-cargo-major", "Cargo.toml");
+    assert!(manifest.contains("calcutil = \"1.0\"\nfmtutil = \"0.4\""), "{manifest}");
+    let lock = world.branch_file("pitcrew/deps-cargo-major", "Cargo.lock");
+    assert_eq!(locked(&lock, "fmtutil"), ["0.4.0"]);
+    // The agent was told what changed and what failed.
+    let prompt = world.model.requests()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        prompt.contains("cargo calcutil: 1.0.0 -> 2.0.0 (major, in Cargo.toml"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("The project's tests fail after the update"), "{prompt}");
+    world.model.assert_script_consumed();
+    let answer = world.bot_comments().pop().unwrap();
+    assert!(
+        answer.contains("(opened)") && answer.contains(&format!("#{}", compatible.number)),
+        "{answer}"
+    );
+
+    // A week later: a newer calcutil 1.x, and the repository no longer wants majors. The open pull
+    // request is updated in place and the majors' one is closed.
+    world
+        .registry
+        .publish("calcutil", "1.2.0", &calcutil("1.2.0", "add"), &[])
+        .unwrap();
+    world.github.add_file(
+        REPO,
+        "main",
+        ".github/pitcrew.toml",
+        "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = false\n",
+    );
+    world.ask("chore-2").await;
+    world.settled().await;
+    world.github.assert_no_violations();
+    let after = world.github.state(|s| {
+        s.issues
+            .iter()
+            .filter(|((repo, _), i)| repo == REPO && i.pull.is_some())
+            .map(|(_, i)| i.clone())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(after.len(), 2, "no new pull request: {after:#?}");
+    let updated = after.iter().find(|p| p.number == compatible.number).unwrap();
+    assert_eq!(updated.title, "chore(deps): update calcutil to 1.2.0");
+    assert_eq!(updated.state, "open");
+    assert_eq!(
+        locked(&world.branch_file("pitcrew/deps-cargo", "Cargo.lock"), "calcutil"),
+        ["1.2.0"]
+    );
+    let closed = after.iter().find(|p| p.number == major.number).unwrap();
+    assert_eq!(closed.state, "closed");
+    let answer = world.bot_comments().pop().unwrap();
+    assert!(answer.contains("(updated)"), "{answer}");
+    world.server.shutdown(Duration::from_secs(5)).await;
+}
