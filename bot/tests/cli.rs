@@ -534,9 +534,34 @@ mod action {
             self.run_event("issue_comment", &event, "auto", model, image)
         }
 
+        /// Runs the step in `mode` on event `name` of repository `repo`, with the local Cargo
+        /// registry of the chore tests as the Cargo index and the sandbox on the host.
+        fn run_event_in(
+            &self,
+            repo: &str,
+            name: &str,
+            event: &serde_json::Value,
+            mode: &str,
+            model: &ScriptedModel,
+        ) -> Output {
+            self.run_with(repo, name, event, mode, model, None)
+        }
+
         /// Runs the step on event `name` with `payload`, in `mode`.
         fn run_event(
             &self,
+            name: &str,
+            event: &serde_json::Value,
+            mode: &str,
+            model: &ScriptedModel,
+            image: Option<&str>,
+        ) -> Output {
+            self.run_with(REPO, name, event, mode, model, image)
+        }
+
+        fn run_with(
+            &self,
+            repo: &str,
             name: &str,
             event: &serde_json::Value,
             mode: &str,
@@ -557,7 +582,7 @@ mod action {
                 ("GITHUB_ACTIONS".into(), "true".into()),
                 ("GITHUB_EVENT_NAME".into(), name.into()),
                 ("GITHUB_EVENT_PATH".into(), event_path.display().to_string()),
-                ("GITHUB_REPOSITORY".into(), REPO.into()),
+                ("GITHUB_REPOSITORY".into(), repo.into()),
                 ("GITHUB_API_URL".into(), self.github.url()),
                 ("GITHUB_SERVER_URL".into(), "http://github.invalid".into()),
                 ("GITHUB_WORKSPACE".into(), self.dir.display().to_string()),
@@ -574,6 +599,15 @@ mod action {
                 ("INPUT_MODE".into(), mode.into()),
                 ("INPUT_CONFIG".into(), config.display().to_string()),
             ];
+            // A runner has a HOME, and the toolchain the project's commands need under it.
+            let vars: Vec<(String, String)> = vars
+                .into_iter()
+                .chain(
+                    ["HOME", "CARGO_HOME", "RUSTUP_HOME"]
+                        .into_iter()
+                        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_owned(), v))),
+                )
+                .collect();
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             super::pitcrew(&self.dir, &["action"], &vars)
         }
@@ -756,6 +790,80 @@ mod action {
             Some(step.pull.head_sha.clone())
         );
         model.assert_script_consumed();
+        step.github.assert_no_violations();
+    }
+
+    #[test]
+    fn a_scheduled_chore_opens_a_tested_pull_request_and_writes_the_outputs() {
+        use pitcrew_tests::cargo_registry::CargoRegistry;
+        use pitcrew_tests::chore_fixture::{calcutil, cargo_config, fmtutil, locked, lockfile, write_project};
+
+        const CRATE: &str = "acme/tally";
+        let registry = CargoRegistry::start();
+        registry
+            .publish("calcutil", "1.0.0", &calcutil("1.0.0", "add"), &[])
+            .unwrap();
+        registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &[]).unwrap();
+        let lock = lockfile(&registry);
+        registry
+            .publish("calcutil", "1.1.0", &calcutil("1.1.0", "add"), &[])
+            .unwrap();
+
+        let step = Step::new("action-chore");
+        let project = step.dir.join("project");
+        write_project(&project, &registry).unwrap();
+        let files: Vec<(String, String)> = ["Cargo.toml", "src/lib.rs", ".cargo/config.toml"]
+            .iter()
+            .map(|f| (f.to_string(), std::fs::read_to_string(project.join(f)).unwrap()))
+            .chain([
+                ("Cargo.lock".to_owned(), lock),
+                (
+                    ".github/pitcrew.toml".to_owned(),
+                    "[agent]\ntest_command = \"cargo test\"\n".to_owned(),
+                ),
+            ])
+            .collect();
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        step.git.create_repo(CRATE, &refs).unwrap();
+        step.github.add_repo(
+            pitcrew_tests::fake_github::Repo::new(CRATE)
+                .default_branch("main")
+                .clone_url(&step.git.url(CRATE))
+                .git_dir(step.git.repo_path(CRATE)),
+        );
+        assert!(cargo_config(&registry).contains(&registry.index_url()));
+
+        // A `schedule` event's payload is the cron line alone: the repository comes from
+        // GITHUB_REPOSITORY and the API.
+        let model = ScriptedModel::start(Script::new());
+        let event = json!({ "schedule": "0 6 * * 1" });
+        let out = step.run_event_in(CRATE, "schedule", &event, "chore", &model);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+        assert!(
+            stdout.contains("::group::pitcrew: chore job on acme/tally:deps"),
+            "{stdout}"
+        );
+
+        let pulls: Vec<_> = step.github.state(|s| {
+            s.issues
+                .iter()
+                .filter(|((repo, _), i)| repo == CRATE && i.pull.is_some())
+                .map(|(_, i)| i.clone())
+                .collect()
+        });
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        assert_eq!(pulls[0].title, "chore(deps): update calcutil to 1.1.0");
+        let pushed = git(
+            &step.git.repo_path(CRATE),
+            &["show", "refs/heads/pitcrew/deps-cargo:Cargo.lock"],
+        );
+        assert_eq!(locked(&pushed, "calcutil"), ["1.1.0"]);
+        let outputs = step.outputs();
+        assert_eq!(outputs["conclusion"], "success", "{outputs:?}");
+        assert_eq!(outputs["pr_number"], pulls[0].number.to_string());
+        assert_eq!(outputs["summary"], "1 dependency pull request");
+        assert!(model.requests().is_empty(), "the tests passed: no agent");
         step.github.assert_no_violations();
     }
 

@@ -1,6 +1,7 @@
 //! Support for pitcrew's end-to-end tests: fake servers and real fixtures they run against.
 
 pub mod cargo_registry;
+pub mod chore_fixture;
 pub mod ci_log;
 pub mod docker;
 pub mod fake_github;

@@ -5,8 +5,6 @@
 //! a second run updates the open pull request in place and closes the one it no longer needs.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use pitcrew::config::{Config, LoadOptions};
@@ -14,6 +12,7 @@ use pitcrew::jobs::{JobFilter, JobState};
 use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew_tests::cargo_registry::CargoRegistry;
+use pitcrew_tests::chore_fixture::{LIB, MANIFEST, calcutil, cargo_config, fmtutil, locked, lockfile, run};
 use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
 use pitcrew_tests::git_server::GitServer;
 use pitcrew_tests::scenario::{Comment, comment_payload};
@@ -26,67 +25,6 @@ const REPO: &str = "acme/tally";
 const ISSUE: u64 = 3;
 const SECRET: &str = "the chore test's webhook secret";
 const WAIT: Duration = Duration::from_secs(240);
-
-const MANIFEST: &str = "[package]\nname = \"tally\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
-                        [dependencies]\ncalcutil = \"1.0\"\nfmtutil = \"0.3\"\n\n[workspace]\n";
-const LIB: &str = "pub fn total(a: u32, b: u32) -> String {\n    fmtutil::show(calcutil::add(a, b))\n}\n\n\
-                   #[cfg(test)]\nmod tests {\n    #[test]\n    fn totals() {\n        assert_eq!(super::total(2, 3), \"5\");\n    }\n}\n";
-
-fn calcutil(version: &str, function: &str) -> String {
-    format!("pub const VERSION: &str = \"{version}\";\npub fn {function}(a: u32, b: u32) -> u32 {{\n    a + b\n}}\n")
-}
-
-fn fmtutil(version: &str) -> String {
-    format!("pub const VERSION: &str = \"{version}\";\npub fn show(n: u32) -> String {{\n    n.to_string()\n}}\n")
-}
-
-/// `.cargo/config.toml` pointing crates.io at the local registry, as a company mirror would.
-fn cargo_config(registry: &CargoRegistry) -> String {
-    format!(
-        "[source.crates-io]\nreplace-with = \"mirror\"\n\n[source.mirror]\nregistry = \"sparse+{}\"\n",
-        registry.index_url()
-    )
-}
-
-fn run(dir: &Path, program: &str, args: &[&str], env: &[(&str, &Path)]) -> String {
-    let output = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
-        .env_remove("CARGO_NET_OFFLINE")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// `Cargo.lock` made by real cargo for the manifest against the registry as it is now.
-fn lockfile(registry: &CargoRegistry) -> String {
-    let dir = TempDir::new().unwrap();
-    std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    std::fs::create_dir_all(dir.path().join(".cargo")).unwrap();
-    std::fs::write(dir.path().join("Cargo.toml"), MANIFEST).unwrap();
-    std::fs::write(dir.path().join("src/lib.rs"), LIB).unwrap();
-    std::fs::write(dir.path().join(".cargo/config.toml"), cargo_config(registry)).unwrap();
-    let home = dir.path().join("cargo-home");
-    run(dir.path(), "cargo", &["generate-lockfile"], &[("CARGO_HOME", &home)]);
-    std::fs::read_to_string(dir.path().join("Cargo.lock")).unwrap()
-}
-
-fn locked(lock: &str, name: &str) -> Vec<String> {
-    let lock: toml::Table = toml::from_str(lock).unwrap();
-    lock["package"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["name"].as_str() == Some(name))
-        .map(|p| p["version"].as_str().unwrap().to_owned())
-        .collect()
-}
 
 fn script() -> Script {
     Script::new()

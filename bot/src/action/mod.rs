@@ -193,12 +193,16 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
             .filter(|job| job.delivery.as_ref() == Some(&delivery))
             .collect()
     } else {
-        let request = explicit_request(
-            action.inputs.mode,
-            &action.event_name,
-            &event,
-            action.inputs.prompt.as_deref(),
-        )?;
+        let request = if action.inputs.mode == Mode::Chore {
+            chore_request(&action, &event, &github).await?
+        } else {
+            explicit_request(
+                action.inputs.mode,
+                &action.event_name,
+                &event,
+                action.inputs.prompt.as_deref(),
+            )?
+        };
         let job = NewJob {
             kind: request.kind.as_str().to_owned(),
             repo: request.repo.full_name(),
@@ -389,6 +393,75 @@ fn workflow_command(line: &str) {
     let _ = stdout.flush();
 }
 
+/// `mode: chore`: the dependency chore on the workflow's repository (a `schedule` or
+/// `workflow_dispatch` event names no pull request). The repository comes from the event when it
+/// says (most events do), else from `GITHUB_REPOSITORY` and the API.
+async fn chore_request(
+    action: &ActionEnv,
+    payload: &serde_json::Value,
+    github: &GithubAccess,
+) -> Result<JobRequest, ActionError> {
+    let text = |value: &serde_json::Value| value.as_str().map(str::to_owned);
+    let repository = &payload["repository"];
+    let repo = match (
+        text(&repository["owner"]["login"]),
+        text(&repository["name"]),
+        text(&repository["clone_url"]),
+    ) {
+        (Some(owner), Some(name), Some(clone_url)) => RepoRef {
+            owner,
+            name,
+            clone_url,
+            default_branch: text(&repository["default_branch"]).unwrap_or_else(|| "main".to_owned()),
+            private: repository["private"].as_bool().unwrap_or(false),
+        },
+        _ => {
+            let (owner, name) = action.repository.split_once('/').ok_or_else(|| {
+                ActionError::Environment(format!("GITHUB_REPOSITORY {:?} is not owner/name", action.repository))
+            })?;
+            let repo_name = crate::github::RepoName::new(owner, name)
+                .map_err(|e| ActionError::Environment(format!("GITHUB_REPOSITORY: {e}")))?;
+            let client = github
+                .client(None)
+                .ok_or_else(|| ActionError::Setup("no GitHub client for the workflow's token".into()))?;
+            let found = client
+                .get_repo(&repo_name)
+                .await
+                .map_err(|e| ActionError::Setup(format!("reading the repository {repo_name}: {e}")))?;
+            RepoRef {
+                owner: owner.to_owned(),
+                name: name.to_owned(),
+                clone_url: found.clone_url,
+                default_branch: found.default_branch,
+                private: found.private,
+            }
+        }
+    };
+    Ok(JobRequest {
+        kind: JobKind::Chore(crate::triggers::Chore::Deps),
+        repo,
+        installation_id: None,
+        number: 0,
+        is_pull_request: false,
+        requested_by: Requester {
+            login: text(&payload["sender"]["login"]).unwrap_or_else(|| "github-actions".to_owned()),
+            id: payload["sender"]["id"].as_u64(),
+            association: None,
+        },
+        reply_to: ReplyTarget::Issue {
+            number: 0,
+            comment_id: None,
+        },
+        source: JobSource::Workflow {
+            event: action.event_name.clone(),
+        },
+        instructions: None,
+        review_comment: None,
+        head_sha: None,
+        delivery_id: None,
+    })
+}
+
 /// The job an explicit `mode` asks for on the event's pull request or issue (the workflow's
 /// author chose it, so no comment and no permission check is involved).
 fn explicit_request(
@@ -402,10 +475,9 @@ fn explicit_request(
         Mode::Review => JobKind::Review,
         Mode::Triage => JobKind::Triage,
         Mode::Chore | Mode::Auto => {
-            return Err(ActionError::Environment(format!(
-                "mode `{}` is not available in this version of pitcrew; use `auto`, `fix`, `review` or `triage`",
-                if mode == Mode::Chore { "chore" } else { "auto" }
-            )));
+            return Err(ActionError::Environment(
+                "the event's job is decided by the triggers in mode `auto`, and `chore` runs on the repository".into(),
+            ));
         }
     };
     let missing = |what: &str| ActionError::Event {
