@@ -94,7 +94,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         }
     }
     lease.release().await;
-    let problems: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
+    let mut problems: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
     let _ = env
         .control
         .event(
@@ -120,11 +120,24 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let mut spent = Spent::default();
     let mut delivered: Vec<(String, u64, bool)> = Vec::new();
     let mut branches_with_updates = Vec::new();
+    let mut failed_groups = 0;
     for group in &groups {
         if env.control.is_cancelled() {
             return Ok((Finish::Cancelled("stopped before the chore finished".into()), spent));
         }
-        let outcome = run_group(env, &settings, &mirror, &remote, &token, &base, group).await?;
+        // One pull request's failure (a lockfile that will not refresh, a push refused) is said
+        // and the others still go out.
+        let outcome = match run_group(env, &settings, &mirror, &remote, &token, &base, group).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                tracing::warn!(job = %env.job.id, branch = %group.branch, %error, "a dependency pull request failed");
+                problems.push(format!("`{}`: {}", group.branch, super::public_error(&error)));
+                failed_groups += 1;
+                // Its branch is not closed as superseded: its updates are still wanted.
+                branches_with_updates.push(group.branch.clone());
+                continue;
+            }
+        };
         let Some((pull, group_spent)) = outcome else {
             continue;
         };
@@ -209,6 +222,11 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
             "problems": problems,
         },
     });
+    if failed_groups > 0 && delivered.is_empty() {
+        // Nothing went out and something broke: the job failed, with the reasons.
+        let _ = env.control.event("result", details).await;
+        return Ok((Finish::Failed(problems.join("; ")), spent));
+    }
     Ok((Finish::Succeeded(details), spent))
 }
 
@@ -559,22 +577,5 @@ fn summary_line(run: &TestRun) -> String {
         TestRun::Ran(report) => format!("{} passed, {} failed", report.passed, report.failed),
         TestRun::NoResults => "no results: the project may not build".into(),
         TestRun::NotRun => "not run".into(),
-    }
-}
-
-impl Spent {
-    /// Adds another run's spending.
-    fn add(&mut self, other: &Spent) {
-        self.usage.input_tokens += other.usage.input_tokens;
-        self.usage.output_tokens += other.usage.output_tokens;
-        self.usage.cache_read_tokens += other.usage.cache_read_tokens;
-        self.usage.cache_write_tokens += other.usage.cache_write_tokens;
-        self.cost_usd = match (self.cost_usd, other.cost_usd) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
-        self.steps += other.steps;
-        self.tool_calls += other.tool_calls;
-        self.duration_ms += other.duration_ms;
     }
 }

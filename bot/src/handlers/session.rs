@@ -37,6 +37,21 @@ pub struct Spent {
 }
 
 impl Spent {
+    /// Adds another run's spending (a job that runs the agent more than once).
+    pub fn add(&mut self, other: &Spent) {
+        self.usage.input_tokens += other.usage.input_tokens;
+        self.usage.output_tokens += other.usage.output_tokens;
+        self.usage.cache_read_tokens += other.usage.cache_read_tokens;
+        self.usage.cache_write_tokens += other.usage.cache_write_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.steps += other.steps;
+        self.tool_calls += other.tool_calls;
+        self.duration_ms += other.duration_ms;
+    }
+
     pub fn from_outcome(outcome: &Outcome) -> Self {
         Spent {
             usage: outcome.usage.usage,
