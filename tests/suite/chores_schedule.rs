@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use pitcrew::github::{AppAuth, AppCredentials, ClientOptions};
 use pitcrew::jobs::{Finish, JobStore, SqliteStore};
-use pitcrew::server::scheduler::run_once;
+use pitcrew::server::scheduler::{Cache, run_once};
 use pitcrew::triggers::{JobKind, JobRequest, JobSource};
 use pitcrew_tests::fake_github::{FakeGithub, Repo};
 use std::sync::Arc;
@@ -44,16 +44,19 @@ async fn a_weekly_schedule_fires_once_in_its_time_zone_and_waits_for_its_chore()
     let data = tempfile::tempdir().unwrap();
     let store: Arc<dyn JobStore> = Arc::new(SqliteStore::open(data.path()).unwrap());
     let app = app(&github);
+    let mut cache = Cache::default();
 
     // Sunday: first seen, nothing fires for the past.
-    let tick = run_once(&app, store.as_ref(), at("2026-11-29T12:00:00Z"), 3).await;
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-11-29T12:00:00Z"), 3).await;
     assert_eq!(tick.first_seen, ["acme/calc"]);
     assert!(tick.queued.is_empty() && tick.problems.is_empty(), "{tick:?}");
     // 05:59 in Berlin: not yet.
-    let tick = run_once(&app, store.as_ref(), at("2026-11-30T04:59:00Z"), 3).await;
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-11-30T04:59:00Z"), 3).await;
     assert!(tick.queued.is_empty() && tick.first_seen.is_empty(), "{tick:?}");
-    // 06:00 in Berlin: the chore is queued, once.
-    let tick = run_once(&app, store.as_ref(), at("2026-11-30T05:00:30Z"), 3).await;
+    // 06:00 in Berlin: the chore is queued, once; what was read four minutes ago is reused.
+    let reads = github.requests_to("repos/get-content").len();
+    assert!(reads >= 3, "each repository's configuration was read: {reads}");
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-11-30T05:00:30Z"), 3).await;
     assert_eq!(tick.queued.len(), 1, "{tick:?}");
     let (repo, id) = tick.queued[0].clone();
     assert_eq!(repo, "acme/calc");
@@ -69,11 +72,16 @@ async fn a_weekly_schedule_fires_once_in_its_time_zone_and_waits_for_its_chore()
     );
     assert_eq!(request.installation_id, Some(github.installation_id()));
     assert_eq!(request.repo.default_branch, "main");
-    let tick = run_once(&app, store.as_ref(), at("2026-11-30T05:01:00Z"), 3).await;
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-11-30T05:01:00Z"), 3).await;
     assert!(tick.queued.is_empty(), "{tick:?}");
+    assert_eq!(
+        github.requests_to("repos/get-content").len(),
+        reads,
+        "schedules are reread every ten minutes"
+    );
 
     // A week later the first chore is still queued: this firing is skipped.
-    let tick = run_once(&app, store.as_ref(), at("2026-12-07T05:00:00Z"), 3).await;
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-12-07T05:00:00Z"), 3).await;
     assert_eq!(
         (tick.queued.len(), tick.skipped.as_slice()),
         (0, &["acme/calc".to_owned()][..])
@@ -99,9 +107,10 @@ async fn a_weekly_schedule_fires_once_in_its_time_zone_and_waits_for_its_chore()
         .unwrap();
     drop(store);
     let store: Arc<dyn JobStore> = Arc::new(SqliteStore::open(data.path()).unwrap());
-    let tick = run_once(&app, store.as_ref(), at("2026-12-14T04:00:00Z"), 3).await;
+    let mut cache = Cache::default();
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-12-14T04:00:00Z"), 3).await;
     assert!(tick.queued.is_empty(), "{tick:?}");
-    let tick = run_once(&app, store.as_ref(), at("2026-12-14T05:00:00Z"), 3).await;
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-12-14T05:00:00Z"), 3).await;
     assert_eq!(tick.queued.len(), 1, "{tick:?}");
     github.assert_no_violations();
 }

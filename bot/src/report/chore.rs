@@ -133,8 +133,7 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
         ));
     }
     doc.fixed(format!(
-        "This pull request is updated in place by later runs (branch {}); close it to skip these updates until newer \
-         versions appear.",
+        "Later runs update this pull request in place (branch {}), and close it once nothing is left to update.",
         markdown::code_span(&pull.branch)
     ));
     doc.render(BODY_LIMIT)
@@ -249,7 +248,7 @@ mod tests {
 
         `fmt` changed its signature; adapted `src/lib.rs`.
 
-        This pull request is updated in place by later runs (branch `pitcrew/deps-cargo`); close it to skip these updates until newer versions appear.
+        Later runs update this pull request in place (branch `pitcrew/deps-cargo`), and close it once nothing is left to update.
         ");
         assert_eq!(
             commit_message(&pull),

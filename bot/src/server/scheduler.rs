@@ -4,7 +4,7 @@
 //! transaction, so a restart neither skips nor repeats a firing; a schedule seen for the first
 //! time starts counting from then (no catch-up of past times). One chore per repository runs at a
 //! time: a schedule that comes due while its last chore is still queued or running is marked and
-//! skipped.
+//! skipped. Repository lists and schedules are read again every [`REFRESH`], not every minute.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,11 +19,38 @@ use crate::github::{AppAuth, GithubClient, InstallationId, RepoName, Repository}
 use crate::jobs::{JobFilter, JobId, JobState, JobStore, NewJob, WorkerPool};
 use crate::triggers::{Chore, JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, chore_key};
 
-/// How often schedules are read.
+/// How often due schedules are checked.
 const INTERVAL: Duration = Duration::from_secs(60);
+/// How long the installations' repository lists and each repository's schedule are reused before
+/// they are read again: a minute's check must not cost a call per repository (an installation
+/// has 5,000 calls an hour).
+pub const REFRESH: Duration = Duration::from_secs(10 * 60);
 
 /// Who a scheduled job is "requested by" in reports and co-author lines.
 pub const SCHEDULE_LOGIN: &str = "pitcrew-schedule";
+
+/// A repository's schedule as last read.
+#[derive(Debug, Clone)]
+struct Known {
+    installation: InstallationId,
+    repo: Repository,
+    /// `None`: no schedule (no file, no `[chores.deps] schedule`).
+    schedule: Option<(Schedule, jiff::tz::TimeZone)>,
+}
+
+/// What the scheduler read, reused for [`REFRESH`].
+#[derive(Debug, Default)]
+pub struct Cache {
+    read_at: Option<Timestamp>,
+    known: Vec<Known>,
+}
+
+impl Cache {
+    fn fresh(&self, now: Timestamp) -> bool {
+        self.read_at
+            .is_some_and(|at| now.duration_since(at).unsigned_abs() < REFRESH && now >= at)
+    }
+}
 
 /// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -50,8 +77,9 @@ impl Scheduler {
         let stop = CancellationToken::new();
         let token = stop.clone();
         let task = tokio::spawn(async move {
+            let mut cache = Cache::default();
             loop {
-                let tick = run_once(&app, store.as_ref(), Timestamp::now(), job_attempts).await;
+                let tick = run_once(&app, store.as_ref(), &mut cache, Timestamp::now(), job_attempts).await;
                 if !tick.queued.is_empty() {
                     tracing::info!(queued = ?tick.queued, "scheduled chores queued");
                     pool.wake();
@@ -82,18 +110,47 @@ impl Drop for Scheduler {
     }
 }
 
-/// One pass over every installation's repositories at `now` (the clock is the caller's: tests
-/// move it).
-pub async fn run_once(app: &Arc<AppAuth>, store: &dyn JobStore, now: Timestamp, job_attempts: u32) -> Tick {
+/// One pass at `now` (the clock is the caller's: tests move it): the installations' repositories
+/// and their schedules, from `cache` while it is fresh, and every schedule that came due.
+pub async fn run_once(
+    app: &Arc<AppAuth>,
+    store: &dyn JobStore,
+    cache: &mut Cache,
+    now: Timestamp,
+    job_attempts: u32,
+) -> Tick {
     let mut tick = Tick::default();
+    if !cache.fresh(now) {
+        match read_schedules(app, &mut tick).await {
+            Some(known) => {
+                cache.known = known;
+                cache.read_at = Some(now);
+            }
+            // Keep what was known: an API hiccup must not stop the schedules.
+            None if cache.read_at.is_some() => {}
+            None => return tick,
+        }
+    }
+    for known in &cache.known {
+        if let Err(problem) = consider(store, known, now, job_attempts, &mut tick).await {
+            tick.problems.push((known.repo.full_name.clone(), problem));
+        }
+    }
+    tick
+}
+
+/// Every repository of every installation, with its schedule; `None` when the installations
+/// could not be listed.
+async fn read_schedules(app: &Arc<AppAuth>, tick: &mut Tick) -> Option<Vec<Known>> {
     let installations = match app.installations().await {
         Ok(installations) => installations,
         Err(error) => {
             tick.problems
                 .push(("*".into(), format!("listing the App's installations: {error}")));
-            return tick;
+            return None;
         }
     };
+    let mut known = Vec::new();
     for installation in installations {
         let client = app.client(installation.id);
         let repos = match client.installation_repositories().await {
@@ -107,24 +164,24 @@ pub async fn run_once(app: &Arc<AppAuth>, store: &dyn JobStore, now: Timestamp, 
             }
         };
         for repo in repos {
-            if let Err(problem) = consider(&client, store, installation.id, &repo, now, job_attempts, &mut tick).await {
-                tick.problems.push((repo.full_name.clone(), problem));
+            match schedule_of(&client, &repo).await {
+                Ok(schedule) => known.push(Known {
+                    installation: installation.id,
+                    repo,
+                    schedule,
+                }),
+                Err(problem) => tick.problems.push((repo.full_name.clone(), problem)),
             }
         }
     }
-    tick
+    Some(known)
 }
 
-/// Queues the repository's chore if its schedule is due.
-async fn consider(
+/// The repository's `[chores.deps] schedule` and time zone, if it has one.
+async fn schedule_of(
     client: &GithubClient,
-    store: &dyn JobStore,
-    installation: InstallationId,
     repo: &Repository,
-    now: Timestamp,
-    job_attempts: u32,
-    tick: &mut Tick,
-) -> Result<(), String> {
+) -> Result<Option<(Schedule, jiff::tz::TimeZone)>, String> {
     let (owner, name) = repo
         .full_name
         .split_once('/')
@@ -135,14 +192,33 @@ async fn consider(
         .await
         .map_err(|e| format!("reading {REPO_CONFIG_PATH}: {e}"))?;
     let Some(text) = text else {
-        return Ok(());
+        return Ok(None);
     };
     // A file with problems elsewhere still schedules: its schedule line is valid on its own.
     let config = RepoConfig::parse_lenient(&text).0;
     let Some(schedule) = config.deps.schedule.clone() else {
-        return Ok(());
+        return Ok(None);
     };
     let tz = time_zone(config.deps.timezone.as_deref().unwrap_or("UTC"))?;
+    Ok(Some((schedule, tz)))
+}
+
+/// Queues the repository's chore if its schedule is due.
+async fn consider(
+    store: &dyn JobStore,
+    known: &Known,
+    now: Timestamp,
+    job_attempts: u32,
+    tick: &mut Tick,
+) -> Result<(), String> {
+    let Some((schedule, tz)) = &known.schedule else {
+        return Ok(());
+    };
+    let repo = &known.repo;
+    let (owner, name) = repo
+        .full_name
+        .split_once('/')
+        .ok_or_else(|| format!("`{}` is not owner/name", repo.full_name))?;
     let repo_ref = RepoRef {
         owner: owner.to_owned(),
         name: name.to_owned(),
@@ -161,7 +237,7 @@ async fn consider(
         tick.first_seen.push(repo.full_name.clone());
         return Ok(());
     };
-    if !is_due(&schedule, last, now, &tz) {
+    if !is_due(schedule, last, now, tz) {
         return Ok(());
     }
     if busy(store, &key).await? {
@@ -175,7 +251,7 @@ async fn consider(
     let request = JobRequest {
         kind: JobKind::Chore(Chore::Deps),
         repo: repo_ref,
-        installation_id: Some(installation.0),
+        installation_id: Some(known.installation.0),
         number: 0,
         is_pull_request: false,
         requested_by: Requester {
