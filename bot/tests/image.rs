@@ -439,3 +439,84 @@ fn the_action_step_ends_quietly_on_a_comment_without_the_trigger() {
         assert_eq!(request.auth, AuthKind::StaticToken, "{request:?}");
     }
 }
+
+/// `pitcrew run --sandbox docker` inside the image, on the host's engine through its socket (as in
+/// the Action with `sandbox: docker`, or `pitcrew serve` in its container): the sandbox is another
+/// container of the same engine, so it must mount the working copy by its host path, which pitcrew
+/// finds from its own container's mounts. The agent's command runs in the sandbox and its file
+/// lands in the repository on the host, committed.
+#[test]
+fn in_a_container_the_docker_sandbox_mounts_the_working_copy_by_its_host_path() {
+    use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+
+    let Some(_lock) = image() else { return };
+    let Some(sandbox_image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let repo = TestRepo::new(&[("README.md", "# widgets\n")]).unwrap();
+    chown_to_runner(repo.path());
+    let model = ScriptedModel::start(
+        Script::new()
+            .turn(Reply::new().tool_call(
+                "bash",
+                serde_json::json!({"command": "hostname > made-in-sandbox.txt && cat /workspace/README.md"}),
+            ))
+            .turn(Reply::text("Wrote the sandbox's host name.")),
+    );
+    let mount = format!("{}:/src/widgets", repo.path().display());
+    let socket = "/var/run/docker.sock:/var/run/docker.sock";
+    let base_url = model.openai_base_url();
+    let image_flag = format!("sandbox.image={sandbox_image}");
+    let out = container(
+        "docker-sandbox",
+        &[
+            "--network",
+            "host",
+            "--user",
+            "0",
+            "-v",
+            &mount,
+            "-v",
+            socket,
+            "-e",
+            "OPENAI_API_KEY=sk-unused",
+            "--workdir",
+            "/src/widgets",
+            IMAGE,
+            "--set",
+            &image_flag,
+            "run",
+            "--json",
+            "--in-place",
+            "--model",
+            "gpt-4o",
+            "--base-url",
+            &base_url,
+            "--sandbox",
+            "docker",
+            "Record where commands run",
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "exit {}:\n{stdout}\n{stderr}", out.status);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["status"], "finished", "{stdout}");
+    assert!(report["sandbox"].as_str().unwrap().starts_with("docker"), "{stdout}");
+    // The file the sandbox wrote is in the repository on the host, named after the sandbox's own
+    // container (not pitcrew's).
+    // (The checkout belongs to the runner's user now: git on the host must be told it is safe.)
+    let shown = Command::new("git")
+        .args(["-c", "safe.directory=*", "show", "HEAD:made-in-sandbox.txt"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    let written = text(&shown.stdout);
+    assert!(!written.trim().is_empty());
+    assert!(stderr.contains("pitcrew runs in a container"), "{stderr}");
+    let tool_result = model.requests()[1].body.to_string();
+    assert!(
+        tool_result.contains("# widgets"),
+        "the sandbox saw the working copy: {tool_result}"
+    );
+}

@@ -55,6 +55,8 @@ pub struct ActionEnv {
     pub output_path: Option<PathBuf>,
     pub step_summary_path: Option<PathBuf>,
     pub runner_temp: PathBuf,
+    /// `HOME`: in a container action, a directory mounted from the runner (`/github/home`).
+    pub home: Option<PathBuf>,
     /// `GITHUB_RUN_ID`-`GITHUB_RUN_ATTEMPT`, naming the step's one delivery.
     pub run: Option<String>,
     pub api_key: Option<SecretString>,
@@ -109,6 +111,7 @@ impl ActionEnv {
             return Err(ActionError::Environment(problems.join("\n")));
         }
         let runner_temp = get("RUNNER_TEMP").map_or_else(std::env::temp_dir, PathBuf::from);
+        let home = get("HOME").map(PathBuf::from);
         let run = match (get("GITHUB_RUN_ID"), get("GITHUB_RUN_ATTEMPT")) {
             (Some(id), Some(attempt)) => Some(format!("{id}-{attempt}")),
             (Some(id), None) => Some(id),
@@ -126,6 +129,7 @@ impl ActionEnv {
             output_path: get("GITHUB_OUTPUT").map(PathBuf::from),
             step_summary_path: get("GITHUB_STEP_SUMMARY").map(PathBuf::from),
             runner_temp,
+            home,
             run,
             api_key: get(API_KEY_VAR).map(SecretString::from),
             inputs: Inputs {
@@ -145,8 +149,16 @@ impl ActionEnv {
     }
 
     /// Where the step keeps its job store, mirror and working copy.
+    ///
+    /// With the Docker sandbox the working copies are mounted into sandboxes by the runner's engine,
+    /// so they must be on a directory the runner mounted into the step's container: `HOME`
+    /// (`/github/home` is the runner's `_temp/_github_home`). `RUNNER_TEMP` itself is a runner path
+    /// that is not mounted.
     pub fn data_dir(&self) -> PathBuf {
-        self.runner_temp.join("pitcrew")
+        match (&self.home, self.inputs.sandbox.as_deref()) {
+            (Some(home), Some("docker")) => home.join(".pitcrew"),
+            _ => self.runner_temp.join("pitcrew"),
+        }
     }
 
     /// The step's one delivery id: the run and its attempt (unique per re-run).
@@ -205,6 +217,23 @@ mod tests {
         assert_eq!(action.inputs.model, None, "an empty input is not set");
         assert_eq!(action.delivery_id(), "actions-42-2");
         assert_eq!(action.data_dir(), PathBuf::from("/tmp/runner/pitcrew"));
+    }
+
+    #[test]
+    fn with_the_docker_sandbox_the_data_lives_under_the_mounted_home() {
+        let vars = [
+            ("GITHUB_EVENT_NAME", "schedule"),
+            ("GITHUB_EVENT_PATH", "/github/workflow/event.json"),
+            ("GITHUB_REPOSITORY", "acme/widgets"),
+            ("RUNNER_TEMP", "/home/runner/work/_temp"),
+            ("HOME", "/github/home"),
+            ("INPUT_GITHUB_TOKEN", "ghs_x"),
+            ("INPUT_SANDBOX", "docker"),
+        ];
+        let action = ActionEnv::from_env(&env(&vars)).unwrap();
+        assert_eq!(action.data_dir(), PathBuf::from("/github/home/.pitcrew"));
+        let local = ActionEnv::from_env(&env(&vars[..6])).unwrap();
+        assert_eq!(local.data_dir(), PathBuf::from("/home/runner/work/_temp/pitcrew"));
     }
 
     #[test]

@@ -141,6 +141,8 @@ impl DockerSpec {
 #[derive(Clone)]
 pub struct DockerSandbox {
     docker: Docker,
+    /// How this process's paths are the engine's (see [`super::host_paths`]), found once.
+    paths: Arc<tokio::sync::OnceCell<super::host_paths::PathMap>>,
 }
 
 impl std::fmt::Debug for DockerSandbox {
@@ -169,7 +171,10 @@ impl DockerSandbox {
             .await
             .map_err(|_| SandboxError::Backend(format!("cannot reach the Docker engine at {host}: no answer")))?
             .map_err(|err| unreachable(host, &err))?;
-        Ok(DockerSandbox { docker })
+        Ok(DockerSandbox {
+            docker,
+            paths: Arc::default(),
+        })
     }
 
     /// The underlying client.
@@ -234,7 +239,13 @@ impl DockerSandbox {
         self.ensure_image(&spec.image).await?;
 
         let name = container_name(&spec.job_id);
-        let config = container_config(&spec, &workspace, (meta.uid(), meta.gid()))?;
+        // The engine mounts its own paths: inside a container, the host side of the volume.
+        let paths = self
+            .paths
+            .get_or_init(|| super::host_paths::discover(&self.docker))
+            .await;
+        let mount_source = paths.host_path(&workspace).map_err(SandboxError::Backend)?;
+        let config = container_config(&spec, &workspace, &mount_source, (meta.uid(), meta.gid()))?;
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
         match self
             .docker
@@ -1093,9 +1104,12 @@ fn container_env(extra: &[(String, String)]) -> Vec<String> {
     env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
+/// The container to create; `workspace` is the working copy as this process sees it,
+/// `mount_source` the same directory as the engine sees it.
 fn container_config(
     spec: &DockerSpec,
     workspace: &Path,
+    mount_source: &Path,
     owner: (u32, u32),
 ) -> Result<ContainerCreateBody, SandboxError> {
     let path = |p: &Path| {
@@ -1110,10 +1124,13 @@ fn container_config(
         read_only: Some(read_only),
         ..Mount::default()
     };
-    let mut mounts = vec![bind(path(workspace)?, WORKDIR, false)];
-    let git = workspace.join(".git");
-    if git.symlink_metadata().is_ok() {
-        mounts.push(bind(path(&git)?, &format!("{WORKDIR}/.git"), true));
+    let mut mounts = vec![bind(path(mount_source)?, WORKDIR, false)];
+    if workspace.join(".git").symlink_metadata().is_ok() {
+        mounts.push(bind(
+            path(&mount_source.join(".git"))?,
+            &format!("{WORKDIR}/.git"),
+            true,
+        ));
     }
     let memory = i64::try_from(spec.memory_bytes)
         .map_err(|_| SandboxError::Backend(format!("memory limit {} is too large", spec.memory_bytes)))?;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::tools::BoxFuture;
 
 pub mod docker;
+pub mod host_paths;
 pub mod image;
 pub mod local;
 pub(crate) mod output;
