@@ -2,9 +2,12 @@
 //! whose crate depends on two crates of a real local Cargo registry (real `cargo` refreshes the
 //! lockfile and runs the tests), the fake GitHub for the pull requests, the real git server for
 //! the pushes, and the scripted model. One major update breaks the tests and the agent reverts it;
-//! a second run updates the open pull request in place and closes the one it no longer needs.
+//! a second run updates the open pull request in place and closes the one it no longer needs. An
+//! npm project gets its `package-lock.json` refreshed inside its ranges by real npm against a local
+//! npm registry.
 
 use std::collections::BTreeMap;
+use std::process::Command;
 use std::time::Duration;
 
 use pitcrew::config::{Config, LoadOptions};
@@ -15,6 +18,7 @@ use pitcrew_tests::cargo_registry::CargoRegistry;
 use pitcrew_tests::chore_fixture::{LIB, MANIFEST, calcutil, cargo_config, fmtutil, locked, lockfile, run};
 use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
 use pitcrew_tests::git_server::GitServer;
+use pitcrew_tests::package_registry::PackageRegistry;
 use pitcrew_tests::scenario::{Comment, comment_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
 use pitcrew_tests::server_config::ServerOverrides;
@@ -39,11 +43,48 @@ fn script() -> Script {
         ))
 }
 
+/// `pitcrew serve` against the fake GitHub with the scripted model and `key` = `value` set (the
+/// registry under test).
+async fn serve(github: &FakeGithub, model: &ScriptedModel, key: &str, value: String) -> (RunningServer, TempDir) {
+    let data = TempDir::new().unwrap();
+    let overrides = ServerOverrides::new(github, SECRET, data.path())
+        .model(model)
+        .set(key, value)
+        .build();
+    let config = Config::load(LoadOptions {
+        config_path: None,
+        env: &BTreeMap::new(),
+        overrides: &overrides,
+    })
+    .unwrap();
+    let server = pitcrew::serve::start(
+        config,
+        ServeOptions {
+            listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
+            ..ServeOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    (server, data)
+}
+
+/// The pull requests of the repository in the fake.
+fn pull_requests(github: &FakeGithub) -> Vec<Issue> {
+    github.state(|s| {
+        s.issues
+            .iter()
+            .filter(|((repo, _), i)| repo == REPO && i.pull.is_some())
+            .map(|(_, i)| i.clone())
+            .collect()
+    })
+}
+
 struct World {
     github: FakeGithub,
     git: GitServer,
     model: ScriptedModel,
-    registry: CargoRegistry,
+    registry: Option<CargoRegistry>,
     server: RunningServer,
     _data: TempDir,
 }
@@ -158,31 +199,12 @@ async fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_lat
     github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
     github.set_permission(REPO, "alice", Permission::Admin);
     let model = ScriptedModel::start(script());
-    let data = TempDir::new().unwrap();
-    let overrides = ServerOverrides::new(&github, SECRET, data.path())
-        .model(&model)
-        .set("chores.cargo_index", registry.index_url())
-        .build();
-    let config = Config::load(LoadOptions {
-        config_path: None,
-        env: &BTreeMap::new(),
-        overrides: &overrides,
-    })
-    .unwrap();
-    let server = pitcrew::serve::start(
-        config,
-        ServeOptions {
-            listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
-            ..ServeOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let (server, data) = serve(&github, &model, "chores.cargo_index", registry.index_url()).await;
     let world = World {
         github,
         git,
         model,
-        registry,
+        registry: Some(registry),
         server,
         _data: data,
     };
@@ -192,13 +214,7 @@ async fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_lat
     world.github.assert_no_violations();
 
     // Two pull requests: the lockfile refresh inside the ranges, and the majors.
-    let pulls = world.github.state(|s| {
-        s.issues
-            .iter()
-            .filter(|((repo, _), i)| repo == REPO && i.pull.is_some())
-            .map(|(_, i)| i.clone())
-            .collect::<Vec<_>>()
-    });
+    let pulls = pull_requests(&world.github);
     assert_eq!(pulls.len(), 2, "{pulls:#?}");
     let by_branch = |branch: &str| {
         pulls
@@ -300,6 +316,8 @@ async fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_lat
     // request is updated in place and the majors' one is closed.
     world
         .registry
+        .as_ref()
+        .unwrap()
         .publish("calcutil", "1.2.0", &calcutil("1.2.0", "add"), &[])
         .unwrap();
     world.github.add_file(
@@ -311,13 +329,7 @@ async fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_lat
     world.ask("chore-2").await;
     world.settled().await;
     world.github.assert_no_violations();
-    let after = world.github.state(|s| {
-        s.issues
-            .iter()
-            .filter(|((repo, _), i)| repo == REPO && i.pull.is_some())
-            .map(|(_, i)| i.clone())
-            .collect::<Vec<_>>()
-    });
+    let after = pull_requests(&world.github);
     assert_eq!(after.len(), 2, "no new pull request: {after:#?}");
     let updated = after.iter().find(|p| p.number == compatible.number).unwrap();
     assert_eq!(updated.title, "chore(deps): update calcutil to 1.2.0");
@@ -330,5 +342,88 @@ async fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_lat
     assert_eq!(closed.state, "closed");
     let answer = world.bot_comments().pop().unwrap();
     assert!(answer.contains("(updated)"), "{answer}");
+    world.server.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_npm_lockfile_is_refreshed_inside_its_ranges_by_real_npm() {
+    if Command::new("npm").arg("--version").output().is_err() {
+        println!("SKIPPED: this test needs npm");
+        return;
+    }
+    let registry = PackageRegistry::start();
+    registry.npm_publish("left-pad", "1.1.0", &[]).unwrap();
+    let package_json = "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\",\n  \"dependencies\": {\n    \"left-pad\": \"^1.1.0\"\n  }\n}\n";
+    let project = TempDir::new().unwrap();
+    std::fs::write(project.path().join("package.json"), package_json).unwrap();
+    let npm_home = TempDir::new().unwrap();
+    let lock = Command::new("npm")
+        .args([
+            "install",
+            "--package-lock-only",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--registry",
+        ])
+        .arg(registry.npm_url())
+        .current_dir(project.path())
+        .env("npm_config_cache", npm_home.path().join("cache"))
+        .env("npm_config_userconfig", npm_home.path().join("npmrc"))
+        .output()
+        .unwrap();
+    assert!(lock.status.success(), "{}", String::from_utf8_lossy(&lock.stderr));
+    let package_lock = std::fs::read_to_string(project.path().join("package-lock.json")).unwrap();
+    // Newer: one inside `^1.1.0`, one major (not wanted by default).
+    registry.npm_publish("left-pad", "1.2.0", &[]).unwrap();
+    registry.npm_publish("left-pad", "2.0.0", &[]).unwrap();
+
+    let github = FakeGithub::start();
+    let git = GitServer::start_with(github.token_check());
+    git.create_repo(
+        REPO,
+        &[
+            ("package.json", package_json),
+            ("package-lock.json", &package_lock),
+            (".github/pitcrew.toml", "[agent]\ntest_command = \"true\"\n"),
+        ],
+    )
+    .unwrap();
+    github.add_repo(
+        Repo::new(REPO)
+            .default_branch("main")
+            .clone_url(&git.url(REPO))
+            .git_dir(git.repo_path(REPO)),
+    );
+    github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
+    github.set_permission(REPO, "alice", Permission::Admin);
+    let model = ScriptedModel::start(Script::new());
+    let (server, data) = serve(&github, &model, "chores.npm_registry", registry.npm_url()).await;
+    let world = World {
+        github,
+        git,
+        model,
+        registry: None,
+        server,
+        _data: data,
+    };
+    world.ask("npm-1").await;
+    world.settled().await;
+    world.github.assert_no_violations();
+
+    let pulls = pull_requests(&world.github);
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    assert_eq!(pulls[0].title, "chore(deps): update left-pad to 1.2.0");
+    assert_eq!(pulls[0].pull.as_ref().unwrap().head.ref_name, "pitcrew/deps-npm");
+    let body = pulls[0].body.clone().unwrap_or_default();
+    assert!(
+        body.contains("| `left-pad` | `1.1.0` → `1.2.0` | lockfile | lockfile |"),
+        "{body}"
+    );
+    let lock: serde_json::Value =
+        serde_json::from_str(&world.branch_file("pitcrew/deps-npm", "package-lock.json")).unwrap();
+    assert_eq!(lock["packages"]["node_modules/left-pad"]["version"], "1.2.0");
+    assert_eq!(world.branch_file("pitcrew/deps-npm", "package.json"), package_json);
+    assert!(world.model.requests().is_empty());
     world.server.shutdown(Duration::from_secs(5)).await;
 }
