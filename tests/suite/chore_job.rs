@@ -425,5 +425,32 @@ async fn an_npm_lockfile_is_refreshed_inside_its_ranges_by_real_npm() {
     assert_eq!(lock["packages"]["node_modules/left-pad"]["version"], "1.2.0");
     assert_eq!(world.branch_file("pitcrew/deps-npm", "package.json"), package_json);
     assert!(world.model.requests().is_empty());
+
+    // Someone closes it without merging: the same updates are not proposed again…
+    let number = pulls[0].number;
+    world
+        .github
+        .update_issue(REPO, number, |i| "closed".clone_into(&mut i.state));
+    world.ask("npm-2").await;
+    world.settled().await;
+    assert_eq!(
+        pull_requests(&world.github).len(),
+        1,
+        "no new pull request for the same updates"
+    );
+    let answer = world.bot_comments().pop().unwrap();
+    assert!(answer.contains("was closed without merging"), "{answer}");
+    // …until a newer version changes them.
+    registry.npm_publish("left-pad", "1.3.0", &[]).unwrap();
+    world.ask("npm-3").await;
+    world.settled().await;
+    let pulls = pull_requests(&world.github);
+    assert_eq!(pulls.len(), 2, "{pulls:#?}");
+    assert!(
+        pulls
+            .iter()
+            .any(|p| p.title == "chore(deps): update left-pad to 1.3.0" && p.state == "open")
+    );
+    world.github.assert_no_violations();
     world.server.shutdown(Duration::from_secs(5)).await;
 }

@@ -1027,6 +1027,14 @@ impl GithubClient {
         self.paged(endpoint, |page: Vec<PullRequest>| page).await
     }
 
+    /// The closed pull requests from `branch` of this repository, newest first (one page of 30).
+    pub async fn closed_pulls_from(&self, repo: &RepoName, branch: &str) -> Result<Vec<PullRequest>, GithubError> {
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["pulls"]))
+            .query("state", "closed")
+            .query("head", format!("{}:{branch}", repo.owner()));
+        self.json(endpoint, None).await
+    }
+
     /// Changes a pull request's title, body or state (`open`, `closed`); `None` leaves a field.
     pub async fn update_pull(
         &self,

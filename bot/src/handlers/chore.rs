@@ -155,6 +155,12 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
                 env.github.update_pull(&env.repo, existing.number, &change).await?;
                 delivered.push((title, existing.number.0, true));
             }
+            None if declined(env, &group.branch, &text::table(&pull.updates)).await => {
+                problems.push(format!(
+                    "`{}`: not proposed again: a pull request with exactly these updates was closed without merging",
+                    group.branch
+                ));
+            }
             None => {
                 let created = env
                     .github
@@ -228,6 +234,18 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         return Ok((Finish::Failed(problems.join("; ")), spent));
     }
     Ok((Finish::Succeeded(details), spent))
+}
+
+/// A pull request from `branch` with exactly these updates (its body's `table`) was closed without
+/// being merged: the same proposal is not made again until newer versions change it.
+async fn declined(env: &JobEnv, branch: &str, table: &str) -> bool {
+    match env.github.closed_pulls_from(&env.repo, branch).await {
+        Ok(pulls) => pulls.iter().any(|p| !p.merged && p.body.contains(table)),
+        Err(error) => {
+            tracing::warn!(job = %env.job.id, %error, "could not list the branch's closed pull requests");
+            false
+        }
+    }
 }
 
 /// The pull requests to make: per ecosystem (or all together), the compatible updates, and the
