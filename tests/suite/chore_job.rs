@@ -431,12 +431,18 @@ async fn an_npm_lockfile_is_refreshed_inside_its_ranges_by_real_npm() {
     world
         .github
         .update_issue(REPO, number, |i| "closed".clone_into(&mut i.state));
+    let branch_before = world.git.rev_parse(REPO, "refs/heads/pitcrew/deps-npm");
     world.ask("npm-2").await;
     world.settled().await;
     assert_eq!(
         pull_requests(&world.github).len(),
         1,
         "no new pull request for the same updates"
+    );
+    assert_eq!(
+        world.git.rev_parse(REPO, "refs/heads/pitcrew/deps-npm"),
+        branch_before,
+        "and nothing pushed"
     );
     let answer = world.bot_comments().pop().unwrap();
     assert!(answer.contains("was closed without merging"), "{answer}");

@@ -127,7 +127,19 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         }
         // One pull request's failure (a lockfile that will not refresh, a push refused) is said
         // and the others still go out.
-        let outcome = match run_group(env, &settings, &mirror, &remote, &token, &base, group).await {
+        let existing = open.iter().find(|p| p.head.branch == group.branch);
+        let outcome = match run_group(
+            env,
+            &settings,
+            &mirror,
+            &remote,
+            &token,
+            &base,
+            group,
+            existing.is_some(),
+        )
+        .await
+        {
             Ok(outcome) => outcome,
             Err(error) => {
                 tracing::warn!(job = %env.job.id, branch = %group.branch, %error, "a dependency pull request failed");
@@ -138,14 +150,22 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
                 continue;
             }
         };
-        let Some((pull, group_spent)) = outcome else {
-            continue;
+        let (pull, group_spent) = match outcome {
+            Grouped::Nothing => continue,
+            Grouped::Declined => {
+                problems.push(format!(
+                    "`{}`: not proposed again: a pull request with exactly these updates was closed without merging",
+                    group.branch
+                ));
+                continue;
+            }
+            Grouped::Pushed(pushed) => *pushed,
         };
         spent.add(&group_spent);
         branches_with_updates.push(group.branch.clone());
         let title = text::title(&pull);
         let body = text::body(&pull, &env.job_id());
-        match open.iter().find(|p| p.head.branch == group.branch) {
+        match existing {
             Some(existing) => {
                 let change = PullUpdate {
                     title: Some(&title),
@@ -154,12 +174,6 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
                 };
                 env.github.update_pull(&env.repo, existing.number, &change).await?;
                 delivered.push((title, existing.number.0, true));
-            }
-            None if declined(env, &group.branch, &text::table(&pull.updates)).await => {
-                problems.push(format!(
-                    "`{}`: not proposed again: a pull request with exactly these updates was closed without merging",
-                    group.branch
-                ));
             }
             None => {
                 let created = env
@@ -322,8 +336,20 @@ fn closable(branch: &str, clean: &[Ecosystem], grouping: DepsGrouping) -> bool {
     }
 }
 
+/// How one pull request's work ended.
+enum Grouped {
+    /// Nothing to update.
+    Nothing,
+    /// The same updates were proposed before and closed unmerged: nothing pushed.
+    Declined,
+    /// Committed and pushed to the group's branch.
+    Pushed(Box<(ChorePull, Spent)>),
+}
+
 /// One pull request's work in a fresh copy of the base: edits, lockfile refresh, tests, the agent
-/// when they fail, the commit and the push. `None` when nothing changed.
+/// when they fail, the commit and the push (not when the same updates were closed unmerged before
+/// and no pull request of the branch is open).
+#[expect(clippy::too_many_arguments, reason = "the run's shared state, passed down once")]
 async fn run_group(
     env: &JobEnv,
     settings: &EffectiveSettings,
@@ -332,11 +358,15 @@ async fn run_group(
     token: &secrecy::SecretString,
     base: &str,
     group: &Group,
-) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
+    open_pull: bool,
+) -> Result<Grouped, HandlerError> {
     let lease = env.services.pool.lease(mirror, Target::Commit(base.to_owned())).await?;
     let root = lease.path().to_owned();
     let result = run_group_in(env, settings, &root, group).await;
     let result = match result {
+        Ok(Some((pull, _))) if !open_pull && declined(env, &group.branch, &text::table(&pull.updates)).await => {
+            Ok(Grouped::Declined)
+        }
         Ok(Some((pull, spent))) => {
             let message = text::commit_message(&pull);
             let identity = CommitIdentity {
@@ -354,12 +384,13 @@ async fn run_group(
             match committed {
                 Some(_) => {
                     super::fix::push_branch(&root, remote, token, &pull.branch).await?;
-                    Ok(Some((pull, spent)))
+                    Ok(Grouped::Pushed(Box::new((pull, spent))))
                 }
-                None => Ok(None),
+                None => Ok(Grouped::Nothing),
             }
         }
-        other => other,
+        Ok(None) => Ok(Grouped::Nothing),
+        Err(error) => Err(error),
     };
     lease.release().await;
     result
