@@ -6,13 +6,10 @@
 //! npm project gets its `package-lock.json` refreshed inside its ranges by real npm against a local
 //! npm registry.
 
-use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use pitcrew::config::{Config, LoadOptions};
 use pitcrew::jobs::{JobFilter, JobState};
-use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew_tests::cargo_registry::CargoRegistry;
 use pitcrew_tests::chore_fixture::{LIB, MANIFEST, calcutil, cargo_config, fmtutil, locked, lockfile, run};
@@ -49,24 +46,8 @@ async fn serve(github: &FakeGithub, model: &ScriptedModel, key: &str, value: Str
     let data = TempDir::new().unwrap();
     let overrides = ServerOverrides::new(github, SECRET, data.path())
         .model(model)
-        .set(key, value)
-        .build();
-    let config = Config::load(LoadOptions {
-        config_path: None,
-        env: &BTreeMap::new(),
-        overrides: &overrides,
-    })
-    .unwrap();
-    let server = pitcrew::serve::start(
-        config,
-        ServeOptions {
-            listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
-            ..ServeOptions::default()
-        },
-    )
-    .await
-    .unwrap();
-    (server, data)
+        .set(key, value);
+    (super::serving::serve(&overrides).await, data)
 }
 
 /// The pull requests of the repository in the fake.

@@ -5,14 +5,11 @@
 //! the busybox test image. The repository's test suite is a shell script that prints libtest's
 //! format, run in the container before and after the agent.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use pitcrew::config::{Config, LoadOptions};
 use pitcrew::jobs::{EndOutcome, Job, JobEnd, JobFilter, JobId, JobState};
-use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew_tests::fake_github::openapi::fixtures_root;
 use pitcrew_tests::fake_github::{FakeGithub, Issue, ReactionTarget};
@@ -149,24 +146,10 @@ impl World {
 
         let model = ScriptedModel::start(script);
         let data = TempDir::new().unwrap();
-        let config = Config::load(LoadOptions {
-            config_path: None,
-            env: &BTreeMap::new(),
-            overrides: &ServerOverrides::new(&github, SECRET, data.path())
-                .model(&model)
-                .docker(image)
-                .build(),
-        })
-        .unwrap();
-        let server = pitcrew::serve::start(
-            config,
-            ServeOptions {
-                listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
-                ..ServeOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+        let overrides = ServerOverrides::new(&github, SECRET, data.path())
+            .model(&model)
+            .docker(image);
+        let server = super::serving::serve(&overrides).await;
         let ends = server.pool().subscribe();
         World {
             github,

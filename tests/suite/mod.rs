@@ -13,6 +13,7 @@ mod review_job;
 mod run_command;
 mod scripted_model;
 mod serve;
+mod serving;
 mod triage_job;
 mod webhook;
 mod workspace_pool;

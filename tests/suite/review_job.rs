@@ -3,14 +3,11 @@
 //! description), the real git server, the scripted model and the Docker sandbox with the busybox
 //! test image. Both jobs are read-only: the tests check that nothing reaches the repository.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use pitcrew::config::{Config, LoadOptions};
 use pitcrew::jobs::{EndOutcome, JobEnd, JobState};
-use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew_tests::fake_github::{CheckRun, FakeGithub, Issue, Permission, Repo};
 use pitcrew_tests::git_server::GitServer;
@@ -137,23 +134,8 @@ impl World {
         let data = TempDir::new().unwrap();
         let overrides = ServerOverrides::new(&github, SECRET, data.path())
             .model(&model)
-            .docker(image)
-            .build();
-        let config = Config::load(LoadOptions {
-            config_path: None,
-            env: &BTreeMap::new(),
-            overrides: &overrides,
-        })
-        .unwrap();
-        let server = pitcrew::serve::start(
-            config,
-            ServeOptions {
-                listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
-                ..ServeOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+            .docker(image);
+        let server = super::serving::serve(&overrides).await;
         let refs_before = git(&bare, &["for-each-ref"]);
         let ends = server.pool().subscribe();
         World {

@@ -5,13 +5,10 @@
 //! real git server and the Docker sandbox. The repository opts into the comment, the re-run of a
 //! flaky job and the automatic fix, whose job gets the findings and pushes its commit.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use pitcrew::config::{Config, LoadOptions};
 use pitcrew::jobs::{JobFilter, JobState};
-use pitcrew::serve::ServeOptions;
 use pitcrew::server::RunningServer;
 use pitcrew_tests::ci_log::{actions_log, failing_output};
 use pitcrew_tests::fake_github::{ActionsJob, ExternalCheckRun, FakeGithub, Issue, Permission, Repo, WorkflowRun};
@@ -128,23 +125,8 @@ impl World {
         let data = TempDir::new().unwrap();
         let overrides = ServerOverrides::new(&github, SECRET, data.path())
             .model(&model)
-            .docker(image)
-            .build();
-        let config = Config::load(LoadOptions {
-            config_path: None,
-            env: &BTreeMap::new(),
-            overrides: &overrides,
-        })
-        .unwrap();
-        let server = pitcrew::serve::start(
-            config,
-            ServeOptions {
-                listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
-                ..ServeOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+            .docker(image);
+        let server = super::serving::serve(&overrides).await;
         World {
             github,
             git,

@@ -7,6 +7,8 @@
 //! and applies them to the manifests' text (formatting and comments kept). Lockfiles are refreshed
 //! and tests run in the sandbox by the chore job (`handlers::chore`).
 
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 
 pub mod actions;
@@ -119,6 +121,49 @@ pub struct Update {
     /// `None` for a lockfile-only update.
     pub new_requirement: Option<String>,
     pub notes_url: Option<String>,
+}
+
+/// The files under `root` whose name `wanted` accepts, with their paths relative to it (`/`
+/// separators), in name order. Hidden and git-ignored directories are not entered, nor those
+/// `skip_dir` names (installed packages: `node_modules`, a virtual environment); symlinks are not
+/// followed.
+pub(crate) fn manifest_files(
+    root: &Path,
+    skip_dir: impl Fn(&Path) -> bool + Send + Sync + 'static,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Vec<(PathBuf, String)>, String> {
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .require_git(false)
+        .git_global(false)
+        .parents(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |entry| !(entry.file_type().is_some_and(|t| t.is_dir()) && skip_dir(entry.path())))
+        .build();
+    let mut found = Vec::new();
+    for entry in walker {
+        let entry = entry.map_err(|e| format!("could not list {}: {e}", root.display()))?;
+        let is_wanted = entry.file_name().to_str().is_some_and(&wanted);
+        if !is_wanted || !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.into_path();
+        let relative = path
+            .strip_prefix(root)
+            .map_err(|_| format!("{} is not under {}", path.display(), root.display()))?;
+        let parts: Vec<&str> = relative
+            .components()
+            .map(|c| {
+                c.as_os_str()
+                    .to_str()
+                    .ok_or_else(|| format!("{}: not UTF-8", path.display()))
+            })
+            .collect::<Result<_, _>>()?;
+        let relative = parts.join("/");
+        found.push((path, relative));
+    }
+    Ok(found)
 }
 
 /// What the repository allows (`[chores.deps]`).

@@ -57,43 +57,9 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
     Ok(deps)
 }
 
-/// `package.json` files under `root`, with their paths relative to it (`/` separators), in name order.
+/// `package.json` files under `root`, outside `node_modules`, with their paths relative to it.
 fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
-    let mut found = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .require_git(false)
-        .git_global(false)
-        .parents(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|entry| entry.file_name() != "node_modules")
-        .build();
-    for entry in walker {
-        let entry = entry.map_err(|e| format!("could not list {}: {e}", root.display()))?;
-        if entry.file_name() != MANIFEST || !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let path = entry.into_path();
-        let relative = relative_name(root, &path)?;
-        found.push((path, relative));
-    }
-    Ok(found)
-}
-
-fn relative_name(root: &Path, path: &Path) -> Result<String, String> {
-    let relative = path
-        .strip_prefix(root)
-        .map_err(|_| format!("{} is not under {}", path.display(), root.display()))?;
-    let parts: Vec<&str> = relative
-        .components()
-        .map(|c| {
-            c.as_os_str()
-                .to_str()
-                .ok_or_else(|| format!("{}: not UTF-8", path.display()))
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(parts.join("/"))
+    super::manifest_files(root, |dir| dir.ends_with("node_modules"), |name| name == MANIFEST)
 }
 
 /// Whether `spec` names versions of the registry package itself (rather than a path, a URL, a git

@@ -63,43 +63,14 @@ pub fn normalize(name: &str) -> String {
     out
 }
 
+/// `requirements*.txt` and `pyproject.toml` files under `root`, with their paths relative to it.
+/// A virtual environment (it has `pyvenv.cfg`) holds installed packages, not the project's.
 fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
-    let mut found = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .require_git(false)
-        .git_global(false)
-        .parents(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        // A virtual environment (it has `pyvenv.cfg`) holds installed packages, not the project's.
-        .filter_entry(|entry| entry.file_name() != "node_modules" && !entry.path().join("pyvenv.cfg").is_file())
-        .build();
-    for entry in walker {
-        let entry = entry.map_err(|e| format!("could not list {}: {e}", root.display()))?;
-        let Some(name) = entry.file_name().to_str() else {
-            continue;
-        };
-        let wanted = name == "pyproject.toml" || (name.starts_with("requirements") && name.ends_with(".txt"));
-        if !wanted || !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let path = entry.into_path();
-        let relative = path
-            .strip_prefix(root)
-            .map_err(|_| format!("{} is not under {}", path.display(), root.display()))?;
-        let parts: Vec<&str> = relative
-            .components()
-            .map(|c| {
-                c.as_os_str()
-                    .to_str()
-                    .ok_or_else(|| format!("{}: not UTF-8", path.display()))
-            })
-            .collect::<Result<_, _>>()?;
-        let relative = parts.join("/");
-        found.push((path, relative));
-    }
-    Ok(found)
+    super::manifest_files(
+        root,
+        |dir| dir.ends_with("node_modules") || dir.join("pyvenv.cfg").is_file(),
+        |name| name == "pyproject.toml" || (name.starts_with("requirements") && name.ends_with(".txt")),
+    )
 }
 
 /// One requirement found in a manifest.
