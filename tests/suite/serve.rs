@@ -651,3 +651,79 @@ async fn the_repository_configuration_decides_the_trigger_word_the_commands_and_
     assert_eq!(jobs.len(), 1, "only @crew fix made a job");
     h.github.assert_no_violations();
 }
+
+/// The failures of one commit arrive together (a check run per job, then the workflow run): the
+/// first starts a triage, the next queues one behind it (the running one may have looked too
+/// early), and the rest find that one queued and add nothing. Nobody asked, so nothing is said and
+/// no permission is checked.
+#[tokio::test]
+async fn the_failures_of_one_commit_queue_at_most_one_more_triage() {
+    use pitcrew_tests::scenario::{check_run_payload, workflow_run_payload};
+
+    let mut h = Harness::start().await;
+    h.recorder.hold.store(true, Ordering::SeqCst);
+    let mut ends = h.job_ends();
+    let sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    let clone_url = format!("https://github.com/{REPO}.git");
+    let installation = Some(h.github.installation_id());
+    let deliveries = [
+        (
+            "check_run",
+            check_run_payload(REPO, &clone_url, 11, "test", sha, PR, installation),
+        ),
+        (
+            "check_run",
+            check_run_payload(REPO, &clone_url, 12, "lint", sha, PR, installation),
+        ),
+        (
+            "workflow_run",
+            workflow_run_payload(REPO, &clone_url, 7, sha, PR, installation),
+        ),
+    ];
+    let (event, payload) = &deliveries[0];
+    let (status, text) = h.post(event, "ci-0", serde_json::to_vec(payload).unwrap(), None).await;
+    assert_eq!(status, 202, "{text}");
+    let first = h.next_start().await;
+    assert_eq!(first.request.kind, JobKind::Triage);
+    assert_eq!(first.request.head_sha.as_deref(), Some(sha));
+    for (i, (event, payload)) in deliveries.iter().enumerate().skip(1) {
+        let (status, text) = h
+            .post(event, &format!("ci-{i}"), serde_json::to_vec(payload).unwrap(), None)
+            .await;
+        assert_eq!(status, 202, "{text}");
+    }
+    let store = h.store();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !store.unprocessed_deliveries(10).await.unwrap().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the deliveries were never dispatched"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let jobs = store.jobs(&JobFilter::default()).await.unwrap();
+    let states: Vec<(String, JobState)> = jobs.iter().map(|j| (j.kind.clone(), j.state)).collect();
+    assert_eq!(
+        states,
+        [
+            ("triage".to_owned(), JobState::Queued),
+            ("triage".to_owned(), JobState::Running)
+        ],
+        "newest first"
+    );
+    assert!(h.bot_comments().is_empty(), "{:?}", h.bot_comments());
+    assert!(
+        h.github
+            .requests_to("repos/get-collaborator-permission-level")
+            .is_empty()
+    );
+
+    h.recorder.release.add_permits(2);
+    assert_eq!(
+        wait_for_end(&mut ends, first.job).await,
+        EndOutcome::Finished(JobState::Succeeded)
+    );
+    let second = h.next_start().await;
+    assert_eq!(second.request.kind, JobKind::Triage);
+    h.github.assert_no_violations();
+}

@@ -219,8 +219,9 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         closed.push(pull.number.0);
     }
 
+    let report = text::answer(&delivered, &problems, &env.job_id());
     if asked {
-        env.reply(&text::answer(&delivered, &problems, &env.job_id())).await?;
+        env.reply(&report).await?;
     }
     let headline = match delivered.len() {
         0 => "dependencies are up to date".to_owned(),
@@ -234,7 +235,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         "commit": null,
         "pull_request": delivered.first().map(|(_, n, _)| *n),
         "summary": headline,
-        "report": text::answer(&delivered, &problems, &env.job_id()),
+        "report": report,
         "chore": {
             "base": base,
             "pull_requests": delivered.iter().map(|(t, n, u)| json!({"number": n, "title": t, "updated": u})).collect::<Vec<_>>(),

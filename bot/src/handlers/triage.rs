@@ -25,7 +25,7 @@ use crate::prompts::Template;
 use crate::report::triage::{self as text, CHECK_NAME, Evidence, FailedJob, Triage};
 use crate::report::{self, JobInfo, RequestedBy};
 use crate::triage::{Analysis, Class, Classification};
-use crate::triggers::{CiFailure, JobKind, JobRequest, JobSource, ReplyTarget};
+use crate::triggers::{CiFailure, Conclusion, JobKind, JobRequest, JobSource, ReplyTarget};
 use crate::workspace::mirror::{RemoteRepo, Target};
 
 use super::live::Targets;
@@ -42,9 +42,10 @@ pub const MAX_AUTO_FIXES: usize = 2;
 /// GitHub Actions' App: its check runs are the jobs whose logs are read through the Actions API.
 const ACTIONS_APP: &str = "github-actions";
 
-/// Conclusions that mean the job failed (as opposed to being cancelled or skipped).
+/// Conclusions that mean the job failed (as opposed to being cancelled or skipped), as the
+/// triggers read them from webhooks.
 fn is_failure(conclusion: Option<&str>) -> bool {
-    matches!(conclusion, Some("failure" | "timed_out" | "startup_failure"))
+    conclusion.is_some_and(|c| Conclusion::parse(c).is_failure())
 }
 
 /// A triage on the commit a CI failure names, or on a pull request's head when asked.
@@ -160,12 +161,12 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
 
     // The comment: always when asked; on a failure when the repository wants one, and then one per
     // commit, updated by later triages (the check run's details link points at it).
+    let report = text::comment(&triage, &env.job_id(), targets.info.check_run_url.as_deref());
     let mut comment_url = None;
     if let Some(number) = triage.pull_request
         && (asked || settings.triage.comment)
     {
-        let body = text::comment(&triage, &env.job_id(), targets.info.check_run_url.as_deref());
-        comment_url = post_comment(env, number, &body, existing.as_ref(), asked).await;
+        comment_url = post_comment(env, number, &report, existing.as_ref(), asked).await;
     }
 
     let output = text::check_run_output(&triage);
@@ -199,7 +200,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         "commit": null,
         "pull_request": triage.pull_request,
         "summary": triage.root_cause.clone().unwrap_or_else(|| headline.clone()),
-        "report": text::comment(&triage, &env.job_id(), targets.info.check_run_url.as_deref()),
+        "report": report,
         "triage": { "head_sha": head_sha, "jobs": jobs, "fix_job": fix_job, "actions": triage.actions },
     });
     Ok((Finish::Succeeded(details), spent))

@@ -193,7 +193,8 @@ pub enum Conclusion {
 }
 
 impl Conclusion {
-    fn parse(text: &str) -> Self {
+    /// A conclusion as GitHub spells it, in webhooks and in the REST API alike.
+    pub fn parse(text: &str) -> Self {
         match text {
             "success" => Conclusion::Success,
             "failure" => Conclusion::Failure,
