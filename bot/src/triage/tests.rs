@@ -7,6 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use pitcrew_tests::ci_log::{actions_log, failing_output as output_of};
+
 use super::*;
 
 /// Writes `files` into a fresh temporary directory.
@@ -20,19 +22,6 @@ fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-/// Runs `script` with `sh` in `dir`, stdout and stderr interleaved as a CI runner captures them.
-fn output_of(dir: &Path, script: &str, env: &[(&str, &str)]) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("{script} 2>&1"))
-        .current_dir(dir)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "{script} was meant to fail");
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// False, with the reason printed, when `program` is not installed: its tests are skipped.
 fn installed(program: &str, version_arg: &str) -> bool {
     match Command::new(program).arg(version_arg).output() {
@@ -42,29 +31,6 @@ fn installed(program: &str, version_arg: &str) -> bool {
         }
         _ => true,
     }
-}
-
-/// `output` as the Actions log stores a step that printed it and exited with `code`, after a
-/// set-up section: a timestamp on every line, the step's group, its error marker.
-fn actions_log(command: &str, output: &str, code: i32) -> String {
-    let mut lines = vec![
-        "Current runner version: '2.321.0'".to_owned(),
-        "##[group]Operating System".into(),
-        "Ubuntu".into(),
-        "##[endgroup]".into(),
-        format!("##[group]Run {command}"),
-        command.into(),
-        "shell: /usr/bin/bash -e {0}".into(),
-        "##[endgroup]".into(),
-    ];
-    lines.extend(output.lines().map(str::to_owned));
-    lines.push(format!("##[error]Process completed with exit code {code}."));
-    lines.push("Post job cleanup.".into());
-    lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| format!("2024-05-01T12:00:{:02}.{:07}Z {line}\n", i % 60, i * 1000))
-        .collect()
 }
 
 #[test]
@@ -109,7 +75,7 @@ fn a_failing_cargo_test_is_a_code_failure_at_its_assertion() {
         analysis.classification.reasons,
         ["1 failing test(s) in `Run cargo test --offline`"]
     );
-    assert!(!analysis.excerpt.contains('\u{1b}') && !analysis.excerpt.contains("2024-05-01T"));
+    assert!(!analysis.excerpt.contains('\u{1b}') && !analysis.excerpt.contains("2026-11-30T08:00"));
     assert!(
         analysis.excerpt.contains("test result: FAILED."),
         "{}",
