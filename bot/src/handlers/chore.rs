@@ -18,7 +18,7 @@ use crate::agent::StopReason;
 use crate::chores::plan::{self, Found};
 use crate::chores::{Ecosystem, RegistryClient, Update, UpdateKind};
 use crate::config::SandboxBackend;
-use crate::config::repo::{DepsGrouping, EffectiveSettings, REPO_CONFIG_PATH, RepoConfig};
+use crate::config::repo::{DepsGrouping, EffectiveSettings};
 use crate::github::{NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
 use crate::prompts::Template;
@@ -49,16 +49,7 @@ struct Group {
 /// The chore, from its request to its pull requests.
 pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let asked = !matches!(env.request.source, JobSource::Schedule { .. }) && env.request.number != 0;
-    let repo_config = if asked {
-        env.repo_config().await?
-    } else {
-        // Nobody to tell about a bad file: the valid settings count (the schedule itself was valid).
-        let text = env
-            .github
-            .get_file(&env.repo, REPO_CONFIG_PATH, &env.request.repo.default_branch)
-            .await?;
-        text.map(|t| RepoConfig::parse_lenient(&t).0).unwrap_or_default()
-    };
+    let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
     let deps = &repo_config.deps;
     let policy = deps.policy();

@@ -160,7 +160,9 @@ impl JobEnv {
 
     /// The repository's `.github/pitcrew.toml` from its default branch. An invalid file is
     /// reported (file, line, problem) and ends the job: nothing runs on a configuration the
-    /// repository's owners did not mean.
+    /// repository's owners did not mean. A job with no issue or pull request to answer on (a
+    /// scheduled chore, a CI failure GitHub names no pull request for) has nobody to tell: its
+    /// valid settings count, and the problems go to the log.
     pub async fn repo_config(&self) -> Result<RepoConfig, HandlerError> {
         let text = self
             .github
@@ -169,6 +171,13 @@ impl JobEnv {
         let Some(text) = text else {
             return Ok(RepoConfig::default());
         };
+        if self.request.number == 0 {
+            let (config, problems) = RepoConfig::parse_lenient(&text);
+            for problem in &problems {
+                tracing::warn!(job = %self.job.id, repo = %self.repo, %problem, "ignored a problem in the repository's configuration");
+            }
+            return Ok(config);
+        }
         match RepoConfig::parse(&text) {
             Ok(config) => Ok(config),
             Err(problems) => {

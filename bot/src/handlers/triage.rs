@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use serde_json::json;
 
 use crate::agent::{Outcome, StopReason};
-use crate::config::repo::{EffectiveSettings, REPO_CONFIG_PATH, RepoConfig};
+use crate::config::repo::EffectiveSettings;
 use crate::github::{
     ActionsJob, CheckConclusion, CheckRunId, CheckRunSummary, CheckRunUpdate, CheckStatus, CommentId, CommitSha,
     IssueNumber, NewCheckRun, PullRequest, RunFilter, WorkflowRunSummary,
@@ -52,7 +52,7 @@ fn is_failure(conclusion: Option<&str>) -> bool {
 pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let asked = env.request.ci().is_none();
     let (head_sha, pull) = commit_and_pull(env).await?;
-    let settings = settings(env, pull.as_ref().map(|p| p.number.0)).await?;
+    let settings = env.repo_config().await?.apply(env.config());
 
     // The branch the commit is measured against: the pull request's base, else the default branch.
     let base = pull
@@ -237,20 +237,6 @@ async fn commit_and_pull(env: &JobEnv) -> Result<(String, Option<PullRequest>), 
         None => None,
     };
     Ok((sha, pull))
-}
-
-/// The repository's settings. With a pull request an invalid file is said there (and ends the job,
-/// as for every job); without one there is nowhere to say it, so the valid settings count.
-async fn settings(env: &JobEnv, pull: Option<u64>) -> Result<EffectiveSettings, HandlerError> {
-    if pull.is_some() && env.request.number != 0 {
-        return Ok(env.repo_config().await?.apply(env.config()));
-    }
-    let text = env
-        .github
-        .get_file(&env.repo, REPO_CONFIG_PATH, &env.request.repo.default_branch)
-        .await?;
-    let config = text.map(|t| RepoConfig::parse_lenient(&t).0).unwrap_or_default();
-    Ok(config.apply(env.config()))
 }
 
 fn info(env: &JobEnv) -> JobInfo {
