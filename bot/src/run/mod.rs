@@ -309,9 +309,14 @@ pub fn repository_instructions(workspace: &Workspace) -> String {
         let Ok(path) = workspace.resolve_read(name) else {
             continue;
         };
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let mut text = String::new();
+        if workspace
+            .open(&path)
+            .and_then(|mut file| std::io::Read::read_to_string(&mut file, &mut text))
+            .is_err()
+        {
             continue;
-        };
+        }
         let room = MAX_INSTRUCTIONS_CHARS.saturating_sub(out.len());
         if text.trim().is_empty() || room < 200 {
             continue;

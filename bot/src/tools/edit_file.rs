@@ -1,12 +1,10 @@
 //! `edit_file`: exact string replacement in a file the model has read, keeping the file's line
 //! endings; when the string is not there, it points at the most similar lines.
 
-use std::fs;
-
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::files::{blocking, cut, io_error, numbered, plural, write_no_follow};
+use super::files::{blocking, cut, io_error, numbered, plural};
 use super::reads::{Fingerprint, modified};
 use super::{BoxFuture, Tool, ToolContext, ToolError, parse_args};
 
@@ -94,7 +92,7 @@ impl Tool for EditFile {
             let (path, bytes, current) = blocking(move || {
                 let path = workspace.resolve_write(&path)?;
                 let shown = workspace.display(&path);
-                let meta = fs::metadata(&path).map_err(|err| match err.kind() {
+                let meta = workspace.metadata(&path).map_err(|err| match err.kind() {
                     std::io::ErrorKind::NotFound => {
                         ToolError::respond(format!("`{shown}` does not exist; create it with write_file"))
                     }
@@ -103,7 +101,11 @@ impl Tool for EditFile {
                 if !meta.is_file() {
                     return Err(ToolError::respond(format!("`{shown}` is not a regular file")));
                 }
-                let bytes = fs::read(&path).map_err(|err| io_error(&shown, &err))?;
+                let mut bytes = Vec::new();
+                workspace
+                    .open(&path)
+                    .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+                    .map_err(|err| io_error(&shown, &err))?;
                 let current = Fingerprint::of_bytes(&bytes, meta.modified().ok());
                 Ok((path, bytes, current))
             })
@@ -119,12 +121,15 @@ impl Tool for EditFile {
 
             let (message, fingerprint) = {
                 let path = path.clone();
+                let workspace = ctx.workspace.clone();
                 blocking(move || {
                     let edit = apply(&text, &old_string, &new_string, replace_all.unwrap_or(false), &shown)?;
-                    write_no_follow(&path, edit.content.as_bytes()).map_err(|err| io_error(&shown, &err))?;
+                    workspace
+                        .write(&path, edit.content.as_bytes())
+                        .map_err(|err| io_error(&shown, &err))?;
                     Ok((
                         edit.message,
-                        Fingerprint::of_bytes(edit.content.as_bytes(), modified(&path)),
+                        Fingerprint::of_bytes(edit.content.as_bytes(), modified(&workspace, &path)),
                     ))
                 })
                 .await?
@@ -424,6 +429,7 @@ fn closest_snippet(lines: &[&str], found: &Closest) -> String {
 #[cfg(test)]
 #[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
+    use std::fs;
     use std::os::unix::fs::symlink;
 
     use serde_json::json;

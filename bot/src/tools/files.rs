@@ -1,10 +1,9 @@
 //! Helpers the file tools share: running blocking filesystem work off the async threads, looking a
 //! path up, walking a tree the way the model expects (honouring .gitignore, never entering `.git`),
-//! writing without following symlinks, and formatting numbered lines and counts.
+//! and formatting numbered lines and counts.
 
-use std::fs::{self, Metadata, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::Metadata;
+use std::io;
 use std::path::Path;
 
 use ignore::WalkBuilder;
@@ -33,11 +32,11 @@ pub(crate) fn io_error(shown: &str, err: &io::Error) -> ToolError {
     })
 }
 
-/// A resolved path as the model sees it, and its metadata; a path that cannot be looked up is an
-/// error for the model.
+/// A resolved path as the model sees it, and its metadata (looked up below the workspace's handle,
+/// following no symlink); a path that cannot be looked up is an error for the model.
 pub(crate) fn stat(workspace: &Workspace, path: &Path) -> Result<(String, Metadata), ToolError> {
     let shown = workspace.display(path);
-    let meta = fs::metadata(path).map_err(|err| io_error(&shown, &err))?;
+    let meta = workspace.metadata(path).map_err(|err| io_error(&shown, &err))?;
     Ok((shown, meta))
 }
 
@@ -55,19 +54,6 @@ pub(crate) fn walker(root: &Path) -> WalkBuilder {
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|entry| !is_git_dir(entry.file_name()));
     builder
-}
-
-/// Writes `content` to `path`, creating or truncating it, refusing to follow a symlink in the last
-/// component (one could appear between resolving the path and opening it).
-pub(crate) fn write_no_follow(path: &Path, content: &[u8]) -> io::Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(path)?;
-    file.write_all(content)?;
-    file.flush()
 }
 
 /// `1234567` → `1,234,567`.

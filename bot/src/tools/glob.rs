@@ -68,6 +68,11 @@ impl Tool for Glob {
                     if entry.depth() == 0 || entry.file_type().is_none_or(|t| t.is_dir()) {
                         continue;
                     }
+                    // Only what the tree really holds (a directory swapped for a symlink while
+                    // it was listed lists somewhere else).
+                    if workspace.confirm(entry.path(), entry.ino(), false).is_none() {
+                        continue;
+                    }
                     let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
                     let candidate = if by_name {
                         std::path::Path::new(entry.file_name())

@@ -192,8 +192,11 @@ impl Search<'_> {
                 keep: if self.mode == Mode::Content { room } else { 0 },
                 ..Collect::new(self.mode)
             };
-            if searcher.search_path(self.matcher, entry.path(), &mut sink).is_err() || sink.binary || sink.matches == 0
-            {
+            // Opened below the workspace's handle, and only if it is the file the listing named.
+            let Some(file) = self.workspace.confirm(entry.path(), entry.ino(), true) else {
+                continue;
+            };
+            if searcher.search_file(self.matcher, &file, &mut sink).is_err() || sink.binary || sink.matches == 0 {
                 continue;
             }
             total_lines += sink.matches;

@@ -78,6 +78,11 @@ impl Tool for ListDir {
                     if entry.depth() == 0 {
                         continue;
                     }
+                    // Only what the tree really holds (a directory swapped for a symlink while
+                    // it was listed lists somewhere else).
+                    if workspace.confirm(entry.path(), entry.ino(), false).is_none() {
+                        continue;
+                    }
                     if lines.len() > MAX_ENTRIES {
                         more += 1;
                         if more >= MAX_COUNTED {
@@ -89,7 +94,8 @@ impl Tool for ListDir {
                     let name = entry.file_name().to_string_lossy();
                     let kind = entry.file_type();
                     lines.push(if kind.is_some_and(|t| t.is_symlink()) {
-                        let target = std::fs::read_link(entry.path())
+                        let target = workspace
+                            .read_link(entry.path())
                             .map(|t| t.display().to_string())
                             .unwrap_or_else(|_| "?".to_owned());
                         format!("{indent}{name} -> {target}")

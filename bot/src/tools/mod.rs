@@ -17,6 +17,9 @@ use crate::sandbox::Session;
 use crate::testparse::TestReport;
 
 pub mod bash;
+mod beneath;
+#[cfg(test)]
+mod confinement_tests;
 pub mod edit_file;
 mod files;
 pub mod glob;

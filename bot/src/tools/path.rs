@@ -1,11 +1,16 @@
-//! Paths the model names, resolved safely: the workspace root and the extra read-only roots, and the
-//! checks that keep every file tool inside them even when a hostile repository plants symlinks.
+//! Paths the model names, resolved safely: the workspace root and the extra read-only roots, the
+//! checks that keep every file tool inside them even when a hostile repository plants symlinks, and
+//! the opening of resolved paths through directory handles (`beneath.rs`), so that a symlink swapped
+//! in after the check is refused rather than followed.
 
 use std::ffi::OsStr;
+use std::fs::{File, Metadata};
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use super::ToolError;
+use super::beneath::{Beneath, Open};
 
 /// The job's checkout and the other directories tools may read (the run directory, where large tool
 /// results are saved).
@@ -13,8 +18,10 @@ use super::ToolError;
 pub struct Workspace {
     /// Canonical.
     root: PathBuf,
-    /// Canonical; readable, never writable.
-    read_roots: Vec<PathBuf>,
+    /// The root, opened once: every file of the workspace is opened below it.
+    root_dir: Arc<Beneath>,
+    /// Canonical, with their handles; readable, never writable.
+    read_roots: Vec<(PathBuf, Arc<Beneath>)>,
     /// Where the sandbox mounts the checkout (`/workspace` in a container): absolute paths the model
     /// copies from command output are read as paths in the checkout.
     mount_point: Option<PathBuf>,
@@ -29,8 +36,10 @@ enum Access {
 impl Workspace {
     /// The checkout at `root`, which must exist.
     pub fn new(root: &Path) -> io::Result<Self> {
+        let root = root.canonicalize()?;
         Ok(Workspace {
-            root: root.canonicalize()?,
+            root_dir: Arc::new(Beneath::open(&root)?),
+            root,
             read_roots: Vec::new(),
             mount_point: None,
         })
@@ -45,10 +54,76 @@ impl Workspace {
     /// Adds a directory the tools may read but not write; it must exist.
     pub fn with_read_root(mut self, dir: &Path) -> io::Result<Self> {
         let dir = dir.canonicalize()?;
-        if !self.read_roots.contains(&dir) {
-            self.read_roots.push(dir);
+        if !self.read_roots.iter().any(|(root, _)| root == &dir) {
+            let handle = Arc::new(Beneath::open(&dir)?);
+            self.read_roots.push((dir, handle));
         }
         Ok(self)
+    }
+
+    /// The handle a resolved path is opened below and the path relative to it: the workspace's for
+    /// its paths, a read root's (for reading only) for theirs.
+    fn beneath<'a>(&'a self, path: &'a Path, write: bool) -> io::Result<(&'a Beneath, &'a Path)> {
+        if let Ok(relative) = path.strip_prefix(&self.root) {
+            if write && relative.components().any(|c| is_git_dir(c.as_os_str())) {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "inside .git, which pitcrew manages",
+                ));
+            }
+            return Ok((&self.root_dir, relative));
+        }
+        if !write {
+            for (root, handle) in &self.read_roots {
+                if let Ok(relative) = path.strip_prefix(root) {
+                    return Ok((handle, relative));
+                }
+            }
+        }
+        Err(io::Error::new(io::ErrorKind::PermissionDenied, "outside the workspace"))
+    }
+
+    /// Opens a path `resolve_read` returned for reading (a file or a directory), following no
+    /// symlink on the way: if the tree changed since it was resolved, this fails instead.
+    pub fn open(&self, path: &Path) -> io::Result<File> {
+        let (beneath, relative) = self.beneath(path, false)?;
+        beneath.open_at(relative, Open::Read)
+    }
+
+    /// The metadata of a resolved path, looked up the same way (a symlink's own, were one there).
+    pub fn metadata(&self, path: &Path) -> io::Result<Metadata> {
+        let (beneath, relative) = self.beneath(path, false)?;
+        beneath.metadata(relative)
+    }
+
+    /// The target of the symlink at a path inside the workspace or a read root, its directories
+    /// opened without following symlinks.
+    pub fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        let (beneath, relative) = self.beneath(path, false)?;
+        beneath.read_link(relative)
+    }
+
+    /// Writes a path `resolve_write` returned, creating its directories; never inside `.git`,
+    /// never through a symlink.
+    pub fn write(&self, path: &Path, content: &[u8]) -> io::Result<()> {
+        let (beneath, relative) = self.beneath(path, true)?;
+        beneath.write(relative, content)
+    }
+
+    /// Whether a walker's entry is what the tree below the root really holds at `path`: the entry's
+    /// inode (from the directory listing) is the one reached by opening `path` without following
+    /// any symlink. A directory swapped for a symlink while the walker read it makes its listing
+    /// come from elsewhere; such entries fail here and are dropped. Returns the file opened for
+    /// reading when `read` asks for it (a regular file's content), else a metadata handle.
+    pub fn confirm(&self, path: &Path, ino: Option<u64>, read: bool) -> Option<File> {
+        use std::os::unix::fs::MetadataExt;
+
+        let (beneath, relative) = self.beneath(path, false).ok()?;
+        let file = beneath
+            .open_at(relative, if read { Open::Read } else { Open::Path })
+            .ok()?;
+        let meta = file.metadata().ok()?;
+        (ino == Some(meta.ino())).then_some(file)
     }
 
     pub fn root(&self) -> &Path {
@@ -88,7 +163,7 @@ impl Workspace {
 
     fn allowed(&self, path: &Path, access: Access) -> bool {
         path.starts_with(&self.root)
-            || (access == Access::Read && self.read_roots.iter().any(|root| path.starts_with(root)))
+            || (access == Access::Read && self.read_roots.iter().any(|(root, _)| path.starts_with(root)))
     }
 
     fn resolve(&self, path: &str, access: Access) -> Result<PathBuf, ToolError> {

@@ -1,7 +1,6 @@
 //! `read_file`: a window of a text file, with line numbers, streamed so a huge file costs no memory;
 //! records what it read for `edit_file` and `write_file`.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 
@@ -118,7 +117,7 @@ fn read(
         return Err(ToolError::respond(format!("`{shown}` is not a regular file")));
     }
     let modified = meta.modified().ok();
-    let mut file = File::open(path).map_err(|err| io_error(&shown, &err))?;
+    let mut file = workspace.open(path).map_err(|err| io_error(&shown, &err))?;
 
     let mut head = Vec::with_capacity(BINARY_SNIFF as usize);
     (&mut file)

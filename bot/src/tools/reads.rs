@@ -2,7 +2,7 @@
 //! and `write_file` refuse to change a file the model has not seen, or one that changed since.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::hash::{DefaultHasher, Hasher};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -27,9 +27,8 @@ impl Fingerprint {
         hasher.finish(modified)
     }
 
-    /// Reads the whole file, in chunks.
-    pub fn of_file(path: &Path) -> io::Result<Self> {
-        let mut file = File::open(path)?;
+    /// Reads the whole of an open file, in chunks.
+    pub fn of_file(mut file: File) -> io::Result<Self> {
         let modified = file.metadata()?.modified().ok();
         let mut hasher = ContentHasher::default();
         let mut buf = vec![0; 64 * 1024];
@@ -114,9 +113,9 @@ impl ReadTracker {
     }
 }
 
-/// The modification time of `path`, if the platform has one.
-pub(crate) fn modified(path: &Path) -> Option<SystemTime> {
-    fs::metadata(path).and_then(|m| m.modified()).ok()
+/// The modification time of a path of the workspace, if the platform has one.
+pub(crate) fn modified(workspace: &super::Workspace, path: &Path) -> Option<SystemTime> {
+    workspace.metadata(path).and_then(|m| m.modified()).ok()
 }
 
 #[cfg(test)]
@@ -135,8 +134,12 @@ mod tests {
         assert_eq!(hasher.finish(None), whole);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        fs::write(&path, &data).unwrap();
-        assert!(Fingerprint::of_file(&path).unwrap().same_content(&whole));
+        std::fs::write(&path, &data).unwrap();
+        assert!(
+            Fingerprint::of_file(File::open(&path).unwrap())
+                .unwrap()
+                .same_content(&whole)
+        );
         assert!(!Fingerprint::of_bytes(b"other", None).same_content(&whole));
     }
 

@@ -169,6 +169,7 @@ async fn existing_file(ctx: &ToolContext, given: &str, last_line: u32) -> Result
     let root = ctx.workspace.root().to_owned();
     let shown = ctx.workspace.display(&resolved);
     let given = given.to_owned();
+    let workspace = ctx.workspace.clone();
     blocking(move || {
         // The run directory is readable too, but a saved tool output is no file of the pull request.
         let relative = resolved
@@ -177,7 +178,7 @@ async fn existing_file(ctx: &ToolContext, given: &str, last_line: u32) -> Result
         if relative.as_os_str().is_empty() || relative.components().any(|c| is_git_dir(c.as_os_str())) {
             return Err(ToolError::respond(format!("`{given}` is not a file of the repository")));
         }
-        let meta = match std::fs::metadata(&resolved) {
+        let meta = match workspace.metadata(&resolved) {
             Ok(meta) => meta,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ToolError::respond(format!(
@@ -192,7 +193,11 @@ async fn existing_file(ctx: &ToolContext, given: &str, last_line: u32) -> Result
                 "`{shown}` is a directory; a finding is on lines of a file"
             )));
         }
-        let bytes = std::fs::read(&resolved).map_err(|e| ToolError::respond(format!("`{shown}`: {e}")))?;
+        let mut bytes = Vec::new();
+        workspace
+            .open(&resolved)
+            .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+            .map_err(|e| ToolError::respond(format!("`{shown}`: {e}")))?;
         let count = line_count(&bytes);
         if u64::from(last_line) > count {
             return Err(ToolError::respond(format!(

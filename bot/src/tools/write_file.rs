@@ -1,13 +1,12 @@
 //! `write_file`: creates a file or replaces one the model has read, never through a symlink and never
 //! inside `.git`.
 
-use std::fs;
 use std::io;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::files::{blocking, io_error, plural, thousands, write_no_follow};
+use super::files::{blocking, io_error, plural, thousands};
 use super::reads::{Fingerprint, modified};
 use super::{BoxFuture, Tool, ToolContext, ToolError, parse_args};
 
@@ -57,7 +56,7 @@ impl Tool for WriteFile {
             let (path, existing) = blocking(move || {
                 let path = workspace.resolve_write(&path)?;
                 let shown = workspace.display(&path);
-                let existing = match fs::metadata(&path) {
+                let existing = match workspace.metadata(&path) {
                     Ok(meta) if meta.is_dir() => {
                         return Err(ToolError::respond(format!(
                             "`{shown}` is a directory; give the path of a file"
@@ -67,7 +66,10 @@ impl Tool for WriteFile {
                         return Err(ToolError::respond(format!("`{shown}` is not a regular file")));
                     }
                     Ok(meta) => {
-                        let current = Fingerprint::of_file(&path).map_err(|err| io_error(&shown, &err))?;
+                        let current = workspace
+                            .open(&path)
+                            .and_then(Fingerprint::of_file)
+                            .map_err(|err| io_error(&shown, &err))?;
                         Some((meta.len(), current))
                     }
                     Err(err) if err.kind() == io::ErrorKind::NotFound => None,
@@ -85,12 +87,12 @@ impl Tool for WriteFile {
                 let path = path.clone();
                 let shown = shown.clone();
                 let content = content.clone();
+                let workspace = ctx.workspace.clone();
                 blocking(move || {
-                    if let Some(parent) = path.parent() {
-                        fs::create_dir_all(parent).map_err(|err| io_error(&shown, &err))?;
-                    }
-                    write_no_follow(&path, content.as_bytes()).map_err(|err| io_error(&shown, &err))?;
-                    Ok(Fingerprint::of_bytes(content.as_bytes(), modified(&path)))
+                    workspace
+                        .write(&path, content.as_bytes())
+                        .map_err(|err| io_error(&shown, &err))?;
+                    Ok(Fingerprint::of_bytes(content.as_bytes(), modified(&workspace, &path)))
                 })
                 .await?
             };
@@ -112,6 +114,7 @@ impl Tool for WriteFile {
 #[cfg(test)]
 #[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
+    use std::fs;
     use std::os::unix::fs::{PermissionsExt, symlink};
 
     use serde_json::json;
