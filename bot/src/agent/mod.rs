@@ -613,6 +613,14 @@ impl Agent {
             )));
         };
         let args = call.parse_arguments().map_err(ToolError::Respond)?;
+        if !tool.runs_commands() {
+            // The host is about to touch the working copy: nothing in the sandbox may run
+            // meanwhile. The tools open paths safely on their own, so a backend that cannot
+            // freeze costs this defence only.
+            if let Err(error) = ctx.sandbox.quiesce().await {
+                tracing::warn!(tool = %call.name, %error, "could not freeze the sandbox before a file tool");
+            }
+        }
         let running = AssertUnwindSafe(tool.call(ctx, args)).catch_unwind();
         tokio::select! {
             biased;

@@ -20,7 +20,6 @@
 //! `setup`).
 
 use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -245,7 +244,13 @@ impl DockerSandbox {
             .get_or_init(|| super::host_paths::discover(&self.docker))
             .await;
         let mount_source = paths.host_path(&workspace).map_err(SandboxError::Backend)?;
-        let config = container_config(&spec, &workspace, &mount_source, (meta.uid(), meta.gid()))?;
+        let handover = super::owner::hand_over(&workspace, &meta).map_err(|err| {
+            SandboxError::Backend(format!(
+                "handing the workspace {} to the sandbox's user: {err}",
+                workspace.display()
+            ))
+        })?;
+        let config = container_config(&spec, &workspace, &mount_source, handover.user)?;
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
         match self
             .docker
@@ -262,7 +267,10 @@ impl DockerSandbox {
                     .await
                     .map_err(|err| engine("creating the container", &err))?;
             }
-            Err(err) => return Err(engine("creating the container", &err)),
+            Err(err) => {
+                restore_owner(&workspace, handover.restore).await;
+                return Err(engine("creating the container", &err));
+            }
         }
         let mut session = DockerSession {
             docker: self.docker.clone(),
@@ -272,6 +280,8 @@ impl DockerSandbox {
             keepalive: 0,
             stopped: AtomicBool::new(false),
             slot: Arc::new(Mutex::new(Slot::default())),
+            paused: Mutex::new(false),
+            restore: handover.restore,
         };
         // From here on, a failure removes the container.
         if let Err(err) = session.boot(&spec).await {
@@ -336,6 +346,10 @@ pub struct DockerSession {
     stopped: AtomicBool,
     /// The shell; held by the running command (one at a time).
     slot: Arc<Mutex<Slot>>,
+    /// Whether the container is frozen (`docker pause`): from `quiesce` until the next command.
+    paused: Mutex<bool>,
+    /// Who the working tree goes back to once the container is gone (pitcrew runs as root).
+    restore: Option<(u32, u32)>,
 }
 
 impl std::fmt::Debug for DockerSession {
@@ -389,6 +403,46 @@ impl DockerSession {
 
     fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Freezes every process of the container (the cgroup freezer, through `docker pause`): what
+    /// the host does next to the working copy cannot be raced, whatever `/proc` said of them.
+    async fn freeze(&self) -> Result<(), SandboxError> {
+        let mut paused = self.paused.lock().await;
+        if *paused || self.is_stopped() {
+            return Ok(());
+        }
+        match self.docker.pause_container(&self.container).await {
+            Ok(()) => {
+                *paused = true;
+                Ok(())
+            }
+            // Already paused (by another process of ours that shares the engine).
+            Err(err) if status(&err) == Some(409) && err.to_string().contains("already paused") => {
+                *paused = true;
+                Ok(())
+            }
+            Err(err) => Err(self.engine_error("pausing the container", &err)),
+        }
+    }
+
+    /// Lets the container run again before a command (an exec into a paused container fails).
+    async fn thaw(&self) -> Result<(), SandboxError> {
+        let mut paused = self.paused.lock().await;
+        if !*paused {
+            return Ok(());
+        }
+        match self.docker.unpause_container(&self.container).await {
+            Ok(()) => {
+                *paused = false;
+                Ok(())
+            }
+            Err(err) if status(&err) == Some(409) && err.to_string().contains("not paused") => {
+                *paused = false;
+                Ok(())
+            }
+            Err(err) => Err(self.engine_error("unpausing the container", &err)),
+        }
     }
 
     /// After start: find the keep-alive, run setup, cut the network, open the shell.
@@ -539,6 +593,7 @@ impl DockerSession {
         working_dir: &str,
         stdin: bool,
     ) -> Result<(String, OutputStream, Option<Pin<Box<dyn AsyncWrite + Send>>>), SandboxError> {
+        self.thaw().await?;
         let options = CreateExecOptions {
             attach_stdin: Some(stdin),
             attach_stdout: Some(true),
@@ -673,6 +728,10 @@ impl DockerSession {
         let prepared = self.prepare(&request)?;
         let guard = Arc::clone(&self.slot).lock_owned().await;
         let mut pending = Pending::new(guard, self);
+        if let Err(err) = self.thaw().await {
+            pending.disarm();
+            return Err(err);
+        }
         let slot = pending.slot();
         self.clean(slot).await;
         if slot.shell.is_none() && !slot.per_command {
@@ -888,8 +947,15 @@ impl Session for DockerSession {
     fn stop<'a>(&'a self) -> BoxFuture<'a, Result<(), SandboxError>> {
         Box::pin(async move {
             self.stopped.store(true, Ordering::SeqCst);
-            remove_container(&self.docker, &self.container).await
+            // A paused container is removed as it is: its processes never run again.
+            remove_container(&self.docker, &self.container).await?;
+            restore_owner(&self.workspace, self.restore).await;
+            Ok(())
         })
+    }
+
+    fn quiesce<'a>(&'a self) -> BoxFuture<'a, Result<(), SandboxError>> {
+        Box::pin(self.freeze())
     }
 }
 
@@ -899,11 +965,15 @@ impl Drop for DockerSession {
             return;
         }
         let (docker, container) = (self.docker.clone(), self.container.clone());
+        let (workspace, restore) = (self.workspace.clone(), self.restore);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
-                    if let Err(err) = remove_container(&docker, &container).await {
-                        tracing::warn!(%container, error = %err, "removing the dropped sandbox's container");
+                    match remove_container(&docker, &container).await {
+                        Ok(()) => restore_owner(&workspace, restore).await,
+                        Err(err) => {
+                            tracing::warn!(%container, error = %err, "removing the dropped sandbox's container")
+                        }
                     }
                 });
             }
@@ -1193,6 +1263,16 @@ fn split_reference(image: &str) -> (&str, Option<&str>) {
 }
 
 /// Removes a container and its anonymous volumes, forcibly; a container already gone is fine.
+/// Gives the working tree back to its owner once nothing runs in it any more (see `owner.rs`).
+async fn restore_owner(workspace: &Path, restore: Option<(u32, u32)>) {
+    let Some(owner) = restore else { return };
+    let root = workspace.to_owned();
+    let done = tokio::task::spawn_blocking(move || super::owner::take_back(&root, owner)).await;
+    if let Ok(Err(err)) | Err(err) = done.map_err(std::io::Error::other) {
+        tracing::warn!(workspace = %workspace.display(), error = %err, "giving the workspace back to its owner");
+    }
+}
+
 async fn remove_container(docker: &Docker, container: &str) -> Result<(), SandboxError> {
     let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
     match docker.remove_container(container, Some(options)).await {

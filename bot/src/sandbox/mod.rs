@@ -11,6 +11,7 @@ pub mod host_paths;
 pub mod image;
 pub mod local;
 pub(crate) mod output;
+pub mod owner;
 
 /// Variables every command gets, in every backend, besides `HOME` and `PATH`: a non-interactive,
 /// colourless, pager-free CI environment. Nothing of the host's environment is passed on.
@@ -89,4 +90,11 @@ pub trait Session: Send + Sync {
     fn exec<'a>(&'a self, request: ExecRequest) -> BoxFuture<'a, Result<ExecOutput, SandboxError>>;
     /// Ends the session and everything still running in it.
     fn stop<'a>(&'a self) -> BoxFuture<'a, Result<(), SandboxError>>;
+    /// Keeps everything in the sandbox from running until the next `exec`: the host is about to
+    /// touch the working copy, and a process a command left behind (one the sweep could not see,
+    /// or that the command hid from it) must not race it. Backends that cannot freeze their
+    /// processes (the local one) do nothing.
+    fn quiesce<'a>(&'a self) -> BoxFuture<'a, Result<(), SandboxError>> {
+        Box::pin(async { Ok(()) })
+    }
 }

@@ -60,6 +60,10 @@ impl Tool for Bash {
         })
     }
 
+    fn runs_commands(&self) -> bool {
+        true
+    }
+
     fn read_only(&self) -> bool {
         false
     }

@@ -80,6 +80,12 @@ pub trait Tool: Send + Sync {
     fn paginated(&self) -> bool {
         false
     }
+    /// The tool runs commands in the sandbox (and touches the working copy only through them).
+    /// Every other tool works on the working copy from the host, so the loop freezes the sandbox
+    /// before calling it (`Session::quiesce`).
+    fn runs_commands(&self) -> bool {
+        false
+    }
     /// Runs the call. `args` is the parsed arguments object (not yet checked against the schema:
     /// use [`parse_args`]).
     fn call<'a>(&'a self, ctx: &'a ToolContext, args: Map<String, Value>) -> BoxFuture<'a, Result<String, ToolError>>;

@@ -79,6 +79,10 @@ impl Tool for RunTests {
         })
     }
 
+    fn runs_commands(&self) -> bool {
+        true
+    }
+
     fn read_only(&self) -> bool {
         // Tests write files: build output, caches, snapshots.
         false

@@ -130,6 +130,10 @@ impl Scan {
 
 /// Kills, in passes until none is left, every process of the container whose PID is not among
 /// the arguments. Builtins only: it must run while a fork bomb holds every PID the limit allows.
+///
+/// A zombie is skipped only when it is really dead: a thread-group leader that called
+/// `pthread_exit()` shows `Z` while its other threads run on, so a `Z` whose `task/` directory
+/// holds any thread but the leader is killed like the living (the signal reaches the whole group).
 const SWEEP_FUNCTION: &str = r#"__pitcrew_sweep() {
   __pitcrew_spare=" $* "
   __pitcrew_pass=0
@@ -140,7 +144,16 @@ const SWEEP_FUNCTION: &str = r#"__pitcrew_sweep() {
       case $__pitcrew_spare in *" $__pitcrew_pid "*) continue ;; esac
       read -r __pitcrew_stat 2>/dev/null <"$__pitcrew_dir/stat" || continue
       __pitcrew_stat=${__pitcrew_stat##*") "}
-      case $__pitcrew_stat in Z*|X*) continue ;; esac
+      case $__pitcrew_stat in
+        X*) continue ;;
+        Z*)
+          __pitcrew_live=0
+          for __pitcrew_task in "$__pitcrew_dir"/task/[0-9]*; do
+            [ "${__pitcrew_task##*/}" = "$__pitcrew_pid" ] && continue
+            [ -e "$__pitcrew_task" ] && __pitcrew_live=1 && break
+          done
+          [ "$__pitcrew_live" = 0 ] && continue ;;
+      esac
       kill -9 "$__pitcrew_pid" 2>/dev/null && __pitcrew_killed=1
     done
     [ "$__pitcrew_killed" = 0 ] && return 0

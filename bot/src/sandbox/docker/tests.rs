@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::fs::File;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use bollard::query_parameters::{BuildImageOptionsBuilder, ListContainersOptionsBuilder};
@@ -88,6 +89,16 @@ fn workspace() -> tempfile::TempDir {
         }
     }
     dir
+}
+
+/// Who the sandbox runs as for a workspace made by `workspace()`: the fixed unprivileged user when
+/// the tests run as root, else the workspace's owner (this process's user).
+fn sandbox_user(dir: &Path) -> u32 {
+    if nix::unistd::geteuid().is_root() {
+        crate::sandbox::owner::SANDBOX_UID
+    } else {
+        std::fs::metadata(dir).unwrap().uid()
+    }
 }
 
 /// The containers labelled with `job`.
@@ -411,11 +422,11 @@ async fn the_container_is_isolated() {
         "echo made > sub/made; id -u; touch /tmp/x && echo tmp ok; touch /x; echo rc=$?",
     )
     .await;
-    let owner = std::fs::metadata(dir.path()).unwrap().uid();
-    assert!(out.stdout.starts_with(&format!("{owner}\ntmp ok\nrc=1\n")), "{out:?}");
+    let user = sandbox_user(dir.path());
+    assert!(out.stdout.starts_with(&format!("{user}\ntmp ok\nrc=1\n")), "{out:?}");
     let made = dir.path().join("sub/made");
     assert_eq!(std::fs::read_to_string(&made).unwrap(), "made\n");
-    assert_eq!(std::fs::metadata(&made).unwrap().uid(), owner);
+    assert_eq!(std::fs::metadata(&made).unwrap().uid(), user);
 
     // No capabilities, no privilege escalation, limits in place.
     let out = run(
@@ -691,4 +702,137 @@ fn commands_are_quoted_for_the_shell() {
         Some("TERM=xterm")
     );
     assert!(check_env(&[("1A".into(), String::new())]).is_err());
+}
+
+#[tokio::test]
+async fn the_sandbox_never_runs_as_root_and_the_tree_goes_back_to_its_owner() {
+    let Some(sandbox) = engine().await else { return };
+    let (session, dir, _cleanup) = start(&sandbox, "owner", |_| {}).await;
+    let out = run(
+        &session,
+        "id -u; id -g; echo made > sub/made; mkdir -p new/deeper && echo x > new/deeper/f",
+    )
+    .await;
+    let user = sandbox_user(dir.path());
+    assert_ne!(user, 0);
+    let group = if nix::unistd::geteuid().is_root() {
+        crate::sandbox::owner::SANDBOX_GID
+    } else {
+        nix::unistd::getegid().as_raw()
+    };
+    assert_eq!(out.stdout, format!("{user}\n{group}\n"), "{out:?}");
+    if nix::unistd::geteuid().is_root() {
+        // pitcrew (root here) is not the sandbox's user, and `.git` was never handed over.
+        assert_ne!(user, nix::unistd::geteuid().as_raw());
+        assert_eq!(std::fs::metadata(dir.path().join(".git/HEAD")).unwrap().uid(), OWNER);
+    }
+    session.stop().await.unwrap();
+    if nix::unistd::geteuid().is_root() {
+        for path in [
+            "",
+            "sub",
+            "sub/made",
+            "new",
+            "new/deeper",
+            "new/deeper/f",
+            ".git",
+            ".git/HEAD",
+        ] {
+            let meta = std::fs::symlink_metadata(dir.path().join(path)).unwrap();
+            assert_eq!((meta.uid(), meta.gid()), (OWNER, OWNER), "{path}");
+        }
+    }
+}
+
+/// The zombie-leader helper (`testdata/zombie_leader.c`), compiled static for the `FROM scratch`
+/// image with the host's gcc and glibc's `libc.a` (libc6-dev), as a repository could commit it.
+fn zombie_leader(into: &Path) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/sandbox/docker/testdata/zombie_leader.c");
+    let output = std::process::Command::new("gcc")
+        .args(["-static", "-O2", "-pthread", "-o"])
+        .arg(into)
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "compiling the helper: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// One line per process of the helper: its state and how many threads it has.
+const HELPER_CENSUS: &str = "for p in /proc/[0-9]*; do read -r l <\"$p/stat\" 2>/dev/null || continue; \
+    case $l in *'(helper)'*) s=${l##*) }; n=0; for t in \"$p\"/task/[0-9]*; do n=$((n+1)); done; \
+    echo \"helper ${s%% *} $n\";; esac; done";
+
+#[tokio::test]
+async fn a_process_whose_leader_is_a_zombie_does_not_outlive_its_command() {
+    let Some(sandbox) = engine().await else { return };
+    let (session, dir, _cleanup) = start(&sandbox, "zombie", |_| {}).await;
+    zombie_leader(&dir.path().join("helper"));
+    // Started as a repository's test script would start it: in the background, flipping a
+    // directory of the checkout with a symlink to the container's root.
+    let out = run(
+        &session,
+        "mkdir d && ln -s / d.swap && { ./helper d d.swap & } && echo started",
+    )
+    .await;
+    assert_eq!(out.stdout, "started\n", "{out:?}");
+    // Whatever is left of it is a dead zombie: a leader with no thread running on.
+    let out = run(&session, HELPER_CENSUS).await;
+    assert!(out.stdout.lines().all(|line| line == "helper Z 1"), "{out:?}");
+    // The same through a per-command `docker exec` (the mode of `setup`).
+    let out = session
+        .exec_per_command(request("{ ./helper & } && echo started"))
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, "started\n", "{out:?}");
+    let out = run(&session, HELPER_CENSUS).await;
+    assert!(out.stdout.lines().all(|line| line == "helper Z 1"), "{out:?}");
+    session.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_quiesced_sandbox_runs_nothing_until_the_next_command() {
+    let Some(sandbox) = engine().await else { return };
+    let (session, dir, _cleanup) = start(&sandbox, "freeze", |_| {}).await;
+    // A command can hide what it leaves running from the sweep (here by redefining the shell's own
+    // sweep): only the freeze keeps it from racing the host.
+    let out = run(
+        &session,
+        "__pitcrew_sweep() { :; }; { while :; do echo x >> ticks; done & } ; echo left",
+    )
+    .await;
+    assert_eq!(out.stdout, "left\n", "{out:?}");
+    session.quiesce().await.unwrap();
+    session.quiesce().await.unwrap();
+    let paused = |inspect: bollard::models::ContainerInspectResponse| inspect.state.and_then(|s| s.paused);
+    let inspect = sandbox
+        .client()
+        .inspect_container(session.container(), None)
+        .await
+        .unwrap();
+    assert_eq!(paused(inspect), Some(true));
+    let ticks = std::fs::metadata(dir.path().join("ticks")).unwrap().len();
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+        assert_eq!(std::fs::metadata(dir.path().join("ticks")).unwrap().len(), ticks);
+    }
+    // The next command thaws it.
+    assert_eq!(run(&session, "echo after").await.stdout, "after\n");
+    let inspect = sandbox
+        .client()
+        .inspect_container(session.container(), None)
+        .await
+        .unwrap();
+    assert_eq!(paused(inspect), Some(false));
+    // Stopping a quiesced sandbox removes it.
+    session.quiesce().await.unwrap();
+    session.stop().await.unwrap();
+    assert!(gone(&sandbox, &session_job(&session)).await);
+}
+
+fn session_job(session: &DockerSession) -> String {
+    session.container().trim_start_matches("pitcrew-").to_owned()
 }
