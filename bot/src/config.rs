@@ -188,6 +188,9 @@ pub struct SandboxConfig {
     pub network: SandboxNetwork,
     /// Memory limit: 16 MiB to 1 TiB, so the Docker backend can pass it on as an `i64` as it is.
     pub memory_bytes: u64,
+    /// How much the working copy may hold (the Docker backend stops a command that writes past it):
+    /// 16 MiB to 64 TiB.
+    pub disk_bytes: u64,
     /// CPU quota in CPUs, in 0.01..=1024 (Docker's smallest quota is 0.01).
     pub cpus: f64,
     /// Most processes (and threads) at once, at least 16.
@@ -727,6 +730,13 @@ impl Validator<'_> {
             16 * bytesize::MEBIBYTE,
             bytesize::TEBIBYTE,
         );
+        let disk_bytes = self.byte_size(
+            "sandbox.disk",
+            sandbox.disk,
+            20 * bytesize::GIBIBYTE,
+            16 * bytesize::MEBIBYTE,
+            64 * bytesize::TEBIBYTE,
+        );
         let cpus = match sandbox.cpus {
             None => 2.0,
             Some(cpus) => {
@@ -913,6 +923,7 @@ impl Validator<'_> {
                 image,
                 network,
                 memory_bytes,
+                disk_bytes,
                 cpus,
                 pids_limit,
                 setup,

@@ -94,6 +94,7 @@ pub(crate) struct RawSandbox {
     pub(crate) image: Option<String>,
     pub(crate) network: Option<String>,
     pub(crate) memory: Option<RawByteSize>,
+    pub(crate) disk: Option<RawByteSize>,
     pub(crate) cpus: Option<f64>,
     pub(crate) pids_limit: Option<u32>,
     pub(crate) setup: Option<String>,
@@ -196,8 +197,8 @@ impl RawConfig {
             bot_email);
         overlay_fields!(self.server, server; listen, data_dir, concurrency, job_attempts, max_body,
             shutdown_grace, pool_size, pool_max_idle, mirror_max_idle);
-        overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, cpus, pids_limit, setup,
-            setup_network);
+        overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, disk, cpus, pids_limit,
+            setup, setup_network);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file);
         overlay_fields!(self.chores, chores; cargo_index, npm_registry, pypi, lock_network, schedules);
         self.prices.extend(prices);

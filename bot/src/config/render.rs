@@ -92,6 +92,7 @@ impl Config {
         out.value("sandbox", "image", string(&s.image));
         out.value("sandbox", "network", string(s.network.as_str()));
         out.value("sandbox", "memory", string(&format_byte_size(s.memory_bytes)));
+        out.value("sandbox", "disk", string(&format_byte_size(s.disk_bytes)));
         out.value("sandbox", "cpus", float(s.cpus));
         out.value("sandbox", "pids_limit", s.pids_limit.to_string());
         match &s.setup {

@@ -107,6 +107,7 @@ pub(crate) const KEYS: &[Key] = &[
     key("sandbox", "image", Kind::Str),
     key("sandbox", "network", Kind::Choice),
     key("sandbox", "memory", Kind::ByteSize),
+    key("sandbox", "disk", Kind::ByteSize),
     key("sandbox", "cpus", Kind::F64),
     key("sandbox", "pids_limit", Kind::U32),
     key("sandbox", "setup", Kind::Str),

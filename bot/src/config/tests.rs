@@ -1014,6 +1014,7 @@ fn render_redacted_shows_effective_values_and_origins() {
     image = "debian:bookworm-slim"                   # default
     network = "none"                                 # default
     memory = "4GiB"                                  # default
+    disk = "20GiB"                                   # default
     cpus = 2.0                                       # default
     pids_limit = 512                                 # default
     # setup: not set (no setup script)
@@ -1070,6 +1071,7 @@ fn render_redacted_shows_sandbox_settings_and_shortens_a_long_setup_script() {
     image = "debian:bookworm-slim"                   # default
     network = "bridge"                               # env PITCREW_SANDBOX_NETWORK
     memory = "2GB"                                   # <dir>/pitcrew.toml:5
+    disk = "20GiB"                                   # default
     cpus = 0.5                                       # env PITCREW_SANDBOX_CPUS
     pids_limit = 100                                 # --set sandbox.pids_limit
     # setup: shortened; the script has 2 lines, 105 chars

@@ -101,6 +101,7 @@ impl JobSession {
                         SandboxNetwork::Bridge => Network::Bridge,
                     },
                     memory_bytes: config.sandbox.memory_bytes,
+                    disk_bytes: config.sandbox.disk_bytes,
                     cpus: config.sandbox.cpus,
                     pids_limit: i64::from(config.sandbox.pids_limit),
                     setup: settings.setup.clone(),

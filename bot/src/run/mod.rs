@@ -248,6 +248,7 @@ async fn start_sandbox(
                     SandboxNetwork::Bridge => Network::Bridge,
                 },
                 memory_bytes: sandbox.memory_bytes,
+                disk_bytes: sandbox.disk_bytes,
                 cpus: sandbox.cpus,
                 pids_limit: i64::from(sandbox.pids_limit),
                 setup: sandbox.setup.clone(),

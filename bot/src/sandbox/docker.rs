@@ -61,6 +61,10 @@ const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
 /// The keep-alive writes its PID here, so killers can spare it.
 const KEEPALIVE_PID_FILE: &str = "/tmp/.pitcrew-keepalive.pid";
 const DEFAULT_MEMORY_BYTES: u64 = 4 << 30;
+const DEFAULT_DISK_BYTES: u64 = 20 << 30;
+/// How often the working copy's size is measured while a command runs: a command writing past the
+/// disk limit is stopped within about this long.
+const DISK_CHECK: Duration = Duration::from_secs(2);
 const TMP_SIZE: &str = "1g";
 /// How long engine-side chores may take: starting the shell, killing processes, reading a file.
 const CHORE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -105,6 +109,9 @@ pub struct DockerSpec {
     pub network: Network,
     /// Memory limit; swap is not allowed on top.
     pub memory_bytes: u64,
+    /// How much the working copy may hold (`.git` aside): a command that writes past it is stopped
+    /// and the session fails, so the job ends with that said.
+    pub disk_bytes: u64,
     pub cpus: f64,
     pub pids_limit: i64,
     /// Variables added to the allow-list (they may override it).
@@ -126,6 +133,7 @@ impl DockerSpec {
             workspace: workspace.into(),
             network: Network::None,
             memory_bytes: DEFAULT_MEMORY_BYTES,
+            disk_bytes: DEFAULT_DISK_BYTES,
             cpus: 2.0,
             pids_limit: 512,
             env: Vec::new(),
@@ -282,6 +290,7 @@ impl DockerSandbox {
             slot: Arc::new(Mutex::new(Slot::default())),
             paused: Mutex::new(false),
             restore: handover.restore,
+            disk_limit: spec.disk_bytes,
         };
         // From here on, a failure removes the container.
         if let Err(err) = session.boot(&spec).await {
@@ -350,6 +359,8 @@ pub struct DockerSession {
     paused: Mutex<bool>,
     /// Who the working tree goes back to once the container is gone (pitcrew runs as root).
     restore: Option<(u32, u32)>,
+    /// Bytes the working copy may hold.
+    disk_limit: u64,
 }
 
 impl std::fmt::Debug for DockerSession {
@@ -424,6 +435,41 @@ impl DockerSession {
             }
             Err(err) => Err(self.engine_error("pausing the container", &err)),
         }
+    }
+
+    /// Reads a command's output as `pump` does, measuring the working copy every `DISK_CHECK`.
+    /// `Some(bytes)` with `Ended::Deadline`: the copy grew past the disk limit.
+    async fn pump_watched(
+        &self,
+        output: &mut OutputStream,
+        out: &mut Scan,
+        err: &mut Scan,
+        deadline: Instant,
+    ) -> Result<(Ended, Option<u64>), EngineError> {
+        loop {
+            let check_at = Instant::now() + DISK_CHECK;
+            let ended = pump(output, out, err, true, deadline.min(check_at)).await?;
+            if !matches!(ended, Ended::Deadline) || Instant::now() >= deadline {
+                return Ok((ended, None));
+            }
+            let root = self.workspace.clone();
+            let used = tokio::task::spawn_blocking(move || disk_usage(&root))
+                .await
+                .unwrap_or(0);
+            if used > self.disk_limit {
+                return Ok((Ended::Deadline, Some(used)));
+            }
+        }
+    }
+
+    /// The error that ends a session whose command wrote past the disk limit.
+    fn over_disk(&self, used: u64) -> SandboxError {
+        SandboxError::Backend(format!(
+            "the command filled the working copy past the sandbox's disk limit ({} written, the limit is {}), so \
+             it was stopped and the job ends; raise [sandbox] disk if the project needs more",
+            crate::config::bytesize::format_byte_size(used),
+            crate::config::bytesize::format_byte_size(self.disk_limit)
+        ))
     }
 
     /// Lets the container run again before a command (an exec into a paused container fails).
@@ -804,7 +850,16 @@ impl DockerSession {
         }
         let mut out = Scan::new(&nonce, request.output_limit);
         let mut err = Scan::new(&nonce, request.output_limit);
-        let mut ended = pump(&mut shell.output, &mut out, &mut err, true, started + request.timeout).await;
+        let watched = self
+            .pump_watched(&mut shell.output, &mut out, &mut err, started + request.timeout)
+            .await;
+        if let Ok((_, Some(used))) = watched {
+            // The shell too: the command may be a loop the shell runs itself.
+            self.try_kill_processes(None).await;
+            slot.shell = None;
+            return Err(self.over_disk(used));
+        }
+        let mut ended = watched.map(|(ended, _)| ended);
         let mut timed_out = false;
         let mut note = None;
         if matches!(ended, Ok(Ended::Deadline)) {
@@ -881,7 +936,15 @@ impl DockerSession {
         let (exec_id, mut output, _) = self.attach(cmd, env, workdir, false).await?;
         let mut out = Scan::new(&nonce, request.output_limit);
         let mut err = Scan::new(&nonce, request.output_limit);
-        let mut ended = pump(&mut output, &mut out, &mut err, true, started + request.timeout).await;
+        let watched = self
+            .pump_watched(&mut output, &mut out, &mut err, started + request.timeout)
+            .await;
+        if let Ok((_, Some(used))) = watched {
+            self.try_kill_processes(None).await;
+            slot.shell = None;
+            return Err(self.over_disk(used));
+        }
+        let mut ended = watched.map(|(ended, _)| ended);
         let timed_out = matches!(ended, Ok(Ended::Deadline));
         if timed_out {
             self.try_kill_processes(shell).await;
@@ -1263,6 +1326,28 @@ fn split_reference(image: &str) -> (&str, Option<&str>) {
 }
 
 /// Removes a container and its anonymous volumes, forcibly; a container already gone is fine.
+/// The bytes the files below `root` take on disk (`.git` at the top aside), symlinks not followed.
+fn disk_usage(root: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+
+    let mut total = 0u64;
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            if dir == root && crate::tools::path::is_git_dir(&entry.file_name()) {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            total = total.saturating_add(meta.blocks().saturating_mul(512));
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
 /// Gives the working tree back to its owner once nothing runs in it any more (see `owner.rs`).
 async fn restore_owner(workspace: &Path, restore: Option<(u32, u32)>) {
     let Some(owner) = restore else { return };

@@ -836,3 +836,27 @@ async fn a_quiesced_sandbox_runs_nothing_until_the_next_command() {
 fn session_job(session: &DockerSession) -> String {
     session.container().trim_start_matches("pitcrew-").to_owned()
 }
+
+#[tokio::test]
+async fn a_command_that_fills_the_working_copy_past_the_disk_limit_is_stopped() {
+    let Some(sandbox) = engine().await else { return };
+    let (session, dir, _cleanup) = start(&sandbox, "disk", |spec| spec.disk_bytes = 16 << 20).await;
+    // Some 20 MB a second, for ever: the limit, not the timeout, must end it.
+    let err = session
+        .exec(request(
+            "while :; do head -c 1048576 /dev/zero >> big; sleep 0.05; done",
+        ))
+        .await
+        .unwrap_err();
+    let SandboxError::Backend(message) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(message.contains("past the sandbox's disk limit"), "{message}");
+    assert!(message.contains("the limit is 16MiB"), "{message}");
+    // Nothing writes any more, and the session still runs commands (the job decides to end).
+    let size = std::fs::metadata(dir.path().join("big")).unwrap().len();
+    assert!(size > 16 << 20, "{size}");
+    let out = run(&session, "wc -c < big").await;
+    assert_eq!(out.stdout.trim(), size.to_string());
+    session.stop().await.unwrap();
+}
