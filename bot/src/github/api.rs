@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::client::{Endpoint, GithubClient, Redirects};
 use super::error::GithubError;
-use super::ids::{CheckRunId, CommentId, CommitSha, IssueNumber, RepoName};
+use super::ids::{CheckRunId, CommentId, CommitSha, IssueNumber, Login, RepoName};
 use super::time::format_rfc3339;
 
 /// GitHub accepts at most this many check-run annotations per request.
@@ -779,9 +779,13 @@ impl GithubClient {
 
     /// The role of `login` on `repo`: the `role_name` when it is a built-in role, else the legacy
     /// `permission` (custom roles map to the base permission they extend). A user GitHub does not
-    /// know has no permission.
-    pub async fn collaborator_permission(&self, repo: &RepoName, login: &str) -> Result<Permission, GithubError> {
-        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["collaborators", login, "permission"]));
+    /// know has no permission. The login is a parsed [`Login`]: an empty or malformed one would ask
+    /// GitHub about another path.
+    pub async fn collaborator_permission(&self, repo: &RepoName, login: &Login) -> Result<Permission, GithubError> {
+        let endpoint = Endpoint::new(
+            Method::GET,
+            repo_path(repo, &["collaborators", login.as_str(), "permission"]),
+        );
         let response: PermissionResponse = match self.json(endpoint, None).await {
             Ok(response) => response,
             Err(GithubError::NotFound { .. }) => return Ok(Permission::None),

@@ -349,6 +349,14 @@ impl Http {
             Redirects::Return => &self.no_redirects,
         };
         let request = endpoint.to_string();
+        // The URL builder drops `.` and `..` segments, and an empty one is a missing id or name:
+        // either would send the token to another path than the one asked for.
+        if endpoint.segments.iter().any(|s| matches!(s.as_str(), "" | "." | "..")) {
+            return Err(GithubError::InvalidInput {
+                what: request,
+                message: "the path has an empty, `.` or `..` segment".to_owned(),
+            });
+        }
         let url = self.url(endpoint);
         let mut authorization = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret())).map_err(|_| {
             GithubError::InvalidInput {

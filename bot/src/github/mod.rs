@@ -1,6 +1,6 @@
 //! GitHub: the concrete REST client, GitHub App authentication and the API calls the bot makes.
 //!
-//! - `ids`: newtypes for repositories, installations, issues, comments, check runs, commits;
+//! - `ids`: newtypes for repositories, logins, installations, issues, comments, check runs, commits;
 //! - `app`: the App's key and JWT, installation tokens cached per installation;
 //! - `access`: the App or one token ([`GithubAccess`]), whichever pitcrew runs with;
 //! - `client`: [`GithubClient`], its retries (rate limits, 5xx), errors and call statistics;
@@ -32,4 +32,6 @@ pub use client::{
     TokioSleeper,
 };
 pub use error::{FieldError, GithubError};
-pub use ids::{CheckRunId, CommentId, CommitSha, InstallationId, IssueNumber, RepoName, RepoNameError};
+pub use ids::{
+    CheckRunId, CommentId, CommitSha, InstallationId, IssueNumber, Login, LoginError, RepoName, RepoNameError,
+};

@@ -824,6 +824,24 @@ async fn a_github_enterprise_base_path_is_kept() {
 }
 
 #[tokio::test]
+async fn a_path_with_an_empty_or_dot_segment_is_never_sent() {
+    let fake = Fake::start(|_| Canned::json(200, json!([]))).await;
+    let client = token_client(&fake, kit().options);
+    for sha in ["", ".", ".."] {
+        let error = client.pulls_for_commit(&repo(), sha).await.unwrap_err();
+        assert!(
+            matches!(&error, GithubError::InvalidInput { message, .. } if message.contains("empty, `.` or `..` segment")),
+            "{sha:?}: {error:?}"
+        );
+    }
+    assert_eq!(
+        client.pulls_for_commit(&repo(), "").await.unwrap_err().to_string(),
+        "GET /repos/octo-org/widgets/commits//pulls: the path has an empty, `.` or `..` segment"
+    );
+    assert!(fake.requests().is_empty());
+}
+
+#[tokio::test]
 async fn get_file_decodes_base64_and_maps_what_is_not_a_file() {
     let text = "[sandbox]\nimage = \"python:3.12\"\n# ünïcödé\n".repeat(5);
     let encoded = STANDARD.encode(text.as_bytes());
@@ -1077,10 +1095,22 @@ async fn comments_reactions_reviews_and_permissions_send_documented_bodies() {
         "CHANGES_REQUESTED"
     );
     let permissions = [
-        client.collaborator_permission(&repo, "maintainer").await.unwrap(),
-        client.collaborator_permission(&repo, "custom").await.unwrap(),
-        client.collaborator_permission(&repo, "reader").await.unwrap(),
-        client.collaborator_permission(&repo, "stranger").await.unwrap(),
+        client
+            .collaborator_permission(&repo, &Login::parse("maintainer").unwrap())
+            .await
+            .unwrap(),
+        client
+            .collaborator_permission(&repo, &Login::parse("custom").unwrap())
+            .await
+            .unwrap(),
+        client
+            .collaborator_permission(&repo, &Login::parse("reader").unwrap())
+            .await
+            .unwrap(),
+        client
+            .collaborator_permission(&repo, &Login::parse("stranger").unwrap())
+            .await
+            .unwrap(),
     ];
     assert_eq!(
         permissions,
