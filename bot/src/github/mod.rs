@@ -5,7 +5,8 @@
 //! - `access`: the App or one token ([`GithubAccess`]), whichever pitcrew runs with;
 //! - `client`: [`GithubClient`], its retries (rate limits, 5xx), errors and call statistics;
 //! - `api`: the typed calls (pulls, issues, comments, reactions, check runs, reviews, contents,
-//!   GitHub Actions runs, jobs and logs).
+//!   GitHub Actions runs, jobs and logs);
+//! - `paging`: lists read to the end through `Link: rel="next"`, bounded per list, on the API's host.
 
 pub mod access;
 pub mod api;
@@ -13,6 +14,7 @@ pub mod app;
 pub mod client;
 pub mod error;
 pub mod ids;
+pub mod paging;
 pub mod time;
 
 #[cfg(test)]
@@ -35,3 +37,4 @@ pub use error::{FieldError, GithubError};
 pub use ids::{
     CheckRunId, CommentId, CommitSha, InstallationId, IssueNumber, Login, LoginError, RepoName, RepoNameError,
 };
+pub use paging::Listing;
