@@ -136,6 +136,7 @@ pub struct Outcome {
     pub plan: Plan,
     pub usage: UsageTotals,
     pub steps: u32,
+    /// Tool calls that ran: identical calls of one turn, which share one run, count once.
     pub tool_calls: u32,
     pub duration_ms: u64,
 }
@@ -899,7 +900,10 @@ mod tests {
             turn_signature(&[a.clone(), b.clone(), a.clone()]),
             turn_signature(&[b.clone(), a.clone()])
         );
-        assert_ne!(turn_signature(&[a.clone()]), turn_signature(&[a.clone(), b.clone()]));
+        assert_ne!(
+            turn_signature(std::slice::from_ref(&a)),
+            turn_signature(&[a.clone(), b.clone()])
+        );
         assert_eq!(tool_names(&[a.clone(), b, a]), "`grep` and `read_file`");
     }
 }
