@@ -338,6 +338,109 @@ async fn the_same_call_three_times_earns_a_warning_and_a_fourth_stops_the_run() 
     assert_eq!(server.requests().len(), 4);
 }
 
+/// The calls the loop started, as the events report them.
+fn started(events: &Recorder) -> Vec<String> {
+    events
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolStarted { tool, .. } => Some(tool.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn identical_calls_in_one_turn_run_once_and_the_run_goes_on() {
+    // Regression: four identical calls in one turn used to end the run as stuck before any ran.
+    for copies in [4, 50] {
+        for provider in [Provider::OpenAi, Provider::Anthropic] {
+            let repo = repo();
+            let mut reply = Reply::new();
+            for _ in 0..copies {
+                reply = reply.tool_call("bash", json!({"command": "echo hi"}));
+            }
+            let server = ScriptedModel::start(Script::new().turn(reply).turn(Reply::text("It printed hi.")));
+            let job = job(&repo);
+            let (agent, events) = agent(model(&server, provider), all_tools(), AgentConfig::default());
+            let outcome = run(&agent, &job.ctx, "say hi").await;
+            assert_eq!(outcome.stop, StopReason::Finished, "{copies} {provider}: {outcome:?}");
+            assert_eq!(outcome.summary, "It printed hi.");
+            assert_eq!(outcome.tool_calls, 1, "{copies} {provider}");
+            assert_eq!(started(&events), ["bash"], "{copies} {provider}");
+            // Every call id got the one result, so the conversation stays valid for the provider.
+            let messages = server.requests()[1].body["messages"].as_array().unwrap().clone();
+            let results: Vec<(String, String)> = match provider {
+                Provider::OpenAi => messages
+                    .iter()
+                    .filter(|m| m["role"] == "tool")
+                    .map(|m| {
+                        (
+                            m["tool_call_id"].as_str().unwrap().to_owned(),
+                            m["content"].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect(),
+                Provider::Anthropic => messages.last().unwrap()["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| {
+                        (
+                            b["tool_use_id"].as_str().unwrap().to_owned(),
+                            b["content"].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect(),
+            };
+            assert_eq!(results.len(), copies, "{provider}");
+            let mut ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            assert_eq!(ids.len(), copies, "{provider}: each call keeps its own id");
+            assert!(
+                results
+                    .iter()
+                    .all(|(_, content)| content == &results[0].1 && content.contains("hi"))
+            );
+            assert!(!events.events().iter().any(|e| matches!(
+                e,
+                AgentEvent::Note {
+                    kind: NoteKind::Repetition,
+                    ..
+                }
+            )));
+            server.assert_script_consumed();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_turn_of_identical_calls_repeated_across_turns_is_warned_then_stopped() {
+    let repo = repo();
+    let fan_out = || {
+        (0..4).fold(Reply::new(), |reply, _| {
+            reply.tool_call("grep", json!({"pattern": "alpha", "path": "."}))
+        })
+    };
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(fan_out())
+            .turn(fan_out())
+            .turn(fan_out())
+            .turn(fan_out()),
+    );
+    let job = job(&repo);
+    let (agent, events) = agent(model(&server, Provider::OpenAi), all_tools(), AgentConfig::default());
+    let outcome = run(&agent, &job.ctx, "find alpha").await;
+    assert_eq!(outcome.stop, StopReason::Stuck { tool: "grep".into() });
+    // Three turns ran (once each) and the third earned the warning; the fourth ran nothing.
+    assert_eq!(started(&events), ["grep", "grep", "grep"]);
+    assert!(!last_user_text(&server, 2).contains("with the same arguments"));
+    assert!(last_user_text(&server, 3).contains("called `grep` with the same arguments 3 times in a row"));
+    assert_eq!(server.requests().len(), 4);
+}
+
 #[tokio::test]
 async fn an_answer_without_looking_gets_one_nudge() {
     let repo = repo();

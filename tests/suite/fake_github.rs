@@ -1448,3 +1448,82 @@ async fn requests_the_subset_covers_leave_the_full_description_unloaded() {
     assert_eq!(answer.status, 200);
     assert!(Spec::github_full_loaded());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Paged lists: the fake's `Link` headers, followed by pitcrew's client
+
+#[tokio::test]
+async fn an_installation_with_1001_repositories_is_read_to_the_end_through_link_headers() {
+    // Regression: paged lists stopped at ten pages of a hundred, so the 1,001st repository of an
+    // installation was never scheduled.
+    let mut builder = FakeGithub::builder();
+    for i in 0..1_001 {
+        builder = builder.repo(Repo::new(&format!("acme/repo-{i:04}")));
+    }
+    let fake = builder.start();
+    fake.allow_token(TOKEN);
+    let listing = client(&fake).installation_repositories().await.unwrap();
+    assert!(!listing.truncated);
+    let names: Vec<&str> = listing.items.iter().map(|r| r.full_name.as_str()).collect();
+    let expected: Vec<String> = (0..1_001).map(|i| format!("acme/repo-{i:04}")).collect();
+    assert_eq!(names, expected);
+    let queries: Vec<Option<String>> = fake
+        .requests_to("apps/list-repos-accessible-to-installation")
+        .into_iter()
+        .map(|r| r.query)
+        .collect();
+    let expected: Vec<Option<String>> = (1..=11).map(|page| Some(format!("per_page=100&page={page}"))).collect();
+    assert_eq!(queries, expected);
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn the_fakes_next_links_keep_the_query_and_pitcrew_follows_them() {
+    let fake = actions_fake();
+    for n in 0..250 {
+        fake.add_actions_job(REPO, ActionsJob::new(0, RUN, &format!("extra {n}")));
+    }
+    let jobs = client(&fake)
+        .list_jobs_for_run(&repo_name(), RUN, RunFilter::All)
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), 253);
+    let requests = fake.requests_to("actions/list-jobs-for-workflow-run");
+    let queries: Vec<&str> = requests.iter().map(|r| r.query.as_deref().unwrap()).collect();
+    // The filter is GitHub's to keep in the link, and the fake keeps it as GitHub does.
+    assert_eq!(
+        queries,
+        [
+            "filter=all&per_page=100&page=1",
+            "filter=all&per_page=100&page=2",
+            "filter=all&per_page=100&page=3"
+        ]
+    );
+    fake.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_link_header_to_another_host_is_refused_before_the_token_goes_there() {
+    let fake = fake();
+    // Another server, on another host name: had the client followed the link, it would be recorded.
+    let elsewhere = FakeGithub::builder().start();
+    let elsewhere_url = elsewhere.url().replace("127.0.0.1", "localhost");
+    let page = call(&fake, "GET", "/installation/repositories", Some(&bearer(TOKEN)), None)
+        .await
+        .body;
+    assert_eq!(page["repositories"].as_array().unwrap().len(), 1);
+    let link = format!("<{elsewhere_url}/installation/repositories?per_page=100&page=2>; rel=\"next\"");
+    fake.fail_next("GET", "/installation/repositories", 1, 200, &[("link", &link)], page);
+    let error = client(&fake).installation_repositories().await.unwrap_err();
+    assert!(matches!(error, GithubError::Decode { .. }), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "GET /installation/repositories: unexpected response: the `Link` header sends the next page to \
+             {elsewhere_url}, not to the API at {}; not followed",
+            fake.url()
+        )
+    );
+    assert!(elsewhere.requests().is_empty(), "the token went to {elsewhere_url}");
+    fake.assert_no_violations();
+}

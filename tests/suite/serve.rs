@@ -446,6 +446,60 @@ async fn people_without_write_access_get_a_polite_no_and_nothing_runs() {
 }
 
 #[tokio::test]
+async fn a_comment_whose_author_login_is_malformed_is_ignored_without_asking_github() {
+    // Regression: an empty `comment.user.login` made pitcrew call `…/collaborators//permission`.
+    let h = Harness::start().await;
+    for (i, login) in ["", "a--b", "-x"].into_iter().enumerate() {
+        // The sender is a real login: only the comment's author is malformed.
+        let mut payload: Value = serde_json::from_slice(&comment_payload(
+            &h.github,
+            900 + i as u64,
+            login,
+            "MEMBER",
+            "@agent fix it",
+        ))
+        .unwrap();
+        payload["sender"]["login"] = json!("alice");
+        let (status, text) = h
+            .post(
+                "issue_comment",
+                &format!("d-login-{i}"),
+                serde_json::to_vec(&payload).unwrap(),
+                None,
+            )
+            .await;
+        assert_eq!(status, 202, "{login:?}: {text}");
+    }
+    let store = h.store();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !store.unprocessed_deliveries(10).await.unwrap().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the deliveries were never dispatched"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let asked: Vec<String> = h
+        .github
+        .requests()
+        .iter()
+        .map(|r| r.path.clone())
+        .filter(|path| path.contains("/collaborators/"))
+        .collect();
+    assert!(asked.is_empty(), "asked GitHub about {asked:?}");
+    assert!(store.jobs(&JobFilter::default()).await.unwrap().is_empty());
+    assert!(h.bot_comments().is_empty(), "{:?}", h.bot_comments());
+    // A well-formed login on the same pull request is still checked with GitHub.
+    h.comment("d-member", "mallory", "MEMBER", "@agent fix everything")
+        .await;
+    h.wait_for_reply(&replies::not_permitted("mallory")).await;
+    let checks = h.github.requests_to("repos/get-collaborator-permission-level");
+    assert_eq!(checks.len(), 1);
+    assert!(checks[0].path.ends_with("/collaborators/mallory/permission"));
+    h.github.assert_no_violations();
+}
+
+#[tokio::test]
 async fn help_answers_with_the_command_list() {
     let h = Harness::start().await;
     h.comment("d-help", "alice", "OWNER", "@agent help").await;

@@ -136,6 +136,7 @@ pub struct Outcome {
     pub plan: Plan,
     pub usage: UsageTotals,
     pub steps: u32,
+    /// Tool calls that ran: identical calls of one turn, which share one run, count once.
     pub tool_calls: u32,
     pub duration_ms: u64,
 }
@@ -180,7 +181,7 @@ impl Meter {
     }
 }
 
-/// Consecutive identical calls that earn a warning; one more after it stops the run.
+/// Consecutive turns making the same calls that earn a warning; one more after it stops the run.
 const REPEAT_WARN: u32 = 3;
 /// Consecutive failed compactions that stop the run.
 const MAX_COMPACTION_FAILURES: u32 = 3;
@@ -209,7 +210,9 @@ struct RunState {
     messages: Vec<Message>,
     step: u32,
     tool_calls: u32,
-    last_call: Option<(String, String)>,
+    /// The distinct calls of the last turn, for the repetition guard.
+    last_turn: Vec<CallKey>,
+    /// Consecutive turns that asked for exactly `last_turn`.
     repeats: u32,
     warned_repetition: bool,
     nudged: bool,
@@ -232,7 +235,7 @@ impl Agent {
             messages: vec![Message::user(task.prompt.clone())],
             step: 0,
             tool_calls: 0,
-            last_call: None,
+            last_turn: Vec::new(),
             repeats: 0,
             warned_repetition: false,
             nudged: false,
@@ -484,45 +487,47 @@ impl Agent {
         calls: &[ToolCall],
         cancel: &CancellationToken,
     ) -> Option<StopReason> {
-        // The repetition guard looks at the calls in the model's order before anything runs.
+        let read_only = |call: &ToolCall| self.tools.get(&call.name).is_some_and(|t| t.read_only());
+        // The repetition guard compares whole turns, before anything of this one runs: a turn that
+        // asks for exactly what the turn before asked for, again and again, is a loop. Identical calls
+        // within one turn are not (a model fanning out the same call runs it once, below).
         let mut repetition_note = None;
-        for call in calls {
-            let key = (call.name.clone(), canonical_arguments(call));
-            if state.last_call.as_ref() == Some(&key) {
-                state.repeats += 1;
-            } else {
-                state.last_call = Some(key);
-                state.repeats = 1;
-                state.warned_repetition = false;
-            }
-            if state.repeats > REPEAT_WARN && state.warned_repetition {
-                return Some(StopReason::Stuck {
-                    tool: call.name.clone(),
-                });
-            }
-            if state.repeats == REPEAT_WARN {
-                state.warned_repetition = true;
-                repetition_note = Some(format!(
-                    "You have called `{}` with the same arguments {REPEAT_WARN} times in a row, and the result will \
-                     not change. Change strategy: re-read the last results, try a different approach, or finish \
-                     with what you have. Repeating the call again will stop the run.",
-                    call.name
-                ));
-            }
+        let signature = turn_signature(calls);
+        if state.last_turn == signature {
+            state.repeats += 1;
+        } else {
+            state.last_turn = signature;
+            state.repeats = 1;
+            state.warned_repetition = false;
+        }
+        if state.repeats > REPEAT_WARN && state.warned_repetition {
+            return Some(StopReason::Stuck {
+                tool: calls.first().map(|c| c.name.clone()).unwrap_or_default(),
+            });
+        }
+        if state.repeats == REPEAT_WARN {
+            state.warned_repetition = true;
+            repetition_note = Some(format!(
+                "You have called {} with the same arguments {REPEAT_WARN} times in a row, and the result will \
+                 not change. Change strategy: re-read the last results, try a different approach, or finish \
+                 with what you have. Repeating the call again will stop the run.",
+                tool_names(calls)
+            ));
         }
 
+        let turn = TurnPlan::new(calls, read_only);
+        let runs: Vec<&ToolCall> = turn.runs.iter().map(|&i| &calls[i]).collect();
         // Consecutive read-only calls run together (bounded); each mutating call runs alone, in order.
-        let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(calls.len());
+        let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(runs.len());
         let mut index = 0;
-        while index < calls.len() {
-            let read_only = |call: &ToolCall| self.tools.get(&call.name).is_some_and(|t| t.read_only());
-            let end = if read_only(&calls[index]) {
-                index + calls[index..].iter().take_while(|c| read_only(c)).count()
+        while index < runs.len() {
+            let end = if read_only(runs[index]) {
+                index + runs[index..].iter().take_while(|c| read_only(c)).count()
             } else {
                 index + 1
             };
             let step = state.step;
-            let running: Vec<_> = calls[index..end]
+            let running: Vec<_> = runs[index..end]
                 .iter()
                 .map(|call| self.execute(ctx, step, call, cancel))
                 .collect();
@@ -533,12 +538,13 @@ impl Agent {
             outcomes.extend(batch);
             index = end;
         }
-        state.tool_calls += calls.len() as u32;
+        state.tool_calls += runs.len() as u32;
 
         let fatal = outcomes.iter().find_map(|o| o.fatal.clone());
+        // The budgets apply to what ran: a result shared by fifty identical calls counts once.
         let mut pending: Vec<PendingResult> = outcomes
             .iter()
-            .zip(calls)
+            .zip(&runs)
             .map(|(outcome, call)| PendingResult {
                 call_id: call.id.clone(),
                 content: outcome.content.clone(),
@@ -549,7 +555,7 @@ impl Agent {
         self.config
             .output
             .apply(&mut pending, &ctx.run_dir.join("tool-results"));
-        for ((result, outcome), call) in pending.into_iter().zip(&outcomes).zip(calls) {
+        for ((result, outcome), call) in pending.iter().zip(&outcomes).zip(&runs) {
             self.events.emit(&AgentEvent::ToolFinished {
                 step: state.step,
                 call_id: call.id.clone(),
@@ -559,9 +565,15 @@ impl Agent {
                 output_chars: outcome.content.len(),
                 persisted_to: result.persisted_to.as_ref().map(|p| p.display().to_string()),
             });
-            state
-                .messages
-                .push(Message::tool_result(call.id.clone(), result.content, outcome.is_error));
+        }
+        // Every call id gets its own result, in the model's order: both providers refuse a
+        // conversation where a call has no result.
+        for (call, &run) in calls.iter().zip(&turn.source) {
+            state.messages.push(Message::tool_result(
+                call.id.clone(),
+                pending[run].content.clone(),
+                outcomes[run].is_error,
+            ));
         }
         if let Some(message) = fatal {
             return Some(StopReason::ToolFailed { message });
@@ -755,11 +767,73 @@ fn model_stop(err: LlmError) -> StopReason {
     }
 }
 
-/// Arguments in a canonical form (sorted keys), so `{"a":1,"b":2}` and `{"b":2,"a":1}` count as the same call.
-fn canonical_arguments(call: &ToolCall) -> String {
-    match call.parse_arguments() {
+/// A call without its id: the tool and its arguments in a canonical form (sorted keys), so
+/// `{"a":1,"b":2}` and `{"b":2,"a":1}` count as the same call.
+type CallKey = (String, String);
+
+fn call_key(call: &ToolCall) -> CallKey {
+    let arguments = match call.parse_arguments() {
         Ok(map) => serde_json::Value::Object(map).to_string(),
         Err(_) => call.arguments.trim().to_owned(),
+    };
+    (call.name.clone(), arguments)
+}
+
+/// The distinct calls of a turn, in a fixed order: two turns asking for the same things in another
+/// order or number are the same turn to the repetition guard.
+fn turn_signature(calls: &[ToolCall]) -> Vec<CallKey> {
+    let mut keys: Vec<CallKey> = calls.iter().map(call_key).collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// "`grep`", or "`grep` and `read_file`": the tools of a turn, each once, for the warning.
+fn tool_names(calls: &[ToolCall]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for call in calls {
+        let name = format!("`{}`", call.name);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
+/// Which calls of a turn run. A call identical to an earlier one of the same turn shares that run's
+/// result, unless a different mutating call ran between them (it may have changed the answer:
+/// `read_file` after an `edit_file` of the same file must read again).
+#[derive(Debug, PartialEq, Eq)]
+struct TurnPlan {
+    /// Indices of the calls that run, in the model's order.
+    runs: Vec<usize>,
+    /// For each call, the index in `runs` of the run whose result it gets.
+    source: Vec<usize>,
+}
+
+impl TurnPlan {
+    fn new(calls: &[ToolCall], read_only: impl Fn(&ToolCall) -> bool) -> Self {
+        let mut runs = Vec::new();
+        let mut source = Vec::with_capacity(calls.len());
+        // Runs whose result still holds, by call: cleared by each mutating call that runs.
+        let mut valid: Vec<(CallKey, usize)> = Vec::new();
+        for (index, call) in calls.iter().enumerate() {
+            let key = call_key(call);
+            if let Some((_, run)) = valid.iter().find(|(k, _)| *k == key) {
+                source.push(*run);
+                continue;
+            }
+            if !read_only(call) {
+                valid.clear();
+            }
+            valid.push((key, runs.len()));
+            source.push(runs.len());
+            runs.push(index);
+        }
+        TurnPlan { runs, source }
     }
 }
 
@@ -769,4 +843,75 @@ fn align_to_turn(messages: &[Message], index: usize) -> usize {
         .iter()
         .position(|m| matches!(m, Message::Assistant { .. }))
         .map_or(messages.len(), |offset| index + offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    fn plan(calls: &[ToolCall]) -> TurnPlan {
+        TurnPlan::new(calls, |c| c.name != "bash" && c.name != "edit_file")
+    }
+
+    #[test]
+    fn identical_calls_of_a_turn_run_once() {
+        let calls: Vec<ToolCall> = (0..50)
+            .map(|i| call(&format!("c{i}"), "bash", r#"{"command":"echo hi"}"#))
+            .collect();
+        let turn = plan(&calls);
+        assert_eq!(turn.runs, [0]);
+        assert_eq!(turn.source, vec![0; 50]);
+        // The same arguments in another key order are the same call.
+        let turn = plan(&[
+            call("a", "grep", r#"{"pattern":"x","path":"."}"#),
+            call("b", "grep", r#"{"path":".","pattern":"x"}"#),
+            call("c", "grep", r#"{"pattern":"y"}"#),
+        ]);
+        assert_eq!((turn.runs, turn.source), (vec![0, 2], vec![0, 0, 1]));
+    }
+
+    #[test]
+    fn a_mutating_call_between_identical_calls_makes_the_second_run_again() {
+        let read = || call("r", "read_file", r#"{"path":"a"}"#);
+        let turn = plan(&[
+            read(),
+            read(),
+            call("e", "edit_file", r#"{"path":"a"}"#),
+            read(),
+            call("e2", "edit_file", r#"{"path":"a"}"#),
+        ]);
+        // The second edit is identical to the first but a read ran between them: nothing mutated
+        // in between, so it shares the first edit's result.
+        assert_eq!(turn.runs, [0, 2, 3]);
+        assert_eq!(turn.source, [0, 0, 1, 2, 1]);
+        let turn = plan(&[
+            call("t", "bash", r#"{"command":"cargo test"}"#),
+            call("e", "edit_file", r#"{"path":"a"}"#),
+            call("t2", "bash", r#"{"command":"cargo test"}"#),
+        ]);
+        assert_eq!(turn.runs, [0, 1, 2]);
+    }
+
+    #[test]
+    fn turns_compare_by_their_distinct_calls() {
+        let a = call("1", "grep", r#"{"pattern":"x"}"#);
+        let b = call("2", "read_file", r#"{"path":"f"}"#);
+        assert_eq!(
+            turn_signature(&[a.clone(), b.clone(), a.clone()]),
+            turn_signature(&[b.clone(), a.clone()])
+        );
+        assert_ne!(
+            turn_signature(std::slice::from_ref(&a)),
+            turn_signature(&[a.clone(), b.clone()])
+        );
+        assert_eq!(tool_names(&[a.clone(), b, a]), "`grep` and `read_file`");
+    }
 }

@@ -17,7 +17,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::client::{Endpoint, GithubClient, Redirects};
 use super::error::GithubError;
-use super::ids::{CheckRunId, CommentId, CommitSha, IssueNumber, RepoName};
+use super::ids::{CheckRunId, CommentId, CommitSha, IssueNumber, Login, RepoName};
+use super::paging::{self, Listing, PageLimit};
 use super::time::format_rfc3339;
 
 /// GitHub accepts at most this many check-run annotations per request.
@@ -26,9 +27,29 @@ pub const MAX_ANNOTATIONS_PER_REQUEST: usize = 50;
 /// The largest file `get_file` reads (the contents API inlines files up to 1 MB).
 pub const MAX_FILE_SIZE: u64 = 1024 * 1024;
 
-/// Page size of the paged lists (GitHub's largest), and how many pages are read at most.
-const PER_PAGE: usize = 100;
-const MAX_PAGES: usize = 10;
+/// How far each paged list is read (pages of a hundred). Where GitHub itself stops, its limit;
+/// elsewhere a bound far above what a repository has, so that a list is only cut short when
+/// something is wrong (and then with a warning, or a line in the report that uses it).
+pub(crate) mod limits {
+    use super::PageLimit;
+
+    /// GitHub lists at most 3,000 files of a pull request.
+    pub const PULL_FILES: PageLimit = PageLimit::hundreds(30);
+    /// Unbounded on GitHub: 10,000 repositories of one installation.
+    pub const INSTALLATION_REPOSITORIES: PageLimit = PageLimit::hundreds(100);
+    /// Unbounded on GitHub: 10,000 installations of the App.
+    pub const INSTALLATIONS: PageLimit = PageLimit::hundreds(100);
+    /// 10,000 open pull requests.
+    pub const OPEN_PULLS: PageLimit = PageLimit::hundreds(100);
+    /// GitHub's check-runs list covers the ref's 1,000 most recent check suites; 3,000 runs.
+    pub const CHECK_RUNS: PageLimit = PageLimit::hundreds(30);
+    /// GitHub returns at most 1,000 workflow runs when filtering by `head_sha`.
+    pub const WORKFLOW_RUNS: PageLimit = PageLimit::hundreds(10);
+    /// 1,000 jobs of one workflow run (a matrix has at most 256 per attempt).
+    pub const RUN_JOBS: PageLimit = PageLimit::hundreds(10);
+    /// 1,000 pull requests containing one commit.
+    pub const COMMIT_PULLS: PageLimit = PageLimit::hundreds(10);
+}
 
 /// `null` read as the type's default (GitHub sends `"body": null` for an empty body, `"user": null`
 /// for a deleted account).
@@ -779,9 +800,13 @@ impl GithubClient {
 
     /// The role of `login` on `repo`: the `role_name` when it is a built-in role, else the legacy
     /// `permission` (custom roles map to the base permission they extend). A user GitHub does not
-    /// know has no permission.
-    pub async fn collaborator_permission(&self, repo: &RepoName, login: &str) -> Result<Permission, GithubError> {
-        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["collaborators", login, "permission"]));
+    /// know has no permission. The login is a parsed [`Login`]: an empty or malformed one would ask
+    /// GitHub about another path.
+    pub async fn collaborator_permission(&self, repo: &RepoName, login: &Login) -> Result<Permission, GithubError> {
+        let endpoint = Endpoint::new(
+            Method::GET,
+            repo_path(repo, &["collaborators", login.as_str(), "permission"]),
+        );
         let response: PermissionResponse = match self.json(endpoint, None).await {
             Ok(response) => response,
             Err(GithubError::NotFound { .. }) => return Ok(Permission::None),
@@ -1021,10 +1046,13 @@ impl GithubClient {
         self.json_with(endpoint, pull).await
     }
 
-    /// The open pull requests of the repository, newest first (up to 1,000).
+    /// The open pull requests of the repository, newest first (up to [`limits::OPEN_PULLS`]).
     pub async fn list_open_pulls(&self, repo: &RepoName) -> Result<Vec<PullRequest>, GithubError> {
         let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["pulls"])).query("state", "open");
-        self.paged(endpoint, |page: Vec<PullRequest>| page).await
+        let listing = self
+            .paged(endpoint, limits::OPEN_PULLS, |page: Vec<PullRequest>| page)
+            .await?;
+        Ok(warn_if_truncated(listing, "open pull requests", repo))
     }
 
     /// The closed pull requests from `branch` of this repository, newest first (one page of 30).
@@ -1047,51 +1075,41 @@ impl GithubClient {
         self.json_with(endpoint, change).await
     }
 
-    /// Every file the pull request changes (GitHub lists at most 3000), a hundred per page.
-    pub async fn list_pull_files(&self, repo: &RepoName, pull: IssueNumber) -> Result<Vec<PullFile>, GithubError> {
-        const PER_PAGE: usize = 100;
+    /// The files the pull request changes, as far as GitHub lists them (3,000 at most): `truncated`
+    /// says that there are more, for a report to say how many were not seen.
+    pub async fn list_pull_files(&self, repo: &RepoName, pull: IssueNumber) -> Result<Listing<PullFile>, GithubError> {
         let pull = pull.to_string();
-        let mut files = Vec::new();
-        for page in 1..=30 {
-            let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["pulls", &pull, "files"]))
-                .query("per_page", PER_PAGE.to_string())
-                .query("page", page.to_string());
-            let batch: Vec<PullFile> = self.json(endpoint, None).await?;
-            let last = batch.len() < PER_PAGE;
-            files.extend(batch);
-            if last {
-                break;
-            }
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["pulls", &pull, "files"]));
+        let listing = self
+            .paged(endpoint, limits::PULL_FILES, |page: Vec<PullFile>| page)
+            .await?;
+        if listing.truncated {
+            tracing::warn!(%repo, pull, read = listing.items.len(),
+                "the pull request changes more files than GitHub lists; the rest are not seen");
         }
-        Ok(files)
+        Ok(listing)
     }
 
-    /// `endpoint`'s items, a hundred per page, until a short page or [`MAX_PAGES`] pages; `items`
-    /// takes them out of a page's body.
+    /// `endpoint`'s items, following the `Link` header page by page to the end of the list or to
+    /// `limit`; `items` takes them out of a page's body.
     async fn paged<P: DeserializeOwned, T>(
         &self,
         endpoint: Endpoint,
+        limit: PageLimit,
         items: fn(P) -> Vec<T>,
-    ) -> Result<Vec<T>, GithubError> {
-        let mut all = Vec::new();
-        for page in 1..=MAX_PAGES {
-            let endpoint = endpoint
-                .clone()
-                .query("per_page", PER_PAGE.to_string())
-                .query("page", page.to_string());
-            let batch = items(self.json(endpoint, None).await?);
-            let last = batch.len() < PER_PAGE;
-            all.extend(batch);
-            if last {
-                break;
-            }
-        }
-        Ok(all)
+    ) -> Result<Listing<T>, GithubError> {
+        paging::read_pages(&self.http, endpoint, limit, |endpoint| async move {
+            let reply = self.send(&endpoint, None).await?;
+            let page: P = reply.json(&endpoint)?;
+            Ok((items(page), reply.headers))
+        })
+        .await
     }
 
     /// The repositories this installation can reach (`GET /installation/repositories`, with the
-    /// installation's token), up to 1,000; archived ones left out.
-    pub async fn installation_repositories(&self) -> Result<Vec<Repository>, GithubError> {
+    /// installation's token), up to [`limits::INSTALLATION_REPOSITORIES`]; archived ones left out.
+    /// `truncated` says that the installation has more, which the caller must say.
+    pub async fn installation_repositories(&self) -> Result<Listing<Repository>, GithubError> {
         #[derive(Deserialize)]
         struct Page {
             #[serde(default)]
@@ -1105,8 +1123,20 @@ impl GithubClient {
             archived: bool,
         }
         let endpoint = Endpoint::new(Method::GET, ["installation", "repositories"]);
-        let all = self.paged(endpoint, |page: Page| page.repositories).await?;
-        Ok(all.into_iter().filter(|r| !r.archived).map(|r| r.repository).collect())
+        let all = self
+            .paged(endpoint, limits::INSTALLATION_REPOSITORIES, |page: Page| {
+                page.repositories
+            })
+            .await?;
+        Ok(Listing {
+            items: all
+                .items
+                .into_iter()
+                .filter(|r| !r.archived)
+                .map(|r| r.repository)
+                .collect(),
+            truncated: all.truncated,
+        })
     }
 
     /// Every app's check runs on `git_ref` (a commit, branch or tag), optionally only those named
@@ -1123,7 +1153,10 @@ impl GithubClient {
             endpoint = endpoint.query("check_name", name);
         }
         let endpoint = endpoint.query("filter", filter.as_str());
-        self.paged(endpoint, |page: CheckRunPage| page.check_runs).await
+        let listing = self
+            .paged(endpoint, limits::CHECK_RUNS, |page: CheckRunPage| page.check_runs)
+            .await?;
+        Ok(warn_if_truncated(listing, "check runs of a ref", repo))
     }
 
     /// The GitHub Actions workflow runs of commit `head_sha`, newest first.
@@ -1133,32 +1166,33 @@ impl GithubClient {
         head_sha: &str,
     ) -> Result<Vec<WorkflowRunSummary>, GithubError> {
         let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["actions", "runs"])).query("head_sha", head_sha);
-        self.paged(endpoint, |page: WorkflowRunPage| page.workflow_runs).await
+        let listing = self
+            .paged(endpoint, limits::WORKFLOW_RUNS, |page: WorkflowRunPage| {
+                page.workflow_runs
+            })
+            .await?;
+        Ok(warn_if_truncated(listing, "workflow runs of a commit", repo))
     }
 
-    /// The names of `repo`'s tags in GitHub's order, at most `limit` of them (a hundred per page,
-    /// at most [`MAX_PAGES`] pages).
+    /// The names of `repo`'s tags in GitHub's order, at most `limit` of them.
     pub async fn list_tags(&self, repo: &RepoName, limit: usize) -> Result<Vec<String>, GithubError> {
         #[derive(Deserialize)]
         struct Tag {
             name: String,
         }
-        let per_page = limit.clamp(1, PER_PAGE);
-        let mut names = Vec::new();
-        for page in 1..=MAX_PAGES {
-            if names.len() >= limit {
-                break;
-            }
-            let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["tags"]))
-                .query("per_page", per_page.to_string())
-                .query("page", page.to_string());
-            let batch: Vec<Tag> = self.json(endpoint, None).await?;
-            let last = batch.len() < per_page;
-            names.extend(batch.into_iter().map(|tag| tag.name));
-            if last {
-                break;
-            }
-        }
+        let per_page = limit.clamp(1, 100);
+        let pages = PageLimit {
+            per_page,
+            max_pages: limit.div_ceil(per_page).max(1),
+        };
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["tags"]));
+        // Reading only the newest `limit` is the point here: a cut list is not a warning.
+        let mut names: Vec<String> = self
+            .paged(endpoint, pages, |page: Vec<Tag>| {
+                page.into_iter().map(|tag| tag.name).collect()
+            })
+            .await?
+            .items;
         names.truncate(limit);
         Ok(names)
     }
@@ -1189,7 +1223,10 @@ impl GithubClient {
         let run = run_id.to_string();
         let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["actions", "runs", &run, "jobs"]))
             .query("filter", filter.as_str());
-        self.paged(endpoint, |page: JobPage| page.jobs).await
+        let listing = self
+            .paged(endpoint, limits::RUN_JOBS, |page: JobPage| page.jobs)
+            .await?;
+        Ok(warn_if_truncated(listing, "jobs of a workflow run", repo))
     }
 
     /// Job `job_id`'s log, at most `max_bytes` of it: when longer, its end (where failures are),
@@ -1249,7 +1286,10 @@ impl GithubClient {
     /// request; for a merged one, the pull request that merged it), open ones first.
     pub async fn pulls_for_commit(&self, repo: &RepoName, sha: &str) -> Result<Vec<CommitPull>, GithubError> {
         let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["commits", sha, "pulls"]));
-        let pulls: Vec<PullSimple> = self.paged(endpoint, |page: Vec<PullSimple>| page).await?;
+        let listing = self
+            .paged(endpoint, limits::COMMIT_PULLS, |page: Vec<PullSimple>| page)
+            .await?;
+        let pulls = warn_if_truncated(listing, "pull requests of a commit", repo);
         let mut pulls: Vec<CommitPull> = pulls
             .into_iter()
             .map(|pull| CommitPull {
@@ -1262,6 +1302,15 @@ impl GithubClient {
         pulls.sort_by_key(|pull| !pull.open);
         Ok(pulls)
     }
+}
+
+/// The items of a list whose callers work with what there is: a cut list is logged, not reported.
+fn warn_if_truncated<T>(listing: Listing<T>, what: &str, repo: &RepoName) -> Vec<T> {
+    if listing.truncated {
+        tracing::warn!(%repo, list = what, read = listing.items.len(),
+            "GitHub has more of this list than pitcrew reads; the rest is left out");
+    }
+    listing.items
 }
 
 /// A contents-API entry's text.

@@ -16,10 +16,11 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::api::decode_wrapped_base64;
+use super::api::{decode_wrapped_base64, limits};
 use super::client::{Auth, ClientOptions, Endpoint, GithubClient, Http};
 use super::error::GithubError;
 use super::ids::{InstallationId, RepoName};
+use super::paging;
 use super::time::parse_rfc3339;
 
 /// A cached token is refreshed once it has less than this left: a job started with it must be able
@@ -295,22 +296,25 @@ impl AppAuth {
         }
     }
 
-    /// Every installation of the App (`GET /app/installations`, with the JWT), up to 1,000.
+    /// Every installation of the App (`GET /app/installations`, with the JWT), up to
+    /// [`limits::INSTALLATIONS`] (a warning says when there are more).
     pub async fn installations(&self) -> Result<Vec<Installation>, GithubError> {
-        let mut all = Vec::new();
-        for page in 1..=10u32 {
-            let endpoint = Endpoint::new(Method::GET, ["app", "installations"])
-                .query("per_page", "100")
-                .query("page", page.to_string());
+        let endpoint = Endpoint::new(Method::GET, ["app", "installations"]);
+        let listing = paging::read_pages(&self.http, endpoint, limits::INSTALLATIONS, |endpoint| async move {
+            // A fresh JWT per page: a long list must not outlive the first one's ten minutes.
             let jwt = self.credentials.jwt(self.http.options.clock.now())?;
-            let batch: Vec<Installation> = self.http.send(&endpoint, None, &jwt).await?.json(&endpoint)?;
-            let last = batch.len() < 100;
-            all.extend(batch);
-            if last {
-                break;
-            }
+            let reply = self.http.send(&endpoint, None, &jwt).await?;
+            let page: Vec<Installation> = reply.json(&endpoint)?;
+            Ok((page, reply.headers))
+        })
+        .await?;
+        if listing.truncated {
+            tracing::warn!(
+                read = listing.items.len(),
+                "the App has more installations than pitcrew reads; the rest are left out"
+            );
         }
-        Ok(all)
+        Ok(listing.items)
     }
 
     /// The App's installation on `repo` (`GET /repos/{owner}/{repo}/installation`, with the JWT).

@@ -7,6 +7,7 @@
 //! does not follow the redirect with the token: it reads the `Location` itself and fetches it with
 //! no credentials at all ([`Http::get_unauthenticated`]).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -202,7 +203,8 @@ impl Default for ClientOptions {
 pub(crate) struct Endpoint {
     pub method: Method,
     pub segments: Vec<String>,
-    pub query: Vec<(&'static str, String)>,
+    /// Names are ours, or copied from a next-page link GitHub sent (`paging`).
+    pub query: Vec<(Cow<'static, str>, String)>,
 }
 
 impl Endpoint {
@@ -215,7 +217,7 @@ impl Endpoint {
     }
 
     pub fn query(mut self, name: &'static str, value: impl Into<String>) -> Self {
-        self.query.push((name, value.into()));
+        self.query.push((Cow::Borrowed(name), value.into()));
         self
     }
 }
@@ -349,6 +351,14 @@ impl Http {
             Redirects::Return => &self.no_redirects,
         };
         let request = endpoint.to_string();
+        // The URL builder drops `.` and `..` segments, and an empty one is a missing id or name:
+        // either would send the token to another path than the one asked for.
+        if endpoint.segments.iter().any(|s| matches!(s.as_str(), "" | "." | "..")) {
+            return Err(GithubError::InvalidInput {
+                what: request,
+                message: "the path has an empty, `.` or `..` segment".to_owned(),
+            });
+        }
         let url = self.url(endpoint);
         let mut authorization = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret())).map_err(|_| {
             GithubError::InvalidInput {

@@ -1,5 +1,6 @@
 //! Identifiers of GitHub objects as newtypes, so a comment id is never passed where an issue number
-//! is expected: repositories, installations, issues and pull requests, comments, check runs, commits.
+//! is expected: repositories, accounts' logins, installations, issues and pull requests, comments,
+//! check runs, commits.
 
 use std::fmt;
 use std::str::FromStr;
@@ -95,6 +96,92 @@ impl<'de> Deserialize<'de> for RepoName {
     }
 }
 
+/// A GitHub account's login, checked against GitHub's rules: 1 to 39 ASCII letters, digits and
+/// single hyphens, neither first nor last (`octocat`, `octo-org`); an App's bot account is such a
+/// name followed by `[bot]` (`renovate[bot]`). Logins come from payloads and end up in API paths
+/// (`/repos/o/r/collaborators/{login}/permission`): an empty or odd one must never get that far.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Login(String);
+
+/// Why a string is not a GitHub login.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{input:?} is not a GitHub login: {reason}")]
+pub struct LoginError {
+    pub input: String,
+    pub reason: &'static str,
+}
+
+impl Login {
+    /// The longest login GitHub allows (the `[bot]` suffix of an App's account aside).
+    pub const MAX_LEN: usize = 39;
+
+    pub fn parse(input: &str) -> Result<Self, LoginError> {
+        let error = |reason| LoginError {
+            input: input.to_owned(),
+            reason,
+        };
+        let name = input.strip_suffix("[bot]").unwrap_or(input);
+        if name.is_empty() {
+            return Err(error("it is empty"));
+        }
+        if name.len() > Self::MAX_LEN {
+            return Err(error("it is longer than 39 characters"));
+        }
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err(error("only ASCII letters, digits and `-` are allowed"));
+        }
+        if name.starts_with('-') || name.ends_with('-') {
+            return Err(error("it must not begin or end with `-`"));
+        }
+        if name.contains("--") {
+            return Err(error("it must not hold two `-` in a row"));
+        }
+        Ok(Login(input.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// An App's bot account (`name[bot]`).
+    pub fn is_bot(&self) -> bool {
+        self.0.ends_with("[bot]")
+    }
+}
+
+impl FromStr for Login {
+    type Err = LoginError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        Login::parse(input)
+    }
+}
+
+impl fmt::Display for Login {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for Login {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for Login {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Login {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Login::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 macro_rules! number_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -141,5 +228,56 @@ impl CommitSha {
 impl fmt::Display for CommitSha {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logins_follow_githubs_rules() {
+        let max = "a".repeat(39);
+        for good in [
+            "octocat",
+            "octo-org",
+            "a",
+            "A1-b2-C3",
+            max.as_str(),
+            "renovate[bot]",
+            "pitcrew[bot]",
+            "github-actions[bot]",
+        ] {
+            assert_eq!(Login::parse(good).map(|l| l.to_string()).as_deref(), Ok(good), "{good}");
+        }
+        let long = "a".repeat(40);
+        let cases = [
+            ("", "it is empty"),
+            ("[bot]", "it is empty"),
+            ("a--b", "it must not hold two `-` in a row"),
+            ("-x", "it must not begin or end with `-`"),
+            ("x-", "it must not begin or end with `-`"),
+            ("-", "it must not begin or end with `-`"),
+            (long.as_str(), "it is longer than 39 characters"),
+            ("a/b", "only ASCII letters, digits and `-` are allowed"),
+            ("..", "only ASCII letters, digits and `-` are allowed"),
+            ("a b", "only ASCII letters, digits and `-` are allowed"),
+            ("a_b", "only ASCII letters, digits and `-` are allowed"),
+            ("é", "only ASCII letters, digits and `-` are allowed"),
+            ("x[bot][bot]", "only ASCII letters, digits and `-` are allowed"),
+            ("bot]", "only ASCII letters, digits and `-` are allowed"),
+        ];
+        for (bad, reason) in cases {
+            assert_eq!(
+                Login::parse(bad),
+                Err(LoginError {
+                    input: bad.to_owned(),
+                    reason
+                }),
+                "{bad:?}"
+            );
+        }
+        assert!(Login::parse("renovate[bot]").is_ok_and(|l| l.is_bot()));
+        assert!(serde_json::from_str::<Login>(r#""""#).is_err());
     }
 }

@@ -1,11 +1,12 @@
 //! GitHub: the concrete REST client, GitHub App authentication and the API calls the bot makes.
 //!
-//! - `ids`: newtypes for repositories, installations, issues, comments, check runs, commits;
+//! - `ids`: newtypes for repositories, logins, installations, issues, comments, check runs, commits;
 //! - `app`: the App's key and JWT, installation tokens cached per installation;
 //! - `access`: the App or one token ([`GithubAccess`]), whichever pitcrew runs with;
 //! - `client`: [`GithubClient`], its retries (rate limits, 5xx), errors and call statistics;
 //! - `api`: the typed calls (pulls, issues, comments, reactions, check runs, reviews, contents,
-//!   GitHub Actions runs, jobs and logs).
+//!   GitHub Actions runs, jobs and logs);
+//! - `paging`: lists read to the end through `Link: rel="next"`, bounded per list, on the API's host.
 
 pub mod access;
 pub mod api;
@@ -13,6 +14,7 @@ pub mod app;
 pub mod client;
 pub mod error;
 pub mod ids;
+pub mod paging;
 pub mod time;
 
 #[cfg(test)]
@@ -32,4 +34,7 @@ pub use client::{
     TokioSleeper,
 };
 pub use error::{FieldError, GithubError};
-pub use ids::{CheckRunId, CommentId, CommitSha, InstallationId, IssueNumber, RepoName, RepoNameError};
+pub use ids::{
+    CheckRunId, CommentId, CommitSha, InstallationId, IssueNumber, Login, LoginError, RepoName, RepoNameError,
+};
+pub use paging::Listing;

@@ -824,6 +824,24 @@ async fn a_github_enterprise_base_path_is_kept() {
 }
 
 #[tokio::test]
+async fn a_path_with_an_empty_or_dot_segment_is_never_sent() {
+    let fake = Fake::start(|_| Canned::json(200, json!([]))).await;
+    let client = token_client(&fake, kit().options);
+    for sha in ["", ".", ".."] {
+        let error = client.pulls_for_commit(&repo(), sha).await.unwrap_err();
+        assert!(
+            matches!(&error, GithubError::InvalidInput { message, .. } if message.contains("empty, `.` or `..` segment")),
+            "{sha:?}: {error:?}"
+        );
+    }
+    assert_eq!(
+        client.pulls_for_commit(&repo(), "").await.unwrap_err().to_string(),
+        "GET /repos/octo-org/widgets/commits//pulls: the path has an empty, `.` or `..` segment"
+    );
+    assert!(fake.requests().is_empty());
+}
+
+#[tokio::test]
 async fn get_file_decodes_base64_and_maps_what_is_not_a_file() {
     let text = "[sandbox]\nimage = \"python:3.12\"\n# ünïcödé\n".repeat(5);
     let encoded = STANDARD.encode(text.as_bytes());
@@ -1077,10 +1095,22 @@ async fn comments_reactions_reviews_and_permissions_send_documented_bodies() {
         "CHANGES_REQUESTED"
     );
     let permissions = [
-        client.collaborator_permission(&repo, "maintainer").await.unwrap(),
-        client.collaborator_permission(&repo, "custom").await.unwrap(),
-        client.collaborator_permission(&repo, "reader").await.unwrap(),
-        client.collaborator_permission(&repo, "stranger").await.unwrap(),
+        client
+            .collaborator_permission(&repo, &Login::parse("maintainer").unwrap())
+            .await
+            .unwrap(),
+        client
+            .collaborator_permission(&repo, &Login::parse("custom").unwrap())
+            .await
+            .unwrap(),
+        client
+            .collaborator_permission(&repo, &Login::parse("reader").unwrap())
+            .await
+            .unwrap(),
+        client
+            .collaborator_permission(&repo, &Login::parse("stranger").unwrap())
+            .await
+            .unwrap(),
     ];
     assert_eq!(
         permissions,
@@ -1171,7 +1201,8 @@ async fn pull_files_are_read_page_by_page() {
         .list_pull_files(&repo(), IssueNumber(3))
         .await
         .unwrap();
-    assert_eq!(files.len(), 103);
+    assert_eq!(files.items.len(), 103);
+    assert!(!files.truncated);
     let queries: Vec<Option<String>> = fake.requests().into_iter().map(|r| r.query).collect();
     assert_eq!(
         queries,
@@ -1180,6 +1211,95 @@ async fn pull_files_are_read_page_by_page() {
             Some("per_page=100&page=2".to_owned())
         ]
     );
+}
+
+/// `count` files of a pull request, served `per_page` at a time with GitHub's `Link` header; the
+/// next link of page `evil_page` (if any) points at `evil` instead.
+fn linked_files(count: usize, evil: Option<(usize, String)>) -> impl Fn(&[Recorded]) -> Canned + Send + Sync {
+    move |history| {
+        let request = history.last().unwrap();
+        let query: Vec<(String, String)> =
+            url::form_urlencoded::parse(request.query.as_deref().unwrap_or("").as_bytes())
+                .into_owned()
+                .collect();
+        let get = |name: &str| {
+            query
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.parse::<usize>().unwrap())
+        };
+        let per_page = get("per_page").unwrap_or(30);
+        let page = get("page").unwrap_or(1);
+        let files: Vec<Value> = ((page - 1) * per_page..(page * per_page).min(count))
+            .map(|i| json!({"filename": format!("f{i}"), "status": "modified", "additions": 1, "deletions": 0}))
+            .collect();
+        let last = count.div_ceil(per_page);
+        let link = |n: usize| format!("</repos/octo-org/widgets/pulls/3/files?per_page={per_page}&page={n}>");
+        let mut canned = Canned::json(200, Value::Array(files));
+        if page < last {
+            let next = match &evil {
+                Some((at, url)) if *at == page => format!("<{url}>"),
+                _ => link(page + 1),
+            };
+            canned = canned.header("link", format!("{next}; rel=\"next\", {}; rel=\"last\"", link(last)));
+        }
+        canned
+    }
+}
+
+#[tokio::test]
+async fn pull_files_follow_the_link_header_to_the_end() {
+    // Regression: paged lists stopped at ten pages of a hundred.
+    let fake = Fake::start_strict(linked_files(1_001, None)).await;
+    let files = token_client(&fake, kit().options)
+        .list_pull_files(&repo(), IssueNumber(3))
+        .await
+        .unwrap();
+    assert_eq!(files.items.len(), 1_001);
+    assert_eq!(files.items[1_000].filename, "f1000");
+    assert!(!files.truncated);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 11);
+    assert_eq!(requests[10].query.as_deref(), Some("per_page=100&page=11"));
+    assert!(requests.iter().all(|r| r.bearer() == Some(TOKEN)));
+}
+
+#[tokio::test]
+async fn pull_files_stop_at_githubs_limit_and_say_so() {
+    let fake = Fake::start_strict(linked_files(3_500, None)).await;
+    let files = token_client(&fake, kit().options)
+        .list_pull_files(&repo(), IssueNumber(3))
+        .await
+        .unwrap();
+    assert_eq!(files.items.len(), 3_000);
+    assert!(files.truncated);
+    assert_eq!(fake.requests().len(), 30);
+}
+
+#[tokio::test]
+async fn a_link_header_pointing_off_the_api_is_refused() {
+    let other = Fake::start(|_| Canned::json(200, json!([]))).await;
+    let elsewhere = other
+        .url
+        .join("repos/octo-org/widgets/pulls/3/files?page=3")
+        .unwrap()
+        .to_string();
+    let fake = Fake::start_strict(linked_files(1_001, Some((2, elsewhere.clone())))).await;
+    let error = token_client(&fake, kit().options)
+        .list_pull_files(&repo(), IssueNumber(3))
+        .await
+        .unwrap_err();
+    let port = other.url.port().unwrap();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "GET /repos/octo-org/widgets/pulls/3/files: unexpected response: the `Link` header sends the next page to \
+             http://127.0.0.1:{port}, not to the API at http://127.0.0.1:{}; not followed",
+            fake.url.port().unwrap()
+        )
+    );
+    assert_eq!(fake.requests().len(), 2);
+    assert!(other.requests().is_empty(), "the token went to another host");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::repo::{CommandName, REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
 use crate::github::{
-    CommentId, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, Reaction, RepoName,
+    CommentId, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, Login, Reaction, RepoName,
 };
 use crate::jobs::{Delivery, DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, WorkerPool, now_ms};
 use crate::report::replies;
@@ -520,20 +520,28 @@ async fn act(
         PermissionGate::Refuse => false,
         // The repository's allow list is checked first: no API call for someone not on it.
         PermissionGate::NeedsPermissionCheck if repo_settings.is_some_and(|s| !s.allows_user(&login)) => false,
-        PermissionGate::NeedsPermissionCheck => match client.collaborator_permission(&repo, &login).await {
-            Ok(permission) => match repo_settings {
-                Some(settings) => settings.min_permission.allows(permission),
-                None => permission.may_write(),
-            },
-            Err(error) if is_transient(&error) => {
-                return Err(Retry(format!("checking the permission of the requester: {error}")));
-            }
+        PermissionGate::NeedsPermissionCheck => match Login::parse(&login) {
+            // The event parser ignores deliveries with a malformed login; a request that still has
+            // one (a delivery stored before that check) is dropped without asking GitHub about it.
             Err(error) => {
-                tracing::warn!(delivery = %id, repo = %repo, error = %error,
-                    "could not check the requester's permission (the repository may be gone or the App uninstalled); dropped");
-                ctx.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::warn!(delivery = %id, error = %error, "the requester's login is not valid; dropped");
                 return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
             }
+            Ok(valid) => match client.collaborator_permission(&repo, &valid).await {
+                Ok(permission) => match repo_settings {
+                    Some(settings) => settings.min_permission.allows(permission),
+                    None => permission.may_write(),
+                },
+                Err(error) if is_transient(&error) => {
+                    return Err(Retry(format!("checking the permission of the requester: {error}")));
+                }
+                Err(error) => {
+                    tracing::warn!(delivery = %id, repo = %repo, error = %error,
+                    "could not check the requester's permission (the repository may be gone or the App uninstalled); dropped");
+                    ctx.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
+                }
+            },
         },
     };
     if !permitted {

@@ -154,7 +154,23 @@ async fn read_schedules(app: &Arc<AppAuth>, tick: &mut Tick) -> Option<Vec<Known
     for installation in installations {
         let client = app.client(installation.id);
         let repos = match client.installation_repositories().await {
-            Ok(repos) => repos,
+            Ok(listing) => {
+                if listing.truncated {
+                    tracing::warn!(
+                        installation = installation.id.0,
+                        read = listing.items.len(),
+                        "the installation has more repositories than pitcrew reads; the rest are not scheduled"
+                    );
+                    tick.problems.push((
+                        format!("installation {}", installation.id.0),
+                        format!(
+                            "pitcrew reads at most {} of its repositories and it has more: the rest are not scheduled",
+                            crate::github::api::limits::INSTALLATION_REPOSITORIES.max_items()
+                        ),
+                    ));
+                }
+                listing.items
+            }
             Err(error) => {
                 tick.problems.push((
                     format!("installation {}", installation.id.0),

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::json::{Field, FieldError, Node};
+use crate::github::{Login, LoginError};
 use crate::server::webhook::Delivery;
 
 /// A signed payload that does not have the shape its event promises.
@@ -333,7 +334,34 @@ impl Event {
             Some(action) => format!("{event}.{action}"),
             None => event.to_owned(),
         };
-        parse_known(event, action.as_deref(), &root, &name).map_err(|err| located(&name, err))
+        let parsed = parse_known(event, action.as_deref(), &root, &name).map_err(|err| located(&name, err))?;
+        // Logins go into API paths (the permission check) and replies: a payload with an empty or
+        // malformed one is not acted on at all. Ignored rather than an error: the delivery is
+        // authentic, GitHub (or whoever holds the secret) just sent something pitcrew will not use.
+        if let Some((path, error)) = parsed.invalid_login() {
+            tracing::warn!(event = %name, path, %error, "delivery ignored: a login in it is not valid");
+            return Ok(Event::Ignored {
+                reason: format!("{name}: {path}: {error}"),
+            });
+        }
+        Ok(parsed)
+    }
+
+    /// The first login of the event that GitHub's rules refuse, with where it is in the payload.
+    fn invalid_login(&self) -> Option<(&'static str, LoginError)> {
+        let mut logins: Vec<(&'static str, &str)> = Vec::new();
+        if let Some(ctx) = self.context() {
+            logins.push(("$.sender.login", &ctx.sender.login));
+            logins.push(("$.repository.owner.login", &ctx.repo.owner));
+        }
+        match self {
+            Event::Comment(comment) => logins.push(("$.comment.user.login", &comment.author.login)),
+            Event::IssueAssigned { assignee, .. } => logins.push(("$.assignee.login", &assignee.login)),
+            _ => {}
+        }
+        logins
+            .into_iter()
+            .find_map(|(path, login)| Login::parse(login).err().map(|error| (path, error)))
     }
 
     /// The shared context, for events that have one.

@@ -846,3 +846,38 @@ fn the_bots_own_checks_and_a_repository_that_turned_triage_off_start_nothing() {
     payload["check_run"]["conclusion"] = json!("cancelled");
     assert!(matches!(decide_on(&event, &payload), Decision::Ignore { reason } if reason.contains("cancelled")));
 }
+
+#[test]
+fn a_comment_whose_author_login_is_malformed_is_ignored() {
+    // Regression: an empty author login made pitcrew call `…/collaborators//permission`.
+    for login in ["", "a--b", "-x", "x-", "a/b", "..", &"a".repeat(40)] {
+        let (event, mut payload) = pr_comment_saying("@agent fix the tests");
+        payload["comment"]["user"]["login"] = json!(login);
+        match Event::parse(&event, &payload).unwrap() {
+            Event::Ignored { reason } => {
+                assert!(
+                    reason.starts_with("issue_comment.created: $.comment.user.login: ")
+                        && reason.contains("is not a GitHub login"),
+                    "{login:?}: {reason}"
+                );
+            }
+            other => panic!("{login:?} was not ignored: {other:?}"),
+        }
+        assert!(
+            matches!(decide_on(&event, &payload), Decision::Ignore { .. }),
+            "{login:?}"
+        );
+    }
+    let (event, mut payload) = pr_comment_saying("@agent fix the tests");
+    payload["sender"]["login"] = json!("");
+    assert!(matches!(
+        Event::parse(&event, &payload).unwrap(),
+        Event::Ignored { reason } if reason.contains("$.sender.login")
+    ));
+    // Bot accounts are logins too.
+    for login in ["renovate[bot]", "pitcrew[bot]", "octo-cat"] {
+        let (event, mut payload) = pr_comment_saying("@agent fix the tests");
+        payload["comment"]["user"]["login"] = json!(login);
+        assert_eq!(comment(Event::parse(&event, &payload).unwrap()).author.login, login);
+    }
+}

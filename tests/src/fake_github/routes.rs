@@ -628,7 +628,9 @@ pub(crate) fn replace_in_strings(value: &mut Value, from: &str, to: &str) {
 // ---------------------------------------------------------------------------------------------
 // Lists
 
-/// One page of `items` as `per_page`/`page` ask, with GitHub's `Link` header when there are more.
+/// One page of `items` as `per_page`/`page` ask, with GitHub's `Link` header when there are more:
+/// absolute URLs that keep the request's other query parameters (GitHub's do), `per_page` and
+/// `page` last.
 pub(crate) fn paginate(items: Vec<Value>, ctx: &Ctx<'_>) -> (Vec<Value>, Vec<(String, String)>) {
     let per_page = ctx
         .query("per_page")
@@ -642,7 +644,18 @@ pub(crate) fn paginate(items: Vec<Value>, ctx: &Ctx<'_>) -> (Vec<Value>, Vec<(St
         .max(1);
     let last = items.len().div_ceil(per_page).max(1);
     let mut links = Vec::new();
-    let url = |n: usize| format!("<{}?per_page={per_page}&page={n}>", ctx.api(ctx.path));
+    let mut query: Vec<(String, String)> = ctx
+        .query
+        .iter()
+        .filter(|(name, _)| name != "page" && name != "per_page")
+        .cloned()
+        .collect();
+    query.push(("per_page".to_owned(), per_page.to_string()));
+    let url = |n: usize| {
+        let mut query = query.clone();
+        query.push(("page".to_owned(), n.to_string()));
+        format!("<{}?{}>", ctx.api(ctx.path), wire::encode_query(&query))
+    };
     if page < last {
         links.push(format!("{}; rel=\"next\"", url(page + 1)));
         links.push(format!("{}; rel=\"last\"", url(last)));

@@ -156,6 +156,26 @@ pub(crate) fn contents_base64(bytes: &[u8]) -> String {
     out
 }
 
+/// Pairs → `a=1&b=two%20words`: everything but RFC 3986's unreserved characters percent-encoded.
+pub(crate) fn encode_query(pairs: &[(String, String)]) -> String {
+    let encode = |text: &str| {
+        text.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                    char::from(b).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect::<String>()
+    };
+    pairs
+        .iter()
+        .map(|(name, value)| format!("{}={}", encode(name), encode(value)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
 /// `a=1&b=two%20words` → pairs, percent-decoded (`+` is a space in queries).
 pub(crate) fn parse_query(query: Option<&str>) -> Vec<(String, String)> {
     query
@@ -224,6 +244,12 @@ mod tests {
                 ("flag".to_owned(), String::new())
             ]
         );
+        let pairs = parse_query(Some("check_name=Cargo+test&ref=feature%2Fx&q=a%26b%3Dc"));
+        assert_eq!(
+            encode_query(&pairs),
+            "check_name=Cargo%20test&ref=feature%2Fx&q=a%26b%3Dc"
+        );
+        assert_eq!(parse_query(Some(&encode_query(&pairs))), pairs);
         let a = random_alnum(36);
         assert_eq!(a.len(), 36);
         assert!(a.bytes().all(|c| c.is_ascii_alphanumeric()));
