@@ -126,9 +126,16 @@ fn main() -> Result<(), Error> {
             .await?;
         let persistent = time_calls(|request| session.exec(request)).await;
         let per_command = time_calls(|request| session.exec_per_command(request)).await;
+        // A file tool between two commands: the container is frozen for it, and the command thaws it.
+        let frozen = time_calls(|request| async {
+            session.quiesce().await?;
+            session.exec(request).await
+        })
+        .await;
         session.stop().await?;
         report("docker, persistent shell session", persistent?);
         report("docker, one `docker exec` per command", per_command?);
+        report("docker, freeze + thaw + command", frozen?);
 
         let local = LocalSession::start(workspace.path(), LocalOptions::default())?;
         let local_times = time_calls(|request| local.exec(request)).await;
