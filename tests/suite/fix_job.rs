@@ -292,7 +292,7 @@ async fn a_fix_comment_on_a_pull_request_ends_in_a_tested_commit_on_its_branch()
     let Some(image) = pitcrew_tests::docker::test_image() else {
         return;
     };
-    let world = World::start(image, fixing_script()).await;
+    let mut world = World::start(image, fixing_script()).await;
     let comment = world
         .comment("delivery-fix-1", "alice", "@agent fix the failing add test")
         .await;
@@ -351,10 +351,12 @@ async fn a_fix_comment_on_a_pull_request_ends_in_a_tested_commit_on_its_branch()
     );
     assert_ne!(world.base_sha, pushed);
 
-    // The job ended succeeded in the store, and the model was used as scripted.
+    // The job ended succeeded in the store (read once it has ended: its report goes out first),
+    // and the model was used as scripted.
+    let job = world.job_end().await;
+    assert_eq!(job.state, JobState::Succeeded, "{:?}", job.error);
     let jobs = world.server.store().jobs(&JobFilter::default()).await.unwrap();
     assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].state, JobState::Succeeded, "{:?}", jobs[0].error);
     world.model.assert_script_consumed();
     world.github.assert_no_violations();
 }
