@@ -587,6 +587,10 @@ impl Validator<'_> {
             .get(&api_key_env)
             .filter(|key| !key.is_empty())
             .map(|key| SecretString::from(key.clone()));
+        // Every secret is known to the filter from the moment it is read (see `redact`).
+        if let Some(key) = &api_key {
+            crate::redact::register(key);
+        }
         if api_key.is_none()
             && let Some(url) = &base_url
             && !is_local_server(url)
@@ -625,6 +629,9 @@ impl Validator<'_> {
             }
         };
         let webhook_secret = github.webhook_secret.map(|s| s.0);
+        if let Some(secret) = &webhook_secret {
+            crate::redact::register(secret);
+        }
         if webhook_secret
             .as_ref()
             .is_some_and(|s| secrecy::ExposeSecret::expose_secret(s).is_empty())

@@ -10,6 +10,7 @@ pub mod jobs;
 pub mod llm;
 pub mod logging;
 pub mod prompts;
+pub mod redact;
 pub mod report;
 pub mod run;
 pub mod sandbox;
