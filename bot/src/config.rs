@@ -41,6 +41,15 @@ pub struct LoadOptions<'a> {
     pub overrides: &'a [String],
 }
 
+/// The `PITCREW_*` variables that hold secrets (the keys of kind secret), which start-up removes
+/// from the process environment ([`crate::secrets`]).
+pub fn secret_env_vars() -> impl Iterator<Item = String> {
+    schema::KEYS
+        .iter()
+        .filter(|k| k.kind == schema::Kind::Secret)
+        .map(schema::Key::env_var)
+}
+
 /// `./pitcrew.toml` if it exists: the file to use when none was named.
 pub fn discover_config_file() -> Option<PathBuf> {
     let path = Path::new(DEFAULT_CONFIG_FILE);

@@ -14,6 +14,7 @@ pub mod redact;
 pub mod report;
 pub mod run;
 pub mod sandbox;
+pub mod secrets;
 pub mod serve;
 pub mod server;
 pub mod testparse;
