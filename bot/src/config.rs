@@ -190,6 +190,25 @@ impl SandboxNetwork {
     }
 }
 
+/// Whom the local backend runs commands as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalUser {
+    /// An unprivileged sandbox user when pitcrew runs as root (the Action's container), so that
+    /// commands cannot read pitcrew's memory, environment or files; else pitcrew's own user.
+    Auto,
+    /// pitcrew's own user, root included (toolchains under root's home stay usable).
+    Current,
+}
+
+impl LocalUser {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocalUser::Auto => "auto",
+            LocalUser::Current => "self",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SandboxConfig {
     pub backend: SandboxBackend,
@@ -206,6 +225,8 @@ pub struct SandboxConfig {
     pub setup: Option<String>,
     /// Allow network access while `setup` runs, whatever `network` says. Only true with `setup`.
     pub setup_network: bool,
+    /// Whom the local backend runs commands as.
+    pub local_user: LocalUser,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -736,6 +757,12 @@ impl Validator<'_> {
             &[("none", SandboxNetwork::None), ("bridge", SandboxNetwork::Bridge)],
             SandboxNetwork::None,
         );
+        let local_user = self.choice(
+            "sandbox.local_user",
+            sandbox.local_user.as_deref(),
+            &[("auto", LocalUser::Auto), ("self", LocalUser::Current)],
+            LocalUser::Auto,
+        );
         let memory_bytes = self.byte_size(
             "sandbox.memory",
             sandbox.memory,
@@ -933,6 +960,7 @@ impl Validator<'_> {
                 pids_limit,
                 setup,
                 setup_network,
+                local_user,
             },
             agent: AgentConfig {
                 trigger,
