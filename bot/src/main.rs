@@ -232,7 +232,7 @@ fn run_overrides(args: &RunArgs) -> Vec<String> {
 /// failed or was stopped, 2 for bad inputs or configuration, 3 when it could not start.
 fn action(env: &StartupEnv) -> ExitCode {
     let env = env.vars();
-    let action_env = match pitcrew::action::ActionEnv::from_env(&env) {
+    let action_env = match pitcrew::action::ActionEnv::from_env(env) {
         Ok(action_env) => action_env,
         Err(err) => {
             eprintln!("error: {err}");

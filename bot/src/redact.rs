@@ -315,6 +315,7 @@ fn pem_block(text: &str, i: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 
@@ -431,7 +432,6 @@ mod tests {
     }
 
     #[test]
-    #[expect(clippy::unwrap_used, reason = "tests")]
     fn a_committed_file_holding_a_new_secret_is_redacted_or_left_out_and_reported() {
         use crate::workspace::LocalRepo;
         let dir = tempfile::tempdir().unwrap();

@@ -113,7 +113,7 @@ fn defaults_apply_with_no_file() {
     assert_eq!(c.sandbox.pids_limit, 512);
     assert_eq!(c.sandbox.setup, None);
     assert!(!c.sandbox.setup_network);
-    assert_eq!(c.sandbox.local_user, crate::config::LocalUser::Auto);
+    assert_eq!(c.sandbox.local_user, LocalUser::Auto);
     assert_eq!(c.agent.trigger, "@agent");
     assert_eq!(c.agent.max_steps, 80);
     assert_eq!(c.agent.max_cost_usd, None);
@@ -919,7 +919,7 @@ fn github_app_id_without_key_path_names_both() {
 #[test]
 fn local_user_is_auto_or_self() {
     let c = ok(None, &[NAME, KEY], &["sandbox.local_user=self"]);
-    assert_eq!(c.sandbox.local_user, crate::config::LocalUser::Current);
+    assert_eq!(c.sandbox.local_user, LocalUser::Current);
     let errs = errors(None, &[NAME, KEY], &["sandbox.local_user=nobody"]);
     assert!(
         errs.iter()
