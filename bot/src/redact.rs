@@ -155,6 +155,28 @@ fn redact_json_field(key: Option<&str>, value: &mut serde_json::Value) -> usize 
     }
 }
 
+/// A writer that passes each write through the filter: for the log, which the Actions runner
+/// uploads to GitHub (`::add-mask::` covers the step's own secrets there, not token shapes). The
+/// log formatter writes each event in one call, so a secret is never split between two writes.
+pub struct Redacting<W>(pub W);
+
+impl<W: std::io::Write> std::io::Write for Redacting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let redacted = redact(&text);
+        if redacted.count == 0 {
+            self.0.write_all(buf)?;
+        } else {
+            self.0.write_all(redacted.text.as_bytes())?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// What [`scrub_file`] did to a file about to be committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileScrub {
@@ -478,6 +500,18 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(root.join("a.txt")).unwrap(),
             "one\ntoken [redacted]\n"
+        );
+    }
+
+    #[test]
+    fn the_log_writer_redacts_each_write() {
+        use std::io::Write as _;
+        let mut log = Redacting(Vec::new());
+        log.write_all(format!("INFO job: said {GHS}\n").as_bytes()).unwrap();
+        log.write_all(b"INFO job: nothing\n").unwrap();
+        assert_eq!(
+            String::from_utf8(log.0).unwrap(),
+            "INFO job: said [redacted]\nINFO job: nothing\n"
         );
     }
 
