@@ -41,6 +41,15 @@ pub struct LoadOptions<'a> {
     pub overrides: &'a [String],
 }
 
+/// The `PITCREW_*` variables that hold secrets (the keys of kind secret), which start-up removes
+/// from the process environment ([`crate::secrets`]).
+pub fn secret_env_vars() -> impl Iterator<Item = String> {
+    schema::KEYS
+        .iter()
+        .filter(|k| k.kind == schema::Kind::Secret)
+        .map(schema::Key::env_var)
+}
+
 /// `./pitcrew.toml` if it exists: the file to use when none was named.
 pub fn discover_config_file() -> Option<PathBuf> {
     let path = Path::new(DEFAULT_CONFIG_FILE);
@@ -181,6 +190,25 @@ impl SandboxNetwork {
     }
 }
 
+/// Whom the local backend runs commands as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalUser {
+    /// An unprivileged sandbox user when pitcrew runs as root (the Action's container), so that
+    /// commands cannot read pitcrew's memory, environment or files; else pitcrew's own user.
+    Auto,
+    /// pitcrew's own user, root included (toolchains under root's home stay usable).
+    Current,
+}
+
+impl LocalUser {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocalUser::Auto => "auto",
+            LocalUser::Current => "self",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SandboxConfig {
     pub backend: SandboxBackend,
@@ -200,6 +228,8 @@ pub struct SandboxConfig {
     pub setup: Option<String>,
     /// Allow network access while `setup` runs, whatever `network` says. Only true with `setup`.
     pub setup_network: bool,
+    /// Whom the local backend runs commands as.
+    pub local_user: LocalUser,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -590,6 +620,10 @@ impl Validator<'_> {
             .get(&api_key_env)
             .filter(|key| !key.is_empty())
             .map(|key| SecretString::from(key.clone()));
+        // Every secret is known to the filter from the moment it is read (see `redact`).
+        if let Some(key) = &api_key {
+            crate::redact::register(key);
+        }
         if api_key.is_none()
             && let Some(url) = &base_url
             && !is_local_server(url)
@@ -628,6 +662,9 @@ impl Validator<'_> {
             }
         };
         let webhook_secret = github.webhook_secret.map(|s| s.0);
+        if let Some(secret) = &webhook_secret {
+            crate::redact::register(secret);
+        }
         if webhook_secret
             .as_ref()
             .is_some_and(|s| secrecy::ExposeSecret::expose_secret(s).is_empty())
@@ -722,6 +759,12 @@ impl Validator<'_> {
             sandbox.network.as_deref(),
             &[("none", SandboxNetwork::None), ("bridge", SandboxNetwork::Bridge)],
             SandboxNetwork::None,
+        );
+        let local_user = self.choice(
+            "sandbox.local_user",
+            sandbox.local_user.as_deref(),
+            &[("auto", LocalUser::Auto), ("self", LocalUser::Current)],
+            LocalUser::Auto,
         );
         let memory_bytes = self.byte_size(
             "sandbox.memory",
@@ -928,6 +971,7 @@ impl Validator<'_> {
                 pids_limit,
                 setup,
                 setup_network,
+                local_user,
             },
             agent: AgentConfig {
                 trigger,

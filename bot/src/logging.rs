@@ -26,7 +26,8 @@ pub fn init(format: LogFormat) {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        // The Actions runner uploads this log to GitHub: it passes the secret filter.
+        .with_writer(|| crate::redact::Redacting(std::io::stderr()));
     let installed = match format {
         LogFormat::Pretty => builder
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -2,7 +2,6 @@
 //! Nothing else lives here.
 #![allow(clippy::print_stderr, reason = "the command line reports its errors on stderr")]
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +16,7 @@ use pitcrew::logging::{self, LogFormat};
 use pitcrew::prompts::Prompts;
 use pitcrew::run::RunOptions;
 use pitcrew::run::progress::{Progress, render_text};
+use pitcrew::secrets::StartupEnv;
 use tokio_util::sync::CancellationToken;
 
 /// A headless GitHub pull-request bot driving an LLM coding agent in a sandbox.
@@ -134,13 +134,19 @@ const EXIT_RUN_SETUP: u8 = 3;
 /// Exit status after Ctrl-C, as shells report SIGINT.
 const EXIT_CANCELLED: u8 = 130;
 
+/// Plain, not `#[tokio::main]`: the secrets leave the environment before any thread exists, and
+/// each command builds its runtime afterwards.
 fn main() -> ExitCode {
+    let env = pitcrew::secrets::take_from_environment();
     let mut cli = Cli::parse();
     logging::init(cli.log_format);
+    for warning in &env.warnings {
+        tracing::warn!("{warning}");
+    }
     match cli.command {
         Command::Run(ref args) => {
             cli.set.extend(run_overrides(args));
-            match load_config(&cli) {
+            match load_config(&cli, &env) {
                 Ok(config) => run(config, args),
                 Err(errors) => {
                     report(&errors);
@@ -155,7 +161,7 @@ fn main() -> ExitCode {
             if let Some(dir) = &args.data_dir {
                 cli.set.push(format!("server.data_dir={}", dir.display()));
             }
-            match load_config(&cli) {
+            match load_config(&cli, &env) {
                 Ok(config) => serve(config),
                 Err(errors) => {
                     report(&errors);
@@ -163,9 +169,9 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Action => action(),
+        Command::Action => action(&env),
         Command::Triage(ref args) => triage(args),
-        Command::Config(ConfigCommand::Check) => match load_config(&cli) {
+        Command::Config(ConfigCommand::Check) => match load_config(&cli, &env) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
                 ExitCode::SUCCESS
@@ -178,17 +184,23 @@ fn main() -> ExitCode {
     }
 }
 
-fn load_config(cli: &Cli) -> Result<Config, ConfigErrors> {
-    // Variables that are not valid Unicode cannot be settings; skipping them beats panicking.
-    let env: BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
+fn load_config(cli: &Cli, env: &StartupEnv) -> Result<Config, ConfigErrors> {
     let path = cli.config.clone().or_else(config::discover_config_file);
-    Config::load(LoadOptions {
+    let config = Config::load(LoadOptions {
         config_path: path.as_deref(),
-        env: &env,
+        env: env.vars(),
         overrides: &cli.set,
-    })
+    })?;
+    forget_api_key_var(&config);
+    Ok(config)
+}
+
+/// The key's variable may have any name (`model.api_key_env`): known only now, still before any
+/// thread, it leaves the environment too.
+fn forget_api_key_var(config: &Config) {
+    if let Err(err) = pitcrew::secrets::remove_named(&config.model.api_key_env) {
+        tracing::warn!("{err}");
+    }
 }
 
 /// One `error:` line per problem, for humans; no Debug dumps or backtraces.
@@ -218,19 +230,20 @@ fn run_overrides(args: &RunArgs) -> Vec<String> {
 
 /// `pitcrew action`: exit 0 when the job succeeded or there was nothing to do, 1 when the job
 /// failed or was stopped, 2 for bad inputs or configuration, 3 when it could not start.
-fn action() -> ExitCode {
-    let env: BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
-    let action_env = match pitcrew::action::ActionEnv::from_env(&env) {
+fn action(env: &StartupEnv) -> ExitCode {
+    let env = env.vars();
+    let action_env = match pitcrew::action::ActionEnv::from_env(env) {
         Ok(action_env) => action_env,
         Err(err) => {
             eprintln!("error: {err}");
             return ExitCode::from(EXIT_BAD_CONFIG);
         }
     };
-    let config = match pitcrew::action::load_config(&action_env, &env) {
-        Ok(config) => config,
+    let config = match pitcrew::action::load_config(&action_env, env) {
+        Ok(config) => {
+            forget_api_key_var(&config);
+            config
+        }
         Err(err) => {
             eprintln!("error: {err}");
             return ExitCode::from(EXIT_BAD_CONFIG);

@@ -251,6 +251,70 @@ fn run_prints_one_json_report_and_exits_by_its_status() {
     );
 }
 
+/// What a model following injected text would try: the secrets through `/proc` and `ps`.
+const PROC_SNOOP: [&str; 3] = [
+    "cat /proc/$PPID/environ; echo \" rc=$?\"",
+    "for p in /proc/[0-9]*; do cat $p/environ 2>/dev/null; echo; done; cat /proc/self/environ; echo \" rc=$?\"",
+    "ps e 2>&1 || echo no ps",
+];
+
+/// The model's last request holds the output of each [`PROC_SNOOP`] command.
+fn assert_ran(last_request: &str) {
+    assert!(
+        last_request.matches(" rc=").count() >= 2,
+        "no command output reached the model:\n{last_request}"
+    );
+    assert!(
+        last_request.contains("PID") || last_request.contains("no ps"),
+        "no output of ps:\n{last_request}"
+    );
+}
+
+/// Regression test for the security issue (`pitcrew run --sandbox local` and `OPENAI_API_KEY`):
+/// the key in pitcrew's environment is not readable by the commands the model runs, and still
+/// reaches the model server.
+#[test]
+fn run_with_the_local_sandbox_keeps_the_api_key_from_commands() {
+    use pitcrew_tests::repo::TestRepo;
+    use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+
+    const KEY: &str = "sk-the-run-key-0123456789abcdef";
+    let repo = TestRepo::new(&[("a.txt", "a\n")]).unwrap();
+    let mut script = Script::new();
+    for command in PROC_SNOOP {
+        script = script.turn(Reply::new().tool_call("bash", serde_json::json!({ "command": command })));
+    }
+    let model = ScriptedModel::start(script.turn(Reply::text("Looked around.")));
+    let out = pitcrew(
+        &repo.path().to_owned(),
+        &[
+            "run",
+            "--json",
+            "--model",
+            "gpt-4o",
+            "--base-url",
+            &model.openai_base_url(),
+            "--sandbox",
+            "local",
+            "--in-place",
+            "Look around",
+        ],
+        &[("OPENAI_API_KEY", KEY)],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    model.assert_script_consumed();
+    let requests = model.requests();
+    assert_ran(&requests.last().unwrap().raw_body);
+    for request in &requests {
+        assert!(
+            !request.raw_body.contains(KEY),
+            "a command read the key:\n{}",
+            request.raw_body
+        );
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    }
+}
+
 /// `pitcrew serve` killed with SIGKILL while the agent waits for the model, then started again on
 /// the same data directory: the orphaned container is removed at start-up, the job runs again as
 /// its second attempt and pushes its fix, and the one delivery is processed once.
@@ -484,7 +548,7 @@ mod action {
     use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
     use serde_json::json;
 
-    use super::{scratch, text};
+    use super::{PROC_SNOOP, assert_ran, scratch, text};
 
     const REPO: &str = "acme/calc";
     const PR: u64 = 7;
@@ -573,6 +637,9 @@ mod action {
             let config = self.dir.join("pitcrew.toml");
             let sandbox = match image {
                 Some(image) => format!("[sandbox]\nbackend = \"docker\"\nimage = \"{image}\"\nmemory = \"256MiB\"\n"),
+                // The chores run the host's toolchain, which lives under the invoking user's home:
+                // as root, the default sandbox user could not use it.
+                None if repo != REPO => "[sandbox]\nbackend = \"local\"\nlocal_user = \"self\"\n".to_owned(),
                 None => "[sandbox]\nbackend = \"local\"\n".to_owned(),
             };
             std::fs::write(&config, format!("[model]\nmax_retries = 0\n\n{sandbox}")).unwrap();
@@ -666,6 +733,131 @@ mod action {
                     .usage(1_000, 30),
             )
             .turn(Reply::text("`add` subtracted; it adds now.").usage(1_100, 20))
+    }
+
+    /// A token of GitHub's installation-token shape that pitcrew never held.
+    const SHAPED: &str = "ghs_PlantedByAHostilePullRequest01234567";
+
+    /// Regression test for the security issue "the Action's default `sandbox: local` hands the
+    /// step's secrets to the agent": the commands cannot read them, and what the model says about
+    /// them anyway is withheld from every GitHub write, the commit and the step summary.
+    #[test]
+    fn with_the_local_sandbox_commands_cannot_read_the_steps_secrets_and_nothing_leaks_to_github() {
+        const KEY: &str = "sk-the-model-key-0123";
+        let step = Step::new("action-secrets");
+        let mut script = Script::new();
+        for command in PROC_SNOOP {
+            script = script.turn(
+                Reply::new()
+                    .tool_call("bash", json!({ "command": command }))
+                    .usage(900, 20),
+            );
+        }
+        let script = script
+            .turn(
+                Reply::new()
+                    .tool_call("read_file", json!({"path": "calc.sh"}))
+                    .usage(900, 20),
+            )
+            .turn(
+                Reply::new()
+                    .tool_call(
+                        "edit_file",
+                        json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+                    )
+                    .usage(1_000, 30),
+            )
+            .turn(
+                Reply::new()
+                    .tool_call(
+                        "write_file",
+                        json!({"path": "notes.txt", "content": format!("found {SHAPED} and {TOKEN}\n")}),
+                    )
+                    .usage(1_000, 30),
+            )
+            .turn(
+                Reply::text(format!(
+                    "Fixed `add`. The token is {TOKEN}, the key {KEY}, and {SHAPED}."
+                ))
+                .usage(1_100, 20),
+            );
+        let model = ScriptedModel::start(script);
+        let out = step.run("alice", "COLLABORATOR", "@agent fix the add test", &model, None);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        model.assert_script_consumed();
+
+        // Each command ran and its output went back to the model, without a secret in it.
+        // The requests up to the one that carries the last command's output (the later ones hold
+        // the model's own planted text).
+        let requests = model.requests();
+        let snooped = &requests[..=PROC_SNOOP.len()];
+        let last = snooped.last().unwrap();
+        assert_ran(&last.raw_body);
+        for request in snooped {
+            for secret in [TOKEN, KEY] {
+                assert!(
+                    !request.raw_body.contains(secret),
+                    "a command read {secret}:\n{}",
+                    request.raw_body
+                );
+            }
+        }
+        // The key reached the model server the proper way.
+        assert_eq!(last.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+
+        // Every write GitHub received passed the filter, and the reports say something was withheld.
+        let writes: Vec<String> = step
+            .github
+            .requests()
+            .into_iter()
+            .filter(|r| r.method != "GET")
+            .map(|r| r.body.to_string())
+            .collect();
+        for body in &writes {
+            for secret in [TOKEN, KEY, SHAPED] {
+                assert!(!body.contains(secret), "{secret} was sent to GitHub: {body}");
+            }
+        }
+        assert!(writes.iter().any(|b| b.contains("[redacted]")), "{writes:?}");
+        let comments = step.github.comments_on(REPO, PR);
+        assert!(
+            comments
+                .iter()
+                .any(|c| c.user == ACTIONS && c.body.contains("withheld a secret")),
+            "{comments:?}"
+        );
+        let runs = step.github.check_runs();
+        assert_eq!(runs.len(), 1);
+        let run = runs[0].output.to_string();
+        assert!(!run.contains(TOKEN) && !run.contains(SHAPED), "{run}");
+
+        // The step summary and the outputs too.
+        let summary = std::fs::read_to_string(step.summary()).unwrap();
+        let outputs = std::fs::read_to_string(step.output()).unwrap();
+        for secret in [TOKEN, KEY, SHAPED] {
+            assert!(!summary.contains(secret), "{secret} in the step summary:\n{summary}");
+            assert!(!outputs.contains(secret), "{secret} in the outputs:\n{outputs}");
+        }
+        assert!(summary.contains("[redacted]"), "{summary}");
+        assert!(step.outputs()["summary"].contains("[redacted]"));
+
+        // The commit: the planted file went out redacted, and the report says so.
+        let pushed = step
+            .git
+            .rev_parse(REPO, &format!("refs/heads/{}", step.pull.branch))
+            .unwrap();
+        let bare = step.git.repo_path(REPO);
+        assert_eq!(
+            git(&bare, &["show", &format!("{pushed}:notes.txt")]),
+            "found [redacted] and [redacted]"
+        );
+        let message = git(&bare, &["log", "-1", "--format=%B", &pushed]);
+        for secret in [TOKEN, KEY, SHAPED] {
+            assert!(!message.contains(secret), "{message}");
+        }
+        assert!(summary.contains("`notes.txt`"), "{summary}");
+        step.github.assert_no_violations();
     }
 
     #[test]

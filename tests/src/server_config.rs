@@ -39,6 +39,9 @@ impl ServerOverrides {
             .set("github.bot_name", github.bot_login())
             .set("server.data_dir", data_dir.display().to_string())
             .set("sandbox.backend", "local")
+            // The projects' toolchains (cargo, npm, pytest) live under the invoking user's home,
+            // which the sandbox user pitcrew switches to as root could not use.
+            .set("sandbox.local_user", "self")
             // The scheduler reads every repository's configuration each minute; the tests that
             // are about it turn it on.
             .set("chores.schedules", "false")

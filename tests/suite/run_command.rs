@@ -22,6 +22,9 @@ fn config(server: &ScriptedModel) -> Config {
         format!("model.base_url={}", server.openai_base_url()),
         "model.name=gpt-4o".to_owned(),
         "sandbox.backend=local".to_owned(),
+        // The projects' toolchains (cargo, pytest) live under the invoking user's home, which the
+        // sandbox user pitcrew switches to as root could not use.
+        "sandbox.local_user=self".to_owned(),
     ];
     Config::load(LoadOptions {
         config_path: None,

@@ -110,6 +110,11 @@ impl ActionEnv {
         if !problems.is_empty() {
             return Err(ActionError::Environment(problems.join("\n")));
         }
+        let api_key = get(API_KEY_VAR).map(SecretString::from);
+        let github_token = SecretString::from(token);
+        for secret in std::iter::once(&github_token).chain(&api_key) {
+            crate::redact::register(secret);
+        }
         let runner_temp = get("RUNNER_TEMP").map_or_else(std::env::temp_dir, PathBuf::from);
         let home = get("HOME").map(PathBuf::from);
         let run = match (get("GITHUB_RUN_ID"), get("GITHUB_RUN_ATTEMPT")) {
@@ -131,13 +136,13 @@ impl ActionEnv {
             runner_temp,
             home,
             run,
-            api_key: get(API_KEY_VAR).map(SecretString::from),
+            api_key,
             inputs: Inputs {
                 trigger,
                 provider: get("INPUT_PROVIDER"),
                 model: get("INPUT_MODEL"),
                 base_url: get("INPUT_BASE_URL"),
-                github_token: SecretString::from(token),
+                github_token,
                 mode,
                 prompt: get("INPUT_PROMPT"),
                 max_steps: get("INPUT_MAX_STEPS"),

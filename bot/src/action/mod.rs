@@ -341,7 +341,14 @@ fn append_report(action: &ActionEnv, job: &Job) -> Result<(), ActionError> {
         )
     });
     if let Some(path) = &action.step_summary_path {
-        append(path, &format!("{report}\n"))?;
+        // The step summary is shown on GitHub (and kept with the run): it passes the secret filter.
+        let redacted = crate::redact::redact(&report);
+        let note = if redacted.count > 0 {
+            crate::redact::WITHHELD_NOTE
+        } else {
+            ""
+        };
+        append(path, &format!("{}{note}\n", redacted.text))?;
     }
     Ok(())
 }
@@ -353,6 +360,8 @@ fn write_output(action: &ActionEnv, outputs: &[(&str, &str)]) -> Result<(), Acti
     };
     let mut text = String::new();
     for (name, value) in outputs {
+        // Outputs reach later steps and the run's page: they pass the secret filter too.
+        let value = crate::redact::redact(value).text;
         let mut delimiter = format!("pitcrew_{:016x}", fastrand::u64(..));
         while value.contains(&delimiter) {
             delimiter = format!("pitcrew_{:016x}", fastrand::u64(..));

@@ -99,6 +99,7 @@ pub(crate) struct RawSandbox {
     pub(crate) pids_limit: Option<u32>,
     pub(crate) setup: Option<String>,
     pub(crate) setup_network: Option<bool>,
+    pub(crate) local_user: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -198,7 +199,7 @@ impl RawConfig {
         overlay_fields!(self.server, server; listen, data_dir, concurrency, job_attempts, max_body,
             shutdown_grace, pool_size, pool_max_idle, mirror_max_idle);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, disk, cpus, pids_limit,
-            setup, setup_network);
+            setup, setup_network, local_user);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file);
         overlay_fields!(self.chores, chores; cargo_index, npm_registry, pypi, lock_network, schedules);
         self.prices.extend(prices);

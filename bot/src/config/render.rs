@@ -112,6 +112,7 @@ impl Config {
             None => out.comment("setup: not set (no setup script)"),
         }
         out.value("sandbox", "setup_network", s.setup_network.to_string());
+        out.value("sandbox", "local_user", string(s.local_user.as_str()));
 
         let a = &self.agent;
         out.section("agent");

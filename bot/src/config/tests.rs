@@ -113,6 +113,7 @@ fn defaults_apply_with_no_file() {
     assert_eq!(c.sandbox.pids_limit, 512);
     assert_eq!(c.sandbox.setup, None);
     assert!(!c.sandbox.setup_network);
+    assert_eq!(c.sandbox.local_user, LocalUser::Auto);
     assert_eq!(c.agent.trigger, "@agent");
     assert_eq!(c.agent.max_steps, 80);
     assert_eq!(c.agent.max_cost_usd, None);
@@ -915,6 +916,18 @@ fn github_app_id_without_key_path_names_both() {
 }
 
 // ---------------------------------------------------------------------------------------------
+#[test]
+fn local_user_is_auto_or_self() {
+    let c = ok(None, &[NAME, KEY], &["sandbox.local_user=self"]);
+    assert_eq!(c.sandbox.local_user, LocalUser::Current);
+    let errs = errors(None, &[NAME, KEY], &["sandbox.local_user=nobody"]);
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("sandbox.local_user") && e.contains("`auto`, `self`")),
+        "{errs:?}"
+    );
+}
+
 // Several errors at once, secrets, rendering
 
 #[test]
@@ -1019,6 +1032,7 @@ fn render_redacted_shows_effective_values_and_origins() {
     pids_limit = 512                                 # default
     # setup: not set (no setup script)
     setup_network = false                            # default
+    local_user = "auto"                              # default
 
     [agent]
     trigger = "@agent"                               # default
@@ -1077,6 +1091,7 @@ fn render_redacted_shows_sandbox_settings_and_shortens_a_long_setup_script() {
     # setup: shortened; the script has 2 lines, 105 chars
     setup = "apt-get update && apt-get install -y --no-install-recommends …" # <dir>/pitcrew.toml:6
     setup_network = true                             # --set sandbox.setup_network
+    local_user = "auto"                              # default
     "#);
     let _: toml::Table = toml::from_str(&rendered).unwrap();
 

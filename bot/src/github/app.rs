@@ -101,6 +101,8 @@ impl AppCredentials {
             "ENCRYPTED PRIVATE KEY" => return Err(invalid("the key is encrypted; give the unencrypted key")),
             _ => return Err(invalid("expected an `RSA PRIVATE KEY` or `PRIVATE KEY` PEM block")),
         };
+        // The key never needs to leave: its text and each body line are withheld from GitHub.
+        crate::redact::register_private_key(text);
         Ok(AppCredentials {
             app_id,
             key: EncodingKey::from_rsa_der(&pkcs1),
@@ -278,6 +280,7 @@ impl AppAuth {
             token: SecretString::from(response.token),
             expires_at,
         };
+        crate::redact::register(&fresh.token);
         tracing::debug!(%installation, "fetched an installation token");
         *cached = Some(fresh.clone());
         Ok(fresh.token)

@@ -367,8 +367,16 @@ impl Http {
             }
         })?;
         authorization.set_sensitive(true);
+        // Every write to GitHub passes the secret filter here, where its body is serialised.
         let body = body
-            .map(serde_json::to_vec)
+            .map(|body| {
+                let mut body = body.clone();
+                let withheld = crate::redact::redact_json(&mut body);
+                if withheld > 0 {
+                    tracing::warn!(%endpoint, withheld, "secrets withheld from a GitHub request body");
+                }
+                serde_json::to_vec(&body)
+            })
             .transpose()
             .map_err(|err| GithubError::InvalidInput {
                 what: request.clone(),

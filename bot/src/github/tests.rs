@@ -749,6 +749,32 @@ async fn a_422_is_a_validation_error_with_githubs_errors() {
     );
 }
 
+/// The secret filter sits where request bodies are serialised: a pull request's title and body
+/// (like every write) reach GitHub with the token shapes and held secrets replaced.
+#[tokio::test]
+async fn secrets_are_withheld_from_request_bodies() {
+    let fake = Fake::start(|_| Canned::json(422, json!({"message": "Validation Failed", "errors": []}))).await;
+    crate::redact::register(&SecretString::from("the-held-secret-of-the-client-test"));
+    let pull = NewPull {
+        title: "Fix ghs_16C7e42F292c6912E7710c838347Ae178B4a".into(),
+        body: "Key: the-held-secret-of-the-client-test".into(),
+        head: "fix".into(),
+        base: "main".into(),
+        draft: false,
+    };
+    let _ = token_client(&fake, kit().options).create_pull(&repo(), &pull).await;
+    assert_eq!(
+        fake.requests()[0].body,
+        json!({
+            "title": "Fix [redacted]",
+            "body": format!("Key: [redacted]{}", crate::redact::WITHHELD_NOTE),
+            "head": "fix",
+            "base": "main",
+            "draft": false,
+        })
+    );
+}
+
 #[tokio::test]
 async fn errors_never_show_the_token() {
     let fake = Fake::start(|history| {

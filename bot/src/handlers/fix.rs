@@ -353,7 +353,32 @@ fn commit(env: &JobEnv, repo: &LocalRepo, outcome: &Outcome) -> Result<Option<St
                 .join(", ")
         ));
     }
+    if let Some(note) = withheld_note(&result) {
+        tracing::warn!(redacted = ?result.redacted, left_out = ?result.withheld, "secrets withheld from the commit");
+        env.note(note);
+    }
     Ok(result.commit)
+}
+
+/// The report's sentence about files the secret filter changed or left out of the commit.
+fn withheld_note(result: &crate::workspace::CommitResult) -> Option<String> {
+    let list = |files: &[String]| files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    let mut parts = Vec::new();
+    if !result.redacted.is_empty() {
+        parts.push(format!(
+            "committed with `[redacted]` in place of it: {}",
+            list(&result.redacted)
+        ));
+    }
+    if !result.withheld.is_empty() {
+        parts.push(format!("left out of the commit: {}", list(&result.withheld)));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "pitcrew withheld a secret (a key or token it holds, or one shaped like it) from files the agent changed; {}.",
+            parts.join("; ")
+        )
+    })
 }
 
 fn commit_message(env: &JobEnv, summary: &str) -> String {

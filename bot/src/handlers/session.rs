@@ -89,7 +89,13 @@ impl JobSession {
             .map_err(|e| HandlerError::Other(format!("could not open the job's working copy: {e}")))?;
         let (session, workspace, shown_root): (Arc<dyn Session>, Workspace, String) = match config.sandbox.backend {
             SandboxBackend::Local => (
-                Arc::new(LocalSession::start(root, crate::run::local_options())?),
+                Arc::new(LocalSession::start(
+                    root,
+                    crate::sandbox::local::LocalOptions {
+                        user: crate::sandbox::local::SandboxUser::for_policy(config.sandbox.local_user),
+                        ..crate::run::local_options()
+                    },
+                )?),
                 workspace,
                 root.display().to_string(),
             ),

@@ -236,7 +236,13 @@ async fn start_sandbox(
 ) -> Result<(Arc<dyn Session>, Workspace), RunError> {
     let sandbox = &config.sandbox;
     match sandbox.backend {
-        SandboxBackend::Local => Ok((Arc::new(LocalSession::start(root, local_options())?), workspace)),
+        SandboxBackend::Local => {
+            let options = LocalOptions {
+                user: crate::sandbox::local::SandboxUser::for_policy(sandbox.local_user),
+                ..local_options()
+            };
+            Ok((Arc::new(LocalSession::start(root, options)?), workspace))
+        }
         SandboxBackend::Docker => {
             let docker = DockerSandbox::connect().await?;
             let explicit = (config.origin("sandbox.image") != Origin::Default).then_some(sandbox.image.as_str());

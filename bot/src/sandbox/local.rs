@@ -7,6 +7,13 @@
 //! exits, so background children cannot outlive their command) and memory (only the head and tail
 //! of each output stream are kept).
 //!
+//! When pitcrew runs as root (the Action's container), commands run as an unprivileged sandbox
+//! user instead ([`SandboxUser`]: `pitcrew-sandbox` if the system has one, else uid/gid 65532,
+//! with no supplementary groups), so they cannot read pitcrew's memory and environment, root's
+//! files, or the environment of the container's other processes. The working copy is handed to
+//! that user's group (group-writable, set-group-id directories, umask 002 so files pitcrew writes
+//! later stay writable); `.git` stays root's and read-only to commands, as in the Docker backend.
+//!
 //! What it cannot guard without privileges: the network, the file system outside the workspace,
 //! and the number of processes. A fork bomb runs until the timeout kills its process group (a
 //! process that leaves the group with `setsid` escapes that too); we deliberately set no
@@ -22,7 +29,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::unistd::{Pid, Uid};
 use tokio::process::Command;
 
 use super::output::Capture;
@@ -36,6 +43,39 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
 const REAP_TIMEOUT: Duration = Duration::from_secs(5);
 const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
+/// The account commands run as when pitcrew is root, if the system has it.
+pub const SANDBOX_USER_NAME: &str = "pitcrew-sandbox";
+/// The uid and gid used when it has not (distroless's `nonroot`: no account, no home, no groups).
+pub const SANDBOX_UID: u32 = 65532;
+
+/// The unprivileged user the local backend runs commands as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxUser {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl SandboxUser {
+    /// The user for `policy`: with [`LocalUser::Auto`] and pitcrew running as root, the
+    /// `pitcrew-sandbox` account if it exists, else uid/gid 65532; otherwise `None` (pitcrew's own
+    /// user).
+    pub fn for_policy(policy: crate::config::LocalUser) -> Option<SandboxUser> {
+        if policy != crate::config::LocalUser::Auto || !Uid::effective().is_root() {
+            return None;
+        }
+        Some(match nix::unistd::User::from_name(SANDBOX_USER_NAME) {
+            Ok(Some(user)) => SandboxUser {
+                uid: user.uid.as_raw(),
+                gid: user.gid.as_raw(),
+            },
+            _ => SandboxUser {
+                uid: SANDBOX_UID,
+                gid: SANDBOX_UID,
+            },
+        })
+    }
+}
+
 /// Configuration of the local backend.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LocalOptions {
@@ -48,6 +88,8 @@ pub struct LocalOptions {
     pub cargo_home: Option<PathBuf>,
     /// Passed on as `RUSTUP_HOME` when set.
     pub rustup_home: Option<PathBuf>,
+    /// Run commands as this user rather than pitcrew's own ([`SandboxUser::for_policy`]).
+    pub user: Option<SandboxUser>,
 }
 
 /// A session of the local backend. Stops (kills what still runs, removes its `HOME`) on drop too.
@@ -59,6 +101,8 @@ pub struct LocalSession {
     home: PathBuf,
     /// The base environment of every command.
     env: Vec<(OsString, OsString)>,
+    /// Whom commands run as, when not pitcrew's own user.
+    user: Option<SandboxUser>,
     state: Mutex<State>,
 }
 
@@ -81,16 +125,46 @@ impl LocalSession {
                 workspace.display()
             )));
         }
+        let user = options.user.filter(|user| user.uid != Uid::effective().as_raw());
+        if let Some(user) = user {
+            hand_over(&workspace, user)?;
+        }
         let home = make_home()?;
-        let env = base_env(&home, options);
-        tracing::warn!(
-            workspace = %workspace.display(),
-            "local sandbox: commands run UNSANDBOXED on the host, as the bot's user, with its network and file system"
-        );
+        let mut env = base_env(&home, options);
+        match user {
+            Some(user) => {
+                if let Err(err) = std::os::unix::fs::chown(&home, Some(user.uid), Some(user.gid)) {
+                    let _ = std::fs::remove_dir_all(&home);
+                    return Err(SandboxError::Backend(format!(
+                        "giving {} to the sandbox user: {err}",
+                        home.display()
+                    )));
+                }
+                // `.git` is root's: without this, git refuses the repository as "dubious ownership".
+                // The command-line scope is one git honours for `safe.directory`.
+                env.extend([
+                    ("GIT_CONFIG_COUNT".into(), "1".into()),
+                    ("GIT_CONFIG_KEY_0".into(), "safe.directory".into()),
+                    ("GIT_CONFIG_VALUE_0".into(), workspace.clone().into_os_string()),
+                ]);
+                tracing::warn!(
+                    workspace = %workspace.display(),
+                    uid = user.uid,
+                    "local sandbox: commands run UNSANDBOXED on the host as uid {}, with its network and the file system \
+                     that user may read",
+                    user.uid
+                );
+            }
+            None => tracing::warn!(
+                workspace = %workspace.display(),
+                "local sandbox: commands run UNSANDBOXED on the host, as the bot's user, with its network and file system"
+            ),
+        }
         Ok(LocalSession {
             workspace,
             home,
             env,
+            user,
             state: Mutex::new(State::default()),
         })
     }
@@ -151,6 +225,11 @@ impl LocalSession {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        if let Some(user) = self.user {
+            // std sets the gid, then drops every supplementary group (`setgroups(0)`, since no
+            // groups are given), then the uid, all in the child before `exec`.
+            command.uid(user.uid).gid(user.gid);
+        }
 
         // Spawn and register under the lock, so `stop()` either sees the group or refuses the spawn.
         let (mut child, mut group) = {
@@ -314,6 +393,72 @@ fn kill_group(pgid: i32) {
 
 fn escape(cwd: &Path) -> SandboxError {
     SandboxError::Spawn(format!("working directory {} is outside the workspace", cwd.display()))
+}
+
+/// Makes `workspace` usable by `user`: checks the user can reach it, then gives the work tree
+/// (not `.git`, anywhere in it) to the user's group, group-writable, with set-group-id
+/// directories so new files join the group; and sets the umask to 002 so what pitcrew itself
+/// writes there later (the file tools, as root) stays writable by commands.
+///
+/// This runs before any of the session's commands exist, so nothing of the sandbox user's can
+/// swap a directory for a symlink under it; symlinks are never followed.
+fn hand_over(workspace: &Path, user: SandboxUser) -> Result<(), SandboxError> {
+    for dir in workspace.ancestors().skip(1) {
+        let meta = std::fs::metadata(dir).map_err(|err| SandboxError::Backend(format!("{}: {err}", dir.display())))?;
+        if !searchable(&meta, user) {
+            return Err(SandboxError::Backend(format!(
+                "the sandbox user (uid {}) cannot reach the working copy {}: {} is not searchable by it (mode {:o}); \
+                 keep the data directory under directories others may enter, or set `[sandbox] local_user = \"self\"` \
+                 to run commands as pitcrew's own user",
+                user.uid,
+                workspace.display(),
+                dir.display(),
+                std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777
+            )));
+        }
+    }
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o002));
+    share_with_group(workspace, user.gid)
+        .map_err(|err| SandboxError::Backend(format!("giving the working copy to the sandbox user: {err}")))
+}
+
+/// Whether `user` may search (enter) the directory described by `meta`.
+fn searchable(meta: &std::fs::Metadata, user: SandboxUser) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let mode = meta.mode();
+    if meta.uid() == user.uid {
+        mode & 0o100 != 0
+    } else if meta.gid() == user.gid {
+        mode & 0o010 != 0
+    } else {
+        mode & 0o001 != 0
+    }
+}
+
+/// `path` and everything under it but `.git` directories: group `gid`, group-writable, and
+/// set-group-id for directories. Symlinks get the group but are not followed.
+fn share_with_group(path: &Path, gid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let meta = std::fs::symlink_metadata(path)?;
+    std::os::unix::fs::lchown(path, None, Some(gid))?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if meta.is_dir() {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o2070))?;
+        for entry in std::fs::read_dir(path)? {
+            let entry = entry?;
+            if entry.file_name() != ".git" {
+                share_with_group(&entry.path(), gid)?;
+            }
+        }
+    } else if meta.is_file() {
+        // Executables stay executable for the group.
+        let exec = (mode & 0o100) >> 3;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o060 | exec))?;
+    }
+    Ok(())
 }
 
 /// Creates the session's private `HOME` under the system temp directory.
@@ -526,6 +671,93 @@ mod tests {
             .unwrap();
         assert!(out.stdout.starts_with("[]\n"), "{}", out.stdout);
         assert!(!out.stdout.contains("PITCREW_TEST_SECRET"));
+    }
+
+    /// A workspace with a `.git` directory.
+    fn shared_workspace() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/a.txt"), "a\n").unwrap();
+        dir
+    }
+
+    const USER: SandboxUser = SandboxUser {
+        uid: SANDBOX_UID,
+        gid: SANDBOX_UID,
+    };
+
+    /// Only root can run commands as another user; elsewhere there is nothing to check.
+    #[tokio::test]
+    async fn as_root_commands_run_as_the_sandbox_user_with_no_groups_and_a_read_only_git_dir() {
+        if !Uid::effective().is_root() {
+            return;
+        }
+        assert_eq!(SandboxUser::for_policy(crate::config::LocalUser::Current), None);
+        assert!(SandboxUser::for_policy(crate::config::LocalUser::Auto).is_some());
+        let dir = shared_workspace();
+        let options = LocalOptions {
+            user: Some(USER),
+            ..LocalOptions::default()
+        };
+        let session = LocalSession::start(dir.path(), options).unwrap();
+        // What pitcrew's own tools write after the start stays writable by commands.
+        std::fs::write(dir.path().join("src/by-pitcrew.txt"), "p\n").unwrap();
+        let script = "id -u; id -g; grep '^Groups:' /proc/self/status; \
+                      echo b >> src/a.txt; echo a=$?; echo p >> src/by-pitcrew.txt; echo p=$?; \
+                      mkdir -p new/dir && touch new/dir/f; echo new=$?; touch \"$HOME/h\"; echo home=$?; \
+                      echo x > .git/HEAD 2>/dev/null; echo git=$?; touch .git/new 2>/dev/null; echo gitnew=$?; \
+                      cat /proc/$PPID/environ > /dev/null 2>&1; echo environ=$?; git status > /dev/null 2>&1; \
+                      ls /root > /dev/null 2>&1; echo root=$?";
+        let out = session.exec(request(script)).await.unwrap();
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        assert_eq!(lines[..2], ["65532", "65532"], "{}\n{}", out.stdout, out.stderr);
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["Groups:"],
+            "no supplementary groups"
+        );
+        assert_eq!(
+            lines[3..],
+            [
+                "a=0",
+                "p=0",
+                "new=0",
+                "home=0",
+                "git=2",
+                "gitnew=1",
+                "environ=1",
+                "root=2"
+            ],
+            "{}",
+            out.stderr
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".git/HEAD")).unwrap(),
+            "ref: refs/heads/main\n"
+        );
+        session.stop().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn as_root_a_working_copy_the_sandbox_user_cannot_reach_is_refused_clearly() {
+        if !Uid::effective().is_root() {
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt as _;
+        let private = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::create_dir(private.path().join("copy")).unwrap();
+        let options = LocalOptions {
+            user: Some(USER),
+            ..LocalOptions::default()
+        };
+        let err = LocalSession::start(&private.path().join("copy"), options).unwrap_err();
+        assert!(
+            matches!(&err, SandboxError::Backend(m) if m.contains("cannot reach the working copy") && m.contains("local_user")),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -62,6 +62,11 @@ pub struct CommitResult {
     pub commit: Option<String>,
     /// New files left out because they are larger than the limit.
     pub skipped_large: Vec<String>,
+    /// Files that newly held a secret or a token shape: committed with it replaced by
+    /// `[redacted]` ([`crate::redact::scrub_file`]).
+    pub redacted: Vec<String>,
+    /// Binary files that newly held a secret: left out of the commit.
+    pub withheld: Vec<String>,
 }
 
 pub struct LocalRepo {
@@ -164,7 +169,9 @@ impl LocalRepo {
     ) -> Result<CommitResult, WorkspaceError> {
         let mut index = self.repo.index()?;
         let mut skipped_large = Vec::new();
+        let (mut redacted, mut withheld) = (Vec::new(), Vec::new());
         let root = self.root.clone();
+        let base = self.repo.find_commit(self.head()?)?.tree()?;
         let mut callback = |path: &Path, _spec: &[u8]| -> i32 {
             let full = root.join(path);
             let tracked = self
@@ -175,13 +182,26 @@ impl LocalRepo {
             let too_big = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_file() && m.len() > max_new_file_bytes);
             if !tracked && too_big {
                 skipped_large.push(path.display().to_string());
-                1 // skip
-            } else {
-                0
+                return 1; // skip
+            }
+            // No secret leaves in a committed file: the last line of defence after the sandbox.
+            match crate::redact::scrub_file(&self.repo, Some(&base), &root, path) {
+                crate::redact::FileScrub::Clean => 0,
+                crate::redact::FileScrub::Redacted => {
+                    redacted.push(path.display().to_string());
+                    0
+                }
+                crate::redact::FileScrub::LeaveOut => {
+                    withheld.push(path.display().to_string());
+                    1
+                }
             }
         };
         index.add_all(["*"].iter(), IndexAddOption::DEFAULT, Some(&mut callback))?;
-        index.update_all(["*"].iter(), None)?;
+        // A tracked file left out above keeps its committed version rather than being updated here.
+        let mut keep_withheld =
+            |path: &Path, _spec: &[u8]| -> i32 { i32::from(withheld.iter().any(|w| Path::new(w) == path)) };
+        index.update_all(["*"].iter(), Some(&mut keep_withheld))?;
         index.write()?;
         let tree_id = index.write_tree()?;
         let parent = self.repo.find_commit(self.head()?)?;
@@ -189,6 +209,8 @@ impl LocalRepo {
             return Ok(CommitResult {
                 commit: None,
                 skipped_large,
+                redacted,
+                withheld,
             });
         }
         let tree = self.repo.find_tree(tree_id)?;
@@ -196,7 +218,7 @@ impl LocalRepo {
             Some(identity) => Signature::now(&identity.name, &identity.email)?,
             None => self.signature()?,
         };
-        let mut message = message.trim_end().to_owned();
+        let mut message = crate::redact::redact(message.trim_end()).text.into_owned();
         if let Some(co_author) = co_author {
             message.push_str(&format!("\n\nCo-authored-by: {co_author}"));
         }
@@ -207,6 +229,8 @@ impl LocalRepo {
         Ok(CommitResult {
             commit: Some(oid.to_string()),
             skipped_large,
+            redacted,
+            withheld,
         })
     }
 
