@@ -159,6 +159,11 @@ impl SqliteStore {
             source: Box::new(error),
         };
         let mut writer = Connection::open(path).map_err(open_error)?;
+        // A new database starts in incremental-vacuum mode: set before anything (the switch to WAL
+        // included) writes the file, it costs nothing; on an existing one it changes nothing.
+        writer
+            .pragma_update(None, "auto_vacuum", "INCREMENTAL")
+            .map_err(open_error)?;
         configure(&writer, path).map_err(open_error)?;
         migrate(&mut writer, path)?;
         use_incremental_vacuum(&writer, path).map_err(open_error)?;
@@ -241,16 +246,6 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
         path: path.to_path_buf(),
         source: Box::new(error),
     };
-    // A new database starts in incremental-vacuum mode: the mode can only be set so cheaply before
-    // the first table exists.
-    let version: i64 = connection
-        .pragma_query_value(None, "user_version", |row| row.get(0))
-        .map_err(open_error)?;
-    if version == 0 {
-        connection
-            .pragma_update(None, "auto_vacuum", "INCREMENTAL")
-            .map_err(open_error)?;
-    }
     // IMMEDIATE: two processes starting at once on a new file must not both apply migration 1.
     let tx = connection
         .transaction_with_behavior(TransactionBehavior::Immediate)
