@@ -414,7 +414,7 @@ mod edge {
         assert_eq!(busy + unauthorized, CLIENTS as u64, "{metrics}\n{answers:#?}");
         // 64 MiB of unverified bodies at most, on a server of some 20 MiB.
         assert!(peak < 300 * 1024, "peak RSS {} MiB", peak / 1024);
-        eprintln!(
+        println!(
             "peak RSS under {CLIENTS} x 25 MiB unverified bodies: {} MiB",
             peak / 1024
         );
