@@ -282,11 +282,8 @@ mod edge {
 
         /// Sends SIGTERM and waits for the process to end; its exit status.
         fn terminate(mut self) -> (std::process::ExitStatus, Vec<String>) {
-            nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(self.pid()),
-                nix::sys::signal::Signal::SIGTERM,
-            )
-            .unwrap();
+            let pid = self.pid();
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM).unwrap();
             let (done, status) = std::sync::mpsc::channel();
             let mut child = self.child.take().unwrap();
             std::thread::spawn(move || {
@@ -301,7 +298,8 @@ mod edge {
                     (status.unwrap(), log)
                 }
                 Err(_) => {
-                    // Killed by the waiting thread's end: nothing else is left to reap it.
+                    // Not left running: the waiting thread reaps it once killed.
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
                     panic!("pitcrew serve did not stop after SIGTERM");
                 }
             }
