@@ -96,7 +96,15 @@ fn refuse(state: &ServerState, rejection: &Rejection) -> Response {
     };
     state.metrics.record_delivery(UNVERIFIED_EVENT, outcome);
     tracing::warn!(reason = %rejection, status = rejection.status().as_u16(), "webhook refused");
-    json_response(rejection.status(), json!({ "error": rejection.public_message() }))
+    let mut response = json_response(rejection.status(), json!({ "error": rejection.public_message() }));
+    // These may come before the body was read (a declared size over the limit, no signature): the
+    // connection is closed after them rather than hyper reading a body nobody wants.
+    if matches!(rejection, Rejection::TooLarge { .. } | Rejection::Signature(_)) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// A refusal sent before the body was read to its end: the connection is closed after it, or hyper
