@@ -154,6 +154,22 @@ pub struct ServerConfig {
     pub pool_max_idle: Duration,
     /// A repository mirror not fetched for longer is removed (when no job uses it).
     pub mirror_max_idle: Duration,
+    /// A request's line and headers must arrive within this of its first byte.
+    pub header_timeout: Duration,
+    /// A webhook body must arrive within this of the end of its headers.
+    pub body_timeout: Duration,
+    /// A connection with no request under way (new, or kept alive) is closed after this.
+    pub idle_timeout: Duration,
+    /// Connections open at once; `None`: from the open-file limit, with room left for the store,
+    /// git and Docker.
+    pub max_connections: Option<u32>,
+    /// The bytes of bodies not yet verified held in memory at once, all requests together; past it
+    /// deliveries are answered 503.
+    pub unverified_bytes: u64,
+    /// Finished jobs, their events and handled deliveries older than this are deleted.
+    pub retain: Duration,
+    /// A handled delivery's payload is dropped after this, once none of its jobs waits or runs.
+    pub retain_payloads: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -738,6 +754,74 @@ impl Validator<'_> {
             Duration::from_secs(14 * 86_400),
             true,
         );
+        let header_timeout = self.duration(
+            "server.header_timeout",
+            server.header_timeout,
+            Duration::from_secs(10),
+            false,
+        );
+        let body_timeout = self.duration(
+            "server.body_timeout",
+            server.body_timeout,
+            Duration::from_secs(30),
+            false,
+        );
+        let idle_timeout = self.duration(
+            "server.idle_timeout",
+            server.idle_timeout,
+            Duration::from_secs(60),
+            false,
+        );
+        let max_connections = server
+            .max_connections
+            .map(|n| self.at_least_one("server.max_connections", Some(n), 1));
+        let unverified_bytes = self.byte_size(
+            "server.unverified_bytes",
+            server.unverified_bytes.clone(),
+            64 * bytesize::MEBIBYTE,
+            64 * 1024,
+            16 * bytesize::GIBIBYTE,
+        );
+        if server.unverified_bytes.is_some() && unverified_bytes < max_body_bytes {
+            self.invalid(
+                "server.unverified_bytes",
+                Some(bytesize::format_byte_size(unverified_bytes)),
+                format!(
+                    "must be at least server.max_body ({}), or no delivery of the largest size could be received",
+                    bytesize::format_byte_size(max_body_bytes)
+                ),
+            );
+        }
+        let retain = self.duration(
+            "server.retain",
+            server.retain.clone(),
+            Duration::from_secs(30 * 86_400),
+            false,
+        );
+        if server.retain.is_some() && retain < MIN_RETAIN {
+            self.invalid(
+                "server.retain",
+                Some(format!("{:?}", server.retain.as_ref().map_or("", |r| r.0.as_str()))),
+                "must be at least 3 days: GitHub redelivers deliveries up to 3 days old, and a delivery \
+                 forgotten sooner would run again",
+            );
+        }
+        let retain_payloads = self.duration(
+            "server.retain_payloads",
+            server.retain_payloads.clone(),
+            Duration::from_secs(7 * 86_400).min(retain),
+            true,
+        );
+        if retain_payloads > retain {
+            self.invalid(
+                "server.retain_payloads",
+                Some(format!(
+                    "{:?}",
+                    server.retain_payloads.as_ref().map_or("", |r| r.0.as_str())
+                )),
+                "must not be longer than server.retain (a payload cannot outlive its delivery)",
+            );
+        }
 
         // [sandbox]
         let backend = self.choice(
@@ -960,6 +1044,13 @@ impl Validator<'_> {
                 pool_size,
                 pool_max_idle,
                 mirror_max_idle,
+                header_timeout,
+                body_timeout,
+                idle_timeout,
+                max_connections,
+                unverified_bytes,
+                retain,
+                retain_payloads,
             },
             sandbox: SandboxConfig {
                 backend,
@@ -1027,6 +1118,10 @@ impl Validator<'_> {
 }
 
 const DEFAULT_BOT_NAME: &str = "pitcrew[bot]";
+
+/// The shortest `[server] retain`: GitHub lets a delivery be redelivered for 3 days, and the store
+/// must still know its id to recognise the redelivery.
+const MIN_RETAIN: Duration = Duration::from_secs(3 * 86_400);
 const DEFAULT_BOT_EMAIL: &str = "pitcrew[bot]@users.noreply.github.com";
 
 /// Why `text` cannot go into a commit's `Name <email>` header, if it cannot: git would split the

@@ -85,6 +85,13 @@ pub(crate) struct RawServer {
     pub(crate) pool_size: Option<u32>,
     pub(crate) pool_max_idle: Option<RawDuration>,
     pub(crate) mirror_max_idle: Option<RawDuration>,
+    pub(crate) header_timeout: Option<RawDuration>,
+    pub(crate) body_timeout: Option<RawDuration>,
+    pub(crate) idle_timeout: Option<RawDuration>,
+    pub(crate) max_connections: Option<u32>,
+    pub(crate) unverified_bytes: Option<RawByteSize>,
+    pub(crate) retain: Option<RawDuration>,
+    pub(crate) retain_payloads: Option<RawDuration>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -197,7 +204,8 @@ impl RawConfig {
         overlay_fields!(self.github, github; api_url, app_id, private_key_path, webhook_secret, bot_name,
             bot_email);
         overlay_fields!(self.server, server; listen, data_dir, concurrency, job_attempts, max_body,
-            shutdown_grace, pool_size, pool_max_idle, mirror_max_idle);
+            shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout,
+            max_connections, unverified_bytes, retain, retain_payloads);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, disk, cpus, pids_limit,
             setup, setup_network, local_user);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file);

@@ -85,6 +85,20 @@ impl Config {
         out.value("server", "pool_size", server.pool_size.to_string());
         out.value("server", "pool_max_idle", duration(server.pool_max_idle));
         out.value("server", "mirror_max_idle", duration(server.mirror_max_idle));
+        out.value("server", "header_timeout", duration(server.header_timeout));
+        out.value("server", "body_timeout", duration(server.body_timeout));
+        out.value("server", "idle_timeout", duration(server.idle_timeout));
+        match server.max_connections {
+            Some(n) => out.value("server", "max_connections", n.to_string()),
+            None => out.comment("max_connections: not set (from the open-file limit)"),
+        }
+        out.value(
+            "server",
+            "unverified_bytes",
+            string(&format_byte_size(server.unverified_bytes)),
+        );
+        out.value("server", "retain", duration(server.retain));
+        out.value("server", "retain_payloads", duration(server.retain_payloads));
 
         let s = &self.sandbox;
         out.section("sandbox");

@@ -427,7 +427,7 @@ fn unknown_sections_and_misplaced_keys_get_hints() {
     <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
     <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
     <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, prices
-    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle
+    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads
     ");
 }
 
@@ -1021,6 +1021,13 @@ fn render_redacted_shows_effective_values_and_origins() {
     pool_size = 2                                    # default
     pool_max_idle = "6h"                             # default
     mirror_max_idle = "14d"                          # default
+    header_timeout = "10s"                           # default
+    body_timeout = "30s"                             # default
+    idle_timeout = "1m"                              # default
+    # max_connections: not set (from the open-file limit)
+    unverified_bytes = "64MiB"                       # default
+    retain = "30d"                                   # default
+    retain_payloads = "7d"                           # default
 
     [sandbox]
     backend = "docker"                               # default
@@ -1146,4 +1153,53 @@ fn chore_registries_from_every_layer_end_in_a_slash() {
         errs[0].contains("chores.pypi") && errs[0].contains("http or https"),
         "{errs:?}"
     );
+}
+
+#[test]
+fn server_edge_and_retention_settings_are_validated() {
+    let config = ok(
+        None,
+        &[NAME, KEY],
+        &[
+            "server.header_timeout=2s",
+            "server.body_timeout=5s",
+            "server.idle_timeout=3s",
+            "server.max_connections=100",
+            "server.unverified_bytes=128MiB",
+            "server.retain=10d",
+        ],
+    );
+    let server = &config.server;
+    assert_eq!(server.header_timeout, Duration::from_secs(2));
+    assert_eq!(server.body_timeout, Duration::from_secs(5));
+    assert_eq!(server.idle_timeout, Duration::from_secs(3));
+    assert_eq!(server.max_connections, Some(100));
+    assert_eq!(server.unverified_bytes, 128 * 1024 * 1024);
+    assert_eq!(server.retain, Duration::from_secs(10 * 86_400));
+    assert_eq!(server.retain_payloads, Duration::from_secs(7 * 86_400));
+    // The payloads' default never outlives the rows.
+    let short = ok(None, &[NAME, KEY], &["server.retain=4d"]);
+    assert_eq!(short.server.retain_payloads, Duration::from_secs(4 * 86_400));
+
+    let errs = errors(
+        None,
+        &[NAME, KEY],
+        &[
+            "server.header_timeout=0s",
+            "server.max_connections=0",
+            "server.unverified_bytes=1MiB",
+            "server.retain=1d",
+            "server.retain_payloads=40d",
+        ],
+    );
+    let all = errs.join("\n");
+    for expected in [
+        "invalid `server.header_timeout` = \"0s\": must be longer than zero",
+        "invalid `server.max_connections` = 0: must be at least 1",
+        "invalid `server.unverified_bytes` = 1MiB: must be at least server.max_body (25MiB)",
+        "invalid `server.retain` = \"1d\": must be at least 3 days",
+        "invalid `server.retain_payloads` = \"40d\": must not be longer than server.retain",
+    ] {
+        assert!(all.contains(expected), "{expected}\nnot in:\n{all}");
+    }
 }

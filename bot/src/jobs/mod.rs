@@ -15,5 +15,5 @@ pub use pool::{EndOutcome, JobControl, JobEnd, JobHandler, PoolConfig, ShutdownR
 pub use sqlite::{FILE_NAME, SCHEMA_VERSION, SqliteStore};
 pub use store::{
     Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Heartbeat, Job, JobEvent, JobFilter, JobId, JobState,
-    JobStore, Lease, NewJob, Recorded, Recovery, Release, StoreError, StoreFuture,
+    JobStore, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, StoreError, StoreFuture,
 };

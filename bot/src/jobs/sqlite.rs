@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::store::{
     Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Heartbeat, Job, JobEvent, JobFilter, JobId, JobState,
-    JobStore, Lease, NewJob, Recorded, Recovery, Release, StoreError, StoreFuture,
+    JobStore, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, StoreError, StoreFuture,
 };
 
 /// The database's file name inside the data directory.
@@ -82,7 +82,19 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         name    TEXT PRIMARY KEY NOT NULL,
         last_at INTEGER NOT NULL
     ) WITHOUT ROWID;",
+    // 3: retention (`prune`): finished jobs by age, a delivery's jobs. The database also moves to
+    // incremental vacuum at open (see `use_incremental_vacuum`), which takes a VACUUM and so cannot
+    // be part of this transaction.
+    "CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+    CREATE INDEX jobs_delivery ON jobs (delivery_id) WHERE delivery_id IS NOT NULL;",
 ];
+
+/// Rows deleted (or payloads emptied) per transaction while pruning: small enough that a delivery
+/// arriving meanwhile waits milliseconds for the writer.
+const PRUNE_BATCH: u32 = 500;
+
+/// Free pages given back per transaction by the incremental vacuum.
+const VACUUM_BATCH: u32 = 2048;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -147,8 +159,14 @@ impl SqliteStore {
             source: Box::new(error),
         };
         let mut writer = Connection::open(path).map_err(open_error)?;
+        // A new database starts in incremental-vacuum mode: set before anything (the switch to WAL
+        // included) writes the file, it costs nothing; on an existing one it changes nothing.
+        writer
+            .pragma_update(None, "auto_vacuum", "INCREMENTAL")
+            .map_err(open_error)?;
         configure(&writer, path).map_err(open_error)?;
         migrate(&mut writer, path)?;
+        use_incremental_vacuum(&writer, path).map_err(open_error)?;
         let reader = Connection::open(path).map_err(open_error)?;
         configure(&reader, path).map_err(open_error)?;
         reader.pragma_update(None, "query_only", true).map_err(open_error)?;
@@ -249,6 +267,26 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
         tracing::info!(path = %path.display(), version, "migrated the job database");
     }
     tx.commit().map_err(open_error)
+}
+
+/// SQLite's `auto_vacuum` value for incremental.
+const AUTO_VACUUM_INCREMENTAL: i64 = 2;
+
+/// Moves a database made before schema 3 (no auto-vacuum: deleted rows left free pages the file
+/// never gave back) to incremental vacuum: the mode of a database with tables changes only with a
+/// full VACUUM, done once here. Checked at every open, so a crash between the two is mended.
+fn use_incremental_vacuum(connection: &Connection, path: &Path) -> rusqlite::Result<()> {
+    let mode: i64 = connection.pragma_query_value(None, "auto_vacuum", |row| row.get(0))?;
+    if mode == AUTO_VACUUM_INCREMENTAL {
+        return Ok(());
+    }
+    tracing::info!(path = %path.display(), "moving the job database to incremental vacuum (once; may take a while)");
+    connection.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+    connection.execute_batch("VACUUM")
+}
+
+fn age_cutoff(now: i64, age: Duration) -> i64 {
+    now.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn lease_end(now: i64, lease_for: Duration) -> i64 {
@@ -720,6 +758,51 @@ impl JobStore for SqliteStore {
         })
     }
 
+    fn prune(&self, retention: Retention, now: i64) -> StoreFuture<Pruned> {
+        let store = self.clone();
+        Box::pin(async move {
+            let payloads = store
+                .prune_all(
+                    "UPDATE deliveries SET payload = X'' WHERE rowid IN (
+                         SELECT d.rowid FROM deliveries AS d
+                         WHERE d.processed_at < ?1 AND length(d.payload) > 0
+                           AND NOT EXISTS (SELECT 1 FROM jobs AS j
+                                           WHERE j.delivery_id = d.id AND j.state IN ('queued', 'running'))
+                         LIMIT ?2)",
+                    age_cutoff(now, retention.payloads),
+                )
+                .await?;
+            let rows = age_cutoff(now, retention.rows);
+            // Events go with their job (ON DELETE CASCADE).
+            let jobs = store
+                .prune_all(
+                    "DELETE FROM jobs WHERE id IN (
+                         SELECT id FROM jobs
+                         WHERE finished_at < ?1 AND state IN ('succeeded', 'failed', 'cancelled')
+                         LIMIT ?2)",
+                    rows,
+                )
+                .await?;
+            let deliveries = store
+                .prune_all(
+                    "DELETE FROM deliveries WHERE rowid IN (
+                         SELECT d.rowid FROM deliveries AS d
+                         WHERE d.processed_at < ?1
+                           AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.delivery_id = d.id)
+                         LIMIT ?2)",
+                    rows,
+                )
+                .await?;
+            let pages_freed = store.vacuum().await?;
+            Ok(Pruned {
+                jobs,
+                deliveries,
+                payloads,
+                pages_freed,
+            })
+        })
+    }
+
     fn count_by_state(&self) -> StoreFuture<BTreeMap<JobState, u64>> {
         self.read(|connection| {
             let mut counts: BTreeMap<JobState, u64> = JobState::ALL.into_iter().map(|state| (state, 0)).collect();
@@ -736,6 +819,49 @@ impl JobStore for SqliteStore {
 }
 
 impl SqliteStore {
+    /// One batch of `statement` (taking the cutoff as `?1` and the batch size as `?2`); how many
+    /// rows it changed.
+    fn prune_batch(&self, statement: &'static str, cutoff: i64) -> StoreFuture<u64> {
+        self.write(move |connection| {
+            let changed = connection.execute(statement, params![cutoff, PRUNE_BATCH])?;
+            Ok(changed as u64)
+        })
+    }
+
+    /// Runs `statement` in batches until a batch changes fewer than a full batch of rows.
+    async fn prune_all(&self, statement: &'static str, cutoff: i64) -> Result<u64, StoreError> {
+        let mut total = 0;
+        loop {
+            let changed = self.prune_batch(statement, cutoff).await?;
+            total += changed;
+            if changed < u64::from(PRUNE_BATCH) {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Gives free pages back to the file system, a batch per transaction; how many.
+    async fn vacuum(&self) -> Result<u64, StoreError> {
+        let mut freed = 0;
+        loop {
+            let step = self
+                .write(|connection| {
+                    let before: u64 = connection.pragma_query_value(None, "freelist_count", |row| row.get(0))?;
+                    if before == 0 {
+                        return Ok(0);
+                    }
+                    connection.execute_batch(&format!("PRAGMA incremental_vacuum({VACUUM_BATCH})"))?;
+                    let after: u64 = connection.pragma_query_value(None, "freelist_count", |row| row.get(0))?;
+                    Ok(before.saturating_sub(after))
+                })
+                .await?;
+            freed += step;
+            if step == 0 {
+                return Ok(freed);
+            }
+        }
+    }
+
     /// Running jobs whose lease ends before `cutoff`: requeued, failed or cancelled (see
     /// [`JobStore::recover`]); `now` stamps what is written.
     fn recover_leases_before(&self, cutoff: i64, now: i64) -> StoreFuture<Recovery> {

@@ -176,6 +176,7 @@ pub struct Delivery {
     /// `X-GitHub-Event`.
     pub event: String,
     pub received_at: i64,
+    /// Empty once [`JobStore::prune`] has dropped it (see [`Retention::payloads`]).
     pub payload: Vec<u8>,
     /// When it was turned into jobs (possibly none); `None` while it waits for the dispatcher.
     pub processed_at: Option<i64>,
@@ -293,6 +294,29 @@ impl Default for JobFilter {
     }
 }
 
+/// What [`JobStore::prune`] forgets, as ages in milliseconds before its `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Finished jobs (with their events) and processed deliveries without a job left are deleted
+    /// this long after they finished or were processed.
+    pub rows: Duration,
+    /// A processed delivery's payload is emptied this long after processing, once none of its jobs
+    /// is queued or running: the jobs carry their own requests, so only a person looking into a
+    /// delivery ever reads it again.
+    pub payloads: Duration,
+}
+
+/// The answer to [`JobStore::prune`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub jobs: u64,
+    pub deliveries: u64,
+    /// Payloads emptied (of deliveries kept).
+    pub payloads: u64,
+    /// Database pages given back to the file system.
+    pub pages_freed: u64,
+}
+
 /// Why a store call failed. Messages name the database but never hold payloads or request data.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -394,4 +418,10 @@ pub trait JobStore: Send + Sync + 'static {
 
     /// How many jobs are in each state; every state is present, zeros included (for /metrics).
     fn count_by_state(&self) -> StoreFuture<BTreeMap<JobState, u64>>;
+
+    /// Forgets what `retention` says is old at `now`: never a queued or running job, never an
+    /// unprocessed delivery nor one a job still refers to, never a schedule's mark. Works in short
+    /// transactions, so the webhook route and the pool wait for none of it, and gives the space
+    /// freed back to the file system.
+    fn prune(&self, retention: Retention, now: i64) -> StoreFuture<Pruned>;
 }

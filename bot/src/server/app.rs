@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::dispatch::{DispatchSettings, Dispatcher};
 use super::metrics::Metrics;
 use super::routes::{ServerState, router};
+use super::serve::{ConnectionLimits, connection_limit};
 use crate::config::{Config, SandboxBackend};
 use crate::github::{AppAuth, AppCredentials, AppKeyError, ClientOptions, GithubAccess, GithubError};
 use crate::jobs::{JobHandler, JobStore, PoolConfig, ShutdownReport, SqliteStore, StoreError, WorkerPool, now_ms};
@@ -196,20 +197,24 @@ impl Server {
             store: Arc::clone(&store),
             secret: SecretString::from(secret.expose_secret().to_owned()),
             max_body: usize::try_from(config.server.max_body_bytes).unwrap_or(usize::MAX),
+            unverified: Arc::new(tokio::sync::Semaphore::new(
+                usize::try_from(config.server.unverified_bytes)
+                    .unwrap_or(usize::MAX)
+                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+            body_timeout: config.server.body_timeout,
             metrics: Arc::clone(&metrics),
             dispatch: dispatcher.waker(),
             github_stats: Some(github_stats),
         });
+        let limits = ConnectionLimits {
+            header_timeout: config.server.header_timeout,
+            idle_timeout: config.server.idle_timeout,
+            max_connections: connection_limit(config.server.max_connections),
+        };
         let stop_http = CancellationToken::new();
-        let http = tokio::spawn({
-            let stop = stop_http.clone();
-            async move {
-                axum::serve(listener, router(state))
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await
-            }
-        });
-        tracing::info!(%addr, concurrency = config.server.concurrency,
+        let http = tokio::spawn(super::serve::serve(listener, router(state), limits, stop_http.clone()));
+        tracing::info!(%addr, concurrency = config.server.concurrency, max_connections = limits.max_connections,
             data_dir = %config.server.data_dir.display(), "pitcrew serve is listening");
         Ok(RunningServer {
             addr,
@@ -347,33 +352,56 @@ impl RunningServer {
     }
 
     /// The orderly stop: stops accepting webhooks (the listener closes), stops the dispatcher, lets
-    /// running jobs finish within `grace`, and requeues the rest.
+    /// running jobs finish within `grace`, and requeues the rest. Requests in progress get the same
+    /// grace, side by side with the jobs; a connection still open after it (a client sending slowly)
+    /// is dropped: a delivery it was sending was never acknowledged, so GitHub still has it.
     pub async fn shutdown(mut self, grace: Duration) -> ShutdownReport {
         self.stop_http.cancel();
-        if let Some(http) = self.http.take() {
-            match http.await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => tracing::error!(error = %error, "the HTTP server failed"),
-                Err(error) => tracing::error!(error = %error, "the HTTP server task failed"),
+        let http = self.http.take();
+        let drain_http = async move {
+            let Some(mut http) = http else {
+                return;
+            };
+            match tokio::time::timeout(grace, &mut http).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(error))) => tracing::error!(error = %error, "the HTTP server failed"),
+                Ok(Err(error)) => tracing::error!(error = %error, "the HTTP server task failed"),
+                Err(_) => {
+                    tracing::warn!(
+                        grace_secs = grace.as_secs_f64(),
+                        "requests still open after the grace period; closing their connections"
+                    );
+                    http.abort();
+                    let _ = http.await;
+                }
             }
-        }
-        if let Some(scheduler) = self.scheduler.take() {
-            scheduler.stop().await;
-        }
-        if let Some(dispatcher) = self.dispatcher.take() {
-            dispatcher.stop().await;
-        }
-        let Some(pool) = self.pool.take() else {
-            return ShutdownReport::default();
         };
-        // The dispatcher held the only other reference, and it has ended.
-        let report = match Arc::try_unwrap(pool) {
-            Ok(pool) => pool.shutdown(grace).await,
-            Err(pool) => {
-                tracing::error!("the worker pool is still shared; stopping claims without waiting for running jobs");
-                pool.stop_claiming();
-                ShutdownReport::default()
+        let scheduler = self.scheduler.take();
+        let dispatcher = self.dispatcher.take();
+        let pool = self.pool.take();
+        let stop_work = async move {
+            if let Some(scheduler) = scheduler {
+                scheduler.stop().await;
             }
+            if let Some(dispatcher) = dispatcher {
+                dispatcher.stop().await;
+            }
+            let pool = pool?;
+            // The dispatcher held the only other reference, and it has ended.
+            Some(match Arc::try_unwrap(pool) {
+                Ok(pool) => pool.shutdown(grace).await,
+                Err(pool) => {
+                    tracing::error!(
+                        "the worker pool is still shared; stopping claims without waiting for running jobs"
+                    );
+                    pool.stop_claiming();
+                    ShutdownReport::default()
+                }
+            })
+        };
+        let ((), report) = tokio::join!(drain_http, stop_work);
+        let Some(report) = report else {
+            return ShutdownReport::default();
         };
         tracing::info!(finished = ?report.finished, requeued = ?report.requeued,
             abandoned = ?report.abandoned, "pitcrew serve stopped");

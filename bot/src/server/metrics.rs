@@ -36,6 +36,10 @@ pub enum DeliveryOutcome {
     BadRequest,
     /// The store could not keep it (503).
     StoreFailed,
+    /// Refused unread: the bytes unverified bodies may hold at once were taken (503).
+    Busy,
+    /// The body did not arrive within `[server] body_timeout` (408).
+    TimedOut,
 }
 
 impl DeliveryOutcome {
@@ -49,6 +53,8 @@ impl DeliveryOutcome {
             DeliveryOutcome::TooLarge => "too_large",
             DeliveryOutcome::BadRequest => "bad_request",
             DeliveryOutcome::StoreFailed => "store_failed",
+            DeliveryOutcome::Busy => "busy",
+            DeliveryOutcome::TimedOut => "timed_out",
         }
     }
 }

@@ -1,11 +1,13 @@
-//! The webhook server: signature check, delivery parsing, the axum routes, metrics, the dispatcher
-//! that turns stored deliveries into jobs, and the start-up and shutdown of `pitcrew serve`.
+//! The webhook server: signature check, delivery parsing, the axum routes, the connections they are
+//! served on, metrics, the dispatcher that turns stored deliveries into jobs, and the start-up and
+//! shutdown of `pitcrew serve`.
 
 pub mod app;
 pub mod dispatch;
 pub mod metrics;
 pub mod routes;
 pub mod scheduler;
+pub mod serve;
 pub mod signature;
 pub mod webhook;
 

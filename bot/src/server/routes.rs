@@ -1,5 +1,10 @@
 //! The HTTP routes: `POST /webhook` (size limit, signature, parse, persist, answer — all the work
 //! happens later, in the dispatcher), `GET /healthz` and `GET /metrics`.
+//!
+//! A webhook body is read before anyone knows who sent it, so its reading is bounded three ways: its
+//! size (`max_body`), its time (`body_timeout`), and the bytes all unverified bodies may hold at once
+//! (`unverified`, a semaphore of bytes): past that the route answers 503 rather than buffer more. The
+//! HMAC is computed as the bytes arrive, so a verified body is never read twice.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,14 +15,15 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::StreamExt;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::metrics::{self, DeliveryOutcome, Metrics, UNVERIFIED_EVENT};
-use super::webhook::{Rejection, check_declared_size, parse_delivery};
+use super::signature::Verifier;
+use super::webhook::{Rejection, check_declared_size, content_length, parse_verified, signature_header};
 use crate::github::ApiStats;
 use crate::jobs::{DeliveryId, JobStore, Recorded, now_ms};
 
@@ -42,6 +48,10 @@ pub struct ServerState {
     pub secret: SecretString,
     /// The largest body accepted, in bytes.
     pub max_body: usize,
+    /// The bytes that bodies not yet verified may hold in memory at once, all requests together.
+    pub unverified: Arc<Semaphore>,
+    /// How long a webhook body may take to arrive, from the end of its headers.
+    pub body_timeout: Duration,
     pub metrics: Arc<Metrics>,
     /// Wakes the dispatcher after a new delivery is stored.
     pub dispatch: Arc<Notify>,
@@ -53,6 +63,8 @@ impl std::fmt::Debug for ServerState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerState")
             .field("max_body", &self.max_body)
+            .field("unverified_available", &self.unverified.available_permits())
+            .field("body_timeout", &self.body_timeout)
             .field("secret", &"<redacted>")
             .finish_non_exhaustive()
     }
@@ -84,31 +96,93 @@ fn refuse(state: &ServerState, rejection: &Rejection) -> Response {
     };
     state.metrics.record_delivery(UNVERIFIED_EVENT, outcome);
     tracing::warn!(reason = %rejection, status = rejection.status().as_u16(), "webhook refused");
-    json_response(rejection.status(), json!({ "error": rejection.public_message() }))
+    let mut response = json_response(rejection.status(), json!({ "error": rejection.public_message() }));
+    // These may come before the body was read (a declared size over the limit, no signature): the
+    // connection is closed after them rather than hyper reading a body nobody wants.
+    if matches!(rejection, Rejection::TooLarge { .. } | Rejection::Signature(_)) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
+    response
 }
 
-/// Reads at most `max + 1` bytes: one byte over the limit is enough to refuse.
-async fn read_capped(body: Body, max: usize) -> Result<Bytes, ReadError> {
-    let mut stream = body.into_data_stream();
-    let mut buffer = BytesMut::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|_| ReadError::Aborted)?;
-        if buffer.len() + chunk.len() > max {
-            return Err(ReadError::TooLarge {
-                at_least: (buffer.len() + chunk.len()) as u64,
-            });
-        }
-        buffer.extend_from_slice(&chunk);
-    }
-    Ok(buffer.freeze())
+/// A refusal sent before the body was read to its end: the connection is closed after it, or hyper
+/// would read (and discard) the rest of a body nobody wants.
+fn refuse_unread(state: &ServerState, outcome: DeliveryOutcome, status: StatusCode, message: &str) -> Response {
+    state.metrics.record_delivery(UNVERIFIED_EVENT, outcome);
+    tracing::warn!(reason = message, status = status.as_u16(), "webhook refused");
+    let mut response = json_response(status, json!({ "error": message }));
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    response
+}
+
+/// A body read to its end, with its HMAC fed along the way.
+struct ReadBody {
+    body: Bytes,
+    verifier: Verifier,
+    /// The share of the unverified-bytes budget the body holds; released when dropped.
+    held: Option<OwnedSemaphorePermit>,
 }
 
 enum ReadError {
     TooLarge {
         at_least: u64,
     },
+    /// The unverified-bytes budget is spent: other requests hold it.
+    Busy,
     /// The client went away or sent a broken body.
     Aborted,
+}
+
+/// Reads at most `max` bytes into one buffer, feeding `verifier`, and holding from `budget` as many
+/// bytes as the buffer has room for (its capacity, not its length: that is the memory it takes).
+/// The buffer grows to the declared length at once when that fits, else by doubling.
+async fn read_verified(
+    body: Body,
+    max: usize,
+    declared: Option<u64>,
+    budget: &Arc<Semaphore>,
+    mut verifier: Verifier,
+) -> Result<ReadBody, ReadError> {
+    let mut stream = body.into_data_stream();
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    let exact = declared.and_then(|n| usize::try_from(n).ok()).filter(|n| *n <= max);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| ReadError::Aborted)?;
+        let needed = buffer.len() + chunk.len();
+        if needed > max {
+            return Err(ReadError::TooLarge {
+                at_least: needed as u64,
+            });
+        }
+        if needed > buffer.capacity() {
+            let target = match exact {
+                Some(exact) if exact >= needed => exact,
+                _ => needed.max(buffer.capacity().saturating_mul(2)).min(max),
+            };
+            let more = target - held.as_ref().map_or(0, OwnedSemaphorePermit::num_permits);
+            let more = u32::try_from(more).map_err(|_| ReadError::Busy)?;
+            let permit = Arc::clone(budget)
+                .try_acquire_many_owned(more)
+                .map_err(|_| ReadError::Busy)?;
+            match held.as_mut() {
+                Some(held) => held.merge(permit),
+                None => held = Some(permit),
+            }
+            buffer.reserve_exact(target - buffer.len());
+        }
+        verifier.update(&chunk);
+        buffer.extend_from_slice(&chunk);
+    }
+    Ok(ReadBody {
+        body: Bytes::from(buffer),
+        verifier,
+        held,
+    })
 }
 
 async fn webhook(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Body) -> Response {
@@ -116,16 +190,35 @@ async fn webhook(State(state): State<Arc<ServerState>>, headers: HeaderMap, body
     if let Err(rejection) = check_declared_size(&headers, state.max_body) {
         return refuse(&state, &rejection);
     }
-    let body = match read_capped(body, state.max_body).await {
-        Ok(body) => body,
-        Err(ReadError::TooLarge { at_least }) => {
+    let verifier = match Verifier::new(&state.secret, signature_header(&headers)) {
+        Ok(verifier) => verifier,
+        Err(error) => return refuse(&state, &Rejection::Signature(error)),
+    };
+    let read = read_verified(
+        body,
+        state.max_body,
+        content_length(&headers),
+        &state.unverified,
+        verifier,
+    );
+    let read = match tokio::time::timeout(state.body_timeout, read).await {
+        Ok(Ok(read)) => read,
+        Ok(Err(ReadError::TooLarge { at_least })) => {
             let rejection = Rejection::TooLarge {
                 size: at_least,
                 limit: state.max_body,
             };
             return refuse(&state, &rejection);
         }
-        Err(ReadError::Aborted) => {
+        Ok(Err(ReadError::Busy)) => {
+            return refuse_unread(
+                &state,
+                DeliveryOutcome::Busy,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many deliveries are being received at once; try again later",
+            );
+        }
+        Ok(Err(ReadError::Aborted)) => {
             state
                 .metrics
                 .record_delivery(UNVERIFIED_EVENT, DeliveryOutcome::BadRequest);
@@ -134,11 +227,25 @@ async fn webhook(State(state): State<Arc<ServerState>>, headers: HeaderMap, body
                 json!({ "error": "the request body could not be read" }),
             );
         }
+        Err(_) => {
+            return refuse_unread(
+                &state,
+                DeliveryOutcome::TimedOut,
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time",
+            );
+        }
     };
-    let delivery = match parse_delivery(&headers, body, &state.secret, state.max_body) {
+    let ReadBody { body, verifier, held } = read;
+    if let Err(error) = verifier.finish() {
+        return refuse(&state, &Rejection::Signature(error));
+    }
+    let delivery = match parse_verified(&headers, body) {
         Ok(delivery) => delivery,
         Err(rejection) => return refuse(&state, &rejection),
     };
+    // Verified: what it holds is GitHub's, and no longer counts against strangers.
+    drop(held);
     let kind = delivery.kind();
     if delivery.event == "ping" {
         state.metrics.record_delivery("ping", DeliveryOutcome::Ping);

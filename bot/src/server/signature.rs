@@ -1,5 +1,6 @@
 //! Webhook signatures: `X-Hub-Signature-256` is the HMAC-SHA256 of the raw body keyed with the webhook
-//! secret, as `sha256=<64 hex digits>`. Verified in constant time before anything reads the body.
+//! secret, as `sha256=<64 hex digits>`. Verified in constant time before anything parses the body;
+//! [`Verifier`] computes it while the body streams in, so the route never needs a second pass.
 
 use ring::hmac;
 use secrecy::{ExposeSecret, SecretString};
@@ -23,15 +24,61 @@ pub enum SignatureError {
 
 /// Checks `header` (the `X-Hub-Signature-256` value) against `body`.
 pub fn verify(secret: &SecretString, body: &[u8], header: Option<&str>) -> Result<(), SignatureError> {
-    let header = header.ok_or(SignatureError::Missing)?;
-    let digits = header.strip_prefix(PREFIX).ok_or(SignatureError::Malformed)?;
-    if digits.len() != 64 {
-        return Err(SignatureError::Malformed);
+    let mut verifier = Verifier::new(secret, header)?;
+    verifier.update(body);
+    verifier.finish()
+}
+
+/// The HMAC of a body being received, fed chunk by chunk. The header is checked for form first
+/// ([`Verifier::new`]), so a request without a well-formed signature is refused before its body is
+/// read at all.
+pub struct Verifier {
+    expected: [u8; 32],
+    context: hmac::Context,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier").finish_non_exhaustive()
     }
-    let tag = hex::decode(digits).map_err(|_| SignatureError::Malformed)?;
-    // `hmac::verify` compares in constant time; comparing hex strings with `==` would leak, through
-    // timing, how many leading digits of a forged signature are right.
-    hmac::verify(&key(secret), body, &tag).map_err(|_| SignatureError::Mismatch)
+}
+
+impl Verifier {
+    /// Starts checking against `header` (the `X-Hub-Signature-256` value).
+    pub fn new(secret: &SecretString, header: Option<&str>) -> Result<Verifier, SignatureError> {
+        let header = header.ok_or(SignatureError::Missing)?;
+        let digits = header.strip_prefix(PREFIX).ok_or(SignatureError::Malformed)?;
+        let mut expected = [0_u8; 32];
+        if digits.len() != 64 {
+            return Err(SignatureError::Malformed);
+        }
+        hex::decode_to_slice(digits, &mut expected).map_err(|_| SignatureError::Malformed)?;
+        Ok(Verifier {
+            expected,
+            context: hmac::Context::with_key(&key(secret)),
+        })
+    }
+
+    pub fn update(&mut self, chunk: &[u8]) {
+        self.context.update(chunk);
+    }
+
+    /// Whether the body fed so far is the one signed.
+    pub fn finish(self) -> Result<(), SignatureError> {
+        let tag = self.context.sign();
+        // Every byte is compared whatever the earlier ones were: `==` would stop at the first
+        // difference and leak, through timing, how much of a forged signature is right.
+        let difference = tag
+            .as_ref()
+            .iter()
+            .zip(self.expected.iter())
+            .fold(0_u8, |acc, (a, b)| acc | (a ^ b));
+        if std::hint::black_box(difference) == 0 && tag.as_ref().len() == self.expected.len() {
+            Ok(())
+        } else {
+            Err(SignatureError::Mismatch)
+        }
+    }
 }
 
 /// The `X-Hub-Signature-256` value GitHub would send for `body` (what a test sender puts in the header).
@@ -105,6 +152,30 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_streaming_verifier_agrees_with_verify_whatever_the_chunking() {
+        let (secret, payload, header) = vector();
+        for size in [1, 3, 7, payload.len()] {
+            let mut verifier = Verifier::new(&secret, Some(&header)).unwrap();
+            for chunk in payload.as_bytes().chunks(size) {
+                verifier.update(chunk);
+            }
+            assert_eq!(verifier.finish(), Ok(()), "chunks of {size}");
+        }
+        let mut verifier = Verifier::new(&secret, Some(&header)).unwrap();
+        verifier.update(b"Hello, World?");
+        assert_eq!(verifier.finish(), Err(SignatureError::Mismatch));
+        assert_eq!(Verifier::new(&secret, None).unwrap_err(), SignatureError::Missing);
+        assert_eq!(
+            Verifier::new(&secret, Some("sha256=zz")).unwrap_err(),
+            SignatureError::Malformed
+        );
+        let upper = format!("sha256={}", header["sha256=".len()..].to_uppercase());
+        let mut verifier = Verifier::new(&secret, Some(&upper)).unwrap();
+        verifier.update(payload.as_bytes());
+        assert_eq!(verifier.finish(), Ok(()));
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! The webhook edge: from a request's headers and raw body to an authenticated `Delivery`, checked in
-//! the order that keeps unauthenticated work cheap — size, signature, headers, then JSON.
+//! the order that keeps unauthenticated work cheap — size, signature, headers, then JSON. The route
+//! streams the body through [`signature::Verifier`] and then calls [`parse_verified`];
+//! [`parse_delivery`] is the same for a body already in hand.
 
 use axum::http::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde_json::Value;
 
 use super::signature::{self, SIGNATURE_HEADER, SignatureError};
+use crate::triggers::read_payload;
 
 /// GitHub caps payloads at 25 MB; anything bigger is not from GitHub.
 pub const DEFAULT_MAX_BODY: usize = 25 * 1024 * 1024;
@@ -92,7 +95,7 @@ pub fn check_declared_size(headers: &HeaderMap, max_body: usize) -> Result<(), R
     }
 }
 
-/// Authenticates and parses one webhook request.
+/// Authenticates and parses one webhook request whose body is already in hand.
 pub fn parse_delivery(
     headers: &HeaderMap,
     body: Bytes,
@@ -108,6 +111,18 @@ pub fn parse_delivery(
         });
     }
     signature::verify(secret, &body, header(headers, SIGNATURE_HEADER))?;
+    parse_verified(headers, body)
+}
+
+/// The signature header of a request, for [`signature::Verifier::new`].
+pub fn signature_header(headers: &HeaderMap) -> Option<&str> {
+    header(headers, SIGNATURE_HEADER)
+}
+
+/// Parses a request whose body's signature was verified: the event and delivery headers, then the
+/// payload, read as the dispatcher will read it ([`read_payload`]), so that what it could not read is
+/// refused here with a 400 that shows on GitHub's delivery page instead of being stored and dropped.
+pub fn parse_verified(headers: &HeaderMap, body: Bytes) -> Result<Delivery, Rejection> {
     let event = header(headers, EVENT_HEADER)
         .filter(|v| !v.is_empty())
         .ok_or(Rejection::MissingHeader {
@@ -121,7 +136,7 @@ pub fn parse_delivery(
         })?
         .to_owned();
     expect_object(&body)?;
-    let envelope: Envelope = serde_json::from_slice(&body).map_err(|err| Rejection::MalformedJson {
+    let payload = read_payload(&body).map_err(|err| Rejection::MalformedJson {
         line: err.line(),
         column: err.column(),
         message: json_problem(&err),
@@ -129,27 +144,16 @@ pub fn parse_delivery(
     Ok(Delivery {
         id,
         event,
-        action: envelope.action.as_ref().and_then(|v| v.as_str()).map(str::to_owned),
-        installation_id: envelope
-            .installation
-            .as_ref()
+        action: payload.get("action").and_then(Value::as_str).map(str::to_owned),
+        installation_id: payload
+            .get("installation")
             .and_then(|i| i.get("id"))
-            .and_then(serde_json::Value::as_u64),
+            .and_then(Value::as_u64),
         body,
     })
 }
 
-/// The two fields every delivery may carry. Deserialising into this still checks the whole body is
-/// well-formed JSON (serde_json validates what it skips) without building a tree of a large payload.
-/// Their types are left loose here: a wrong type is the event parser's to report, with its path.
-#[derive(Deserialize)]
-struct Envelope {
-    action: Option<serde_json::Value>,
-    installation: Option<serde_json::Value>,
-}
-
-/// Every webhook payload is an object. serde would read `[1, 2]` into `Envelope` field by field, so
-/// the first token is checked here.
+/// Every webhook payload is an object; the first token is checked here, where its position is known.
 fn expect_object(body: &[u8]) -> Result<(), Rejection> {
     let Some(at) = body.iter().position(|b| !b.is_ascii_whitespace()) else {
         // Empty: serde reports "EOF while parsing a value" with its position.
@@ -324,7 +328,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.status(), StatusCode::BAD_REQUEST);
-        insta::assert_snapshot!(err.public_message(), @"malformed JSON at line 3, column 23: key must be a string");
+        insta::assert_snapshot!(err.public_message(), @"malformed JSON at line 3, column 23: trailing comma");
     }
 
     #[test]
@@ -345,6 +349,26 @@ mod tests {
             )
             .unwrap_err();
             assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{body:?}");
+        }
+    }
+
+    /// Payloads the dispatcher's parser cannot read were answered 202, stored and dropped later.
+    #[test]
+    fn json_the_dispatcher_cannot_read_is_400_at_the_edge() {
+        let deep = format!("{{\"a\": {}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+        let huge = "{\"action\": \"created\", \"n\": 1e999999}".to_owned();
+        for (body, problem) in [(deep, "recursion limit exceeded"), (huge, "number out of range")] {
+            let body = body.into_bytes();
+            let err = parse_delivery(
+                &signed("issue_comment", &body),
+                Bytes::from(body.clone()),
+                &secret(),
+                DEFAULT_MAX_BODY,
+            )
+            .unwrap_err();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+            assert!(err.public_message().contains(problem), "{}", err.public_message());
+            assert!(crate::triggers::Event::from_json("issue_comment", &body).is_err());
         }
     }
 

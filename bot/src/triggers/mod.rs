@@ -19,5 +19,5 @@ pub use decide::{
 };
 pub use event::{
     Actor, ActorKind, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event,
-    EventError, IssueRef, RepoRef, ReviewContext, WorkflowRun,
+    EventError, IssueRef, RepoRef, ReviewContext, WorkflowRun, read_payload,
 };
