@@ -274,6 +274,42 @@ async fn push_with_lease_moves_the_pr_branch_to_the_bots_commit() {
     copy.ensure_clean().unwrap();
 }
 
+/// RUSTSEC-2026-0183: before git2 0.21, listing a remote that advertises no refs handed a null
+/// pointer to `slice::from_raw_parts` (undefined behaviour; a debug build aborts on it). Both
+/// pushes list the remote first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushing_to_an_empty_repository_that_advertises_no_refs_is_an_answer_not_a_crash() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let job = jobs.path().join("job");
+    let (copy, start) = pr_branch_job(&server, data.path(), &job).await;
+    bot_commit(&copy);
+    let empty = "acme/empty";
+    server.create_empty_repo(empty).unwrap();
+    let empty_remote = RemoteRepo {
+        url: Url::parse(&server.url(empty)).unwrap(),
+        full_name: empty.to_owned(),
+    };
+
+    // The lease finds no branch to move: a plain error that names it.
+    let error =
+        tokio::task::block_in_place(|| push_with_lease(&copy, &empty_remote, &token(), "fix", start)).unwrap_err();
+    assert!(
+        matches!(&error, WorkspaceError::TargetNotFound { repo, target } if repo == empty && target == "branch fix"),
+        "{error:?}"
+    );
+    assert_eq!(server.rev_parse(empty, "refs/heads/fix"), None);
+
+    // A bot branch is created there: it did not exist before.
+    let existed = tokio::task::block_in_place(|| push_bot_branch(&copy, &empty_remote, &token(), "pitcrew/partial-1"));
+    assert!(!existed.unwrap());
+    assert_eq!(
+        server.rev_parse(empty, "refs/heads/pitcrew/partial-1").unwrap(),
+        copy.head().unwrap().to_string()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_with_lease_rebases_once_onto_a_concurrent_change_in_another_file() {
     let server = GitServer::start(TOKEN);

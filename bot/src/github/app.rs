@@ -88,8 +88,9 @@ impl AppCredentials {
         let (label, der) = pem_block(text).ok_or_else(|| invalid("no PEM block (`-----BEGIN … KEY-----`) found"))?;
         let der = decode_wrapped_base64(der).map_err(|err| invalid(&format!("the PEM body is not base64 ({err})")))?;
         let key = match label {
-            "RSA PRIVATE KEY" => RsaKeyPair::from_der(&der)
-                .map_err(|err| invalid(&format!("not an RSA private key ({err})")))?,
+            "RSA PRIVATE KEY" => {
+                RsaKeyPair::from_der(&der).map_err(|err| invalid(&format!("not an RSA private key ({err})")))?
+            }
             "PRIVATE KEY" => RsaKeyPair::from_pkcs8(&der)
                 .map_err(|err| invalid(&format!("not an RSA private key in PKCS#8 ({err})")))?,
             "ENCRYPTED PRIVATE KEY" => return Err(invalid("the key is encrypted; give the unencrypted key")),
@@ -120,8 +121,11 @@ impl AppCredentials {
     /// the RSASSA-PKCS1-v1_5 SHA-256 signature of those two parts (RFC 7515, RFC 7518 §3.3).
     pub fn jwt(&self, now: SystemTime) -> Result<SecretString, GithubError> {
         let jwt_error = |message: String| GithubError::Jwt { message };
-        let header = serde_json::to_vec(&JwtHeader { alg: "RS256", typ: "JWT" })
-            .map_err(|err| jwt_error(format!("encoding the JWT header: {err}")))?;
+        let header = serde_json::to_vec(&JwtHeader {
+            alg: "RS256",
+            typ: "JWT",
+        })
+        .map_err(|err| jwt_error(format!("encoding the JWT header: {err}")))?;
         let claims = serde_json::to_vec(&self.claims(now))
             .map_err(|err| jwt_error(format!("encoding the JWT claims: {err}")))?;
         let mut token = format!("{}.{}", URL_SAFE_NO_PAD.encode(header), URL_SAFE_NO_PAD.encode(claims));

@@ -313,8 +313,8 @@ fn credentials() -> AppCredentials {
 /// that signed it): header `{"alg": "RS256", "typ": "JWT"}`, the signature, and exactly GitHub's
 /// three claims.
 fn verify_jwt(jwt: &str) -> AppClaimsSeen {
-    let public = pitcrew_tests::jwt::rsa_public_key(&std::fs::read(key_path("github-app-test-key.pub.pem")).unwrap())
-        .unwrap();
+    let public =
+        pitcrew_tests::jwt::rsa_public_key(&std::fs::read(key_path("github-app-test-key.pub.pem")).unwrap()).unwrap();
     let verified = pitcrew_tests::jwt::verify_rs256(jwt, &public).unwrap();
     assert_eq!(verified.header, json!({"alg": "RS256", "typ": "JWT"}));
     let claims = verified.claims.as_object().unwrap();

@@ -105,7 +105,7 @@ impl LocalRepo {
         let mut files: Vec<String> = statuses
             .iter()
             .filter(|e| e.status() != Status::CURRENT)
-            .filter_map(|e| e.path().map(str::to_owned))
+            .filter_map(|e| e.path().ok().map(str::to_owned))
             .collect();
         if files.is_empty() {
             return Ok(());
@@ -128,7 +128,9 @@ impl LocalRepo {
     /// The checked-out branch's short name, if HEAD is on a branch.
     pub fn current_branch(&self) -> Option<String> {
         let head = self.repo.head().ok()?;
-        head.is_branch().then(|| head.shorthand().map(str::to_owned)).flatten()
+        head.is_branch()
+            .then(|| head.shorthand().ok().map(str::to_owned))
+            .flatten()
     }
 
     /// Creates `name` (or `name-2`, `name-3` … when taken) at HEAD and checks it out; returns its name.
@@ -141,10 +143,7 @@ impl LocalRepo {
             candidate = format!("{name}-{n}");
         }
         let branch = self.repo.branch(&candidate, &head, false)?;
-        let reference = branch
-            .get()
-            .name()
-            .ok_or_else(|| git2::Error::from_str("branch name is not UTF-8"))?;
+        let reference = branch.get().name()?;
         // The branch points at HEAD's commit, so the working tree and index stay as they are.
         self.repo.set_head(reference)?;
         Ok(candidate)
@@ -357,8 +356,8 @@ mod tests {
             .find_commit(Oid::from_str(result.commit.as_deref().unwrap()).unwrap())
             .unwrap();
         for signature in [commit.author(), commit.committer()] {
-            assert_eq!(signature.name(), Some("pitcrew[bot]"));
-            assert_eq!(signature.email(), Some("pitcrew[bot]@users.noreply.github.com"));
+            assert_eq!(signature.name().unwrap(), "pitcrew[bot]");
+            assert_eq!(signature.email().unwrap(), "pitcrew[bot]@users.noreply.github.com");
         }
         assert_eq!(
             commit.message().unwrap(),

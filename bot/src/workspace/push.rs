@@ -256,10 +256,7 @@ fn move_head(git: &Repository, commit: Oid) -> Result<(), WorkspaceError> {
     git.checkout_tree(&object, Some(CheckoutBuilder::new().safe()))?;
     let head = git.head()?;
     if head.is_branch() {
-        let name = head
-            .name()
-            .ok_or_else(|| git2::Error::from_str("branch name is not UTF-8"))?
-            .to_owned();
+        let name = head.name()?.to_owned();
         git.reference(&name, commit, true, "pitcrew: rebased onto the remote branch")?;
     } else {
         git.set_head_detached(commit)?;
