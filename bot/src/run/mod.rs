@@ -198,6 +198,11 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
         tracing::warn!(%err, "stopping the sandbox session failed");
     }
 
+    // Listed before the commit, which may fail half-way through staging.
+    let changed_files = repo.changed_files(start).unwrap_or_else(|error| {
+        tracing::warn!(%error, "listing the changed files failed");
+        Vec::new()
+    });
     let commit = repo.commit_all(
         &commit_message(&options.task, &outcome.summary),
         options.config.agent.max_new_file_bytes,
@@ -215,18 +220,11 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
             )
         }
     };
-    // What the run changed, as committed: a nested repository left out is listed as such, not as
-    // an added file.
-    let changed_files = match repo.changed_files(start) {
-        Ok(files) => files
-            .into_iter()
-            .filter(|file| !commit.skipped_repositories.contains(&file.path))
-            .collect(),
-        Err(error) => {
-            tracing::warn!(%error, "listing the changed files failed");
-            Vec::new()
-        }
-    };
+    // A nested repository left out is listed as such, not as an added file.
+    let changed_files = changed_files
+        .into_iter()
+        .filter(|file| !commit.skipped_repositories.contains(&file.path))
+        .collect();
     let tests = ctx.tests().map(|report| TestSummary {
         passed: report.passed,
         failed: report.failed,
