@@ -451,9 +451,13 @@ async fn a_nested_repository_made_by_the_agent_is_left_out_and_the_fix_is_pushed
         comment.contains("git repositories of their own were left out of the commit, as git leaves them: `fixture/`"),
         "{comment}"
     );
-    // What the agent spent is reported.
+    // What the agent spent is reported, and the changed files are what was committed.
     let summary = summary_of(&run);
-    assert!(summary.contains("| Input tokens | 3,500 |"), "{summary}");
+    assert!(summary.contains("3,500 tokens in · 120 out"), "{summary}");
+    assert!(
+        summary.contains("| `calc.sh` | 1 | 1 |") && !summary.contains("fixture"),
+        "{summary}"
+    );
     assert_eq!(job.state, JobState::Succeeded, "{job:?}");
     world.model.assert_script_consumed();
 }

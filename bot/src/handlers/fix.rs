@@ -77,8 +77,8 @@ async fn fix_pull_request(
             return Err(error);
         }
     };
-    let changed = changed_stats(lease.repo(), start);
-    let commit = match commit(env, lease.repo(), &outcome) {
+    let mut changed = changed_stats(lease.repo(), start);
+    let commit = match commit(env, lease.repo(), &outcome, &mut changed) {
         Ok(commit) => commit,
         Err(error) => {
             lease.release().await;
@@ -236,10 +236,10 @@ async fn fix_issue(
             return Err(error);
         }
     };
-    let changed = changed_stats(lease.repo(), start);
+    let mut changed = changed_stats(lease.repo(), start);
     let branch = deliver::issue_branch(issue.number.0, &issue.title);
     let created = lease.repo().create_branch(&branch);
-    let commit = match commit(env, lease.repo(), &outcome) {
+    let commit = match commit(env, lease.repo(), &outcome, &mut changed) {
         Ok(commit) => commit,
         Err(error) => {
             lease.release().await;
@@ -358,8 +358,13 @@ async fn work(
 }
 
 /// Commits what the agent changed as the bot, with the requester as co-author and the job's
-/// trailer; says in the report what was left out.
-fn commit(env: &JobEnv, repo: &LocalRepo, outcome: &Outcome) -> Result<Option<String>, WorkspaceError> {
+/// trailer; says in the report what was left out, and takes left-out repositories off `changed`.
+fn commit(
+    env: &JobEnv,
+    repo: &LocalRepo,
+    outcome: &Outcome,
+    changed: &mut Vec<crate::workspace::diff::FileStat>,
+) -> Result<Option<String>, WorkspaceError> {
     let identity = CommitIdentity {
         name: env.config().github.bot_name.clone(),
         email: env.config().github.bot_email.clone(),
@@ -389,6 +394,7 @@ fn commit(env: &JobEnv, repo: &LocalRepo, outcome: &Outcome) -> Result<Option<St
         ));
     }
     if !result.skipped_repositories.is_empty() {
+        changed.retain(|file| !result.skipped_repositories.contains(&file.path));
         tracing::info!(dirs = ?result.skipped_repositories, "nested git repositories were not committed");
         env.note(format!(
             "Directories that are git repositories of their own were left out of the commit, as git leaves them: {}. \
