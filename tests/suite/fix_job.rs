@@ -292,7 +292,7 @@ async fn a_fix_comment_on_a_pull_request_ends_in_a_tested_commit_on_its_branch()
     let Some(image) = pitcrew_tests::docker::test_image() else {
         return;
     };
-    let world = World::start(image, fixing_script()).await;
+    let mut world = World::start(image, fixing_script()).await;
     let comment = world
         .comment("delivery-fix-1", "alice", "@agent fix the failing add test")
         .await;
@@ -351,7 +351,9 @@ async fn a_fix_comment_on_a_pull_request_ends_in_a_tested_commit_on_its_branch()
     );
     assert_ne!(world.base_sha, pushed);
 
-    // The job ended succeeded in the store, and the model was used as scripted.
+    // The job ended succeeded in the store (the store records it after the final report: wait for
+    // the end), and the model was used as scripted.
+    world.job_end().await;
     let jobs = world.server.store().jobs(&JobFilter::default()).await.unwrap();
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].state, JobState::Succeeded, "{:?}", jobs[0].error);
