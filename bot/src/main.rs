@@ -429,6 +429,8 @@ fn run(config: Config, args: &RunArgs) -> ExitCode {
         print!("{}", render_text(&report));
     }
     match report.stop {
+        // The agent finished but its change could not be committed: the report says why.
+        _ if report.error.is_some() => ExitCode::from(EXIT_RUN_STOPPED),
         StopReason::Finished => ExitCode::SUCCESS,
         StopReason::Cancelled => ExitCode::from(EXIT_CANCELLED),
         _ => ExitCode::from(EXIT_RUN_STOPPED),

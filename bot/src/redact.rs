@@ -477,7 +477,7 @@ mod tests {
 
         let repo = LocalRepo::open(root).unwrap();
         let result = repo
-            .commit_all(&format!("pitcrew: fix\n\nused {GHS}"), 1_000_000, None, None)
+            .commit_all(&format!("pitcrew: fix\n\nused {GHS}"), 1_000_000, &[], None)
             .unwrap();
         assert_eq!(result.redacted, ["a.txt", "new.txt"]);
         assert_eq!(result.withheld, ["blob.bin", "tracked.bin"]);

@@ -315,6 +315,89 @@ fn run_with_the_local_sandbox_keeps_the_api_key_from_commands() {
     }
 }
 
+/// The security issue's `pitcrew run --json`: a repository the agent's command made inside the
+/// checkout used to fail the commit (exit 3, nothing on stdout, the work uncommitted). It is left
+/// out and listed; and a commit that does fail (a stale index lock) still prints the JSON report,
+/// with what the run spent, and exits 1.
+#[test]
+fn run_json_reports_a_nested_repository_and_a_failed_commit() {
+    use pitcrew_tests::repo::TestRepo;
+    use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+    use serde_json::json;
+
+    let run = |repo: &TestRepo, server: &ScriptedModel, task: &str| {
+        let base_url = server.openai_base_url();
+        let out = pitcrew(
+            &repo.path().to_owned(),
+            &[
+                "run",
+                "--json",
+                "--model",
+                "gpt-4o",
+                "--base-url",
+                &base_url,
+                "--sandbox",
+                "local",
+                task,
+            ],
+            &[],
+        );
+        let stdout = text(&out.stdout);
+        let report: serde_json::Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("stdout is no JSON report ({e}): {stdout}\n{}", text(&out.stderr)));
+        (out.status.code(), report)
+    };
+
+    let repo = TestRepo::new(&[("a.txt", "a\n")]).unwrap();
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(
+                Reply::new()
+                    .tool_call(
+                        "bash",
+                        json!({"command": "mkdir -p tests/fixture && git -C tests/fixture init -q && echo x > tests/fixture/x.txt && echo b > b.txt"}),
+                    )
+                    .usage(500, 20),
+            )
+            .turn(Reply::text("Added b.txt.").usage(600, 10)),
+    );
+    let (code, report) = run(&repo, &server, "Add b");
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["status"], "finished");
+    assert_eq!(report["error"], serde_json::Value::Null);
+    assert_eq!(report["skipped_repositories"], json!(["tests/fixture/"]));
+    assert_eq!(report["changed_files"], json!([{"path": "b.txt", "change": "added"}]));
+    let commit = report["commit"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["ls-tree", "-r", "--name-only", commit]).unwrap(),
+        "a.txt\nb.txt\n"
+    );
+
+    let repo = TestRepo::new(&[("a.txt", "a\n")]).unwrap();
+    std::fs::write(repo.file(".git/index.lock"), "").unwrap();
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(
+                Reply::new()
+                    .tool_call("bash", json!({"command": "echo b > b.txt"}))
+                    .usage(500, 20),
+            )
+            .turn(Reply::text("Added b.txt.").usage(600, 10)),
+    );
+    let (code, report) = run(&repo, &server, "Add b");
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["status"], "commit_failed");
+    assert!(
+        report["error"].as_str().unwrap().contains("the index is locked"),
+        "{report:#}"
+    );
+    assert_eq!(report["commit"], serde_json::Value::Null);
+    assert_eq!(report["usage"]["input_tokens"], 1100);
+    assert_eq!(report["usage"]["output_tokens"], 30);
+    assert_eq!(report["summary"], "Added b.txt.");
+    assert_eq!(repo.read("b.txt").unwrap(), "b\n");
+}
+
 /// `pitcrew serve` killed with SIGKILL while the agent waits for the model, then started again on
 /// the same data directory: the orphaned container is removed at start-up, the job runs again as
 /// its second attempt and pushes its fix, and the one delivery is processed once.

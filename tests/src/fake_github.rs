@@ -62,7 +62,6 @@ use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use jsonwebtoken::DecodingKey;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -342,7 +341,7 @@ impl FakeGithubBuilder {
             Some(pem) => pem,
             None => std::fs::read(FakeGithub::test_public_key_path())?,
         };
-        let key = DecodingKey::from_rsa_pem(&pem).map_err(|e| io::Error::other(format!("App public key: {e}")))?;
+        let key = crate::jwt::rsa_public_key(&pem).map_err(|e| io::Error::other(format!("App public key: {e}")))?;
         let account = self
             .account
             .or_else(|| self.state.repos.values().next().map(|r| r.owner().to_owned()))

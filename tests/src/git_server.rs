@@ -176,6 +176,15 @@ impl GitServer {
         push(work.path(), &bare, "refs/heads/main")
     }
 
+    /// Creates bare repository `owner/name.git` with no commit and no ref at all: a fetch or
+    /// push to it sees a server that advertises no refs (a repository just made on the forge).
+    pub fn create_empty_repo(&self, full_name: &str) -> io::Result<()> {
+        let bare = self.repo_path(full_name);
+        std::fs::create_dir_all(&bare)?;
+        git(&bare, &["init", "-q", "--bare", "-b", "main"])?;
+        Ok(())
+    }
+
     /// Adds a commit of `files` on top of `branch` (made from `main` when it does not exist yet);
     /// returns its id.
     pub fn commit(&self, full_name: &str, branch: &str, files: &[(&str, &str)], message: &str) -> io::Result<String> {

@@ -6,6 +6,7 @@ pub mod ci_log;
 pub mod docker;
 pub mod fake_github;
 pub mod git_server;
+pub mod jwt;
 pub mod package_registry;
 pub mod repo;
 pub mod scenario;

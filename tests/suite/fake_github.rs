@@ -9,6 +9,8 @@
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pitcrew::github::{
     Auth, CheckConclusion, CheckStatus, ClientOptions, CommitPull, CommitSha, GithubClient, GithubError, NewCheckRun,
     RepoName, RunFilter,
@@ -396,12 +398,16 @@ async fn an_app_jwt_is_accepted_and_bad_ones_are_refused() {
     assert_eq!(refused(forged).await, "A JSON web token could not be decoded");
     // HS256 keyed with the public key: the classic algorithm confusion.
     let public = std::fs::read(FakeGithub::test_public_key_path()).unwrap();
-    let confused = jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
-        &json!({"iat": now - 60, "exp": now + 500, "iss": fake.app_id()}),
-        &jsonwebtoken::EncodingKey::from_secret(&public),
-    )
-    .unwrap();
+    let signing_input = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(json!({"alg": "HS256", "typ": "JWT"}).to_string()),
+        URL_SAFE_NO_PAD.encode(json!({"iat": now - 60, "exp": now + 500, "iss": fake.app_id()}).to_string())
+    );
+    let mac = ring::hmac::sign(
+        &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &public),
+        signing_input.as_bytes(),
+    );
+    let confused = format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(mac.as_ref()));
     assert_eq!(refused(confused).await, "A JSON web token could not be decoded");
     // A JWT goes only as `Bearer`, and a token is no JWT.
     let as_token = call(&fake, "GET", "/app", Some(&format!("token {}", fake.app_jwt())), None).await;

@@ -361,6 +361,109 @@ async fn a_fix_comment_on_a_pull_request_ends_in_a_tested_commit_on_its_branch()
     world.github.assert_no_violations();
 }
 
+/// The security issue's crash: a job pushed its fix and its process died before it reported; the
+/// retry started again from the pull request's head as GitHub still had it. Before, it rebased onto
+/// its own pushed commit and pushed a second, empty one. Here the first attempt's push is on the
+/// branch already (the same fix, with the job's `Pitcrew-Job` trailer) while the pull request still
+/// names the old head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_retried_after_its_push_finds_its_own_commit_and_pushes_nothing_new() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let mut world = World::start(image, fixing_script()).await;
+    let instance = std::fs::read_to_string(world.data.path().join("instance")).unwrap();
+    // A fresh store numbers its first job 1 (checked below).
+    let job_marker = format!("{}-1", instance.trim());
+    let fixed = CALC.replace("$(($1 - $2))", "$(($1 + $2))");
+    let earlier = world
+        .git
+        .commit(
+            REPO,
+            "docs",
+            &[("calc.sh", &fixed)],
+            &format!("pitcrew: fix the failing add test\n\nPitcrew-Job: {job_marker}"),
+        )
+        .unwrap();
+
+    world
+        .comment("delivery-retry-1", "alice", "@agent fix the failing add test")
+        .await;
+    let job = world.job_end().await;
+    assert_eq!(job.id.to_string(), "1");
+    let run = world.finished(PR).await;
+
+    // The branch is where the first attempt left it: no new commit, empty or not.
+    assert_eq!(world.git.rev_parse(REPO, "refs/heads/docs").unwrap(), earlier);
+    assert_eq!(run.conclusion.as_deref(), Some("success"), "{run:#?}");
+    let comment = world.progress_comment(PR);
+    assert!(comment.contains("Pushed"), "{comment}");
+    assert!(
+        comment.contains(&format!(
+            "An earlier attempt of this job already pushed {earlier} to `docs` before it was interrupted"
+        )),
+        "{comment}"
+    );
+    assert_eq!(job.state, JobState::Succeeded, "{job:?}");
+    world.model.assert_script_consumed();
+}
+
+/// The security issue's nested repository in a job: the agent's command makes a directory with its
+/// own `.git` (a test fixture). Before, the commit failed with `invalid path 'fixture/'` and the job
+/// ended as an internal error with no usage, pushing nothing. Now the fix is pushed without it, the
+/// report says so, and the tokens are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_nested_repository_made_by_the_agent_is_left_out_and_the_fix_is_pushed() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let script = Script::new()
+        .turn(Reply::new().tool_call("read_file", json!({"path": "calc.sh"})).usage(1_000, 50))
+        .turn(
+            Reply::new()
+                .tool_call(
+                    "edit_file",
+                    json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+                )
+                // The test image has no git: the layout `git init` makes, by hand.
+                .tool_call(
+                    "bash",
+                    json!({"command": "mkdir -p fixture/.git/objects fixture/.git/refs/heads && echo 'ref: refs/heads/main' > fixture/.git/HEAD && echo data > fixture/data.txt"}),
+                )
+                .usage(1_200, 40),
+        )
+        .turn(Reply::text("`add` adds now.").usage(1_300, 30));
+    let mut world = World::start(image, script).await;
+    world
+        .comment("delivery-nested-1", "alice", "@agent fix the failing add test")
+        .await;
+    let job = world.job_end().await;
+    let run = world.finished(PR).await;
+
+    assert_eq!(run.conclusion.as_deref(), Some("success"), "{run:#?}");
+    let pushed = world.git.rev_parse(REPO, "refs/heads/docs").unwrap();
+    assert_ne!(pushed, world.head_sha);
+    let bare = world.git.repo_path(REPO);
+    assert_eq!(
+        git(&bare, &["diff", "--name-only", &world.head_sha, &pushed]),
+        "calc.sh"
+    );
+    let comment = world.progress_comment(PR);
+    assert!(
+        comment.contains("git repositories of their own were left out of the commit, as git leaves them: `fixture/`"),
+        "{comment}"
+    );
+    // What the agent spent is reported, and the changed files are what was committed.
+    let summary = summary_of(&run);
+    assert!(summary.contains("3,500 tokens in · 120 out"), "{summary}");
+    assert!(
+        summary.contains("| `calc.sh` | 1 | 1 |") && !summary.contains("fixture"),
+        "{summary}"
+    );
+    assert_eq!(job.state, JobState::Succeeded, "{job:?}");
+    world.model.assert_script_consumed();
+}
+
 /// Turns that "fix" `adds_two_numbers` by breaking `adds_zero`, and say so.
 fn regressing_script() -> Script {
     Script::new()

@@ -5,11 +5,11 @@
 use std::path::Path;
 use std::process::Command;
 
-use pitcrew::workspace::LocalRepo;
 use pitcrew::workspace::WorkspaceError;
 use pitcrew::workspace::deliver::{Delivery, PullHead, deliver_to_pull_request, issue_branch, push_bot_branch};
 use pitcrew::workspace::mirror::{MirrorCache, RemoteRepo, Target};
 use pitcrew::workspace::push::{Oid, PushOutcome, push_with_lease};
+use pitcrew::workspace::{JOB_TRAILER, LocalRepo};
 use pitcrew_tests::git_server::GitServer;
 use secrecy::SecretString;
 use url::Url;
@@ -233,7 +233,7 @@ async fn pr_branch_job(server: &GitServer, data: &Path, job: &Path) -> (LocalRep
 fn bot_commit(copy: &LocalRepo) -> Oid {
     std::fs::write(copy.root().join("a.txt"), "one\nTWO (bot)\nthree\n").unwrap();
     let commit = copy
-        .commit_all("pitcrew: shout two", 1_000_000, None, None)
+        .commit_all("pitcrew: shout two", 1_000_000, &[], None)
         .unwrap()
         .commit
         .unwrap();
@@ -272,6 +272,122 @@ async fn push_with_lease_moves_the_pr_branch_to_the_bots_commit() {
     assert_eq!(files_containing(data.path(), TOKEN.as_bytes()), Vec::<String>::new());
     assert_eq!(git_out(&job, &["remote"]), "origin");
     copy.ensure_clean().unwrap();
+}
+
+/// The bot's change of [`bot_commit`] as job `job` commits it: with its `Pitcrew-Job` trailer.
+fn job_commit(copy: &LocalRepo, job: &str) -> Oid {
+    std::fs::write(copy.root().join("a.txt"), "one\nTWO (bot)\nthree\n").unwrap();
+    let commit = copy
+        .commit_all("pitcrew: shout two", 1_000_000, &[(JOB_TRAILER, job)], None)
+        .unwrap()
+        .commit
+        .unwrap();
+    Oid::from_str(&commit).unwrap()
+}
+
+/// The security issue's crash: a job pushed, died before reporting, and its retry began again from
+/// the pull request's head as GitHub still had it. The retry's commit replays onto its own earlier
+/// one to the same tree; before, that empty commit was pushed on top.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_job_finds_its_own_earlier_push_and_pushes_nothing() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let (first, start) = pr_branch_job(&server, data.path(), &jobs.path().join("attempt-1")).await;
+    let earlier = job_commit(&first, "0a1b2c3d-7");
+    assert_eq!(
+        push(&first, &server, &token(), start).unwrap(),
+        PushOutcome::Pushed {
+            commit: earlier,
+            rebased: false
+        }
+    );
+
+    // The retry: a fresh copy at the stale head, the same work, the same job.
+    let mirror = MirrorCache::new(data.path())
+        .prepare(&remote(&server), &token(), &[])
+        .await
+        .unwrap();
+    let retry = mirror
+        .checkout(&jobs.path().join("attempt-2"), Target::Commit(start.to_string()))
+        .await
+        .unwrap();
+    assert_eq!(retry.head().unwrap(), start);
+    job_commit(&retry, "0a1b2c3d-7");
+    assert_eq!(
+        push(&retry, &server, &token(), start).unwrap(),
+        PushOutcome::AlreadyPushed { commit: earlier }
+    );
+    assert_eq!(server.rev_parse(REPO, "refs/heads/fix").unwrap(), earlier.to_string());
+    assert_eq!(
+        git_out(
+            &server.repo_path(REPO),
+            &["rev-list", "--count", &format!("{start}..fix")]
+        ),
+        "1"
+    );
+}
+
+/// The branch moved to a commit with exactly the job's change, by someone else (or by a job
+/// without the trailer): the replay changes nothing, and nothing is pushed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_onto_the_same_tree_pushes_no_empty_commit() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let (copy, start) = pr_branch_job(&server, data.path(), &jobs.path().join("job")).await;
+    let theirs = server
+        .commit(
+            REPO,
+            "fix",
+            &[("a.txt", "one\nTWO (bot)\nthree\n")],
+            "the same fix, by hand",
+        )
+        .unwrap();
+    job_commit(&copy, "0a1b2c3d-8");
+    assert_eq!(
+        push(&copy, &server, &token(), start).unwrap(),
+        PushOutcome::AlreadyApplied {
+            remote_tip: Oid::from_str(&theirs).unwrap()
+        }
+    );
+    assert_eq!(server.rev_parse(REPO, "refs/heads/fix").unwrap(), theirs);
+}
+
+/// RUSTSEC-2026-0183: before git2 0.21, listing a remote that advertises no refs handed a null
+/// pointer to `slice::from_raw_parts` (undefined behaviour; a debug build aborts on it). Both
+/// pushes list the remote first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushing_to_an_empty_repository_that_advertises_no_refs_is_an_answer_not_a_crash() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    let job = jobs.path().join("job");
+    let (copy, start) = pr_branch_job(&server, data.path(), &job).await;
+    bot_commit(&copy);
+    let empty = "acme/empty";
+    server.create_empty_repo(empty).unwrap();
+    let empty_remote = RemoteRepo {
+        url: Url::parse(&server.url(empty)).unwrap(),
+        full_name: empty.to_owned(),
+    };
+
+    // The lease finds no branch to move: a plain error that names it.
+    let error =
+        tokio::task::block_in_place(|| push_with_lease(&copy, &empty_remote, &token(), "fix", start)).unwrap_err();
+    assert!(
+        matches!(&error, WorkspaceError::TargetNotFound { repo, target } if repo == empty && target == "branch fix"),
+        "{error:?}"
+    );
+    assert_eq!(server.rev_parse(empty, "refs/heads/fix"), None);
+
+    // A bot branch is created there: it did not exist before.
+    let existed = tokio::task::block_in_place(|| push_bot_branch(&copy, &empty_remote, &token(), "pitcrew/partial-1"));
+    assert!(!existed.unwrap());
+    assert_eq!(
+        server.rev_parse(empty, "refs/heads/pitcrew/partial-1").unwrap(),
+        copy.head().unwrap().to_string()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -306,3 +306,94 @@ async fn with_the_docker_sandbox_commands_run_in_the_container() {
         .into_owned();
     assert_eq!(pitcrew_tests::docker::containers_of(&job).unwrap().trim(), "");
 }
+
+/// The security issue's case: a command of the agent's made a repository inside the checkout (a
+/// fixture the tests create, a vendored checkout). libgit2 refused to stage it (`invalid path
+/// 'fixture/'`), the commit failed and the run's report and work were lost. Now it is left out, as
+/// git leaves it, and said.
+#[tokio::test]
+async fn a_nested_repository_is_committed_around_and_reported() {
+    let repo = TestRepo::new(&[("a.txt", "a\n")]).unwrap();
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(
+                Reply::new()
+                    .tool_call(
+                        "bash",
+                        json!({"command": "mkdir fixture && git -C fixture init -q && echo data > fixture/data.txt"}),
+                    )
+                    .tool_call("write_file", json!({"path": "b.txt", "content": "b\n"}))
+                    .usage(1_000, 10),
+            )
+            .turn(Reply::text("Added b.txt and a fixture repository.").usage(1_100, 10)),
+    );
+    let report = run(&repo, &server, "Add b").await;
+    assert_eq!(report.error, None, "{report:#?}");
+    assert_eq!(report.status, "finished");
+    assert_eq!(report.skipped_repositories, ["fixture/"]);
+    let commit = report.commit.as_deref().expect("a commit");
+    assert_eq!(repo.git(&["show", &format!("{commit}:b.txt")]).unwrap(), "b\n");
+    assert_eq!(
+        repo.git(&["ls-tree", "--name-only", commit]).unwrap().trim(),
+        "a.txt\nb.txt"
+    );
+    let changed: Vec<&str> = report.changed_files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(changed, ["b.txt"]);
+    assert_eq!(repo.read("fixture/data.txt").unwrap(), "data\n");
+    let text = pitcrew::run::progress::render_text(&report);
+    assert!(
+        text.contains("not committed (a git repository of its own): fixture/"),
+        "{text}"
+    );
+}
+
+/// A commit that fails (here: another git process holds the index lock, as a crashed `git add`
+/// leaves it) ends the run with its report, what the agent spent included, and the change left in
+/// the working tree; before, the error replaced the report.
+#[tokio::test]
+async fn a_failed_commit_still_yields_the_report_with_its_usage() {
+    let repo = TestRepo::new(&[("a.txt", "a\n")]).unwrap();
+    std::fs::write(repo.file(".git/index.lock"), "").unwrap();
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(
+                Reply::new()
+                    .tool_call("read_file", json!({"path": "a.txt"}))
+                    .usage(1_000, 10),
+            )
+            .turn(
+                Reply::new()
+                    .tool_call(
+                        "edit_file",
+                        json!({"path": "a.txt", "old_string": "a", "new_string": "b"}),
+                    )
+                    .usage(1_100, 10),
+            )
+            .turn(Reply::text("Changed a to b.").usage(1_200, 20)),
+    );
+    let report = run(&repo, &server, "Change a").await;
+    assert_eq!(report.status, "commit_failed", "{report:#?}");
+    let error = report.error.as_deref().unwrap();
+    assert!(
+        error.starts_with("the commit failed: ") && error.contains("the index is locked"),
+        "{error}"
+    );
+    assert_eq!(report.commit, None);
+    assert_eq!(report.usage.input_tokens, 3_300);
+    assert_eq!(report.usage.output_tokens, 40);
+    assert_eq!(report.steps, 3);
+    assert_eq!(report.summary, "Changed a to b.");
+    let changed: Vec<(&str, &str)> = report
+        .changed_files
+        .iter()
+        .map(|f| (f.path.as_str(), f.change))
+        .collect();
+    assert_eq!(changed, [("a.txt", "modified")]);
+    assert_eq!(repo.read("a.txt").unwrap(), "b\n");
+    let text = pitcrew::run::progress::render_text(&report);
+    assert!(
+        text.contains("commit:   failed; the change is left uncommitted"),
+        "{text}"
+    );
+    assert!(text.contains("tokens:   3300 in, 40 out"), "{text}");
+}

@@ -1,6 +1,9 @@
 //! GitHub App authentication: the App's private key, the RS256 JWT it signs, and installation access
 //! tokens fetched with that JWT and cached per installation until five minutes before they expire.
 //!
+//! The JWT is made here with `ring` (RSASSA-PKCS1-v1_5 with SHA-256): pitcrew only signs tokens,
+//! never validates one, so a JWT library's validation code would be attack surface for nothing.
+//!
 //! Concurrent callers for one installation share a single token request (a per-installation async
 //! mutex); different installations do not wait for each other.
 
@@ -10,8 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use reqwest::Method;
+use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -40,7 +45,7 @@ pub enum AppKeyError {
 #[derive(Clone)]
 pub struct AppCredentials {
     app_id: u64,
-    key: EncodingKey,
+    key: Arc<RsaKeyPair>,
 }
 
 impl fmt::Debug for AppCredentials {
@@ -83,21 +88,12 @@ impl AppCredentials {
         let text = std::str::from_utf8(pem).map_err(|_| invalid("not a PEM file (not text)"))?;
         let (label, der) = pem_block(text).ok_or_else(|| invalid("no PEM block (`-----BEGIN … KEY-----`) found"))?;
         let der = decode_wrapped_base64(der).map_err(|err| invalid(&format!("the PEM body is not base64 ({err})")))?;
-        let pkcs1 = match label {
+        let key = match label {
             "RSA PRIVATE KEY" => {
-                ring::signature::RsaKeyPair::from_der(&der)
-                    .map_err(|err| invalid(&format!("not an RSA private key ({err})")))?;
-                der
+                RsaKeyPair::from_der(&der).map_err(|err| invalid(&format!("not an RSA private key ({err})")))?
             }
-            "PRIVATE KEY" => {
-                ring::signature::RsaKeyPair::from_pkcs8(&der)
-                    .map_err(|err| invalid(&format!("not an RSA private key in PKCS#8 ({err})")))?;
-                // jsonwebtoken signs with ring's PKCS#1 parser whatever the PEM said, so the RSA
-                // key is taken out of its PKCS#8 envelope here.
-                pkcs8_inner_key(&der)
-                    .ok_or_else(|| invalid("malformed PKCS#8 structure"))?
-                    .to_vec()
-            }
+            "PRIVATE KEY" => RsaKeyPair::from_pkcs8(&der)
+                .map_err(|err| invalid(&format!("not an RSA private key in PKCS#8 ({err})")))?,
             "ENCRYPTED PRIVATE KEY" => return Err(invalid("the key is encrypted; give the unencrypted key")),
             _ => return Err(invalid("expected an `RSA PRIVATE KEY` or `PRIVATE KEY` PEM block")),
         };
@@ -105,7 +101,7 @@ impl AppCredentials {
         crate::redact::register_private_key(text);
         Ok(AppCredentials {
             app_id,
-            key: EncodingKey::from_rsa_der(&pkcs1),
+            key: Arc::new(key),
         })
     }
 
@@ -124,14 +120,39 @@ impl AppCredentials {
         }
     }
 
-    /// The App's RS256 JWT, for `/app/…` endpoints.
+    /// The App's RS256 JWT, for `/app/…` endpoints: `base64url(header).base64url(claims)`, then
+    /// the RSASSA-PKCS1-v1_5 SHA-256 signature of those two parts (RFC 7515, RFC 7518 §3.3).
     pub fn jwt(&self, now: SystemTime) -> Result<SecretString, GithubError> {
-        jsonwebtoken::encode(&Header::new(Algorithm::RS256), &self.claims(now), &self.key)
-            .map(SecretString::from)
-            .map_err(|err| GithubError::Jwt {
-                message: err.to_string(),
-            })
+        let jwt_error = |message: String| GithubError::Jwt { message };
+        let header = serde_json::to_vec(&JwtHeader {
+            alg: "RS256",
+            typ: "JWT",
+        })
+        .map_err(|err| jwt_error(format!("encoding the JWT header: {err}")))?;
+        let claims = serde_json::to_vec(&self.claims(now))
+            .map_err(|err| jwt_error(format!("encoding the JWT claims: {err}")))?;
+        let mut token = format!("{}.{}", URL_SAFE_NO_PAD.encode(header), URL_SAFE_NO_PAD.encode(claims));
+        let mut signature = vec![0; self.key.public().modulus_len()];
+        // PKCS#1 v1.5 signatures are deterministic; ring takes a random source for RSA blinding.
+        self.key
+            .sign(
+                &RSA_PKCS1_SHA256,
+                &ring::rand::SystemRandom::new(),
+                token.as_bytes(),
+                &mut signature,
+            )
+            .map_err(|_| jwt_error("RSA signing failed".to_owned()))?;
+        token.push('.');
+        token.push_str(&URL_SAFE_NO_PAD.encode(signature));
+        Ok(SecretString::from(token))
     }
+}
+
+/// The JOSE header of the App's JWT.
+#[derive(Serialize)]
+struct JwtHeader {
+    alg: &'static str,
+    typ: &'static str,
 }
 
 /// The first PEM block: its label and base64 body.
@@ -143,41 +164,6 @@ fn pem_block(text: &str) -> Option<(&str, &str)> {
     let body = &after[label_end + 5..];
     let end = body.find(&format!("-----END {label}-----"))?;
     Some((label, &body[..end]))
-}
-
-/// The `privateKey` OCTET STRING of a PKCS#8 `PrivateKeyInfo`
-/// (`SEQUENCE { INTEGER version, SEQUENCE algorithm, OCTET STRING privateKey, … }`).
-fn pkcs8_inner_key(der: &[u8]) -> Option<&[u8]> {
-    let (tag, info, _) = der_element(der)?;
-    if tag != 0x30 {
-        return None;
-    }
-    let (version_tag, _, rest) = der_element(info)?;
-    let (algorithm_tag, _, rest) = der_element(rest)?;
-    let (key_tag, key, _) = der_element(rest)?;
-    (version_tag == 0x02 && algorithm_tag == 0x30 && key_tag == 0x04).then_some(key)
-}
-
-/// One DER element: tag, contents, and what follows it.
-fn der_element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-    let (&tag, rest) = input.split_first()?;
-    let (&first, mut rest) = rest.split_first()?;
-    let length = if first < 0x80 {
-        usize::from(first)
-    } else {
-        let count = usize::from(first & 0x7f);
-        if count == 0 || count > 4 || rest.len() < count {
-            return None;
-        }
-        let (bytes, after) = rest.split_at(count);
-        rest = after;
-        bytes.iter().fold(0_usize, |acc, &b| acc << 8 | usize::from(b))
-    };
-    if rest.len() < length {
-        return None;
-    }
-    let (contents, after) = rest.split_at(length);
-    Some((tag, contents, after))
 }
 
 /// An installation token and when GitHub will stop accepting it.

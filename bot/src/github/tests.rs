@@ -21,7 +21,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use pitcrew_tests::fake_github::Spec;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
@@ -310,15 +309,19 @@ fn credentials() -> AppCredentials {
     AppCredentials::load(APP_ID, &key_path("github-app-test-key.pem")).unwrap()
 }
 
+/// Checks `jwt` with ring's RSA verification against the test App's public key (not with the code
+/// that signed it): header `{"alg": "RS256", "typ": "JWT"}`, the signature, and exactly GitHub's
+/// three claims.
 fn verify_jwt(jwt: &str) -> AppClaimsSeen {
-    let public = std::fs::read(key_path("github-app-test-key.pub.pem")).unwrap();
-    let mut validation = Validation::new(Algorithm::RS256);
-    validation.set_issuer(&[APP_ID.to_string()]);
-    validation.set_required_spec_claims(&["iat", "exp", "iss"]);
-    let data =
-        jsonwebtoken::decode::<app::AppClaims>(jwt, &DecodingKey::from_rsa_pem(&public).unwrap(), &validation).unwrap();
-    assert_eq!(data.header.alg, Algorithm::RS256);
-    AppClaimsSeen(data.claims)
+    let public =
+        pitcrew_tests::jwt::rsa_public_key(&std::fs::read(key_path("github-app-test-key.pub.pem")).unwrap()).unwrap();
+    let verified = pitcrew_tests::jwt::verify_rs256(jwt, &public).unwrap();
+    assert_eq!(verified.header, json!({"alg": "RS256", "typ": "JWT"}));
+    let claims = verified.claims.as_object().unwrap();
+    let mut names: Vec<&str> = claims.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["exp", "iat", "iss"]);
+    AppClaimsSeen(serde_json::from_value(verified.claims).unwrap())
 }
 
 struct AppClaimsSeen(app::AppClaims);
@@ -374,44 +377,20 @@ fn the_app_jwt_has_githubs_claims_and_a_valid_rs256_signature() {
 
 #[test]
 fn a_pkcs8_key_signs_the_same_jwt() {
-    // Wrap the PKCS#1 test key in a PKCS#8 PrivateKeyInfo, as `openssl pkcs8 -topk8` would.
-    let pem = std::fs::read_to_string(key_path("github-app-test-key.pem")).unwrap();
-    let body: String = pem.lines().filter(|line| !line.starts_with("-----")).collect();
-    let pkcs1 = STANDARD.decode(&body).unwrap();
-    fn der(tag: u8, contents: &[u8]) -> Vec<u8> {
-        let mut out = vec![tag];
-        let len = contents.len();
-        if len < 0x80 {
-            out.push(len as u8);
-        } else {
-            let bytes: Vec<u8> = len.to_be_bytes().into_iter().skip_while(|b| *b == 0).collect();
-            out.push(0x80 | bytes.len() as u8);
-            out.extend(bytes);
-        }
-        out.extend_from_slice(contents);
-        out
-    }
-    let rsa_encryption = [
-        0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00,
-    ];
-    let info = [der(0x02, &[0]), der(0x30, &rsa_encryption), der(0x04, &pkcs1)].concat();
-    let encoded = STANDARD.encode(der(0x30, &info));
-    let lines: Vec<&str> = encoded
-        .as_bytes()
-        .chunks(64)
-        .map(|c| std::str::from_utf8(c).unwrap())
-        .collect();
-    let pkcs8 = format!(
-        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-        lines.join("\n")
-    );
+    // The PKCS#1 test key in a PKCS#8 PrivateKeyInfo, as `openssl pkcs8 -topk8` would write it.
+    let pem = std::fs::read(key_path("github-app-test-key.pem")).unwrap();
+    let pkcs8 = pitcrew_tests::jwt::pkcs1_to_pkcs8(&pem).unwrap();
+    assert!(pkcs8.starts_with("-----BEGIN PRIVATE KEY-----\n"));
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("app.pem");
     std::fs::write(&path, pkcs8).unwrap();
-    let credentials = AppCredentials::load(APP_ID, &path).unwrap();
-    let jwt = credentials.jwt(SystemTime::now()).unwrap();
+    let from_pkcs8 = AppCredentials::load(APP_ID, &path).unwrap();
+    let now = SystemTime::now();
+    let jwt = from_pkcs8.jwt(now).unwrap();
     assert_eq!(verify_jwt(jwt.expose_secret()).0.iss, APP_ID.to_string());
+    // PKCS#1 v1.5 signatures are deterministic: one key, one token, whatever its PEM form.
+    assert_eq!(jwt.expose_secret(), credentials().jwt(now).unwrap().expose_secret());
 }
 
 #[test]

@@ -369,7 +369,7 @@ async fn run_group(
             let path = root.clone();
             let committed = tokio::task::spawn_blocking(move || -> Result<Option<String>, WorkspaceError> {
                 let repo = LocalRepo::open(&path)?;
-                Ok(repo.commit_all(&message, limit, None, Some(&identity))?.commit)
+                Ok(repo.commit_all(&message, limit, &[], Some(&identity))?.commit)
             })
             .await
             .map_err(|e| HandlerError::Other(format!("the commit task failed: {e}")))??;

@@ -4,7 +4,11 @@
 //! The guard rails, in order: the repository's tests run before and after the agent, and a change
 //! that makes a passing test fail is never pushed to the pull request; a job that cannot deliver
 //! (budget, stop, regression, conflict) keeps its work on `pitcrew/partial-<job>` and says so; a
-//! fork that does not take the bot's push gets the patch in the comment.
+//! fork that does not take the bot's push gets the patch in the comment; a commit that fails ends
+//! the job with its report (usage included), never as a bare internal error.
+//!
+//! Every commit carries the job's `Pitcrew-Job` trailer: a job retried after its process died just
+//! after the push finds its own commit on the branch and reports it instead of pushing again.
 
 use std::sync::Arc;
 
@@ -22,7 +26,7 @@ use crate::workspace::diff::file_stats;
 use crate::workspace::mirror::{RemoteRepo, Target};
 use crate::workspace::pool::Lease;
 use crate::workspace::push::Oid;
-use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
+use crate::workspace::{CommitIdentity, JOB_TRAILER, LocalRepo, WorkspaceError};
 
 use super::live::{Live, Targets};
 use super::session::{JobSession, Spent, run_dir};
@@ -73,8 +77,14 @@ async fn fix_pull_request(
             return Err(error);
         }
     };
-    let changed = changed_stats(lease.repo(), start);
-    let commit = commit(env, lease.repo(), &outcome)?;
+    let mut changed = changed_stats(lease.repo(), start);
+    let commit = match commit(env, lease.repo(), &outcome, &mut changed) {
+        Ok(commit) => commit,
+        Err(error) => {
+            lease.release().await;
+            return commit_failed(env, targets, error, outcome, changed, tests, settings).await;
+        }
+    };
     let head_repo = pull.head.repo.as_ref().map(|r| RemoteRepo {
         url: super::parse_clone_url(&r.clone_url).unwrap_or_else(|_| remote.url.clone()),
         full_name: r.full_name.clone(),
@@ -111,6 +121,26 @@ async fn fix_pull_request(
                     rebased,
                 },
                 Delivery::NothingToPush => JobEnd::NoChanges,
+                Delivery::AlreadyPushed { commit } => {
+                    tracing::info!(%commit, "an earlier attempt of this job already pushed its commit");
+                    env.note(format!(
+                        "An earlier attempt of this job already pushed {commit} to `{}` before it was interrupted; \
+                         this attempt pushed nothing new.",
+                        pull.head.branch
+                    ));
+                    JobEnd::Pushed {
+                        branch: pull.head.branch.clone(),
+                        commit: commit_ref(env, commit),
+                        rebased: false,
+                    }
+                }
+                Delivery::AlreadyApplied { remote_tip } => {
+                    env.note(format!(
+                        "`{}` already has this change (at {remote_tip}); nothing was pushed.",
+                        pull.head.branch
+                    ));
+                    JobEnd::NoChanges
+                }
                 Delivery::Conflict { files, .. } => {
                     let saved = save_partial(env, &root, &remote, &token).await;
                     JobEnd::Stopped {
@@ -206,10 +236,16 @@ async fn fix_issue(
             return Err(error);
         }
     };
-    let changed = changed_stats(lease.repo(), start);
+    let mut changed = changed_stats(lease.repo(), start);
     let branch = deliver::issue_branch(issue.number.0, &issue.title);
     let created = lease.repo().create_branch(&branch);
-    let commit = commit(env, lease.repo(), &outcome)?;
+    let commit = match commit(env, lease.repo(), &outcome, &mut changed) {
+        Ok(commit) => commit,
+        Err(error) => {
+            lease.release().await;
+            return commit_failed(env, targets, error, outcome, changed, tests, settings).await;
+        }
+    };
     let cause = stop_cause(&outcome, &tests);
     let end = match (commit, cause, created) {
         (None, Some(cause), _) => JobEnd::Stopped { cause, saved: None },
@@ -321,8 +357,14 @@ async fn work(
     Ok((outcome, (before, after)))
 }
 
-/// Commits what the agent changed as the bot, with the requester as co-author.
-fn commit(env: &JobEnv, repo: &LocalRepo, outcome: &Outcome) -> Result<Option<String>, HandlerError> {
+/// Commits what the agent changed as the bot, with the requester as co-author and the job's
+/// trailer; says in the report what was left out, and takes left-out repositories off `changed`.
+fn commit(
+    env: &JobEnv,
+    repo: &LocalRepo,
+    outcome: &Outcome,
+    changed: &mut Vec<crate::workspace::diff::FileStat>,
+) -> Result<Option<String>, WorkspaceError> {
     let identity = CommitIdentity {
         name: env.config().github.bot_name.clone(),
         email: env.config().github.bot_email.clone(),
@@ -338,19 +380,26 @@ fn commit(env: &JobEnv, repo: &LocalRepo, outcome: &Outcome) -> Result<Option<St
     );
     let message = commit_message(env, &outcome.summary);
     let limit = env.config().agent.max_new_file_bytes;
-    let result = repo.commit_all(&message, limit, Some(&co_author), Some(&identity))?;
+    // The sandbox id (`<instance>-<job>`) names the job across attempts and across servers.
+    let job = env.sandbox_id();
+    let trailers = [("Co-authored-by", co_author.as_str()), (JOB_TRAILER, job.as_str())];
+    let result = repo.commit_all(&message, limit, &trailers, Some(&identity))?;
     if !result.skipped_large.is_empty() {
         tracing::info!(files = ?result.skipped_large, "new files over the size limit were not committed");
         env.note(format!(
             "New files larger than {} were left out of the commit: {}. Raise `[agent] max_new_file` if they belong \
              in the repository.",
             crate::config::bytesize::format_byte_size(limit),
-            result
-                .skipped_large
-                .iter()
-                .map(|f| format!("`{f}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            code_list(&result.skipped_large)
+        ));
+    }
+    if !result.skipped_repositories.is_empty() {
+        changed.retain(|file| !result.skipped_repositories.contains(&file.path));
+        tracing::info!(dirs = ?result.skipped_repositories, "nested git repositories were not committed");
+        env.note(format!(
+            "Directories that are git repositories of their own were left out of the commit, as git leaves them: {}. \
+             Add one as a submodule if it belongs in the repository.",
+            code_list(&result.skipped_repositories)
         ));
     }
     if let Some(note) = withheld_note(&result) {
@@ -379,6 +428,31 @@ fn withheld_note(result: &crate::workspace::CommitResult) -> Option<String> {
             parts.join("; ")
         )
     })
+}
+
+fn code_list(paths: &[String]) -> String {
+    paths.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// Ends a job whose commit failed with the usual report, what the agent did and spent included:
+/// the failure is git's, said in its words, and nothing was pushed.
+async fn commit_failed(
+    env: &JobEnv,
+    targets: &Targets,
+    error: WorkspaceError,
+    outcome: Outcome,
+    changed: Vec<crate::workspace::diff::FileStat>,
+    tests: (report::TestRun, report::TestRun),
+    settings: &EffectiveSettings,
+) -> Result<(Finish, Spent), HandlerError> {
+    tracing::error!(job = %env.job.id, %error, "committing the change failed");
+    let end = JobEnd::Stopped {
+        cause: StopCause::Commit {
+            message: error.to_string(),
+        },
+        saved: None,
+    };
+    finish(env, targets, end, outcome, changed, tests, settings).await
 }
 
 fn commit_message(env: &JobEnv, summary: &str) -> String {

@@ -93,6 +93,7 @@ pub fn conclusion(result: &JobResult) -> Conclusion {
                 ),
                 StopCause::ModelProvider { .. } => (Failure, "the model provider returned an error".to_owned()),
                 StopCause::Sandbox { .. } => (Failure, "the sandbox failed".to_owned()),
+                StopCause::Commit { .. } => (Failure, "the change could not be committed; not pushed".to_owned()),
                 StopCause::Internal { .. } => (Failure, "internal error".to_owned()),
             };
             Conclusion {

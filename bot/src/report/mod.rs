@@ -117,6 +117,9 @@ pub enum StopCause {
     ModelProvider { message: String },
     /// The sandbox failed: it did not start, or died. Same rule for the message.
     Sandbox { message: String },
+    /// Committing the agent's change failed (git's message, which names paths, not secrets); nothing
+    /// was pushed and the change is lost with the job's working copy.
+    Commit { message: String },
     /// Anything else; the details are in the logs under `reference`, never in the comment.
     Internal { reference: String },
 }
@@ -219,6 +222,7 @@ pub fn headline(end: &JobEnd) -> String {
             StopCause::PushConflict { .. } => "Not pushed: conflict with new commits on the branch".to_owned(),
             StopCause::ModelProvider { .. } => "Failed: the model provider returned an error".to_owned(),
             StopCause::Sandbox { .. } => "Failed: the sandbox failed".to_owned(),
+            StopCause::Commit { .. } => "Failed: the change could not be committed".to_owned(),
             StopCause::Internal { .. } => "Failed: internal error".to_owned(),
         },
     }

@@ -143,7 +143,10 @@ pub(crate) fn headline_markdown(end: &JobEnd) -> String {
                 StopCause::Cancelled { .. } => "⏹️",
                 StopCause::Budget(_) | StopCause::Stuck { .. } => "⏸️",
                 StopCause::TestsRegressed | StopCause::PushConflict { .. } => "⚠️",
-                StopCause::ModelProvider { .. } | StopCause::Sandbox { .. } | StopCause::Internal { .. } => "❌",
+                StopCause::ModelProvider { .. }
+                | StopCause::Sandbox { .. }
+                | StopCause::Commit { .. }
+                | StopCause::Internal { .. } => "❌",
             };
             match cause {
                 StopCause::Cancelled { by } => format!("{icon} {}", replies::stopped_by(by.as_deref())),

@@ -196,6 +196,11 @@ pub fn failure(cause: &StopCause, trigger: &str, tests: Option<&TestDelta>) -> S
              then try again.",
             markdown::code_span(cut(message.trim(), 300))
         ),
+        StopCause::Commit { message } => format!(
+            "Committing the change failed: {}. Nothing was pushed. If a path in the message is something the \
+             change should not add, ask again without it.",
+            markdown::code_span(cut(message.trim(), 300))
+        ),
         StopCause::Internal { reference } => format!(
             "Something went wrong on my side (reference {}); nothing in this repository caused it. Try again; if it \
              happens again, give the reference to the people who run pitcrew.",

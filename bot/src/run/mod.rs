@@ -1,5 +1,8 @@
 //! `pitcrew run`: one task on a local repository, end to end — a branch, the agent in a sandbox
 //! session, a commit of what it changed, and a report for the terminal or as JSON.
+//!
+//! Once the agent has run, the report always comes back, with what the run spent: a commit that
+//! fails is the report's `error`, and the change stays in the working tree.
 
 pub mod progress;
 
@@ -58,7 +61,8 @@ pub enum RunError {
 /// Everything a run did, for people (`render_text`) and machines (`--json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
-    /// `finished`, `budget_exhausted`, `stuck`, `cancelled`, `model_error` or `tool_failed`.
+    /// `finished`, `budget_exhausted`, `stuck`, `cancelled`, `model_error` or `tool_failed`; or
+    /// `commit_failed` when the agent's change could not be committed (see `error`).
     pub status: &'static str,
     pub stop: StopReason,
     pub branch: Option<String>,
@@ -66,6 +70,10 @@ pub struct RunReport {
     pub changed_files: Vec<ChangedFile>,
     /// New files left uncommitted because of their size.
     pub skipped_files: Vec<String>,
+    /// New directories left uncommitted because they are git repositories of their own (`dir/`).
+    pub skipped_repositories: Vec<String>,
+    /// What failed after the agent's work (the commit); the change is left in the working tree.
+    pub error: Option<String>,
     pub tests: Option<TestSummary>,
     pub plan: Plan,
     pub usage: Usage,
@@ -190,14 +198,33 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
         tracing::warn!(%err, "stopping the sandbox session failed");
     }
 
-    let changed_files = repo.changed_files(start)?;
+    // Listed before the commit, which may fail half-way through staging.
+    let changed_files = repo.changed_files(start).unwrap_or_else(|error| {
+        tracing::warn!(%error, "listing the changed files failed");
+        Vec::new()
+    });
     let commit = repo.commit_all(
         &commit_message(&options.task, &outcome.summary),
         options.config.agent.max_new_file_bytes,
-        None,
+        &[],
         // Local runs commit as the repository's configured user, not as the bot.
         None,
-    )?;
+    );
+    let (commit, error) = match commit {
+        Ok(commit) => (commit, None),
+        Err(error) => {
+            tracing::error!(%error, "committing the change failed");
+            (
+                workspace::CommitResult::default(),
+                Some(format!("the commit failed: {error}")),
+            )
+        }
+    };
+    // A nested repository left out is listed as such, not as an added file.
+    let changed_files = changed_files
+        .into_iter()
+        .filter(|file| !commit.skipped_repositories.contains(&file.path))
+        .collect();
     let tests = ctx.tests().map(|report| TestSummary {
         passed: report.passed,
         failed: report.failed,
@@ -205,12 +232,18 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
         failures: report.failures.iter().map(|f| f.name.clone()).collect(),
     });
     Ok(RunReport {
-        status: outcome.stop.label(),
+        status: if error.is_some() {
+            "commit_failed"
+        } else {
+            outcome.stop.label()
+        },
         stop: outcome.stop,
         branch,
         commit: commit.commit,
         changed_files,
         skipped_files: commit.skipped_large,
+        skipped_repositories: commit.skipped_repositories,
+        error,
         tests,
         plan: outcome.plan,
         usage: outcome.usage.usage,

@@ -131,7 +131,9 @@ impl EventSink for Progress {
 /// The summary printed at the end of a run.
 pub fn render_text(report: &RunReport) -> String {
     let mut out = String::new();
-    let status = if report.finished() {
+    let status = if let Some(error) = &report.error {
+        format!("failed: {error}")
+    } else if report.finished() {
         "finished".to_owned()
     } else {
         format!("stopped: {}", report.stop)
@@ -142,9 +144,12 @@ pub fn render_text(report: &RunReport) -> String {
         out.push_str("\n\n");
     }
     let branch = report.branch.as_deref().unwrap_or("(detached HEAD)");
-    match &report.commit {
-        Some(commit) => out.push_str(&format!("commit:   {} on {branch}\n", &commit[..commit.len().min(12)])),
-        None => out.push_str(&format!("commit:   none (nothing changed) on {branch}\n")),
+    match (&report.commit, &report.error) {
+        (Some(commit), _) => out.push_str(&format!("commit:   {} on {branch}\n", &commit[..commit.len().min(12)])),
+        (None, Some(_)) => out.push_str(&format!(
+            "commit:   failed; the change is left uncommitted on {branch}\n"
+        )),
+        (None, None) => out.push_str(&format!("commit:   none (nothing changed) on {branch}\n")),
     }
     if report.changed_files.is_empty() {
         out.push_str("changed:  nothing\n");
@@ -156,6 +161,9 @@ pub fn render_text(report: &RunReport) -> String {
     }
     for file in &report.skipped_files {
         out.push_str(&format!("  not committed (over 1 MiB): {file}\n"));
+    }
+    for dir in &report.skipped_repositories {
+        out.push_str(&format!("  not committed (a git repository of its own): {dir}\n"));
     }
     match &report.tests {
         Some(tests) => {

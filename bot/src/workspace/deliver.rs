@@ -35,6 +35,10 @@ pub enum Delivery {
     NothingToPush,
     /// The branch moved and the job's commits conflict with the change; nothing was pushed.
     Conflict { files: Vec<String>, remote_tip: Oid },
+    /// An earlier attempt of this job already pushed `commit` there; nothing was pushed.
+    AlreadyPushed { commit: Oid },
+    /// The branch, moved to `remote_tip`, already has the job's changes; nothing was pushed.
+    AlreadyApplied { remote_tip: Oid },
     /// Nothing could be pushed; `patch` (`git format-patch` form, for `git am`) holds the commits.
     Patch { patch: String, reason: String },
 }
@@ -69,6 +73,8 @@ pub fn deliver_to_pull_request(
         }),
         Ok(PushOutcome::NothingToPush) => Ok(Delivery::NothingToPush),
         Ok(PushOutcome::Conflict { files, remote_tip }) => Ok(Delivery::Conflict { files, remote_tip }),
+        Ok(PushOutcome::AlreadyPushed { commit }) => Ok(Delivery::AlreadyPushed { commit }),
+        Ok(PushOutcome::AlreadyApplied { remote_tip }) => Ok(Delivery::AlreadyApplied { remote_tip }),
         Err(WorkspaceError::Auth { .. } | WorkspaceError::PushRejected { .. }) if to_fork => patch(
             repo,
             start,

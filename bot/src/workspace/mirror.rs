@@ -210,7 +210,7 @@ impl Mirror {
         }
         // HEAD follows the remote's default branch, so a plain `git log` in the mirror makes sense.
         if let Ok(default) = remote.default_branch()
-            && let Some(default) = default.as_str()
+            && let Ok(default) = default.as_str()
         {
             let _ = repo.set_head(default);
         }
@@ -283,7 +283,7 @@ impl Mirror {
         let mut current = std::collections::HashSet::new();
         for reference in source.references_glob("refs/heads/*")? {
             let reference = reference?;
-            if let (Some(name), Some(oid)) = (reference.name(), reference.target()) {
+            if let (Ok(name), Some(oid)) = (reference.name(), reference.target()) {
                 let remote_name = name.replacen("refs/heads/", "refs/remotes/origin/", 1);
                 repo.reference(&remote_name, oid, true, "pitcrew: from mirror")?;
                 current.insert(remote_name);
@@ -291,7 +291,7 @@ impl Mirror {
         }
         for reference in repo.references_glob("refs/remotes/origin/*")? {
             let mut reference = reference?;
-            if reference.name().is_some_and(|name| !current.contains(name)) {
+            if reference.name().is_ok_and(|name| !current.contains(name)) {
                 reference.delete()?;
             }
         }
@@ -310,11 +310,7 @@ pub(super) fn point_head_at(repo: &Repository, target: &Target, commit: Oid) -> 
     match target {
         Target::Branch(name) => {
             let branch = repo.branch(name, &repo.find_commit(commit)?, true)?;
-            let refname = branch
-                .get()
-                .name()
-                .ok_or_else(|| git2::Error::from_str("branch name is not UTF-8"))?
-                .to_owned();
+            let refname = branch.get().name()?.to_owned();
             let mut config = repo.config()?;
             config.set_str(&format!("branch.{name}.remote"), "origin")?;
             config.set_str(&format!("branch.{name}.merge"), &format!("refs/heads/{name}"))?;

@@ -67,6 +67,23 @@ pub struct CommitResult {
     pub redacted: Vec<String>,
     /// Binary files that newly held a secret: left out of the commit.
     pub withheld: Vec<String>,
+    /// New directories left out because they are git repositories of their own (`dir/`, holding
+    /// a `.git`): a fixture repository a test made, a vendored checkout.
+    pub skipped_repositories: Vec<String>,
+}
+
+/// The trailer that marks a job's commits (`Pitcrew-Job: <instance>-<job>`): a retried job finds
+/// its own earlier push by it ([`push::push_with_lease`]).
+pub const JOB_TRAILER: &str = "Pitcrew-Job";
+
+/// The values of trailer `key` in a commit message's last paragraph (`Key: value` lines).
+pub fn trailer_values<'a>(message: &'a str, key: &str) -> Vec<&'a str> {
+    let last = message.trim_end().rsplit("\n\n").next().unwrap_or_default();
+    last.lines()
+        .filter_map(|line| line.split_once(": "))
+        .filter(|(name, _)| name.eq_ignore_ascii_case(key))
+        .map(|(_, value)| value.trim())
+        .collect()
 }
 
 pub struct LocalRepo {
@@ -110,7 +127,7 @@ impl LocalRepo {
         let mut files: Vec<String> = statuses
             .iter()
             .filter(|e| e.status() != Status::CURRENT)
-            .filter_map(|e| e.path().map(str::to_owned))
+            .filter_map(|e| e.path().ok().map(str::to_owned))
             .collect();
         if files.is_empty() {
             return Ok(());
@@ -133,7 +150,9 @@ impl LocalRepo {
     /// The checked-out branch's short name, if HEAD is on a branch.
     pub fn current_branch(&self) -> Option<String> {
         let head = self.repo.head().ok()?;
-        head.is_branch().then(|| head.shorthand().map(str::to_owned)).flatten()
+        head.is_branch()
+            .then(|| head.shorthand().ok().map(str::to_owned))
+            .flatten()
     }
 
     /// Creates `name` (or `name-2`, `name-3` … when taken) at HEAD and checks it out; returns its name.
@@ -146,10 +165,7 @@ impl LocalRepo {
             candidate = format!("{name}-{n}");
         }
         let branch = self.repo.branch(&candidate, &head, false)?;
-        let reference = branch
-            .get()
-            .name()
-            .ok_or_else(|| git2::Error::from_str("branch name is not UTF-8"))?;
+        let reference = branch.get().name()?;
         // The branch points at HEAD's commit, so the working tree and index stay as they are.
         self.repo.set_head(reference)?;
         Ok(candidate)
@@ -158,22 +174,40 @@ impl LocalRepo {
     /// Stages every change (honouring `.gitignore`; new files over `max_new_file_bytes` are left out
     /// and reported) and commits it on HEAD. Nothing changed → no commit.
     ///
+    /// A new directory that is a git repository of its own is left out and reported, as git leaves
+    /// it: git commits one only as a submodule, and libgit2 refuses to stage it at all (`invalid
+    /// path 'dir/'`), which would lose the whole commit.
+    ///
+    /// `trailers` (`Co-authored-by`, [`JOB_TRAILER`], …) end the message as one trailer block.
     /// `identity` is the author and committer (the bot's configured one); `None` uses the
     /// repository's configured user, so a local `pitcrew run` commits as the developer.
     pub fn commit_all(
         &self,
         message: &str,
         max_new_file_bytes: u64,
-        co_author: Option<&str>,
+        trailers: &[(&str, &str)],
         identity: Option<&CommitIdentity>,
     ) -> Result<CommitResult, WorkspaceError> {
         let mut index = self.repo.index()?;
+        // Submodules already in the index are tracked gitlinks: staged as git stages them.
+        let gitlinks: std::collections::HashSet<Vec<u8>> = index
+            .iter()
+            .filter(|entry| entry.mode == 0o160_000)
+            .map(|entry| entry.path)
+            .collect();
         let mut skipped_large = Vec::new();
         let (mut redacted, mut withheld) = (Vec::new(), Vec::new());
+        let mut skipped_repositories = Vec::new();
         let root = self.root.clone();
         let base = self.repo.find_commit(self.head()?)?.tree()?;
         let mut callback = |path: &Path, _spec: &[u8]| -> i32 {
             let full = root.join(path);
+            let shown = path.display().to_string();
+            let bare_path = shown.trim_end_matches('/');
+            if is_nested_repository(&full) && !gitlinks.contains(bare_path.as_bytes()) {
+                skipped_repositories.push(format!("{bare_path}/"));
+                return 1; // skip
+            }
             let tracked = self
                 .repo
                 .status_file(path)
@@ -181,7 +215,7 @@ impl LocalRepo {
                 .unwrap_or(true);
             let too_big = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_file() && m.len() > max_new_file_bytes);
             if !tracked && too_big {
-                skipped_large.push(path.display().to_string());
+                skipped_large.push(shown);
                 return 1; // skip
             }
             // No secret leaves in a committed file: the last line of defence after the sandbox.
@@ -211,6 +245,7 @@ impl LocalRepo {
                 skipped_large,
                 redacted,
                 withheld,
+                skipped_repositories,
             });
         }
         let tree = self.repo.find_tree(tree_id)?;
@@ -219,8 +254,11 @@ impl LocalRepo {
             None => self.signature()?,
         };
         let mut message = crate::redact::redact(message.trim_end()).text.into_owned();
-        if let Some(co_author) = co_author {
-            message.push_str(&format!("\n\nCo-authored-by: {co_author}"));
+        if !trailers.is_empty() {
+            message.push('\n');
+            for (key, value) in trailers {
+                message.push_str(&format!("\n{key}: {value}"));
+            }
         }
         message.push('\n');
         let oid = self
@@ -231,6 +269,7 @@ impl LocalRepo {
             skipped_large,
             redacted,
             withheld,
+            skipped_repositories,
         })
     }
 
@@ -269,6 +308,12 @@ impl LocalRepo {
         }
         Ok(files)
     }
+}
+
+/// Whether `path` is a directory holding a git repository of its own: a `.git` directory, or a
+/// `.git` file (a worktree's or an absorbed submodule's pointer), never followed through a symlink.
+fn is_nested_repository(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) && std::fs::symlink_metadata(path.join(".git")).is_ok()
 }
 
 /// Who a commit is by: `Name <email>` in its author and committer headers.
@@ -343,7 +388,12 @@ mod tests {
         );
 
         let result = repo
-            .commit_all("pitcrew: fix\n\nbody", 1_000, Some("Ann <ann@example.com>"), None)
+            .commit_all(
+                "pitcrew: fix\n\nbody",
+                1_000,
+                &[("Co-authored-by", "Ann <ann@example.com>")],
+                None,
+            )
             .unwrap();
         assert_eq!(result.skipped_large, ["huge.bin"]);
         let commit = repo
@@ -359,7 +409,7 @@ mod tests {
         assert!(tree.get_path(Path::new("huge.bin")).is_err());
         assert!(tree.get_path(Path::new("target/out.bin")).is_err());
         // Nothing left to commit but the skipped file: no commit.
-        assert_eq!(repo.commit_all("again", 1_000, None, None).unwrap().commit, None);
+        assert_eq!(repo.commit_all("again", 1_000, &[], None).unwrap().commit, None);
         // The branch name is taken: a numbered one is made.
         assert_eq!(repo.create_branch("pitcrew/fix").unwrap(), "pitcrew/fix-2");
     }
@@ -374,19 +424,92 @@ mod tests {
             email: "pitcrew[bot]@users.noreply.github.com".to_owned(),
         };
         let result = repo
-            .commit_all("pitcrew: fix", 1_000, Some("Ann <ann@example.com>"), Some(&identity))
+            .commit_all(
+                "pitcrew: fix",
+                1_000,
+                &[("Co-authored-by", "Ann <ann@example.com>")],
+                Some(&identity),
+            )
             .unwrap();
         let commit = repo
             .repo
             .find_commit(Oid::from_str(result.commit.as_deref().unwrap()).unwrap())
             .unwrap();
         for signature in [commit.author(), commit.committer()] {
-            assert_eq!(signature.name(), Some("pitcrew[bot]"));
-            assert_eq!(signature.email(), Some("pitcrew[bot]@users.noreply.github.com"));
+            assert_eq!(signature.name().unwrap(), "pitcrew[bot]");
+            assert_eq!(signature.email().unwrap(), "pitcrew[bot]@users.noreply.github.com");
         }
         assert_eq!(
             commit.message().unwrap(),
             "pitcrew: fix\n\nCo-authored-by: Ann <ann@example.com>\n"
+        );
+    }
+
+    /// The security issue's case: a directory with content and its own `.git` (a fixture
+    /// repository the tests made, a vendored checkout) made libgit2 fail the whole commit with
+    /// `invalid path: 'dir/'`, and the job's work was lost.
+    #[test]
+    fn nested_repositories_are_left_out_of_the_commit_and_reported() {
+        let dir = repo();
+        let repo = LocalRepo::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "two\n").unwrap();
+        // A repository with a commit of its own, at the top.
+        let fixture = dir.path().join("fixture");
+        std::fs::create_dir(&fixture).unwrap();
+        git(&fixture, &["init", "-q", "-b", "main"]);
+        std::fs::write(fixture.join("f.txt"), "fixture\n").unwrap();
+        git(&fixture, &["add", "."]);
+        git(&fixture, &["commit", "-q", "-m", "fixture"]);
+        // One with content but no commit, inside a new directory that has files of its own too.
+        let vendored = dir.path().join("vendor/lib");
+        std::fs::create_dir_all(&vendored).unwrap();
+        git(&vendored, &["init", "-q"]);
+        std::fs::write(vendored.join("lib.rs"), "pub fn f() {}\n").unwrap();
+        std::fs::write(dir.path().join("vendor/README"), "vendored code\n").unwrap();
+
+        let result = repo.commit_all("pitcrew: fix", 1_000, &[], None).unwrap();
+        let mut skipped = result.skipped_repositories.clone();
+        skipped.sort();
+        assert_eq!(skipped, ["fixture/", "vendor/lib/"]);
+        let commit = repo
+            .repo
+            .find_commit(Oid::from_str(result.commit.as_deref().unwrap()).unwrap())
+            .unwrap();
+        let tree = commit.tree().unwrap();
+        assert!(tree.get_path(Path::new("a.txt")).is_ok());
+        assert!(tree.get_path(Path::new("vendor/README")).is_ok());
+        assert!(tree.get_path(Path::new("fixture")).is_err());
+        assert!(tree.get_path(Path::new("vendor/lib")).is_err());
+        // The nested repositories are still there, untouched, and nothing else is left to commit.
+        assert!(fixture.join("f.txt").is_file() && vendored.join("lib.rs").is_file());
+        let again = repo.commit_all("again", 1_000, &[], None).unwrap();
+        assert_eq!(again.commit, None);
+        assert_eq!(again.skipped_repositories.len(), 2);
+    }
+
+    #[test]
+    fn trailers_end_the_message_as_one_block_and_are_read_back() {
+        let dir = repo();
+        let repo = LocalRepo::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "two\n").unwrap();
+        let trailers = [("Co-authored-by", "Ann <ann@example.com>"), (JOB_TRAILER, "0a1b2c3d-7")];
+        let result = repo
+            .commit_all("pitcrew: fix\n\nbody\n", 1_000, &trailers, None)
+            .unwrap();
+        let commit = repo
+            .repo
+            .find_commit(Oid::from_str(result.commit.as_deref().unwrap()).unwrap())
+            .unwrap();
+        let message = commit.message().unwrap();
+        assert_eq!(
+            message,
+            "pitcrew: fix\n\nbody\n\nCo-authored-by: Ann <ann@example.com>\nPitcrew-Job: 0a1b2c3d-7\n"
+        );
+        assert_eq!(trailer_values(message, JOB_TRAILER), ["0a1b2c3d-7"]);
+        // Only the last paragraph holds trailers.
+        assert_eq!(
+            trailer_values("x\n\nPitcrew-Job: 1\n\nbody", JOB_TRAILER),
+            Vec::<&str>::new()
         );
     }
 

@@ -484,7 +484,7 @@ fn clean(repo: &Repository) -> Result<(), WorkspaceError> {
         .statuses(Some(&mut options))?
         .iter()
         .filter(|entry| entry.status().intersects(git2::Status::WT_NEW | git2::Status::IGNORED))
-        .filter_map(|entry| entry.path().map(|p| root.join(p.trim_end_matches('/'))))
+        .filter_map(|entry| entry.path().ok().map(|p| root.join(p.trim_end_matches('/'))))
         .collect();
     for path in leftovers {
         // Never follow a symlink out of the copy: remove the link itself.

@@ -7,6 +7,11 @@
 //! descendant of that commit, which the server refuses if the branch moved to anything else in
 //! between. As with mirrors, the token reaches libgit2 only through the credentials callback, and the
 //! remotes used are anonymous ones from the plain URL, so nothing is written to the job copy's config.
+//!
+//! A job retried after its process died may find its own earlier push on the branch (it started
+//! again from the pull request's head as GitHub had it, which can lag): its commits carry the job's
+//! [`JOB_TRAILER`], so the retry recognises them and pushes nothing. Likewise a replay that changes
+//! nothing (the branch already holds the same tree) is not pushed: no empty commits.
 
 use std::cell::{Cell, RefCell};
 
@@ -17,7 +22,7 @@ use git2::{Cred, Direction, FetchOptions, PushOptions, RemoteCallbacks, Reposito
 use secrecy::{ExposeSecret, SecretString};
 
 use super::mirror::{RemoteRepo, valid_ref};
-use super::{LocalRepo, WorkspaceError};
+use super::{JOB_TRAILER, LocalRepo, WorkspaceError, trailer_values};
 
 /// What [`push_with_lease`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +35,12 @@ pub enum PushOutcome {
     /// The branch moved and the job's commits do not replay cleanly onto `remote_tip`; nothing was
     /// pushed and the job copy is as it was.
     Conflict { files: Vec<String>, remote_tip: Oid },
+    /// The branch already holds `commit`, pushed by an earlier attempt of the same job (its
+    /// [`JOB_TRAILER`]); nothing was pushed.
+    AlreadyPushed { commit: Oid },
+    /// The branch moved to `remote_tip`, which already has every change of the job's commits (they
+    /// replay to nothing); nothing was pushed.
+    AlreadyApplied { remote_tip: Oid },
 }
 
 /// Pushes the job copy's HEAD to `refs/heads/<branch>` on `remote`, provided the branch is still at
@@ -73,9 +84,14 @@ pub fn push_with_lease(
         });
     }
 
-    // Someone else pushed meanwhile: fetch where the branch is now and replay our commits onto it.
+    // Someone else pushed meanwhile (or this job did, before a crash): fetch where the branch is now
+    // and replay our commits onto it.
     let remote_tip = session.fetch(branch)?;
+    if let Some(commit) = earlier_push(repo, expected_remote, head, remote_tip)? {
+        return Ok(PushOutcome::AlreadyPushed { commit });
+    }
     let rebased = match replay(repo, expected_remote, head, remote_tip)? {
+        Replay::Clean(commit) if commit == remote_tip => return Ok(PushOutcome::AlreadyApplied { remote_tip }),
         Replay::Clean(commit) => commit,
         Replay::Conflict(files) => return Ok(PushOutcome::Conflict { files, remote_tip }),
     };
@@ -216,11 +232,7 @@ enum Replay {
 /// result has been pushed, so a conflict needs no abort.
 fn replay(repo: &LocalRepo, base: Oid, head: Oid, onto: Oid) -> Result<Replay, WorkspaceError> {
     let git = &repo.repo;
-    let mut walk = git.revwalk()?;
-    walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)?;
-    walk.push(head)?;
-    walk.hide(base)?;
-    let commits = walk.collect::<Result<Vec<_>, _>>()?;
+    let commits = range(git, base, head)?;
     let committer = repo.signature()?;
     let mut tip = git.find_commit(onto)?;
     for id in commits {
@@ -243,11 +255,59 @@ fn replay(repo: &LocalRepo, base: Oid, head: Oid, onto: Oid) -> Result<Replay, W
             return Ok(Replay::Conflict(files));
         }
         let tree = git.find_tree(index.write_tree_to(git)?)?;
+        if tree.id() == tip.tree_id() {
+            // Already on the branch: `git rebase` drops such a commit too, rather than push an empty one.
+            continue;
+        }
         let message = commit.message_raw().unwrap_or("pitcrew");
         let id = git.commit(None, &commit.author(), &committer, message, &tree, &[&tip])?;
         tip = git.find_commit(id)?;
     }
     Ok(Replay::Clean(tip.id()))
+}
+
+/// How far back the branch's history is searched for an earlier push of the job: a retry follows
+/// its crash closely, so its commit is near the tip.
+const EARLIER_PUSH_SEARCH: usize = 200;
+
+/// The commit on the remote branch (`base..remote_tip`, the newest first) that an earlier attempt
+/// of this job pushed: one carrying a [`JOB_TRAILER`] value of the commits in `base..head`.
+fn earlier_push(repo: &LocalRepo, base: Oid, head: Oid, remote_tip: Oid) -> Result<Option<Oid>, WorkspaceError> {
+    let git = &repo.repo;
+    let mut ours = std::collections::HashSet::new();
+    for id in range(git, base, head)? {
+        let commit = git.find_commit(id)?;
+        let message = commit.message_raw().unwrap_or_default();
+        ours.extend(trailer_values(message, JOB_TRAILER).into_iter().map(str::to_owned));
+    }
+    if ours.is_empty() {
+        return Ok(None);
+    }
+    let mut walk = git.revwalk()?;
+    walk.set_sorting(Sort::TOPOLOGICAL)?;
+    walk.push(remote_tip)?;
+    walk.hide(base)?;
+    for id in walk.take(EARLIER_PUSH_SEARCH) {
+        let id = id?;
+        let commit = git.find_commit(id)?;
+        let message = commit.message_raw().unwrap_or_default();
+        if trailer_values(message, JOB_TRAILER)
+            .iter()
+            .any(|value| ours.contains(*value))
+        {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+/// The commits in `base..head`, oldest first.
+fn range(git: &Repository, base: Oid, head: Oid) -> Result<Vec<Oid>, WorkspaceError> {
+    let mut walk = git.revwalk()?;
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)?;
+    walk.push(head)?;
+    walk.hide(base)?;
+    Ok(walk.collect::<Result<Vec<_>, _>>()?)
 }
 
 /// Moves HEAD (and its branch) to `commit`, updating the working tree without overwriting changes.
@@ -256,10 +316,7 @@ fn move_head(git: &Repository, commit: Oid) -> Result<(), WorkspaceError> {
     git.checkout_tree(&object, Some(CheckoutBuilder::new().safe()))?;
     let head = git.head()?;
     if head.is_branch() {
-        let name = head
-            .name()
-            .ok_or_else(|| git2::Error::from_str("branch name is not UTF-8"))?
-            .to_owned();
+        let name = head.name()?.to_owned();
         git.reference(&name, commit, true, "pitcrew: rebased onto the remote branch")?;
     } else {
         git.set_head_detached(commit)?;

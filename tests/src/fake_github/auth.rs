@@ -5,7 +5,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde_json::{Value, json};
 
 use super::state::GithubState;
@@ -31,20 +30,16 @@ pub fn test_public_key_path() -> PathBuf {
 ///
 /// # Errors
 /// When the key is not an RSA private key.
-pub fn sign_app_jwt(key_pem: &[u8], iss: &Value, iat: u64, exp: u64) -> Result<String, jsonwebtoken::errors::Error> {
-    let key = EncodingKey::from_rsa_pem(key_pem)?;
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::RS256),
-        &json!({"iat": iat, "exp": exp, "iss": iss}),
-        &key,
-    )
+pub fn sign_app_jwt(key_pem: &[u8], iss: &Value, iat: u64, exp: u64) -> Result<String, crate::jwt::JwtError> {
+    crate::jwt::sign_rs256(key_pem, &json!({"iat": iat, "exp": exp, "iss": iss}))
 }
 
 /// The App the fake plays.
 pub(crate) struct AppKey {
     pub app_id: u64,
     pub client_id: String,
-    pub key: DecodingKey,
+    /// The App's public key, PKCS#1 `RSAPublicKey` DER.
+    pub key: Vec<u8>,
 }
 
 impl fmt::Debug for AppKey {
@@ -179,12 +174,9 @@ pub(crate) fn authorize(
 /// GitHub's checks: an RS256 signature by the App's key, `iss` the App id (number or string) or
 /// client id, `iat` not in the future, `exp` in the future but at most ten minutes ahead.
 fn verify_jwt(token: &str, app: &AppKey, now: u64) -> Result<(), String> {
-    let mut validation = Validation::new(Algorithm::RS256);
-    // The time claims are checked below, with GitHub's messages and without leeway.
-    validation.validate_exp = false;
-    validation.validate_aud = false;
-    validation.required_spec_claims.clear();
-    let claims = jsonwebtoken::decode::<Value>(token, &app.key, &validation)
+    // Only RS256 by the App's key counts (no `none`, no HS256 keyed with the public key); the time
+    // claims are checked below, with GitHub's messages and without leeway.
+    let claims = crate::jwt::verify_rs256(token, &app.key)
         .map_err(|_| "A JSON web token could not be decoded".to_owned())?
         .claims;
     let iat = claims["iat"]
@@ -227,7 +219,7 @@ mod tests {
         AppKey {
             app_id: 42,
             client_id: "Iv1.abc".to_owned(),
-            key: DecodingKey::from_rsa_pem(&pem).unwrap(),
+            key: crate::jwt::rsa_public_key(&pem).unwrap(),
         }
     }
 
