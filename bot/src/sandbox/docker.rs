@@ -419,22 +419,44 @@ impl DockerSession {
     /// Freezes every process of the container (the cgroup freezer, through `docker pause`): what
     /// the host does next to the working copy cannot be raced, whatever `/proc` said of them.
     async fn freeze(&self) -> Result<(), SandboxError> {
-        let mut paused = self.paused.lock().await;
-        if *paused || self.is_stopped() {
+        if self.is_stopped() {
             return Ok(());
         }
-        match self.docker.pause_container(&self.container).await {
-            Ok(()) => {
-                *paused = true;
-                Ok(())
-            }
-            // Already paused (by another process of ours that shares the engine).
-            Err(err) if status(&err) == Some(409) && err.to_string().contains("already paused") => {
-                *paused = true;
-                Ok(())
-            }
-            Err(err) => Err(self.engine_error("pausing the container", &err)),
+        self.set_paused(true).await
+    }
+
+    /// Lets the container run again before a command (an exec into a paused container fails).
+    async fn thaw(&self) -> Result<(), SandboxError> {
+        self.set_paused(false).await
+    }
+
+    /// Pauses or unpauses the container unless it already is; the engine's "already paused" and
+    /// "not paused" (another process of ours sharing the engine got there first) count as done.
+    async fn set_paused(&self, pause: bool) -> Result<(), SandboxError> {
+        let mut paused = self.paused.lock().await;
+        if *paused == pause {
+            return Ok(());
         }
+        let (done, doing, already) = if pause {
+            (
+                self.docker.pause_container(&self.container).await,
+                "pausing the container",
+                "already paused",
+            )
+        } else {
+            (
+                self.docker.unpause_container(&self.container).await,
+                "unpausing the container",
+                "not paused",
+            )
+        };
+        match done {
+            Ok(()) => {}
+            Err(err) if status(&err) == Some(409) && err.to_string().contains(already) => {}
+            Err(err) => return Err(self.engine_error(doing, &err)),
+        }
+        *paused = pause;
+        Ok(())
     }
 
     /// Reads a command's output as `pump` does, measuring the working copy every `DISK_CHECK`.
@@ -470,25 +492,6 @@ impl DockerSession {
             crate::config::bytesize::format_byte_size(used),
             crate::config::bytesize::format_byte_size(self.disk_limit)
         ))
-    }
-
-    /// Lets the container run again before a command (an exec into a paused container fails).
-    async fn thaw(&self) -> Result<(), SandboxError> {
-        let mut paused = self.paused.lock().await;
-        if !*paused {
-            return Ok(());
-        }
-        match self.docker.unpause_container(&self.container).await {
-            Ok(()) => {
-                *paused = false;
-                Ok(())
-            }
-            Err(err) if status(&err) == Some(409) && err.to_string().contains("not paused") => {
-                *paused = false;
-                Ok(())
-            }
-            Err(err) => Err(self.engine_error("unpausing the container", &err)),
-        }
     }
 
     /// After start: find the keep-alive, run setup, cut the network, open the shell.
