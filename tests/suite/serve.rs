@@ -595,6 +595,12 @@ async fn a_delivery_stored_before_a_crash_is_dispatched_after_the_restart() {
     // One server per data directory.
     let second = start_server(&h.github, h.data.path(), &h.recorder).await;
     assert!(matches!(second, Err(ServeError::DataDirInUse { .. })), "{second:?}");
+    // The store, which holds every payload, is readable by the server's user alone.
+    let database = std::fs::metadata(h.data.path().join(pitcrew::jobs::FILE_NAME)).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&database.permissions()) & 0o777,
+        0o600
+    );
 
     // The crash: no shutdown. Then what the route had stored before it, undispatched.
     drop(h.server.take());

@@ -276,6 +276,15 @@ fn open_data_dir(data_dir: PathBuf) -> Result<(Flock<File>, SqliteStore), ServeE
         }
     })?;
     let store = SqliteStore::open(&data_dir)?;
+    // The store holds every delivery's payload: readable by pitcrew's user alone (SQLite gives its
+    // WAL and shared-memory files the database file's mode).
+    let database = data_dir.join(crate::jobs::FILE_NAME);
+    std::fs::set_permissions(&database, std::os::unix::fs::PermissionsExt::from_mode(0o600)).map_err(|source| {
+        ServeError::DataDir {
+            path: database.clone(),
+            source,
+        }
+    })?;
     Ok((lock, store))
 }
 
