@@ -194,7 +194,10 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
             &options.cancel,
         )
         .await;
-    if let Err(err) = session.stop().await {
+    // Nothing of the sandbox may run while git reads the working tree: a container that could not
+    // be removed may still hold a process racing it, so nothing is committed then.
+    let stopped = session.stop().await;
+    if let Err(err) = &stopped {
         tracing::warn!(%err, "stopping the sandbox session failed");
     }
 
@@ -203,22 +206,30 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
         tracing::warn!(%error, "listing the changed files failed");
         Vec::new()
     });
-    let commit = repo.commit_all(
-        &commit_message(&options.task, &outcome.summary),
-        options.config.agent.max_new_file_bytes,
-        &[],
-        // Local runs commit as the repository's configured user, not as the bot.
-        None,
-    );
-    let (commit, error) = match commit {
-        Ok(commit) => (commit, None),
-        Err(error) => {
-            tracing::error!(%error, "committing the change failed");
-            (
-                workspace::CommitResult::default(),
-                Some(format!("the commit failed: {error}")),
-            )
-        }
+    let (commit, error) = match &stopped {
+        Err(err) => (
+            workspace::CommitResult::default(),
+            Some(format!(
+                "the sandbox could not be stopped ({err}), so nothing was committed: a process in it could still \
+                 be changing the working tree"
+            )),
+        ),
+        Ok(()) => match repo.commit_all(
+            &commit_message(&options.task, &outcome.summary),
+            options.config.agent.max_new_file_bytes,
+            &[],
+            // Local runs commit as the repository's configured user, not as the bot.
+            None,
+        ) {
+            Ok(commit) => (commit, None),
+            Err(error) => {
+                tracing::error!(%error, "committing the change failed");
+                (
+                    workspace::CommitResult::default(),
+                    Some(format!("the commit failed: {error}")),
+                )
+            }
+        },
     };
     // A nested repository left out is listed as such, not as an added file.
     let changed_files = changed_files
