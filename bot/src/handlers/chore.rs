@@ -451,7 +451,7 @@ async fn run_group_in(
         env, settings, &session, root, group, updates, &commands, docker, before, &run_dir,
     )
     .await;
-    session.stop().await;
+    let _ = session.stop().await;
     outcome
 }
 

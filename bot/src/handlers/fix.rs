@@ -70,7 +70,7 @@ async fn fix_pull_request(
     );
     let root = lease.path().to_owned();
     let work = work(env, settings, targets, &root, context).await;
-    let (outcome, tests) = match work {
+    let (outcome, tests, stopped) = match work {
         Ok(done) => done,
         Err(error) => {
             lease.release().await;
@@ -78,6 +78,11 @@ async fn fix_pull_request(
         }
     };
     let mut changed = changed_stats(lease.repo(), start);
+    if let Err(why) = stopped {
+        // Not back to the pool either: a dropped lease deletes its copy.
+        drop(lease);
+        return commit_failed(env, targets, why, outcome, changed, tests, settings).await;
+    }
     let commit = match commit(env, lease.repo(), &outcome, &mut changed) {
         Ok(commit) => commit,
         Err(error) => {
@@ -229,7 +234,7 @@ async fn fix_issue(
     );
     let root = lease.path().to_owned();
     let work = work(env, settings, targets, &root, context).await;
-    let (outcome, tests) = match work {
+    let (outcome, tests, stopped) = match work {
         Ok(done) => done,
         Err(error) => {
             lease.release().await;
@@ -237,6 +242,11 @@ async fn fix_issue(
         }
     };
     let mut changed = changed_stats(lease.repo(), start);
+    if let Err(why) = stopped {
+        // Not back to the pool either: a dropped lease deletes its copy.
+        drop(lease);
+        return commit_failed(env, targets, why, outcome, changed, tests, settings).await;
+    }
     let branch = deliver::issue_branch(issue.number.0, &issue.title);
     let created = lease.repo().create_branch(&branch);
     let commit = match commit(env, lease.repo(), &outcome, &mut changed) {
@@ -289,13 +299,16 @@ async fn fix_issue(
 }
 
 /// The tests before, the agent, the tests after — in the sandbox over the lease's copy.
+/// What the agent did, the tests before and after, and whether the sandbox stopped (else why not).
+type Worked = (Outcome, (report::TestRun, report::TestRun), Result<(), String>);
+
 async fn work(
     env: &JobEnv,
     settings: &EffectiveSettings,
     targets: &Targets,
     root: &std::path::Path,
     context: String,
-) -> Result<(Outcome, (report::TestRun, report::TestRun)), HandlerError> {
+) -> Result<Worked, HandlerError> {
     let job_id = env.job_id();
     let run_dir = run_dir(env.config(), &job_id);
     let session = JobSession::start(
@@ -344,7 +357,7 @@ async fn work(
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(error) => {
-            session.stop().await;
+            let _ = session.stop().await;
             return Err(error);
         }
     };
@@ -353,8 +366,15 @@ async fn work(
     } else {
         session.run_tests().await
     };
-    session.stop().await;
-    Ok((outcome, (before, after)))
+    // Nothing of the sandbox may run while git reads the working tree: a container that could not
+    // be removed may still hold a process racing it, and then nothing is committed.
+    let stopped = session.stop().await.map_err(|error| {
+        format!(
+            "the sandbox could not be stopped ({error}), so nothing was committed: a process in it could still be \
+             changing the working tree"
+        )
+    });
+    Ok((outcome, (before, after), stopped))
 }
 
 /// Commits what the agent changed as the bot, with the requester as co-author and the job's
@@ -439,7 +459,7 @@ fn code_list(paths: &[String]) -> String {
 async fn commit_failed(
     env: &JobEnv,
     targets: &Targets,
-    error: WorkspaceError,
+    error: impl std::fmt::Display,
     outcome: Outcome,
     changed: Vec<crate::workspace::diff::FileStat>,
     tests: (report::TestRun, report::TestRun),

@@ -241,7 +241,7 @@ pub(super) async fn run_read_only(
     let prompt = match prompt(&session) {
         Ok(prompt) => prompt,
         Err(error) => {
-            session.stop().await;
+            let _ = session.stop().await;
             return Err(error.into());
         }
     };
@@ -260,7 +260,7 @@ pub(super) async fn run_read_only(
         )
         .await;
     live.close().await;
-    session.stop().await;
+    let _ = session.stop().await;
     outcome
 }
 

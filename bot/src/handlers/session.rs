@@ -261,10 +261,13 @@ impl JobSession {
         crate::run::repository_instructions(&self.ctx.workspace)
     }
 
-    pub async fn stop(&self) {
-        if let Err(error) = self.session.stop().await {
+    /// Ends the sandbox; an error means it may still hold running processes (logged here).
+    pub async fn stop(&self) -> Result<(), crate::sandbox::SandboxError> {
+        let stopped = self.session.stop().await;
+        if let Err(error) = &stopped {
             tracing::warn!(%error, "stopping the sandbox failed");
         }
+        stopped
     }
 }
 
