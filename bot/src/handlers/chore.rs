@@ -451,7 +451,16 @@ async fn run_group_in(
         env, settings, &session, root, group, updates, &commands, docker, before, &run_dir,
     )
     .await;
-    let _ = session.stop().await;
+    // Nothing of the sandbox may run while git reads the working tree: a container that could not
+    // be removed may still hold a process racing it, so the group commits nothing then.
+    if let Err(error) = session.stop().await {
+        outcome?;
+        return Err(HandlerError::Other(format!(
+            "the sandbox of `{}` could not be stopped ({error}), so nothing was committed: a process in it could \
+             still be changing the working tree",
+            group.branch
+        )));
+    }
     outcome
 }
 
