@@ -795,3 +795,65 @@ async fn cost_and_wall_time_budgets_end_with_the_grace_call() {
     assert_eq!(outcome.summary, "I ran out of time before starting.");
     assert_eq!(outcome.steps, 0);
 }
+
+/// A local session that records, in order, when the loop freezes it and when it runs a command.
+struct Recording {
+    inner: LocalSession,
+    log: Arc<Mutex<Vec<&'static str>>>,
+}
+
+impl pitcrew::sandbox::Session for Recording {
+    fn workspace(&self) -> &std::path::Path {
+        self.inner.workspace()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn exec<'a>(
+        &'a self,
+        request: pitcrew::sandbox::ExecRequest,
+    ) -> BoxFuture<'a, Result<pitcrew::sandbox::ExecOutput, pitcrew::sandbox::SandboxError>> {
+        self.log.lock().unwrap().push("exec");
+        self.inner.exec(request)
+    }
+
+    fn stop<'a>(&'a self) -> BoxFuture<'a, Result<(), pitcrew::sandbox::SandboxError>> {
+        self.inner.stop()
+    }
+
+    fn quiesce<'a>(&'a self) -> BoxFuture<'a, Result<(), pitcrew::sandbox::SandboxError>> {
+        self.log.lock().unwrap().push("quiesce");
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// The security issue's race: the host's file tools never work on the checkout while the sandbox
+/// may run. Every call of a tool that is not a command is preceded by a freeze of the sandbox;
+/// commands are not.
+#[tokio::test]
+async fn the_sandbox_is_quiesced_before_every_file_tool_and_not_before_commands() {
+    let repo = repo();
+    let server = ScriptedModel::start(
+        Script::new()
+            .turn(
+                Reply::new()
+                    .tool_call("read_file", json!({"path": "notes.txt"}))
+                    .tool_call("bash", json!({"command": "echo one"})),
+            )
+            .turn(Reply::new().tool_call("bash", json!({"command": "echo two"})))
+            .turn(Reply::new().tool_call("glob", json!({"pattern": "*.txt"})))
+            .turn(Reply::text("Done.")),
+    );
+    let mut job = job(&repo);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    job.ctx.sandbox = Arc::new(Recording {
+        inner: LocalSession::start(repo.path(), LocalOptions::default()).unwrap(),
+        log: Arc::clone(&log),
+    });
+    let (agent, _events) = agent(model(&server, Provider::OpenAi), all_tools(), AgentConfig::default());
+    let outcome = run(&agent, &job.ctx, "look around").await;
+    assert_eq!(outcome.stop, StopReason::Finished, "{outcome:?}");
+    assert_eq!(*log.lock().unwrap(), ["quiesce", "exec", "exec", "quiesce"]);
+}
