@@ -484,8 +484,11 @@ impl DockerSession {
         }
     }
 
-    /// The error that ends a session whose command wrote past the disk limit.
-    fn over_disk(&self, used: u64) -> SandboxError {
+    /// Stops a command that wrote past the disk limit — every process, the shell too (the command
+    /// may be a loop the shell runs itself) — and returns the error that ends the session.
+    async fn stop_over_disk(&self, slot: &mut Slot, used: u64) -> SandboxError {
+        self.try_kill_processes(None).await;
+        slot.shell = None;
         SandboxError::Backend(format!(
             "the command filled the working copy past the sandbox's disk limit ({} written, the limit is {}), so \
              it was stopped and the job ends; raise [sandbox] disk if the project needs more",
@@ -857,10 +860,7 @@ impl DockerSession {
             .pump_watched(&mut shell.output, &mut out, &mut err, started + request.timeout)
             .await;
         if let Ok((_, Some(used))) = watched {
-            // The shell too: the command may be a loop the shell runs itself.
-            self.try_kill_processes(None).await;
-            slot.shell = None;
-            return Err(self.over_disk(used));
+            return Err(self.stop_over_disk(slot, used).await);
         }
         let mut ended = watched.map(|(ended, _)| ended);
         let mut timed_out = false;
@@ -943,9 +943,7 @@ impl DockerSession {
             .pump_watched(&mut output, &mut out, &mut err, started + request.timeout)
             .await;
         if let Ok((_, Some(used))) = watched {
-            self.try_kill_processes(None).await;
-            slot.shell = None;
-            return Err(self.over_disk(used));
+            return Err(self.stop_over_disk(slot, used).await);
         }
         let mut ended = watched.map(|(ended, _)| ended);
         let timed_out = matches!(ended, Ok(Ended::Deadline));
