@@ -2,15 +2,21 @@
 #
 # Stages:
 #   base              Debian slim with git, ca-certificates, openssh-client, tini, a shell and the
-#                     non-root user `pitcrew` (uid 10001); no binary yet.
+#                     sandbox's unprivileged user `pitcrew-sandbox` (uid/gid 65532); no binary yet.
 #   runtime-prebuilt  base + a binary built outside Docker (build arg PITCREW_BINARY, a path in the
 #                     build context), for machines without the Rust image:
 #                       mkdir ctx && cp target/release/pitcrew ctx/
 #                       docker build -f Dockerfile --target runtime-prebuilt -t pitcrew ctx
 #   builder           the release binary, built from this repository (`cargo build --release --locked`).
-#   runtime           base + the builder's binary, running as `pitcrew`: the `pitcrew serve` image
+#   runtime           base + the builder's binary: the `pitcrew serve` image
 #                       docker build --target runtime -t pitcrew .
-#   action            runtime, running as root: what a GitHub Action step runs (the default target).
+#   action            runtime: what a GitHub Action step runs (the default target).
+#
+# pitcrew runs as root, and the commands it runs for a job never do. It holds the Docker socket (which
+# is root on the host whatever user holds it), and only root can hand a job's working copy to the
+# sandbox's own user and take it back: the Docker sandbox's containers and the local backend's
+# commands run as `pitcrew-sandbox` (65532), which can read neither the data directory (0700, root's)
+# nor the App's key. Run as another user, pitcrew's sandboxes would run as that same user.
 #
 # runtime-prebuilt sits before builder so that even Docker's legacy builder, which builds every stage
 # up to the target in file order, makes it without the Rust image; BuildKit (GitHub's runners, any
@@ -27,9 +33,10 @@ FROM ${DEBIAN_IMAGE} AS base
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates git libssl3 openssh-client tini \
     && rm -rf /var/lib/apt/lists/*
-RUN groupadd --gid 10001 pitcrew \
-    && useradd --uid 10001 --gid pitcrew --home-dir /home/pitcrew --create-home --shell /bin/bash pitcrew \
-    && install -d -o pitcrew -g pitcrew /var/lib/pitcrew
+RUN groupadd --gid 65532 pitcrew-sandbox \
+    && useradd --uid 65532 --gid pitcrew-sandbox --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin pitcrew-sandbox \
+    && install -d -m 0700 /var/lib/pitcrew
 # On GitHub the checkout (/github/workspace) belongs to the runner's user, not to whoever runs in the
 # container; without this, git and libgit2 refuse it as "dubious ownership". The container is a
 # single-purpose sandbox of its own, so every directory is trusted.
@@ -43,7 +50,6 @@ CMD ["--help"]
 FROM base AS runtime-prebuilt
 ARG PITCREW_BINARY=pitcrew
 COPY ${PITCREW_BINARY} /usr/local/bin/pitcrew
-USER pitcrew
 
 FROM ${RUST_IMAGE} AS builder
 # git2's https transport links the system OpenSSL (libgit2-sys → openssl-sys).
@@ -59,12 +65,8 @@ RUN cargo build --release --locked -p pitcrew \
 
 FROM base AS runtime
 COPY --from=builder /usr/local/bin/pitcrew /usr/local/bin/pitcrew
-USER pitcrew
 
 # GitHub runs a Docker action as the image's user with the runner's checkout mounted at
 # /github/workspace and its output files under /github/file_commands, all owned by the runner's
-# user: only root can write there (GitHub's documentation says not to set a non-root USER). So the
-# default target runs as root; `pitcrew serve` uses the `runtime` target, or this image with
-# `--user pitcrew`.
+# user: only root can write there (GitHub's documentation says not to set a non-root USER).
 FROM runtime AS action
-USER root

@@ -149,7 +149,7 @@ fn container(name: &str, args: &[&str]) -> Output {
 }
 
 #[test]
-fn the_image_runs_pitcrew_as_its_own_user_with_git_and_certificates() {
+fn the_image_runs_pitcrew_as_root_with_a_sandbox_user_git_and_certificates() {
     let Some(_lock) = image() else { return };
 
     let out = container("version", &["--network", "none", IMAGE, "--version"]);
@@ -182,20 +182,23 @@ fn the_image_runs_pitcrew_as_its_own_user_with_git_and_certificates() {
             "sh",
             IMAGE,
             "-c",
-            "id -u; id -g; echo \"$HOME\"; pwd; git --version; \
+            "id -u; id -g; pwd; stat -c '%a %u' .; id -u pitcrew-sandbox; id -g pitcrew-sandbox; \
+             id -G pitcrew-sandbox; git --version; \
              test -s /etc/ssl/certs/ca-certificates.crt && echo certificates; \
              touch ./written && echo writable",
         ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let lines: Vec<String> = text(&out.stdout).lines().map(str::to_owned).collect();
+    // pitcrew is root (only root hands a working copy to the sandbox's user and takes it back);
+    // the sandbox's user (65532, no other groups) cannot even enter the data directory.
     assert_eq!(
-        lines[..4],
-        ["10001", "10001", "/home/pitcrew", "/var/lib/pitcrew"],
+        lines[..7],
+        ["0", "0", "/var/lib/pitcrew", "700 0", "65532", "65532", "65532"],
         "{lines:?}"
     );
-    assert!(lines[4].starts_with("git version "), "{lines:?}");
-    assert_eq!(lines[5..], ["certificates", "writable"], "{lines:?}");
+    assert!(lines[7].starts_with("git version "), "{lines:?}");
+    assert_eq!(lines[8..], ["certificates", "writable"], "{lines:?}");
 }
 
 #[test]
@@ -290,6 +293,7 @@ fn action_yml_declares_every_input_pitcrew_action_reads() {
     );
     assert_eq!(inputs["trigger"], "@agent");
     assert_eq!(inputs["mode"], "auto");
+    assert_eq!(inputs["sandbox"], "auto");
     assert_eq!(inputs["github_token"], GITHUB_TOKEN);
     let yaml = std::fs::read_to_string(repo_root().join("action.yml")).unwrap();
     for output in ["conclusion", "commit_sha", "pr_number", "summary"] {

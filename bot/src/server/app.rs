@@ -149,6 +149,15 @@ impl Server {
         if config.sandbox.backend == SandboxBackend::Docker {
             reap_orphaned_containers(&instance_id(&config.server.data_dir)?).await;
         }
+        if !nix::unistd::geteuid().is_root() {
+            // Only root can hand a working copy to the sandbox's own user (see `sandbox::owner`).
+            tracing::warn!(
+                uid = nix::unistd::geteuid().as_raw(),
+                backend = config.sandbox.backend.as_str(),
+                "pitcrew is not running as root, so the commands of its jobs run as its own user; \
+                 run it as root (the image does) to have them run as the unprivileged sandbox user"
+            );
+        }
 
         let listener = match listener {
             Some(listener) => listener,
@@ -275,16 +284,8 @@ fn open_data_dir(data_dir: PathBuf) -> Result<(Flock<File>, SqliteStore), ServeE
             }
         }
     })?;
+    // The store keeps itself readable by pitcrew's user alone (`SqliteStore::open_file`).
     let store = SqliteStore::open(&data_dir)?;
-    // The store holds every delivery's payload: readable by pitcrew's user alone (SQLite gives its
-    // WAL and shared-memory files the database file's mode).
-    let database = data_dir.join(crate::jobs::FILE_NAME);
-    std::fs::set_permissions(&database, std::os::unix::fs::PermissionsExt::from_mode(0o600)).map_err(|source| {
-        ServeError::DataDir {
-            path: database.clone(),
-            source,
-        }
-    })?;
     Ok((lock, store))
 }
 
