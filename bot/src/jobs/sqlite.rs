@@ -158,6 +158,10 @@ impl SqliteStore {
             path: path.to_path_buf(),
             source: Box::new(error),
         };
+        restrict_to_owner(path).map_err(|error| StoreError::Open {
+            path: path.to_path_buf(),
+            source: Box::new(error),
+        })?;
         let mut writer = Connection::open(path).map_err(open_error)?;
         // A new database starts in incremental-vacuum mode: set before anything (the switch to WAL
         // included) writes the file, it costs nothing; on an existing one it changes nothing.
@@ -225,6 +229,29 @@ impl SqliteStore {
             })
         })
     }
+}
+
+/// The store holds every delivery's payload: the database is created readable and writable by
+/// pitcrew's user alone, before SQLite opens it (SQLite gives its WAL and shared-memory files the
+/// database file's mode when it creates them), and an older database and its side files are
+/// narrowed to that.
+fn restrict_to_owner(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        match std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            other => other?,
+        }
+    }
+    Ok(())
 }
 
 fn configure(connection: &Connection, path: &Path) -> rusqlite::Result<()> {

@@ -509,6 +509,32 @@ fn the_database_is_in_wal_mode_at_the_current_schema() {
     SqliteStore::open(&data_dir).unwrap();
 }
 
+#[tokio::test]
+async fn the_database_and_its_side_files_are_readable_by_their_owner_alone() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let side = |suffix: &str| dir.path().join(format!("{FILE_NAME}{suffix}"));
+    let store = SqliteStore::open(dir.path()).unwrap();
+    store
+        .record_delivery(&delivery("d-mode"), "ping", Bytes::from_static(b"{}"), T0)
+        .await
+        .unwrap();
+    for file in [path.clone(), side("-wal"), side("-shm")] {
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+    drop(store);
+    // A database made before pitcrew narrowed it (or by hand) is narrowed at the next start.
+    for file in [path.clone(), side("-wal"), side("-shm")] {
+        if file.exists() {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+    SqliteStore::open(dir.path()).unwrap();
+    assert_eq!(mode(&path), 0o600);
+}
+
 #[test]
 fn a_database_from_a_newer_pitcrew_is_refused() {
     let dir = tempfile::tempdir().unwrap();
