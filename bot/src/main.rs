@@ -232,13 +232,24 @@ fn run_overrides(args: &RunArgs) -> Vec<String> {
 /// failed or was stopped, 2 for bad inputs or configuration, 3 when it could not start.
 fn action(env: &StartupEnv) -> ExitCode {
     let env = env.vars();
-    let action_env = match pitcrew::action::ActionEnv::from_env(env) {
+    let mut action_env = match pitcrew::action::ActionEnv::from_env(env) {
         Ok(action_env) => action_env,
         Err(err) => {
             eprintln!("error: {err}");
             return ExitCode::from(EXIT_BAD_CONFIG);
         }
     };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: could not start the async runtime: {err}");
+            return ExitCode::from(EXIT_RUN_SETUP);
+        }
+    };
+    // `sandbox: auto` is decided first: the data directory depends on it.
+    if let Some(decided) = runtime.block_on(action_env.resolve_sandbox()) {
+        tracing::info!("{decided}");
+    }
     let config = match pitcrew::action::load_config(&action_env, env) {
         Ok(config) => {
             forget_api_key_var(&config);
@@ -254,13 +265,6 @@ fn action(env: &StartupEnv) -> ExitCode {
         Err(err) => {
             eprintln!("error: {err}");
             return ExitCode::from(EXIT_BAD_CONFIG);
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("error: could not start the async runtime: {err}");
-            return ExitCode::from(EXIT_RUN_SETUP);
         }
     };
     match runtime.block_on(pitcrew::action::run(action_env, config, prompts)) {

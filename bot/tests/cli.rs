@@ -715,9 +715,6 @@ mod action {
             model: &ScriptedModel,
             image: Option<&str>,
         ) -> Output {
-            let event_path = self.dir.join("event.json");
-            std::fs::write(&event_path, serde_json::to_vec(&event).unwrap()).unwrap();
-            let config = self.dir.join("pitcrew.toml");
             let sandbox = match image {
                 Some(image) => format!("[sandbox]\nbackend = \"docker\"\nimage = \"{image}\"\nmemory = \"256MiB\"\n"),
                 // The chores run the host's toolchain, which lives under the invoking user's home:
@@ -725,6 +722,23 @@ mod action {
                 None if repo != REPO => "[sandbox]\nbackend = \"local\"\nlocal_user = \"self\"\n".to_owned(),
                 None => "[sandbox]\nbackend = \"local\"\n".to_owned(),
             };
+            self.run_configured(repo, (name, event), mode, model, &sandbox, &[])
+        }
+
+        /// Runs the step with `sandbox` as the config file's `[sandbox]` section and `extra`
+        /// variables on top of the runner's.
+        fn run_configured(
+            &self,
+            repo: &str,
+            (name, event): (&str, &serde_json::Value),
+            mode: &str,
+            model: &ScriptedModel,
+            sandbox: &str,
+            extra: &[(&str, &str)],
+        ) -> Output {
+            let event_path = self.dir.join("event.json");
+            std::fs::write(&event_path, serde_json::to_vec(&event).unwrap()).unwrap();
+            let config = self.dir.join("pitcrew.toml");
             std::fs::write(&config, format!("[model]\nmax_retries = 0\n\n{sandbox}")).unwrap();
             let temp = self.dir.join("runner-temp");
             std::fs::create_dir_all(&temp).unwrap();
@@ -757,6 +771,7 @@ mod action {
                         .into_iter()
                         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_owned(), v))),
                 )
+                .chain(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())))
                 .collect();
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             super::pitcrew(&self.dir, &["action"], &vars)
@@ -1157,6 +1172,98 @@ mod action {
             step.github.requests().is_empty(),
             "no API call for a comment that asks nothing"
         );
+    }
+
+    /// `sandbox: auto` (the input's default): the runner's Docker engine is used when it answers, and
+    /// the step falls back to `local` when it does not; the log says which and why.
+    #[test]
+    fn an_auto_sandbox_is_docker_when_the_engine_answers() {
+        let Some(image) = pitcrew_tests::docker::test_image() else {
+            return;
+        };
+        let (out, ran_in, _) = run_auto("action-auto-docker", image, &[]);
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("sandbox: docker (the runner's Docker engine answered)"),
+            "{stderr}"
+        );
+        assert_eq!(ran_in, "/workspace", "the command ran in the container\n{stderr}");
+    }
+
+    #[test]
+    fn an_auto_sandbox_falls_back_to_local_when_no_engine_answers() {
+        let image = pitcrew_tests::docker::test_image().unwrap_or("busybox:unused");
+        let missing = scratch("action-auto-no-engine").join("docker.sock");
+        let host = format!("unix://{}", missing.display());
+        let (out, ran_in, dir) = run_auto("action-auto-local", image, &[("DOCKER_HOST", &host)]);
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("sandbox: local ("), "{stderr}");
+        assert!(
+            stderr.contains(&format!("cannot reach the Docker engine at {host}")),
+            "{stderr}"
+        );
+        // On the runner: the working copy under `RUNNER_TEMP`, where a local step keeps its data.
+        let data = dir.join("runner-temp").join("pitcrew");
+        assert!(
+            Path::new(&ran_in).starts_with(&data),
+            "{ran_in} is not under {}",
+            data.display()
+        );
+    }
+
+    /// A fix on the pull request with `INPUT_SANDBOX=auto` over a config whose backend is `local`
+    /// and whose image is `image`: the step's output, the directory the agent's command ran in and
+    /// the step's directory.
+    fn run_auto(name: &str, image: &str, extra: &[(&str, &str)]) -> (Output, String, PathBuf) {
+        let step = Step::new(name);
+        let script = Script::new()
+            .turn(
+                Reply::new()
+                    .tool_call("bash", json!({"command": "echo \"ran-in:$PWD\""}))
+                    .usage(900, 20),
+            )
+            .turn(
+                Reply::new()
+                    .tool_call(
+                        "edit_file",
+                        json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+                    )
+                    .usage(1_000, 30),
+            )
+            .turn(Reply::text("Fixed `add`.").usage(1_100, 20));
+        let model = ScriptedModel::start(script);
+        let id = step
+            .github
+            .add_issue_comment(REPO, PR, "alice", "@agent fix the add test");
+        let comment = Comment {
+            id,
+            login: "alice",
+            user_id: 4242,
+            association: "COLLABORATOR",
+            body: "@agent fix the add test",
+        };
+        let event = comment_payload(REPO, &step.git.url(REPO), PR, &comment, None);
+        let sandbox = format!("[sandbox]\nbackend = \"local\"\nimage = \"{image}\"\nmemory = \"256MiB\"\n");
+        // The runner's HOME of this step alone: a step with the Docker sandbox keeps its data there.
+        let home = step.dir.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let home = home.display().to_string();
+        let mut vars = vec![("INPUT_SANDBOX", "auto"), ("HOME", home.as_str())];
+        vars.extend_from_slice(extra);
+        let out = step.run_configured(REPO, ("issue_comment", &event), "auto", &model, &sandbox, &vars);
+        let requests = model.requests();
+        // The second request is the first to carry a tool result (the command's).
+        let after_pwd = requests.get(1).map(|r| r.raw_body.clone()).unwrap_or_default();
+        // The tool result's text, as the JSON of the request carries it: `ran-in:<dir>\n`.
+        let ran_in = after_pwd
+            .split_once("ran-in:/")
+            .and_then(|(_, rest)| rest.split(['\\', '"']).next())
+            .map(|dir| format!("/{dir}"))
+            .unwrap_or_default();
+        step.github.assert_no_violations();
+        (out, ran_in, step.dir)
     }
 
     #[test]

@@ -10,6 +10,9 @@ use url::Url;
 
 use super::ActionError;
 
+/// How long `sandbox: auto` waits for the Docker engine to answer.
+const AUTO_PROBE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The variable holding the `api_key` input; the model client reads the key from it.
 pub const API_KEY_VAR: &str = "INPUT_API_KEY";
 
@@ -24,6 +27,27 @@ pub enum Mode {
     Chore,
 }
 
+/// Where the step's commands run (the `sandbox` input).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxInput {
+    /// `docker` when the runner's Docker engine answers (GitHub's hosted Ubuntu runners have one),
+    /// else `local`; [`ActionEnv::resolve_sandbox`] decides before anything else runs.
+    Auto,
+    Docker,
+    Local,
+}
+
+impl SandboxInput {
+    /// The `[sandbox] backend` this input stands for, once decided.
+    pub fn backend(self) -> Option<&'static str> {
+        match self {
+            SandboxInput::Auto => None,
+            SandboxInput::Docker => Some("docker"),
+            SandboxInput::Local => Some("local"),
+        }
+    }
+}
+
 /// The action's inputs (`action.yml`).
 #[derive(Debug, Clone)]
 pub struct Inputs {
@@ -36,7 +60,8 @@ pub struct Inputs {
     pub prompt: Option<String>,
     pub max_steps: Option<String>,
     pub max_cost_usd: Option<String>,
-    pub sandbox: Option<String>,
+    /// `None` when the input is not given: the `config` file's `[sandbox] backend` decides.
+    pub sandbox: Option<SandboxInput>,
     pub config: Option<PathBuf>,
 }
 
@@ -101,6 +126,18 @@ impl ActionEnv {
                 Mode::Auto
             }
         };
+        let sandbox = match get("INPUT_SANDBOX").as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None => None,
+            Some("auto") => Some(SandboxInput::Auto),
+            Some("docker") => Some(SandboxInput::Docker),
+            Some("local") => Some(SandboxInput::Local),
+            Some(other) => {
+                problems.push(format!(
+                    "the `sandbox` input {other:?} is not one of auto, docker, local"
+                ));
+                None
+            }
+        };
         let trigger = get("INPUT_TRIGGER").unwrap_or_else(|| "@agent".to_owned());
         if !trigger.starts_with('@') || trigger.len() < 2 || trigger.contains(char::is_whitespace) {
             problems.push(format!(
@@ -147,7 +184,7 @@ impl ActionEnv {
                 prompt: get("INPUT_PROMPT"),
                 max_steps: get("INPUT_MAX_STEPS"),
                 max_cost_usd: get("INPUT_MAX_COST_USD"),
-                sandbox: get("INPUT_SANDBOX"),
+                sandbox,
                 config: get("INPUT_CONFIG").map(PathBuf::from),
             },
         })
@@ -160,10 +197,36 @@ impl ActionEnv {
     /// (`/github/home` is the runner's `_temp/_github_home`). `RUNNER_TEMP` itself is a runner path
     /// that is not mounted.
     pub fn data_dir(&self) -> PathBuf {
-        match (&self.home, self.inputs.sandbox.as_deref()) {
-            (Some(home), Some("docker")) => home.join(".pitcrew"),
+        match (&self.home, self.inputs.sandbox) {
+            (Some(home), Some(SandboxInput::Docker)) => home.join(".pitcrew"),
             _ => self.runner_temp.join("pitcrew"),
         }
+    }
+
+    /// Decides an `auto` sandbox: `docker` when the engine at `DOCKER_HOST` (the runner's socket by
+    /// default) answers within a few seconds, else `local`. Returns what was decided and why, for
+    /// the log; nothing when the input named a backend or none.
+    pub async fn resolve_sandbox(&mut self) -> Option<String> {
+        if self.inputs.sandbox != Some(SandboxInput::Auto) {
+            return None;
+        }
+        let probe = tokio::time::timeout(AUTO_PROBE, crate::sandbox::docker::DockerSandbox::connect()).await;
+        let (choice, why) = match probe {
+            Ok(Ok(_)) => (SandboxInput::Docker, "the runner's Docker engine answered".to_owned()),
+            Ok(Err(err)) => (SandboxInput::Local, err.to_string()),
+            Err(_) => (
+                SandboxInput::Local,
+                format!("the Docker engine did not answer within {}s", AUTO_PROBE.as_secs()),
+            ),
+        };
+        self.inputs.sandbox = Some(choice);
+        Some(match choice {
+            SandboxInput::Docker => format!("sandbox: docker ({why})"),
+            _ => format!(
+                "sandbox: local ({why}); commands run in the action's container as an unprivileged user, \
+                 with the runner's network"
+            ),
+        })
     }
 
     /// The step's one delivery id: the run and its attempt (unique per re-run).
@@ -239,6 +302,36 @@ mod tests {
         assert_eq!(action.data_dir(), PathBuf::from("/github/home/.pitcrew"));
         let local = ActionEnv::from_env(&env(&vars[..6])).unwrap();
         assert_eq!(local.data_dir(), PathBuf::from("/home/runner/work/_temp/pitcrew"));
+    }
+
+    #[tokio::test]
+    async fn the_sandbox_input_is_parsed_at_the_edge_and_a_named_backend_is_not_probed() {
+        let vars = |sandbox: &str| {
+            env(&[
+                ("GITHUB_EVENT_NAME", "schedule"),
+                ("GITHUB_EVENT_PATH", "/github/workflow/event.json"),
+                ("GITHUB_REPOSITORY", "acme/widgets"),
+                ("RUNNER_TEMP", "/home/runner/work/_temp"),
+                ("HOME", "/github/home"),
+                ("INPUT_GITHUB_TOKEN", "ghs_x"),
+                ("INPUT_SANDBOX", sandbox),
+            ])
+        };
+        let mut named = ActionEnv::from_env(&vars("Docker")).unwrap();
+        assert_eq!(named.resolve_sandbox().await, None, "a named backend is not probed");
+        assert_eq!(named.inputs.sandbox, Some(SandboxInput::Docker));
+
+        let error = ActionEnv::from_env(&vars("podman")).unwrap_err().to_string();
+        assert!(
+            error.contains("\"podman\" is not one of auto, docker, local"),
+            "{error}"
+        );
+
+        // Until the probe decides (`bot/tests/cli.rs` runs it against the engine and against none),
+        // `auto` keeps the data where either backend can use it.
+        let auto = ActionEnv::from_env(&vars("auto")).unwrap();
+        assert_eq!(auto.inputs.sandbox, Some(SandboxInput::Auto));
+        assert_eq!(auto.data_dir(), PathBuf::from("/home/runner/work/_temp/pitcrew"));
     }
 
     #[test]

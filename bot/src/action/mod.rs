@@ -31,7 +31,7 @@ use crate::triggers::{JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requ
 use crate::workspace::mirror::MirrorCache;
 use crate::workspace::pool::{PoolLimits, WorkspacePool};
 
-pub use env::{ActionEnv, Inputs, Mode};
+pub use env::{ActionEnv, Inputs, Mode, SandboxInput};
 
 /// Why the step fails before or around its job (the job's own failure is an outcome).
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +86,10 @@ pub fn load_config(action: &ActionEnv, env: &BTreeMap<String, String>) -> Result
     set("model.base_url", &inputs.base_url);
     set("agent.max_steps", &inputs.max_steps);
     set("agent.max_cost_usd", &inputs.max_cost_usd);
-    set("sandbox.backend", &inputs.sandbox);
+    set(
+        "sandbox.backend",
+        &inputs.sandbox.and_then(SandboxInput::backend).map(str::to_owned),
+    );
     if env.get(env::API_KEY_VAR).is_some_and(|key| !key.is_empty()) {
         // The key stays in the environment; the configuration only names the variable.
         overrides.push(format!("model.api_key_env={}", env::API_KEY_VAR));
