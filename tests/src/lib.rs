@@ -4,6 +4,7 @@ pub mod cargo_registry;
 pub mod chore_fixture;
 pub mod ci_log;
 pub mod docker;
+pub mod docker_proxy;
 pub mod fake_github;
 pub mod git_server;
 pub mod jwt;

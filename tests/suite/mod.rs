@@ -5,6 +5,7 @@ mod chore_job;
 mod chores_cargo;
 mod chores_packages;
 mod chores_schedule;
+mod docker_proxy;
 mod fake_github;
 mod fix_job;
 mod git_workspace;
