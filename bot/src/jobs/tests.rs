@@ -512,7 +512,7 @@ fn the_database_is_in_wal_mode_at_the_current_schema() {
 #[tokio::test]
 async fn the_database_and_its_side_files_are_readable_by_their_owner_alone() {
     use std::os::unix::fs::PermissionsExt as _;
-    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(FILE_NAME);
     let side = |suffix: &str| dir.path().join(format!("{FILE_NAME}{suffix}"));

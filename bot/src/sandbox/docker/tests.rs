@@ -12,6 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::shell::{Prepared, Scan, shell_command};
 use super::*;
+use crate::sandbox::{ExecOutput, ExecRequest};
+use tokio::time::Instant;
 
 /// Built once per test run from the host's `/bin/busybox` (Debian's `busybox-static`).
 const TEST_IMAGE: &str = "pitcrew-test-busybox:1";
