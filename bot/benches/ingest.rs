@@ -342,6 +342,8 @@ fn main() -> Result<(), Error> {
         listener: Some(std::net::TcpListener::bind("127.0.0.1:0")?),
         github: None,
         metrics: None,
+        copies: None,
+        instance: None,
     }))?;
     let store = Arc::clone(server.store());
     let url: Arc<str> = Arc::from(format!("{}/webhook", server.url()));

@@ -9,6 +9,7 @@ pub mod handlers;
 pub mod jobs;
 pub mod llm;
 pub mod logging;
+pub mod metrics;
 pub mod prompts;
 pub mod redact;
 pub mod report;

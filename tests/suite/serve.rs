@@ -118,6 +118,8 @@ async fn start_server(
         listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
         github: None,
         metrics: None,
+        copies: None,
+        instance: None,
     })
     .await
 }
@@ -655,6 +657,8 @@ async fn the_webhook_secret_and_the_app_are_required() {
         listener: None,
         github: None,
         metrics: None,
+        copies: None,
+        instance: None,
     })
     .await;
     let error = result.unwrap_err();
@@ -669,6 +673,8 @@ async fn the_webhook_secret_and_the_app_are_required() {
         listener: None,
         github: None,
         metrics: None,
+        copies: None,
+        instance: None,
     })
     .await
     .unwrap_err();

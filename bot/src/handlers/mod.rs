@@ -47,7 +47,7 @@ pub struct Services {
     /// Replaces the configured model (tests hand in a scripted one).
     pub model: Option<Arc<dyn Model>>,
     /// Where finished jobs are counted for `/metrics` (the server's).
-    pub metrics: Option<Arc<crate::server::Metrics>>,
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 /// The function the worker pool runs for every job.

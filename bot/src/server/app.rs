@@ -15,13 +15,17 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{DispatchSettings, Dispatcher};
-use super::metrics::Metrics;
 use super::routes::{ServerState, router};
 use super::serve::{ConnectionLimits, connection_limit};
 use crate::config::{Config, SandboxBackend};
 use crate::github::{AppAuth, AppCredentials, AppKeyError, ClientOptions, GithubAccess, GithubError};
-use crate::jobs::{JobHandler, JobStore, PoolConfig, ShutdownReport, SqliteStore, StoreError, WorkerPool, now_ms};
+use crate::jobs::{
+    JobHandler, JobStore, PoolConfig, Pruned, Retention, ShutdownReport, SqliteStore, StoreError, WorkerPool, now_ms,
+};
+use crate::metrics::Metrics;
 use crate::triggers::TriggerConfig;
+use crate::workspace::mirror::MirrorCache;
+use crate::workspace::pool::WorkspacePool;
 
 /// The lock file in the data directory: held (`flock`, exclusive) for the server's lifetime.
 pub const LOCK_FILE: &str = "serve.lock";
@@ -37,6 +41,12 @@ pub struct ServerOptions {
     pub github: Option<GithubAccess>,
     /// The counters; pass the ones the handler records jobs into. Default: new ones.
     pub metrics: Option<Arc<Metrics>>,
+    /// The working copies (and their mirrors) the server's housekeeping evicts when idle; the job
+    /// store's retention runs either way.
+    pub copies: Option<WorkspacePool>,
+    /// This data directory's [`instance_id`] when the caller has read it already (the handlers
+    /// name their sandboxes with it). Default: read here.
+    pub instance: Option<String>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -93,6 +103,7 @@ pub struct RunningServer {
     dispatcher: Option<Dispatcher>,
     scheduler: Option<super::scheduler::Scheduler>,
     http: Option<JoinHandle<std::io::Result<()>>>,
+    housekeeping: Option<JoinHandle<()>>,
     stop_http: CancellationToken,
     grace: Duration,
     _lock: Flock<File>,
@@ -117,6 +128,8 @@ impl Server {
             listener,
             github,
             metrics,
+            copies,
+            instance,
         } = options;
         let secret = config
             .github
@@ -146,8 +159,12 @@ impl Server {
             tracing::warn!(requeued = ?recovery.requeued, failed = ?recovery.failed,
                 cancelled = ?recovery.cancelled, "recovered jobs interrupted by a crash");
         }
+        let instance = match instance {
+            Some(instance) => instance,
+            None => instance_id(&config.server.data_dir)?,
+        };
         if config.sandbox.backend == SandboxBackend::Docker {
-            reap_orphaned_containers(&instance_id(&config.server.data_dir)?).await;
+            reap_orphaned_containers(&instance).await;
         }
         if !nix::unistd::geteuid().is_root() {
             // Only root can hand a working copy to the sandbox's own user (see `sandbox::owner`).
@@ -223,6 +240,7 @@ impl Server {
         };
         let stop_http = CancellationToken::new();
         let http = tokio::spawn(super::serve::serve(listener, router(state), limits, stop_http.clone()));
+        let housekeeping = tokio::spawn(housekeeping(config.clone(), copies, Arc::clone(&store)));
         tracing::info!(%addr, concurrency = config.server.concurrency, max_connections = limits.max_connections,
             data_dir = %config.server.data_dir.display(), "pitcrew serve is listening");
         Ok(RunningServer {
@@ -233,6 +251,7 @@ impl Server {
             dispatcher: Some(dispatcher),
             scheduler,
             http: Some(http),
+            housekeeping: Some(housekeeping),
             stop_http,
             grace: config.server.shutdown_grace,
             _lock: lock,
@@ -367,6 +386,9 @@ impl RunningServer {
     /// is dropped: a delivery it was sending was never acknowledged, so GitHub still has it.
     pub async fn shutdown(mut self, grace: Duration) -> ShutdownReport {
         self.stop_http.cancel();
+        if let Some(housekeeping) = self.housekeeping.take() {
+            housekeeping.abort();
+        }
         let http = self.http.take();
         let drain_http = async move {
             let Some(mut http) = http else {
@@ -455,11 +477,50 @@ impl Drop for RunningServer {
         if let Some(http) = self.http.take() {
             http.abort();
         }
+        if let Some(housekeeping) = self.housekeeping.take() {
+            housekeeping.abort();
+        }
         // Dropping the dispatcher aborts it. Claims stop now rather than when the dispatcher task,
         // which shares the pool, is finally torn down.
         self.dispatcher.take();
         if let Some(pool) = self.pool.take() {
             pool.stop_claiming();
+        }
+    }
+}
+
+/// Prunes the job store at start, then every ten minutes, and evicts idle working copies and
+/// unused mirrors as often, until the server stops.
+async fn housekeeping(config: Config, copies: Option<WorkspacePool>, store: Arc<dyn JobStore>) {
+    let mirrors = MirrorCache::new(&config.server.data_dir);
+    let retention = Retention {
+        rows: config.server.retain,
+        payloads: config.server.retain_payloads,
+    };
+    let mut tick = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        tick.tick().await;
+        match store.prune(retention, now_ms()).await {
+            Ok(pruned) if pruned != Pruned::default() => {
+                tracing::info!(
+                    jobs = pruned.jobs,
+                    deliveries = pruned.deliveries,
+                    payloads = pruned.payloads,
+                    pages_freed = pruned.pages_freed,
+                    "pruned the job store"
+                );
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "pruning the job store failed"),
+        }
+        let Some(pool) = &copies else { continue };
+        let evicted = pool.evict();
+        match pool.evict_mirrors(&mirrors, config.server.mirror_max_idle).await {
+            Ok(eviction) if evicted > 0 || !eviction.mirrors.is_empty() => {
+                tracing::info!(copies = evicted, mirrors = ?eviction.mirrors, "evicted unused working copies and mirrors");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "mirror eviction failed"),
         }
     }
 }

@@ -21,11 +21,11 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-use super::metrics::{self, DeliveryOutcome, Metrics, UNVERIFIED_EVENT};
 use super::signature::Verifier;
 use super::webhook::{Rejection, check_declared_size, content_length, parse_verified, signature_header};
 use crate::github::ApiStats;
 use crate::jobs::{DeliveryId, JobStore, Recorded, now_ms};
+use crate::metrics::{self, DeliveryOutcome, Metrics, UNVERIFIED_EVENT};
 
 /// The events the triggers may act on; every other signed delivery is answered 202 and dropped
 /// without being stored.
