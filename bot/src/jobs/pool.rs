@@ -17,6 +17,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, broadcast};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::store::{
     Cancellation, Claim, Finish, Heartbeat, Job, JobFilter, JobId, JobState, JobStore, Lease, NewJob, Release,
@@ -340,9 +341,11 @@ async fn dispatch(shared: Arc<Shared>) {
             .await;
         match claimed {
             Ok(Some(claim)) => {
-                tracing::info!(job = %claim.job.id, kind = claim.job.kind, key = claim.job.key,
-                    attempt = claim.lease.attempt, "job started");
-                tokio::spawn(supervise(Arc::clone(&shared), claim, permit));
+                // Everything the job does is logged inside its span: the ids are on every line.
+                let span = tracing::info_span!("job", job = %claim.job.id, kind = %claim.job.kind,
+                    repo = %claim.job.repo, key = %claim.job.key, attempt = claim.lease.attempt);
+                span.in_scope(|| tracing::info!("job started"));
+                tokio::spawn(supervise(Arc::clone(&shared), claim, permit).instrument(span));
                 // Look again at once: more jobs may be waiting.
             }
             Ok(None) => {
@@ -411,7 +414,7 @@ async fn supervise(shared: Arc<Shared>, claim: Claim, permit: OwnedSemaphorePerm
 
     lock(&shared.running).remove(&id);
     let end = JobEnd { job: id, outcome };
-    tracing::info!(job = %id, outcome = ?end.outcome, "job ended");
+    tracing::info!(outcome = ?end.outcome, "job ended");
     if shared.stopping.is_cancelled() {
         lock(&shared.ended).push(end.clone());
     }
@@ -426,7 +429,8 @@ async fn run_handler(shared: &Shared, job: Job, lease: &Lease, control: &JobCont
     let handler = Arc::clone(&shared.handler);
     let handler_control = control.clone();
     // The handler is called inside the task too, so that a panic before its future exists is caught.
-    let mut task = tokio::spawn(async move { handler(job, handler_control).await });
+    let mut task =
+        tokio::spawn(async move { handler(job, handler_control).await }.instrument(tracing::Span::current()));
     let period = shared.config.heartbeat;
     let mut beat = tokio::time::interval_at(Instant::now() + period, period);
     beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -446,19 +450,19 @@ async fn run_handler(shared: &Shared, job: Job, lease: &Lease, control: &JobCont
                 Ok(Heartbeat::Ok) => {}
                 Ok(Heartbeat::CancelRequested { reason }) => control.stop(StopCause::Requested { reason }),
                 Ok(Heartbeat::LeaseLost) => {
-                    tracing::warn!(job = %lease.job, "lost the job's lease; stopping it");
+                    tracing::warn!("lost the job's lease; stopping it");
                     control.stop(StopCause::LeaseLost);
                 }
                 // The lease outlives a few failed heartbeats; if it expires meanwhile, recovery
                 // requeues the job and the next heartbeat reports the loss.
-                Err(error) => tracing::warn!(job = %lease.job, error = %error, "heartbeat failed"),
+                Err(error) => tracing::warn!(error = %error, "heartbeat failed"),
             },
             () = control.token.cancelled(), if !dropping => {
                 dropping = true;
                 deadline.as_mut().reset(Instant::now() + shared.config.cancel_grace);
             }
             () = &mut deadline, if dropping => {
-                tracing::warn!(job = %lease.job, "the job did not stop within the grace period; dropping it");
+                tracing::warn!("the job did not stop within the grace period; dropping it");
                 task.abort();
                 return Ended::Dropped;
             }
@@ -498,11 +502,11 @@ async fn record(shared: &Shared, lease: &Lease, control: &JobControl, ended: End
             Ok(Release::LeaseLost) => return EndOutcome::LeaseLost,
             Err(error) if attempt < 2 => {
                 attempt += 1;
-                tracing::warn!(job = %lease.job, error = %error, "could not record the job's end; retrying");
+                tracing::warn!(error = %error, "could not record the job's end; retrying");
                 tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
             }
             Err(error) => {
-                tracing::error!(job = %lease.job, error = %error, "could not record the job's end");
+                tracing::error!(error = %error, "could not record the job's end");
                 return EndOutcome::NotRecorded;
             }
         }
@@ -515,7 +519,7 @@ async fn requeue(shared: &Shared, lease: &Lease) -> EndOutcome {
         Ok(Release::Cancelled) => EndOutcome::Finished(JobState::Cancelled),
         Ok(Release::LeaseLost) => EndOutcome::LeaseLost,
         Err(error) => {
-            tracing::error!(job = %lease.job, error = %error, "could not requeue the job");
+            tracing::error!(error = %error, "could not requeue the job");
             EndOutcome::NotRecorded
         }
     }
