@@ -3,30 +3,8 @@
 
 use std::path::Path;
 
-use crate::config::repo::{EffectiveSettings, REPO_CONFIG_PATH, RepoConfig};
+use crate::config::repo::{EffectiveSettings, ImageSource, REPO_CONFIG_PATH, RepoConfig, configured};
 use crate::tools::Workspace;
-
-/// Where the image came from, for logs and the run summary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ImageSource {
-    /// `[sandbox] image` set by the operator (file, environment or flag).
-    Operator,
-    /// `[sandbox] image` in the repository's `.github/pitcrew.toml`.
-    RepositoryConfig,
-    /// `image` in `.devcontainer/devcontainer.json` (or `.devcontainer.json`).
-    DevContainer,
-    Default,
-}
-
-/// The image named in configuration, if any: the operator's explicit choice, else the repository's
-/// `[sandbox] image`. `None` leaves the choice to the dev container, then the default.
-pub fn configured(operator: Option<&str>, repository: Option<&str>) -> Option<(String, ImageSource)> {
-    match (operator, repository) {
-        (Some(image), _) => Some((image.to_owned(), ImageSource::Operator)),
-        (None, Some(image)) => Some((image.to_owned(), ImageSource::RepositoryConfig)),
-        (None, None) => None,
-    }
-}
 
 /// The image for a job in `workspace`. `operator` is the configured image when the operator set it
 /// explicitly; `default` is the built-in one. Files are read through the workspace's path rules (a
