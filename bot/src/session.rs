@@ -21,7 +21,7 @@ use crate::llm::{self, Model, ModelSettings, PriceTable};
 use crate::prompts::{PromptError, Prompts, Template};
 use crate::sandbox::docker::{self, DockerSandbox, DockerSpec, Network};
 use crate::sandbox::local::{LocalOptions, LocalSession, SandboxUser};
-use crate::sandbox::{ExecRequest, SandboxError, Session};
+use crate::sandbox::{ExecRequest, SandboxError, Session, image};
 use crate::tools::run_tests::RunTests;
 use crate::tools::{self, Plan, Registry, Tool, ToolContext, Workspace};
 
@@ -115,7 +115,8 @@ pub struct AgentSession {
 }
 
 impl AgentSession {
-    /// Starts the configured sandbox over `run.root` and runs `run.network_step` in it.
+    /// Starts the configured sandbox over `run.root` (a container of the settings' image, or else of
+    /// the checkout's dev container: [`image::resolve`]) and runs `run.network_step` in it.
     pub async fn start(run: AgentRun<'_>) -> Result<AgentSession, SessionError> {
         let AgentRun {
             config,
@@ -157,7 +158,7 @@ impl AgentSession {
             }
             SandboxBackend::Docker => {
                 let docker = DockerSandbox::connect().await?;
-                let (image, source) = (&settings.image, &settings.image_source);
+                let (image, source) = image::resolve(&workspace, settings);
                 let sandbox = &config.sandbox;
                 let (setup, setup_network) = match network_step.as_ref().map(script) {
                     Some(step) if !step.is_empty() => (

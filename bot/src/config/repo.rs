@@ -432,7 +432,7 @@ pub enum ImageSource {
 
 /// The image named in configuration, if any: the operator's explicit choice, else the repository's
 /// `[sandbox] image`. `None` leaves the choice to the dev container, then the default.
-pub fn configured(operator: Option<&str>, repository: Option<&str>) -> Option<(String, ImageSource)> {
+fn configured(operator: Option<&str>, repository: Option<&str>) -> Option<(String, ImageSource)> {
     match (operator, repository) {
         (Some(image), _) => Some((image.to_owned(), ImageSource::Operator)),
         (None, Some(image)) => Some((image.to_owned(), ImageSource::RepositoryConfig)),

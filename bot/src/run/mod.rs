@@ -6,7 +6,7 @@
 
 pub mod progress;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,13 +15,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::StopReason;
 use crate::agent::events::EventSink;
-use crate::config::repo::{EffectiveSettings, RepoConfig};
-use crate::config::{Config, Origin};
+use crate::config::Config;
 use crate::llm::{Model, Usage};
 use crate::prompts::{Prompts, Template};
 use crate::sandbox::image;
 use crate::session::{AgentRun, AgentSession, SessionError, Toolset};
-use crate::tools::{Plan, Workspace};
+use crate::tools::Plan;
 use crate::workspace::{self, ChangedFile, LocalRepo, WorkspaceError};
 
 pub struct RunOptions {
@@ -103,7 +102,9 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
 
     let id = run_id();
     let run_dir = repo.git_dir().join("pitcrew").join("runs").join(&id);
-    let settings = settings(&options.config, &root);
+    // A local run has no server whose limits a repository's file could lower: only the image is
+    // the checkout's to choose.
+    let settings = image::checkout_config(&root).apply(&options.config);
     let session = AgentSession::start(AgentRun {
         config: &options.config,
         settings: &settings,
@@ -206,18 +207,6 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
         run_dir: run_dir.display().to_string(),
         sandbox: session.describe(),
     })
-}
-
-/// What a local run gets: the operator's configuration throughout (there is no server whose limits
-/// a repository's file could lower), and the image it names explicitly, else the checkout's own
-/// (`.github/pitcrew.toml`, then the dev container), else the default.
-fn settings(config: &Config, root: &Path) -> EffectiveSettings {
-    let mut settings = RepoConfig::default().apply(config);
-    if let Ok(workspace) = Workspace::new(root) {
-        let explicit = (config.origin("sandbox.image") != Origin::Default).then_some(config.sandbox.image.as_str());
-        (settings.image, settings.image_source) = image::resolve(&workspace, explicit, &config.sandbox.image);
-    }
-    settings
 }
 
 fn commit_message(task: &str, summary: &str) -> String {
