@@ -18,6 +18,7 @@ pub mod sandbox;
 pub mod secrets;
 pub mod serve;
 pub mod server;
+pub mod session;
 pub mod testparse;
 pub mod tools;
 pub mod triage;

@@ -251,6 +251,61 @@ fn run_prints_one_json_report_and_exits_by_its_status() {
     );
 }
 
+/// The dev-container image the documentation promises, through `pitcrew run` (which honoured it
+/// before the server's jobs did; `suite::fix_job` has their regression test): with no image from
+/// the operator and none in `.github/pitcrew.toml`, the agent's commands run in the image of the
+/// repository's `.devcontainer/devcontainer.json`.
+#[test]
+fn run_with_the_docker_sandbox_uses_the_dev_containers_image() {
+    use pitcrew_tests::docker::{DEV_CONTAINER_MARKER, DEV_CONTAINER_MARKER_TEXT};
+    use pitcrew_tests::repo::TestRepo;
+    use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+
+    let Some(image) = pitcrew_tests::docker::dev_container_image() else {
+        return;
+    };
+    let dev_container = format!("{{\n  // the project's development image\n  \"image\": \"{image}\",\n}}\n");
+    let repo = TestRepo::new(&[("a.txt", "a\n"), (".devcontainer/devcontainer.json", &dev_container)]).unwrap();
+    let model = ScriptedModel::start(
+        Script::new()
+            .turn(Reply::new().tool_call(
+                "bash",
+                serde_json::json!({ "command": format!("cat {DEV_CONTAINER_MARKER}") }),
+            ))
+            .turn(Reply::text("Looked at the image.")),
+    );
+    let out = pitcrew(
+        &repo.path().to_owned(),
+        &[
+            "run",
+            "--json",
+            "--model",
+            "gpt-4o",
+            "--base-url",
+            &model.openai_base_url(),
+            "--sandbox",
+            "docker",
+            "--set",
+            "sandbox.memory=256MiB",
+            "--in-place",
+            "Look at the image",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let sandbox = report["sandbox"].as_str().unwrap();
+    assert!(sandbox.starts_with(&format!("docker {image} ")), "{sandbox}");
+    model.assert_script_consumed();
+    let requests = model.requests();
+    assert!(
+        requests[1].raw_body.contains(DEV_CONTAINER_MARKER_TEXT),
+        "the command did not run in the dev container's image:\n{}",
+        requests[1].raw_body
+    );
+}
+
 /// What a model following injected text would try: the secrets through `/proc` and `ps`.
 const PROC_SNOOP: [&str; 3] = [
     "cat /proc/$PPID/environ; echo \" rc=$?\"",

@@ -60,14 +60,24 @@ pub struct CalcPull {
 /// `.github/pitcrew.toml`) and registers it with the fake GitHub; `alice` gets write access.
 /// Returns `main`'s commit.
 pub fn calc_repo(git: &GitServer, github: &FakeGithub, repo: &str, repo_config: &str) -> std::io::Result<String> {
-    let base_sha = git.create_repo(
-        repo,
-        &[
-            ("calc.sh", CALC),
-            ("run-tests.sh", TESTS),
-            (".github/pitcrew.toml", repo_config),
-        ],
-    )?;
+    calc_repo_with_files(git, github, repo, repo_config, &[])
+}
+
+/// [`calc_repo`] with `files` on `main` besides the project's.
+pub fn calc_repo_with_files(
+    git: &GitServer,
+    github: &FakeGithub,
+    repo: &str,
+    repo_config: &str,
+    files: &[(&str, &str)],
+) -> std::io::Result<String> {
+    let mut all = vec![
+        ("calc.sh", CALC),
+        ("run-tests.sh", TESTS),
+        (".github/pitcrew.toml", repo_config),
+    ];
+    all.extend_from_slice(files);
+    let base_sha = git.create_repo(repo, &all)?;
     github.add_repo(
         Repo::new(repo)
             .default_branch("main")
@@ -92,7 +102,20 @@ pub fn calc_pull_request_with(
     number: u64,
     repo_config: &str,
 ) -> std::io::Result<CalcPull> {
-    let base_sha = calc_repo(git, github, repo, repo_config)?;
+    calc_pull_request_with_files(git, github, repo, number, repo_config, &[])
+}
+
+/// [`calc_pull_request_with`] with `files` on `main` (and so in the pull request) besides the
+/// project's.
+pub fn calc_pull_request_with_files(
+    git: &GitServer,
+    github: &FakeGithub,
+    repo: &str,
+    number: u64,
+    repo_config: &str,
+    files: &[(&str, &str)],
+) -> std::io::Result<CalcPull> {
+    let base_sha = calc_repo_with_files(git, github, repo, repo_config, files)?;
     let head_sha = git.create_pull_head(
         repo,
         number,

@@ -56,9 +56,13 @@ impl ServerOverrides {
 
     /// The Docker sandbox with `image`, kept small: several tests' containers run at once.
     pub fn docker(self, image: &str) -> Self {
-        self.set("sandbox.backend", "docker")
-            .set("sandbox.image", image)
-            .set("sandbox.memory", "256MiB")
+        self.docker_in_the_repositorys_image().set("sandbox.image", image)
+    }
+
+    /// The Docker sandbox, kept small, in the image each repository chooses: the operator names
+    /// none.
+    pub fn docker_in_the_repositorys_image(self) -> Self {
+        self.set("sandbox.backend", "docker").set("sandbox.memory", "256MiB")
     }
 
     /// Sets `key` to `value`, in place of an earlier value, so that each key is given once and

@@ -728,7 +728,7 @@ async fn a_sub_agent_researches_with_read_only_tools_and_only_its_report_comes_b
     let model = model(&server, Provider::OpenAi);
     let config = AgentConfig::default();
     let meter = Meter::new(PriceTable::default());
-    let registry = pitcrew::run::registry(model.clone(), &config, meter.clone());
+    let registry = pitcrew::session::registry(model.clone(), &config, meter.clone());
     let (mut agent, _) = agent(model, registry, config);
     agent.meter = meter;
     let outcome = run(&agent, &job.ctx, "find the bug").await;

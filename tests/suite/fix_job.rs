@@ -14,7 +14,7 @@ use pitcrew::server::RunningServer;
 use pitcrew_tests::fake_github::openapi::fixtures_root;
 use pitcrew_tests::fake_github::{FakeGithub, Issue, ReactionTarget};
 use pitcrew_tests::git_server::GitServer;
-use pitcrew_tests::scenario::{CALC, Comment, REPO_CONFIG, calc_pull_request_with, calc_repo, comment_payload};
+use pitcrew_tests::scenario::{CALC, Comment, REPO_CONFIG, calc_pull_request_with_files, calc_repo, comment_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel, Turn};
 use pitcrew_tests::server_config::ServerOverrides;
 use serde_json::{Value, json};
@@ -79,19 +79,26 @@ fn fixing_script() -> Script {
         .turn(Reply::text("`add` subtracted its arguments; it adds them now and both tests pass.").usage(1_600, 30))
 }
 
-/// What differs between scenarios: the repository's configuration file and where the pull
-/// request's head lives.
+/// What differs between scenarios: the repository's configuration file, its other files, where
+/// the pull request's head lives and who picks the sandbox image.
 struct Options {
     repo_config: String,
+    /// Files on the default branch (and so in the pull request) besides the project's.
+    files: Vec<(&'static str, String)>,
     /// The head is in the fork [`FORK`], which does not allow maintainer edits.
     fork: bool,
+    /// The operator names the test's image (`[sandbox] image`); else the repository's choice (or
+    /// the default) holds.
+    operator_image: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             repo_config: REPO_CONFIG.to_owned(),
+            files: Vec::new(),
             fork: false,
+            operator_image: true,
         }
     }
 }
@@ -140,15 +147,24 @@ impl World {
             github.add_issue(REPO, pull);
             (base_sha, head_sha)
         } else {
-            let pull = calc_pull_request_with(&git_server, &github, REPO, PR, &options.repo_config).unwrap();
+            let files: Vec<(&str, &str)> = options
+                .files
+                .iter()
+                .map(|(path, text)| (*path, text.as_str()))
+                .collect();
+            let pull =
+                calc_pull_request_with_files(&git_server, &github, REPO, PR, &options.repo_config, &files).unwrap();
             (pull.base_sha, pull.head_sha)
         };
 
         let model = ScriptedModel::start(script);
         let data = TempDir::new().unwrap();
-        let overrides = ServerOverrides::new(&github, SECRET, data.path())
-            .model(&model)
-            .docker(image);
+        let overrides = ServerOverrides::new(&github, SECRET, data.path()).model(&model);
+        let overrides = if options.operator_image {
+            overrides.docker(image)
+        } else {
+            overrides.docker_in_the_repositorys_image()
+        };
         let server = super::serving::serve(&overrides).await;
         let ends = server.pool().subscribe();
         World {
@@ -860,6 +876,45 @@ async fn a_sandbox_that_cannot_start_is_reported_on_the_check_run_and_the_commen
     assert!(comments[0].contains("setup script failed"), "{}", comments[0]);
     assert!(comments[0].contains("no toolchain here"), "{}", comments[0]);
     assert!(world.model.requests().is_empty(), "the model was asked");
+    let containers = world.containers_of(job.id);
+    assert!(containers.is_empty(), "containers left: {containers}");
+}
+
+/// Regression test for the dev-container image the documentation promises: the server's (and the
+/// Action's) jobs ran in the operator's default image even when the repository's
+/// `.devcontainer/devcontainer.json` named one. With no image set by the operator and none in
+/// `.github/pitcrew.toml`, the job's commands run in the dev container's image.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_an_image_from_the_operator_or_the_repository_the_job_runs_in_the_dev_containers() {
+    let Some(image) = pitcrew_tests::docker::dev_container_image() else {
+        return;
+    };
+    use pitcrew_tests::docker::{DEV_CONTAINER_MARKER, DEV_CONTAINER_MARKER_TEXT};
+    let options = Options {
+        files: vec![(
+            ".devcontainer/devcontainer.json",
+            format!("{{\n  // the project's development image\n  \"image\": \"{image}\",\n}}\n"),
+        )],
+        operator_image: false,
+        ..Options::default()
+    };
+    let script = Script::new()
+        .turn(Reply::new().tool_call("bash", json!({ "command": format!("cat {DEV_CONTAINER_MARKER}") })))
+        .turn(Reply::text("Looked at the image."));
+    let mut world = World::start_with(image, script, options).await;
+    world
+        .comment("delivery-dev-container-1", "alice", "@agent fix the failing add test")
+        .await;
+    let job = world.job_end().await;
+    world.finished(PR).await;
+
+    world.model.assert_script_consumed();
+    let requests = world.model.requests();
+    let bash = requests[1].body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(bash.contains(DEV_CONTAINER_MARKER_TEXT), "{job:?}\n{bash}");
     let containers = world.containers_of(job.id);
     assert!(containers.is_empty(), "containers left: {containers}");
 }

@@ -18,7 +18,6 @@ use super::error::Hint;
 use super::raw::line_column;
 use super::schema::{Kind, did_you_mean};
 use super::{Config, Origin, SandboxNetwork};
-use crate::sandbox::image::{self, ImageSource};
 
 /// Where the file lives in the repository; problems are reported against this path.
 pub const REPO_CONFIG_PATH: &str = ".github/pitcrew.toml";
@@ -357,7 +356,7 @@ impl RepoConfig {
 
         let sandbox = &operator.sandbox;
         let explicit = (operator.origin("sandbox.image") != Origin::Default).then_some(sandbox.image.as_str());
-        let (image, image_source) = image::configured(explicit, self.sandbox.image.as_deref())
+        let (image, image_source) = configured(explicit, self.sandbox.image.as_deref())
             .unwrap_or_else(|| (sandbox.image.clone(), ImageSource::Default));
         if let Some(wanted) = &self.sandbox.image
             && image_source == ImageSource::Operator
@@ -419,6 +418,28 @@ impl RepoConfig {
     }
 }
 
+/// Where a job's image came from, for logs and the run summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageSource {
+    /// `[sandbox] image` set by the operator (file, environment or flag).
+    Operator,
+    /// `[sandbox] image` in the repository's `.github/pitcrew.toml`.
+    RepositoryConfig,
+    /// `image` in `.devcontainer/devcontainer.json` (or `.devcontainer.json`).
+    DevContainer,
+    Default,
+}
+
+/// The image named in configuration, if any: the operator's explicit choice, else the repository's
+/// `[sandbox] image`. `None` leaves the choice to the dev container, then the default.
+fn configured(operator: Option<&str>, repository: Option<&str>) -> Option<(String, ImageSource)> {
+    match (operator, repository) {
+        (Some(image), _) => Some((image.to_owned(), ImageSource::Operator)),
+        (None, Some(image)) => Some((image.to_owned(), ImageSource::RepositoryConfig)),
+        (None, None) => None,
+    }
+}
+
 /// What one job in one repository runs with: the operator's [`Config`] with the repository's
 /// `.github/pitcrew.toml` applied by [`RepoConfig::apply`].
 #[derive(Clone, Debug, PartialEq)]
@@ -432,7 +453,7 @@ pub struct EffectiveSettings {
     /// `None`: detect the project's test command.
     pub test_command: Option<String>,
     /// The image, unless `image_source` is [`ImageSource::Default`]: then the checkout's dev
-    /// container may still name one (see [`crate::sandbox::image::resolve_settings`]).
+    /// container may still name one (read from the checkout when its sandbox starts).
     pub image: String,
     pub image_source: ImageSource,
     pub setup: Option<String>,

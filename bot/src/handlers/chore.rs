@@ -10,6 +10,8 @@
 //! that finds nothing to do posts nothing (unless someone asked).
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -17,19 +19,18 @@ use serde_json::json;
 use crate::agent::StopReason;
 use crate::chores::plan::{self, Found};
 use crate::chores::{Ecosystem, RegistryClient, Update, UpdateKind};
-use crate::config::SandboxBackend;
 use crate::config::repo::{DepsGrouping, EffectiveSettings};
 use crate::github::{NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
 use crate::prompts::Template;
 use crate::report::TestRun;
 use crate::report::chore::{self as text, ChorePull, TestOutcome};
-use crate::sandbox::ExecRequest;
+use crate::session::{AgentRun, AgentSession, NetworkStep, SessionError, Toolset};
 use crate::triggers::JobSource;
 use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
-use super::session::{JobSession, Spent, run_dir};
+use super::session::{Spent, agent_run, run_dir, run_tests};
 use super::{HandlerError, JobEnv};
 
 /// The longest a lockfile refresh may take.
@@ -108,6 +109,14 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         .into_iter()
         .filter(|p| p.head.branch.starts_with(BRANCH_PREFIX) && !p.is_cross_repository())
         .collect();
+    let chore = ChoreRun {
+        env,
+        settings: &settings,
+        mirror: &mirror,
+        remote: &remote,
+        token: &token,
+        base: &base,
+    };
     let mut spent = Spent::default();
     let mut delivered: Vec<(String, u64, bool)> = Vec::new();
     let mut branches_with_updates = Vec::new();
@@ -119,18 +128,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         // One pull request's failure (a lockfile that will not refresh, a push refused) is said
         // and the others still go out.
         let existing = open.iter().find(|p| p.head.branch == group.branch);
-        let outcome = match run_group(
-            env,
-            &settings,
-            &mirror,
-            &remote,
-            &token,
-            &base,
-            group,
-            existing.is_some(),
-        )
-        .await
-        {
+        let outcome = match run_group(&chore, group, existing.is_some()).await {
             Ok(outcome) => outcome,
             Err(error) => {
                 tracing::warn!(job = %env.job.id, branch = %group.branch, %error, "a dependency pull request failed");
@@ -338,23 +336,29 @@ enum Grouped {
     Pushed(Box<(ChorePull, Spent)>),
 }
 
+/// What every pull request of one chore run shares: the job, its settings, the mirror and remote
+/// of the repository, the token and the base commit.
+struct ChoreRun<'a> {
+    env: &'a JobEnv,
+    settings: &'a EffectiveSettings,
+    mirror: &'a Mirror,
+    remote: &'a RemoteRepo,
+    token: &'a secrecy::SecretString,
+    base: &'a str,
+}
+
 /// One pull request's work in a fresh copy of the base: edits, lockfile refresh, tests, the agent
 /// when they fail, the commit and the push (not when the same updates were closed unmerged before
 /// and no pull request of the branch is open).
-#[expect(clippy::too_many_arguments, reason = "the run's shared state, passed down once")]
-async fn run_group(
-    env: &JobEnv,
-    settings: &EffectiveSettings,
-    mirror: &Mirror,
-    remote: &RemoteRepo,
-    token: &secrecy::SecretString,
-    base: &str,
-    group: &Group,
-    open_pull: bool,
-) -> Result<Grouped, HandlerError> {
-    let lease = env.services.pool.lease(mirror, Target::Commit(base.to_owned())).await?;
+async fn run_group(chore: &ChoreRun<'_>, group: &Group, open_pull: bool) -> Result<Grouped, HandlerError> {
+    let env = chore.env;
+    let lease = env
+        .services
+        .pool
+        .lease(chore.mirror, Target::Commit(chore.base.to_owned()))
+        .await?;
     let root = lease.path().to_owned();
-    let result = run_group_in(env, settings, &root, group).await;
+    let result = run_group_in(chore, &root, group).await;
     let result = match result {
         Ok(Some((pull, _))) if !open_pull && declined(env, &group.branch, &text::table(&pull.updates)).await => {
             Ok(Grouped::Declined)
@@ -375,7 +379,7 @@ async fn run_group(
             .map_err(|e| HandlerError::Other(format!("the commit task failed: {e}")))??;
             match committed {
                 Some(_) => {
-                    super::fix::push_branch(&root, remote, token, &pull.branch).await?;
+                    super::fix::push_branch(&root, chore.remote, chore.token, &pull.branch).await?;
                     Ok(Grouped::Pushed(Box::new((pull, spent))))
                 }
                 None => Ok(Grouped::Nothing),
@@ -389,11 +393,11 @@ async fn run_group(
 }
 
 async fn run_group_in(
-    env: &JobEnv,
-    settings: &EffectiveSettings,
-    root: &std::path::Path,
+    chore: &ChoreRun<'_>,
+    root: &Path,
     group: &Group,
 ) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
+    let env = chore.env;
     let mut updates = Vec::new();
     for update in &group.updates {
         match plan::apply(root, update) {
@@ -413,44 +417,36 @@ async fn run_group_in(
         .map(|e| (*e, plan::snapshot(*e, root)))
         .collect();
 
-    // The lockfile refresh is the one step with network: in Docker it runs as the sandbox's setup
-    // (with network when the operator allows it), then the network is gone for the tests and the
-    // agent; the local backend runs it as a command.
-    let docker = env.config().sandbox.backend == SandboxBackend::Docker;
-    let lock_script = commands
-        .iter()
-        .map(|(dir, command)| {
-            let dir = if dir.is_empty() { "." } else { dir.as_str() };
-            format!("(cd '{}' && {command})", dir.replace('\'', "'\\''"))
-        })
-        .collect::<Vec<_>>()
-        .join(" && ");
-    let mut session_settings = settings.clone();
-    if docker && !lock_script.is_empty() {
-        session_settings.setup = Some(match &settings.setup {
-            Some(setup) => format!("{setup}\n{lock_script}"),
-            None => lock_script.clone(),
-        });
-        session_settings.setup_network = settings.setup_network || env.config().chores.lock_network;
-    }
+    // The lockfile refresh is the one step with network (when the operator allows it): the
+    // session runs it first, then the network is gone for the tests and the agent.
     let run_dir = run_dir(
         env.config(),
         &format!("{}-{}", env.job_id(), group.branch.replace('/', "-")),
     );
-    let session = JobSession::start(
-        env.config(),
-        &session_settings,
-        &format!("{}-{}", env.sandbox_id(), short(&group.branch)),
-        root,
-        &run_dir,
-        env.control.token().clone(),
-    )
-    .await
-    .map_err(|e| HandlerError::Other(format!("the lockfile refresh for `{}` failed: {e}", group.branch)))?;
-    let outcome = in_session(
-        env, settings, &session, root, group, updates, &commands, docker, before, &run_dir,
-    )
-    .await;
+    let run = AgentRun {
+        sandbox_id: format!("{}-{}", env.sandbox_id(), short(&group.branch)),
+        network_step: (!commands.is_empty()).then(|| NetworkStep {
+            commands,
+            network: env.config().chores.lock_network,
+            timeout: LOCK_TIMEOUT,
+        }),
+        ..agent_run(env, chore.settings, root, run_dir)
+    };
+    let session = AgentSession::start(run).await.map_err(|error| match error {
+        SessionError::NetworkStep {
+            command,
+            exit_code,
+            stderr_tail,
+        } => HandlerError::Other(format!(
+            "the lockfile refresh `{command}` failed (exit {exit_code:?}):\n{stderr_tail}"
+        )),
+        error => HandlerError::Other(format!(
+            "the lockfile refresh for `{}` failed: {}",
+            group.branch,
+            HandlerError::from(error)
+        )),
+    })?;
+    let outcome = in_session(chore, &session, root, group, updates, before).await;
     // Nothing of the sandbox may run while git reads the working tree: a container that could not
     // be removed may still hold a process racing it, so the group commits nothing then.
     if let Err(error) = session.stop().await {
@@ -473,42 +469,16 @@ fn short(branch: &str) -> String {
         .collect()
 }
 
-#[expect(clippy::too_many_arguments, reason = "the steps of one group, in order")]
+/// The tests after the refresh, the agent when they fail, and the updates that are left.
 async fn in_session(
-    env: &JobEnv,
-    settings: &EffectiveSettings,
-    session: &JobSession,
-    root: &std::path::Path,
+    chore: &ChoreRun<'_>,
+    session: &AgentSession,
+    root: &Path,
     group: &Group,
     mut updates: Vec<Update>,
-    commands: &[(String, String)],
-    docker: bool,
     before: Vec<(Ecosystem, plan::Snapshot)>,
-    run_dir: &std::path::Path,
 ) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
-    if !docker {
-        for (dir, command) in commands {
-            let mut request = ExecRequest::new(command.clone(), LOCK_TIMEOUT);
-            request.cwd = (!dir.is_empty()).then(|| std::path::PathBuf::from(dir));
-            let output = session.ctx.sandbox.exec(request).await?;
-            if output.exit_code != Some(0) {
-                let tail: String = output
-                    .stderr
-                    .lines()
-                    .rev()
-                    .take(15)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                return Err(HandlerError::Other(format!(
-                    "the lockfile refresh `{command}` failed (exit {:?}):\n{tail}",
-                    output.exit_code
-                )));
-            }
-        }
-    }
+    let env = chore.env;
     let manifest_updated: Vec<String> = updates.iter().map(|u| u.name.clone()).collect();
     for (ecosystem, snapshot) in &before {
         let after = plan::snapshot(*ecosystem, root);
@@ -520,7 +490,7 @@ async fn in_session(
 
     let mut spent = Spent::default();
     let mut agent_summary = None;
-    let first = session.run_tests().await;
+    let first = run_tests(session).await;
     let tests = match failing(&first) {
         None => match first {
             TestRun::NotRun => TestOutcome::NotRun,
@@ -536,22 +506,13 @@ async fn in_session(
                 ],
             )?;
             let outcome = session
-                .run_agent(
-                    env.config(),
-                    &env.services.prompts,
-                    settings,
-                    env.services.model.clone(),
-                    prompt,
-                    false,
-                    std::sync::Arc::new(crate::agent::events::NoEvents),
-                    run_dir,
-                )
+                .run_agent(prompt, Toolset::Full, Arc::new(crate::agent::events::NoEvents))
                 .await?;
             spent = Spent::from_outcome(&outcome);
             if matches!(outcome.stop, StopReason::Finished) && !outcome.summary.trim().is_empty() {
                 agent_summary = Some(outcome.summary.clone());
             }
-            let second = session.run_tests().await;
+            let second = run_tests(session).await;
             match failing(&second) {
                 None => TestOutcome::Passed { after_fix: true },
                 Some(_) => TestOutcome::Failing {

@@ -8,11 +8,12 @@ use crate::github::{CommitSha, IssueNumber, PullRequest};
 use crate::jobs::Finish;
 use crate::prompts::{PromptError, Template};
 use crate::report::{JobEnd, StopCause};
+use crate::session::AgentSession;
 use crate::workspace::mirror::{RemoteRepo, Target};
 
 use super::live::Targets;
 use super::review::{cap_diff, finish, pull_diff, run_read_only};
-use super::session::{JobSession, Spent};
+use super::session::Spent;
 use super::{HandlerError, JobEnv};
 use super::{lease_pull_head, pull_context};
 
@@ -123,7 +124,7 @@ async fn answer(
                 "Explain what this issue is about and which code it concerns.".to_owned()
             }
         });
-    let render = |session: &JobSession| -> Result<String, PromptError> {
+    let render = |session: &AgentSession| -> Result<String, PromptError> {
         env.services.prompts.render(
             Template::Explain,
             &[

@@ -21,6 +21,7 @@ use crate::github::{CommitSha, Issue, IssueNumber, NewPull, PullRequest};
 use crate::jobs::Finish;
 use crate::prompts::Template;
 use crate::report::{self, BranchRef, CommitRef, JobEnd, StopCause, TestDelta};
+use crate::session::{AgentSession, Toolset};
 use crate::workspace::deliver::{self, Delivery, PullHead};
 use crate::workspace::diff::file_stats;
 use crate::workspace::mirror::{RemoteRepo, Target};
@@ -29,7 +30,7 @@ use crate::workspace::push::Oid;
 use crate::workspace::{CommitIdentity, JOB_TRAILER, LocalRepo, WorkspaceError};
 
 use super::live::{Live, Targets};
-use super::session::{JobSession, Spent, run_dir};
+use super::session::{Spent, agent_run, run_dir, run_tests};
 use super::{HandlerError, JobEnv};
 
 /// `@agent fix` on a pull request.
@@ -309,18 +310,9 @@ async fn work(
     root: &std::path::Path,
     context: String,
 ) -> Result<Worked, HandlerError> {
-    let job_id = env.job_id();
-    let run_dir = run_dir(env.config(), &job_id);
-    let session = JobSession::start(
-        env.config(),
-        settings,
-        &env.sandbox_id(),
-        root,
-        &run_dir,
-        env.control.token().clone(),
-    )
-    .await?;
-    let before = session.run_tests().await;
+    let run_dir = run_dir(env.config(), &env.job_id());
+    let session = AgentSession::start(agent_run(env, settings, root, run_dir)).await?;
+    let before = run_tests(&session).await;
     let _ = env
         .control
         .event("tests_before", json!({ "summary": test_line(&before) }))
@@ -342,29 +334,20 @@ async fn work(
     )?;
     let live = Live::start(targets.clone());
     let outcome = session
-        .run_agent(
-            env.config(),
-            &env.services.prompts,
-            settings,
-            env.services.model.clone(),
-            prompt,
-            false,
-            live.clone() as Arc<dyn EventSink>,
-            &run_dir,
-        )
+        .run_agent(prompt, Toolset::Full, live.clone() as Arc<dyn EventSink>)
         .await;
     live.close().await;
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(error) => {
             let _ = session.stop().await;
-            return Err(error);
+            return Err(error.into());
         }
     };
     let after = if env.control.is_cancelled() {
         report::TestRun::NotRun
     } else {
-        session.run_tests().await
+        run_tests(&session).await
     };
     // Nothing of the sandbox may run while git reads the working tree: a container that could not
     // be removed may still hold a process racing it, and then nothing is committed.

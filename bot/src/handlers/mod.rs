@@ -27,7 +27,7 @@ use crate::github::{
 };
 use crate::jobs::{Finish, Job, JobControl, JobHandler};
 use crate::llm::Model;
-use crate::prompts::Prompts;
+use crate::prompts::{PromptError, Prompts};
 use crate::report;
 use crate::triggers::{JobKind, JobRequest, ReplyTarget};
 use crate::workspace::mirror::{MirrorCache, RemoteRepo, Target};
@@ -70,7 +70,7 @@ pub enum HandlerError {
     #[error("{0}")]
     Model(#[from] crate::llm::LlmError),
     #[error("{0}")]
-    Prompt(#[from] crate::prompts::PromptError),
+    Prompt(#[from] PromptError),
     #[error("{0}")]
     Other(String),
     /// Already said on GitHub; the job ends with these words.

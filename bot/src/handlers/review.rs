@@ -20,12 +20,13 @@ use crate::jobs::Finish;
 use crate::prompts::Template;
 use crate::report::review::ReviewFinding;
 use crate::report::{self, JobEnd, StopCause};
+use crate::session::{AgentSession, Toolset};
 use crate::tools::{ReviewComment, Tool};
 use crate::workspace::diff::{DiffPositions, unified_diff};
 use crate::workspace::{LocalRepo, WorkspaceError};
 
 use super::live::{Live, Targets};
-use super::session::{JobSession, Spent, run_dir};
+use super::session::{Spent, agent_run, run_dir};
 use super::{HandlerError, JobEnv};
 
 /// The diff shown in a review prompt is cut past this many bytes: a larger one would crowd out the
@@ -225,19 +226,10 @@ pub(super) async fn run_read_only(
     targets: &Targets,
     root: &Path,
     extra_tools: Vec<Arc<dyn Tool>>,
-    prompt: impl FnOnce(&JobSession) -> Result<String, crate::prompts::PromptError>,
+    prompt: impl FnOnce(&AgentSession) -> Result<String, crate::prompts::PromptError>,
 ) -> Result<Outcome, HandlerError> {
-    let job_id = env.job_id();
-    let run_dir = run_dir(env.config(), &job_id);
-    let session = JobSession::start(
-        env.config(),
-        settings,
-        &env.sandbox_id(),
-        root,
-        &run_dir,
-        env.control.token().clone(),
-    )
-    .await?;
+    let run_dir = run_dir(env.config(), &env.job_id());
+    let session = AgentSession::start(agent_run(env, settings, root, run_dir)).await?;
     let prompt = match prompt(&session) {
         Ok(prompt) => prompt,
         Err(error) => {
@@ -247,21 +239,15 @@ pub(super) async fn run_read_only(
     };
     let live = Live::start(targets.clone());
     let outcome = session
-        .run_agent_with(
-            env.config(),
-            &env.services.prompts,
-            settings,
-            env.services.model.clone(),
+        .run_agent(
             prompt,
-            true,
-            extra_tools,
+            Toolset::ReadOnly(extra_tools),
             live.clone() as Arc<dyn EventSink>,
-            &run_dir,
         )
         .await;
     live.close().await;
     let _ = session.stop().await;
-    outcome
+    Ok(outcome?)
 }
 
 /// Writes the final check run (with `findings` as annotations) and progress comment, and the job's

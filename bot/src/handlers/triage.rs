@@ -24,13 +24,14 @@ use crate::jobs::{Finish, NewJob};
 use crate::prompts::Template;
 use crate::report::triage::{self as text, CHECK_NAME, Evidence, FailedJob, Triage};
 use crate::report::{self, JobInfo, RequestedBy};
+use crate::session::AgentSession;
 use crate::triage::{Analysis, Class, Classification};
 use crate::triggers::{CiFailure, Conclusion, JobKind, JobRequest, JobSource, ReplyTarget};
 use crate::workspace::mirror::{RemoteRepo, Target};
 
 use super::live::Targets;
 use super::review::run_read_only;
-use super::session::{JobSession, Spent};
+use super::session::Spent;
 use super::{HandlerError, JobEnv};
 
 /// The most of one job's log read: failures are at its end, which is what is kept.
@@ -597,7 +598,7 @@ async fn root_cause(
         ),
     };
     let findings = text::evidence(triage);
-    let render = |session: &JobSession| {
+    let render = |session: &AgentSession| {
         env.services.prompts.render(
             Template::Triage,
             &[

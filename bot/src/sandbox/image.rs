@@ -1,61 +1,44 @@
-//! Which container image a job runs in: the operator's explicit choice, else the repository's own
-//! (`.github/pitcrew.toml`, then the dev container's `image`), else the built-in default.
+//! Which container image a session runs in: the image its settings name (the operator's explicit
+//! choice, else the repository's `[sandbox] image`: [`RepoConfig::apply`]), else the `image` of the
+//! checkout's dev container, else the built-in default. `pitcrew run`, which has no default branch
+//! to read the repository's configuration from, takes the image of the checkout's own.
 
 use std::path::Path;
 
-use crate::config::repo::{EffectiveSettings, REPO_CONFIG_PATH, RepoConfig};
+use crate::config::repo::{EffectiveSettings, ImageSource, REPO_CONFIG_PATH, RepoConfig, RepoSandbox};
 use crate::tools::Workspace;
 
-/// Where the image came from, for logs and the run summary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ImageSource {
-    /// `[sandbox] image` set by the operator (file, environment or flag).
-    Operator,
-    /// `[sandbox] image` in the repository's `.github/pitcrew.toml`.
-    RepositoryConfig,
-    /// `image` in `.devcontainer/devcontainer.json` (or `.devcontainer.json`).
-    DevContainer,
-    Default,
-}
-
-/// The image named in configuration, if any: the operator's explicit choice, else the repository's
-/// `[sandbox] image`. `None` leaves the choice to the dev container, then the default.
-pub fn configured(operator: Option<&str>, repository: Option<&str>) -> Option<(String, ImageSource)> {
-    match (operator, repository) {
-        (Some(image), _) => Some((image.to_owned(), ImageSource::Operator)),
-        (None, Some(image)) => Some((image.to_owned(), ImageSource::RepositoryConfig)),
-        (None, None) => None,
-    }
-}
-
-/// The image for a job in `workspace`. `operator` is the configured image when the operator set it
-/// explicitly; `default` is the built-in one. Files are read through the workspace's path rules (a
-/// hostile repository may make them symlinks elsewhere); unreadable or malformed files are skipped
-/// with a warning, never fatal.
-pub fn resolve(workspace: &Workspace, operator: Option<&str>, default: &str) -> (String, ImageSource) {
-    if let Some(image) = operator {
-        return (image.to_owned(), ImageSource::Operator);
-    }
-    let repository = read(workspace, REPO_CONFIG_PATH).and_then(|text| repository_image(&text));
-    if let Some(choice) = configured(None, repository.as_deref()) {
-        return choice;
-    }
-    dev_container_or(workspace, default)
-}
-
-/// The image for a job whose settings were already decided from the repository's configuration on
-/// its default branch ([`crate::config::repo::RepoConfig::apply`]): those settings' image, unless
-/// they fell back to the default, in which case the checkout's dev container may still name one.
-pub fn resolve_settings(workspace: &Workspace, settings: &EffectiveSettings) -> (String, ImageSource) {
+/// The image for a session over `workspace` with `settings`: the settings' image, unless they fell
+/// back to the default, in which case the checkout's dev container may still name one. Files are
+/// read through the workspace's path rules (a hostile repository may make them symlinks
+/// elsewhere); unreadable or malformed files are skipped with a warning, never fatal.
+pub fn resolve(workspace: &Workspace, settings: &EffectiveSettings) -> (String, ImageSource) {
     match settings.image_source {
         ImageSource::Default => dev_container_or(workspace, &settings.image),
         _ => (settings.image.clone(), settings.image_source.clone()),
     }
 }
 
+/// The repository's configuration as far as the image goes, from the checkout's own
+/// `.github/pitcrew.toml` under `root`: what a local run applies to the operator's (only the image:
+/// everything else of a local run is the operator's). A file with problems still yields its image
+/// if that one setting is valid (the problems are logged); an unreadable file names none.
+pub fn checkout_config(root: &Path) -> RepoConfig {
+    let image = Workspace::new(root)
+        .ok()
+        .and_then(|workspace| read(&workspace, REPO_CONFIG_PATH))
+        .and_then(|text| repository_image(&text));
+    RepoConfig {
+        sandbox: RepoSandbox {
+            image,
+            ..RepoSandbox::default()
+        },
+        ..RepoConfig::default()
+    }
+}
+
 /// The `[sandbox] image` of a repository's configuration. A file with problems still yields its
-/// image if that one setting is valid (the problems are logged): this only picks a container image,
-/// and the job runner refuses invalid files with their own report.
+/// image if that one setting is valid (the problems are logged): this only picks a container image.
 fn repository_image(text: &str) -> Option<String> {
     let (config, problems) = RepoConfig::parse_lenient(text);
     for problem in &problems {
@@ -158,15 +141,35 @@ fn strip_leading_comments(mut rest: &str) -> &str {
 #[cfg(test)]
 #[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::config::{Config, LoadOptions};
+
+    fn operator(overrides: &[&str]) -> Config {
+        let env = BTreeMap::from([("OPENAI_API_KEY".to_owned(), "sk-test".to_owned())]);
+        let mut overrides: Vec<String> = overrides.iter().map(|s| (*s).to_owned()).collect();
+        overrides.push("model.name=gpt-4.1".to_owned());
+        Config::load(LoadOptions {
+            config_path: None,
+            env: &env,
+            overrides: &overrides,
+        })
+        .unwrap()
+    }
+
+    /// The image of a local run in `dir` (the checkout's own configuration applied).
+    fn local_run(dir: &Path, overrides: &[&str]) -> (String, ImageSource) {
+        let workspace = Workspace::new(dir).unwrap();
+        resolve(&workspace, &checkout_config(dir).apply(&operator(overrides)))
+    }
 
     #[test]
     fn the_operator_then_the_repository_then_the_dev_container_then_the_default() {
         let dir = tempfile::tempdir().unwrap();
-        let workspace = Workspace::new(dir.path()).unwrap();
         assert_eq!(
-            resolve(&workspace, None, "debian"),
-            ("debian".to_owned(), ImageSource::Default)
+            local_run(dir.path(), &[]),
+            ("debian:bookworm-slim".to_owned(), ImageSource::Default)
         );
 
         std::fs::create_dir(dir.path().join(".devcontainer")).unwrap();
@@ -176,7 +179,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            resolve(&workspace, None, "debian"),
+            local_run(dir.path(), &[]),
             ("rust:1.95".to_owned(), ImageSource::DevContainer)
         );
 
@@ -187,11 +190,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            resolve(&workspace, None, "debian"),
+            local_run(dir.path(), &[]),
             ("python:3.12".to_owned(), ImageSource::RepositoryConfig)
         );
         assert_eq!(
-            resolve(&workspace, Some("ops:1"), "debian"),
+            local_run(dir.path(), &["sandbox.image=ops:1"]),
             ("ops:1".to_owned(), ImageSource::Operator)
         );
     }
@@ -199,13 +202,12 @@ mod tests {
     #[test]
     fn malformed_or_hostile_files_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let workspace = Workspace::new(dir.path()).unwrap();
         std::fs::create_dir(dir.path().join(".github")).unwrap();
         std::fs::write(dir.path().join(".github/pitcrew.toml"), "[sandbox\nimage=").unwrap();
         std::os::unix::fs::symlink("/etc/hostname", dir.path().join(".devcontainer.json")).unwrap();
         assert_eq!(
-            resolve(&workspace, None, "debian"),
-            ("debian".to_owned(), ImageSource::Default)
+            local_run(dir.path(), &[]),
+            ("debian:bookworm-slim".to_owned(), ImageSource::Default)
         );
         assert_eq!(
             devcontainer_image("{\"image\": \"a\", \"features\": {\"x\": [1, 2,],},}").as_deref(),
@@ -220,22 +222,17 @@ mod tests {
     #[test]
     fn a_bad_image_setting_falls_through_to_the_dev_container() {
         let dir = tempfile::tempdir().unwrap();
-        let workspace = Workspace::new(dir.path()).unwrap();
         std::fs::create_dir(dir.path().join(".github")).unwrap();
         std::fs::write(dir.path().join(".github/pitcrew.toml"), "[sandbox]\nimage = 3\n").unwrap();
         std::fs::write(dir.path().join(".devcontainer.json"), "{\"image\": \"node:22\"}").unwrap();
         assert_eq!(
-            resolve(&workspace, None, "debian"),
+            local_run(dir.path(), &[]),
             ("node:22".to_owned(), ImageSource::DevContainer)
         );
     }
 
     #[test]
     fn decided_settings_fall_back_to_the_dev_container_only_from_the_default() {
-        use std::collections::BTreeMap;
-
-        use crate::config::{Config, LoadOptions};
-
         let dir = tempfile::tempdir().unwrap();
         let workspace = Workspace::new(dir.path()).unwrap();
         std::fs::write(dir.path().join(".devcontainer.json"), "{\"image\": \"node:22\"}").unwrap();
@@ -246,25 +243,18 @@ mod tests {
             "[sandbox]\nimage = \"evil:1\"\n",
         )
         .unwrap();
-        let env = BTreeMap::from([("OPENAI_API_KEY".to_owned(), "sk-test".to_owned())]);
-        let overrides = ["model.name=gpt-4.1".to_owned()];
-        let operator = Config::load(LoadOptions {
-            config_path: None,
-            env: &env,
-            overrides: &overrides,
-        })
-        .unwrap();
+        let operator = operator(&[]);
 
         let settings = RepoConfig::default().apply(&operator);
         assert_eq!(
-            resolve_settings(&workspace, &settings),
+            resolve(&workspace, &settings),
             ("node:22".to_owned(), ImageSource::DevContainer)
         );
         let settings = RepoConfig::parse("[sandbox]\nimage = \"rust:1.90\"\n")
             .unwrap()
             .apply(&operator);
         assert_eq!(
-            resolve_settings(&workspace, &settings),
+            resolve(&workspace, &settings),
             ("rust:1.90".to_owned(), ImageSource::RepositoryConfig)
         );
     }
