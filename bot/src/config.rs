@@ -25,7 +25,10 @@ use crate::llm::{HttpOptions, ModelSettings, Price, PriceTable, RetryPolicy};
 
 pub use error::{ConfigError, ConfigErrors, Hint, Origin};
 
-use raw::{Layer, RawByteSize, RawConfig, RawDuration};
+use raw::{
+    Layer, RawAgent, RawByteSize, RawChores, RawConfig, RawDuration, RawGithub, RawModel, RawPrice, RawSandbox,
+    RawServer,
+};
 
 /// The file read when neither `--config` nor `PITCREW_CONFIG` names one (and it exists).
 pub const DEFAULT_CONFIG_FILE: &str = "pitcrew.toml";
@@ -578,8 +581,29 @@ impl Validator<'_> {
             chores,
             prices,
         } = raw;
+        // Every section is checked, whatever the others hold, so that every problem is reported.
+        let model = self.model(model, env);
+        let github = self.github(github);
+        let server = self.server(server);
+        let sandbox = self.sandbox(sandbox);
+        let agent = self.agent(agent);
+        let chores = self.chores(chores);
+        let prices = self.prices(prices);
+        Some(Config {
+            model: model?,
+            github: github?,
+            server,
+            sandbox,
+            agent,
+            chores,
+            prices,
+            file: None,
+            origins: BTreeMap::new(),
+        })
+    }
 
-        // [model]
+    /// `[model]`; `None` without a name or a base URL (each failure left an error behind).
+    fn model(&mut self, model: RawModel, env: &BTreeMap<String, String>) -> Option<ModelConfig> {
         let provider = self.choice(
             "model.provider",
             model.provider.as_deref(),
@@ -650,7 +674,26 @@ impl Validator<'_> {
             });
         }
 
-        // [github]
+        let (Some(name), Some(base_url)) = (name, base_url) else {
+            return None;
+        };
+        Some(ModelConfig {
+            provider,
+            name,
+            base_url,
+            api_key_env,
+            api_key,
+            context_window,
+            max_output_tokens,
+            request_timeout,
+            stream_idle_timeout,
+            max_retries,
+            max_retry_delay,
+        })
+    }
+
+    /// `[github]`; `None` without an API URL (its failure left an error behind).
+    fn github(&mut self, github: RawGithub) -> Option<GithubConfig> {
         let api_url = self.url("github.api_url", github.api_url, "https://api.github.com");
         let app_id = match github.app_id {
             Some(0) => {
@@ -695,8 +738,17 @@ impl Validator<'_> {
         if let Some(problem) = identity_problem(&bot_email).or_else(|| email_problem(&bot_email)) {
             self.invalid("github.bot_email", Some(format!("{bot_email:?}")), problem);
         }
+        Some(GithubConfig {
+            api_url: api_url?,
+            app,
+            webhook_secret,
+            bot_name,
+            bot_email,
+        })
+    }
 
-        // [server]
+    /// `[server]`.
+    fn server(&mut self, server: RawServer) -> ServerConfig {
         let listen = match server.listen {
             None => SocketAddr::from(([127, 0, 0, 1], 8080)),
             Some(text) => match text.trim().parse() {
@@ -822,8 +874,28 @@ impl Validator<'_> {
                 "must not be longer than server.retain (a payload cannot outlive its delivery)",
             );
         }
+        ServerConfig {
+            listen,
+            data_dir,
+            concurrency,
+            job_attempts,
+            max_body_bytes,
+            shutdown_grace,
+            pool_size,
+            pool_max_idle,
+            mirror_max_idle,
+            header_timeout,
+            body_timeout,
+            idle_timeout,
+            max_connections,
+            unverified_bytes,
+            retain,
+            retain_payloads,
+        }
+    }
 
-        // [sandbox]
+    /// `[sandbox]`.
+    fn sandbox(&mut self, sandbox: RawSandbox) -> SandboxConfig {
         let backend = self.choice(
             "sandbox.backend",
             sandbox.backend.as_deref(),
@@ -911,8 +983,22 @@ impl Validator<'_> {
                 origin: self.origin("sandbox.setup_network"),
             });
         }
+        SandboxConfig {
+            backend,
+            image,
+            network,
+            memory_bytes,
+            disk_bytes,
+            cpus,
+            pids_limit,
+            setup,
+            setup_network,
+            local_user,
+        }
+    }
 
-        // [agent]
+    /// `[agent]`.
+    fn agent(&mut self, agent: RawAgent) -> AgentConfig {
         let trigger = self.non_empty("agent.trigger", agent.trigger, "@agent");
         let trigger_ok = trigger
             .strip_prefix('@')
@@ -941,8 +1027,17 @@ impl Validator<'_> {
             1,
             bytesize::GIBIBYTE,
         );
+        AgentConfig {
+            trigger,
+            max_steps,
+            max_cost_usd,
+            max_wall_time,
+            max_new_file_bytes,
+        }
+    }
 
-        // [chores]
+    /// `[chores]`.
+    fn chores(&mut self, chores: RawChores) -> ChoresConfig {
         let defaults = crate::chores::Registries::default();
         let cargo_index = self.url("chores.cargo_index", chores.cargo_index, defaults.cargo_index.as_str());
         let npm_registry = self.url("chores.npm_registry", chores.npm_registry, defaults.npm.as_str());
@@ -963,13 +1058,15 @@ impl Validator<'_> {
             npm: base(npm_registry.unwrap_or(defaults.npm.clone())),
             pypi: base(pypi.unwrap_or(defaults.pypi.clone())),
         };
-        let chores = ChoresConfig {
+        ChoresConfig {
             registries,
             lock_network: chores.lock_network.unwrap_or(true),
             schedules: chores.schedules.unwrap_or(true),
-        };
+        }
+    }
 
-        // [prices."model"]
+    /// `[prices."model"]`: a price override per model name.
+    fn prices(&mut self, prices: BTreeMap<String, RawPrice>) -> BTreeMap<String, PriceOverride> {
         let mut price_overrides = BTreeMap::new();
         for (model_name, price) in prices {
             let section = format!("prices.{model_name:?}");
@@ -1009,73 +1106,7 @@ impl Validator<'_> {
             }
         }
 
-        // Every value that failed left an error behind; the URLs and the name have no fallback.
-        let (Some(name), Some(base_url), Some(api_url)) = (name, base_url, api_url) else {
-            return None;
-        };
-        Some(Config {
-            model: ModelConfig {
-                provider,
-                name,
-                base_url,
-                api_key_env,
-                api_key,
-                context_window,
-                max_output_tokens,
-                request_timeout,
-                stream_idle_timeout,
-                max_retries,
-                max_retry_delay,
-            },
-            github: GithubConfig {
-                api_url,
-                app,
-                webhook_secret,
-                bot_name,
-                bot_email,
-            },
-            server: ServerConfig {
-                listen,
-                data_dir,
-                concurrency,
-                job_attempts,
-                max_body_bytes,
-                shutdown_grace,
-                pool_size,
-                pool_max_idle,
-                mirror_max_idle,
-                header_timeout,
-                body_timeout,
-                idle_timeout,
-                max_connections,
-                unverified_bytes,
-                retain,
-                retain_payloads,
-            },
-            sandbox: SandboxConfig {
-                backend,
-                image,
-                network,
-                memory_bytes,
-                disk_bytes,
-                cpus,
-                pids_limit,
-                setup,
-                setup_network,
-                local_user,
-            },
-            agent: AgentConfig {
-                trigger,
-                max_steps,
-                max_cost_usd,
-                max_wall_time,
-                max_new_file_bytes,
-            },
-            chores,
-            prices: price_overrides,
-            file: None,
-            origins: BTreeMap::new(),
-        })
+        price_overrides
     }
 
     fn readable_file(&mut self, key: &str, path: &Path) -> bool {

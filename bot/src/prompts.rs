@@ -1,6 +1,7 @@
 //! Prompt templates: markdown files in the repository's `prompts/` directory, embedded in the
 //! binary at build time and overridable file by file from a directory at run time, with
-//! `{{name}}` variables filled in by a strict renderer.
+//! `{{name}}` variables filled in by a strict renderer. Besides the job templates, the agent loop's
+//! own messages and the blocks that describe a pull request or an issue are templates too.
 //!
 //! Templates must hold nothing volatile (dates, counters, ids): the system prompt is the start of
 //! every request, and providers only reuse their prompt cache when that prefix is byte-identical.
@@ -22,6 +23,38 @@ pub enum Template {
     Triage,
     /// The first message of a dependency chore whose update broke something.
     Chore,
+    /// The system prompt of the `task` tool's research sub-agent.
+    Subagent,
+    /// The agent loop's note after a first answer without a tool call to a task that needs a change.
+    NoteNudge,
+    /// The agent loop's note when most of a budget is spent.
+    NoteBudget,
+    /// The agent loop's note before the last call, once a budget ran out.
+    NoteGrace,
+    /// The agent loop's note when the model keeps making the same calls.
+    NoteRepetition,
+    /// The request for a summary that replaces the older turns (compaction).
+    Compact,
+    /// Said in the summary request when the oldest turns had to be left out of it.
+    CompactDropped,
+    /// The message that replaces the summarised turns.
+    CompactSummary,
+    /// The `context` of a job on a pull request: what it is, who asked, what the job is there to do.
+    ContextPullRequest,
+    /// The pull request's description, after [`Template::ContextPullRequest`].
+    ContextPullDescription,
+    /// The review comment a request was made in, with its diff hunk.
+    ContextReviewComment,
+    /// The pull request's diff, for a job whose template has no diff of its own.
+    ContextPullDiff,
+    /// The `context` of a job on an issue.
+    ContextIssue,
+    /// The issue's text, after [`Template::ContextIssue`].
+    ContextIssueBody,
+    /// The `context` of a triage of a pull request's failed CI.
+    ContextCiPullRequest,
+    /// The `context` of a triage of a push's failed CI.
+    ContextCiPush,
 }
 
 impl Template {
@@ -32,6 +65,22 @@ impl Template {
         Template::Explain,
         Template::Triage,
         Template::Chore,
+        Template::Subagent,
+        Template::NoteNudge,
+        Template::NoteBudget,
+        Template::NoteGrace,
+        Template::NoteRepetition,
+        Template::Compact,
+        Template::CompactDropped,
+        Template::CompactSummary,
+        Template::ContextPullRequest,
+        Template::ContextPullDescription,
+        Template::ContextReviewComment,
+        Template::ContextPullDiff,
+        Template::ContextIssue,
+        Template::ContextIssueBody,
+        Template::ContextCiPullRequest,
+        Template::ContextCiPush,
     ];
 
     /// The file name in `prompts/` and in an override directory.
@@ -43,6 +92,22 @@ impl Template {
             Template::Explain => "explain.md",
             Template::Triage => "triage.md",
             Template::Chore => "chore.md",
+            Template::Subagent => "subagent.md",
+            Template::NoteNudge => "note-nudge.md",
+            Template::NoteBudget => "note-budget.md",
+            Template::NoteGrace => "note-grace.md",
+            Template::NoteRepetition => "note-repetition.md",
+            Template::Compact => "compact.md",
+            Template::CompactDropped => "compact-dropped.md",
+            Template::CompactSummary => "compact-summary.md",
+            Template::ContextPullRequest => "context-pull-request.md",
+            Template::ContextPullDescription => "context-pull-description.md",
+            Template::ContextReviewComment => "context-review-comment.md",
+            Template::ContextPullDiff => "context-pull-diff.md",
+            Template::ContextIssue => "context-issue.md",
+            Template::ContextIssueBody => "context-issue-body.md",
+            Template::ContextCiPullRequest => "context-ci-pull-request.md",
+            Template::ContextCiPush => "context-ci-push.md",
         }
     }
 
@@ -59,7 +124,41 @@ impl Template {
             Template::Explain => &["question", "context", "instructions"],
             Template::Triage => &["findings", "context", "instructions"],
             Template::Chore => &["updates", "failure", "instructions"],
+            Template::Subagent | Template::NoteNudge | Template::Compact | Template::CompactDropped => &[],
+            Template::NoteBudget => &["steps_left", "max_steps"],
+            // `stop`: why the run stopped, as a sentence fragment ("the step budget is exhausted").
+            Template::NoteGrace => &["stop"],
+            // `tools`: the repeated tools, quoted and joined ("`grep` and `read_file`").
+            Template::NoteRepetition => &["tools", "times"],
+            Template::CompactSummary => &["summary"],
+            // `asked`: who started the job and how; `role`: what the job is there to do.
+            Template::ContextPullRequest => &["number", "repo", "title", "author", "head", "base", "asked", "role"],
+            // `description`: the pull request's text, quoted.
+            Template::ContextPullDescription => &["description"],
+            // `at_line`: " at line N", or nothing for a comment on the whole file.
+            Template::ContextReviewComment => &["path", "at_line", "diff_hunk"],
+            Template::ContextPullDiff => &["diff"],
+            Template::ContextIssue => &["number", "repo", "title", "author", "asked", "role"],
+            // `body`: the issue's text, quoted.
+            Template::ContextIssueBody => &["body"],
+            Template::ContextCiPullRequest => &["sha", "number", "repo", "title", "author", "head", "base"],
+            // `branch`: " (branch `NAME`)", or nothing when the push's branch is unknown.
+            Template::ContextCiPush => &["sha", "repo", "branch"],
         }
+    }
+
+    /// Whether the template is a piece of a larger message rather than a whole one: the final line
+    /// break of its file is not part of its text, so that pieces join without stray blank lines.
+    fn is_piece(self) -> bool {
+        !matches!(
+            self,
+            Template::System
+                | Template::Fix
+                | Template::Review
+                | Template::Explain
+                | Template::Triage
+                | Template::Chore
+        )
     }
 
     fn embedded(self) -> &'static str {
@@ -70,7 +169,33 @@ impl Template {
             Template::Explain => include_str!("../../prompts/explain.md"),
             Template::Triage => include_str!("../../prompts/triage.md"),
             Template::Chore => include_str!("../../prompts/chore.md"),
+            Template::Subagent => include_str!("../../prompts/subagent.md"),
+            Template::NoteNudge => include_str!("../../prompts/note-nudge.md"),
+            Template::NoteBudget => include_str!("../../prompts/note-budget.md"),
+            Template::NoteGrace => include_str!("../../prompts/note-grace.md"),
+            Template::NoteRepetition => include_str!("../../prompts/note-repetition.md"),
+            Template::Compact => include_str!("../../prompts/compact.md"),
+            Template::CompactDropped => include_str!("../../prompts/compact-dropped.md"),
+            Template::CompactSummary => include_str!("../../prompts/compact-summary.md"),
+            Template::ContextPullRequest => include_str!("../../prompts/context-pull-request.md"),
+            Template::ContextPullDescription => include_str!("../../prompts/context-pull-description.md"),
+            Template::ContextReviewComment => include_str!("../../prompts/context-review-comment.md"),
+            Template::ContextPullDiff => include_str!("../../prompts/context-pull-diff.md"),
+            Template::ContextIssue => include_str!("../../prompts/context-issue.md"),
+            Template::ContextIssueBody => include_str!("../../prompts/context-issue-body.md"),
+            Template::ContextCiPullRequest => include_str!("../../prompts/context-ci-pull-request.md"),
+            Template::ContextCiPush => include_str!("../../prompts/context-ci-push.md"),
         }
+    }
+
+    /// The template's text from its file's contents.
+    fn text_of(self, file: &str) -> String {
+        let text = if self.is_piece() {
+            file.strip_suffix('\n').unwrap_or(file)
+        } else {
+            file
+        };
+        text.to_owned()
     }
 }
 
@@ -189,7 +314,7 @@ impl Prompts {
 impl Loaded {
     fn embedded(template: Template) -> Self {
         Self {
-            text: template.embedded().to_owned(),
+            text: template.text_of(template.embedded()),
             origin: embedded_origin(template),
         }
     }
@@ -202,7 +327,7 @@ impl Loaded {
                 source,
             })?;
             Self {
-                text,
+                text: template.text_of(&text),
                 origin: path.display().to_string(),
             }
         } else {
@@ -349,7 +474,20 @@ mod tests {
     fn an_override_dir_without_the_file_falls_back_to_embedded() {
         let dir = TempDir::new("fallback");
         let prompts = Prompts::load(Some(&dir.0)).unwrap();
-        assert_eq!(prompts.source(Template::System), Template::System.embedded());
+        for &t in Template::ALL {
+            assert_eq!(prompts.source(t), Prompts::embedded().source(t));
+        }
+    }
+
+    #[test]
+    fn a_piece_loses_the_final_line_break_of_its_file() {
+        let dir = TempDir::new("piece");
+        std::fs::write(dir.0.join("note-nudge.md"), "Look first.\n").unwrap();
+        std::fs::write(dir.0.join("fix.md"), "{{task}}\n").unwrap();
+        let prompts = Prompts::load(Some(&dir.0)).unwrap();
+        assert_eq!(prompts.source(Template::NoteNudge), "Look first.");
+        assert_eq!(prompts.source(Template::Fix), "{{task}}\n");
+        assert!(!Prompts::embedded().source(Template::Compact).ends_with('\n'));
     }
 
     #[test]

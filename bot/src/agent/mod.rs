@@ -22,6 +22,7 @@ use crate::llm::{
     LlmError, Message, Model, PriceTable, Request, Response, StopReason as ModelStop, StreamEvent, ToolCall,
     UsageTotals,
 };
+use crate::prompts::{Prompts, Template};
 use crate::tools::{Plan, Registry, ToolContext, ToolError};
 
 use context::{OutputBudget, PendingResult, SizeTracker};
@@ -42,6 +43,8 @@ pub struct AgentConfig {
     pub output: OutputBudget,
     /// Read-only calls of one turn run at most this many at once.
     pub read_only_concurrency: usize,
+    /// The templates of the loop's own messages: notes, compaction, the sub-agent's system prompt.
+    pub prompts: Prompts,
 }
 
 impl Default for AgentConfig {
@@ -55,6 +58,7 @@ impl Default for AgentConfig {
             keep_recent_turns: 2,
             output: OutputBudget::default(),
             read_only_concurrency: 8,
+            prompts: Prompts::embedded(),
         }
     }
 }
@@ -185,16 +189,6 @@ impl Meter {
 const REPEAT_WARN: u32 = 3;
 /// Consecutive failed compactions that stop the run.
 const MAX_COMPACTION_FAILURES: u32 = 3;
-
-const NUDGE: &str = "You answered without looking at the repository. This task needs changes to the code: \
-    inspect the repository with the tools (search, read the relevant files), make the change, and verify it \
-    before you give your final answer.";
-
-const COMPACT_PROMPT: &str = "The conversation is getting too long for the context window. Write a summary that \
-    will replace everything before the last few turns, so that you can carry on without it. Do not call any tool. \
-    Use these headings:\n\n## Goal\nThe task, in your own words.\n## Done so far\nWhat you did and found, step by \
-    step.\n## Files\nEvery file read or changed, with what matters about each.\n## Plan\nThe open plan items.\n\
-    ## Key facts and errors\nCommands, test results, error messages and decisions you will need again.";
 
 /// A model and tools, ready to run tasks.
 pub struct Agent {
@@ -332,7 +326,8 @@ impl Agent {
                 }
                 if task.requires_change && state.tool_calls == 0 && !state.nudged {
                     state.nudged = true;
-                    self.note(state, NoteKind::Nudge, NUDGE);
+                    let text = self.text(Template::NoteNudge, &[]);
+                    self.note(state, NoteKind::Nudge, &text);
                     continue;
                 }
                 return (StopReason::Finished, text);
@@ -430,10 +425,12 @@ impl Agent {
         }
         state.budget_warned = true;
         let left = self.config.max_steps.saturating_sub(state.step);
-        let text = format!(
-            "Budget warning: most of this run's budget is spent ({left} of {} steps left). Finish the essential \
-             part of the task now, verify it, and leave the rest for your final report.",
-            self.config.max_steps
+        let text = self.text(
+            Template::NoteBudget,
+            &[
+                ("steps_left", &left.to_string()),
+                ("max_steps", &self.config.max_steps.to_string()),
+            ],
         );
         self.note(state, NoteKind::BudgetWarning, &text);
     }
@@ -447,10 +444,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> (StopReason, String) {
         let stop = StopReason::BudgetExhausted { budget };
-        let text = format!(
-            "The run has stopped: {stop}. Do not call any more tools. Write your final report now: what you did, \
-             what state the code is in, how far you verified it, and what is left to do."
-        );
+        let text = self.text(Template::NoteGrace, &[("stop", &stop.to_string())]);
         self.note(state, NoteKind::Grace, &text);
         match self.call(state, specs, cancel).await {
             Ok(response) => {
@@ -468,6 +462,10 @@ impl Agent {
                 (stop, String::new())
             }
         }
+    }
+
+    fn text(&self, template: Template, vars: &[(&str, &str)]) -> String {
+        loop_text(&self.config.prompts, template, vars)
     }
 
     fn note(&self, state: &mut RunState, kind: NoteKind, text: &str) {
@@ -507,11 +505,9 @@ impl Agent {
         }
         if state.repeats == REPEAT_WARN {
             state.warned_repetition = true;
-            repetition_note = Some(format!(
-                "You have called {} with the same arguments {REPEAT_WARN} times in a row, and the result will \
-                 not change. Change strategy: re-read the last results, try a different approach, or finish \
-                 with what you have. Repeating the call again will stop the run.",
-                tool_names(calls)
+            repetition_note = Some(self.text(
+                Template::NoteRepetition,
+                &[("tools", &tool_names(calls)), ("times", &REPEAT_WARN.to_string())],
             ));
         }
 
@@ -671,12 +667,10 @@ impl Agent {
             let mut messages: Vec<Message> = state.messages[..head].to_vec();
             let start = align_to_turn(&state.messages, head + drop_oldest).min(keep_from);
             if drop_oldest > 0 {
-                messages.push(Message::user(
-                    "(Some of the oldest turns are left out here: they no longer fit.)",
-                ));
+                messages.push(Message::user(self.text(Template::CompactDropped, &[])));
             }
             messages.extend_from_slice(&state.messages[start..keep_from]);
-            messages.push(Message::user(COMPACT_PROMPT));
+            messages.push(Message::user(self.text(Template::Compact, &[])));
             let request = Request {
                 system: self.system.clone(),
                 messages,
@@ -715,10 +709,9 @@ impl Agent {
             }
         };
         let mut messages: Vec<Message> = state.messages[..head].to_vec();
-        messages.push(Message::user(format!(
-            "Summary of the earlier part of this run (it replaces the turns it covers):\n\n{}",
-            summary.trim()
-        )));
+        messages.push(Message::user(
+            self.text(Template::CompactSummary, &[("summary", summary.trim())]),
+        ));
         messages.extend_from_slice(&state.messages[keep_from..]);
         state.messages = messages;
         state.size.reset();
@@ -756,6 +749,16 @@ struct CallOutcome {
     is_error: bool,
     fatal: Option<String>,
     duration: Duration,
+}
+
+/// One of the loop's own messages. Templates are checked against their variables when they are
+/// loaded and every caller passes all of them, so rendering does not fail; were it to, the run
+/// carries on with the template's text as it is rather than ending over a note.
+fn loop_text(prompts: &Prompts, template: Template, vars: &[(&str, &str)]) -> String {
+    prompts.render(template, vars).unwrap_or_else(|error| {
+        tracing::error!(%error, "rendering one of the agent loop's messages failed");
+        prompts.source(template).to_owned()
+    })
 }
 
 fn model_stop(err: LlmError) -> StopReason {

@@ -8,15 +8,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::llm::Model;
+use crate::prompts::Template;
 use crate::tools::{BoxFuture, Registry, Tool, ToolContext, ToolError, parse_args};
 
 use super::events::NoEvents;
-use super::{Agent, AgentConfig, Meter, StopReason, Task};
-
-const SYSTEM: &str = "You are a research sub-agent of pitcrew, a coding agent working in a repository checkout. \
-    Another agent gave you a question. Answer it by searching and reading the repository with your read-only \
-    tools; you cannot change anything. Be efficient: search first, read only what matters. End with a concise \
-    report that answers the question directly, citing file paths and line numbers, with no preamble.";
+use super::{Agent, AgentConfig, Meter, StopReason, Task, loop_text};
 
 pub struct TaskTool {
     model: Arc<dyn Model>,
@@ -103,7 +99,7 @@ impl Tool for TaskTool {
             let agent = Agent {
                 model: self.model.clone(),
                 tools: self.tools.clone(),
-                system: SYSTEM.to_owned(),
+                system: loop_text(&self.config.prompts, Template::Subagent, &[]),
                 config: self.config.clone(),
                 events: Arc::new(NoEvents),
                 meter: self.meter.clone(),

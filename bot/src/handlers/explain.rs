@@ -15,7 +15,7 @@ use super::live::Targets;
 use super::review::{cap_diff, finish, pull_diff, run_read_only};
 use super::session::Spent;
 use super::{HandlerError, JobEnv};
-use super::{lease_pull_head, pull_context};
+use super::{lease_pull_head, pull_context, push_block};
 
 /// The pull request's diff is part of an explanation's context up to this many bytes; the agent
 /// reads the rest of the code itself.
@@ -48,23 +48,26 @@ async fn on_pull_request(
     settings: &EffectiveSettings,
     targets: &Targets,
 ) -> Result<(Finish, Spent), HandlerError> {
-    let lease = lease_pull_head(env, pull).await?;
     let mut context = pull_context(
         env,
         pull,
         "You are answering a question about it: change nothing. The checkout is the pull request's head.",
-    );
+    )?;
+    let lease = lease_pull_head(env, pull).await?;
     // The lease's repository handle may not be held across an await: the diff is made first.
-    let answered = match pull_diff(lease.repo(), pull) {
-        Ok(diff) => {
-            if !diff.trim().is_empty() {
-                context.push_str(&format!(
-                    "\n\nThe pull request's diff:\n\n```diff\n{}\n```",
-                    cap_diff(&diff, MAX_CONTEXT_DIFF_BYTES)
-                ));
-            }
-            answer(env, settings, targets, lease.path().to_owned(), context).await
+    let with_diff = pull_diff(lease.repo(), pull).and_then(|diff| {
+        if !diff.trim().is_empty() {
+            let diff = cap_diff(&diff, MAX_CONTEXT_DIFF_BYTES);
+            let shown = env
+                .services
+                .prompts
+                .render(Template::ContextPullDiff, &[("diff", &diff)])?;
+            push_block(&mut context, &shown);
         }
+        Ok(())
+    });
+    let answered = match with_diff {
+        Ok(()) => answer(env, settings, targets, lease.path().to_owned(), context).await,
         Err(error) => Err(error),
     };
     lease.release().await;
@@ -84,21 +87,39 @@ async fn on_issue(
         full_name: env.repo.to_string(),
     };
     let default_branch = env.request.repo.default_branch.clone();
+    let mut context = env.services.prompts.render(
+        Template::ContextIssue,
+        &[
+            ("number", &issue.number.0.to_string()),
+            ("repo", &env.repo.to_string()),
+            ("title", &issue.title),
+            ("author", &issue.user.login),
+            (
+                "asked",
+                &format!("Asked by @{} in a comment.", env.request.requested_by.login),
+            ),
+            (
+                "role",
+                &format!(
+                    "You are answering a question about it: change nothing. The checkout is the default branch \
+                     `{default_branch}`."
+                ),
+            ),
+        ],
+    )?;
+    if !issue.body.trim().is_empty() {
+        let body = env.services.prompts.render(
+            Template::ContextIssueBody,
+            &[("body", &super::quote_capped(&issue.body))],
+        )?;
+        push_block(&mut context, &body);
+    }
     let mirror = env.services.mirrors.prepare(&remote, &token, &[]).await?;
     let lease = env
         .services
         .pool
         .lease(&mirror, Target::Branch(default_branch.clone()))
         .await?;
-    let mut context = format!(
-        "GitHub issue #{} in {}: \"{}\", opened by @{}. Asked by @{} in a comment. You are answering a question \
-         about it: change nothing. The checkout is the default branch `{default_branch}`.",
-        issue.number.0, env.repo, issue.title, issue.user.login, env.request.requested_by.login,
-    );
-    if !issue.body.trim().is_empty() {
-        context.push_str("\n\nThe issue says:\n\n");
-        context.push_str(&super::quote_capped(&issue.body));
-    }
     let answered = answer(env, settings, targets, lease.path().to_owned(), context).await;
     lease.release().await;
     end(env, targets, answered?, settings).await

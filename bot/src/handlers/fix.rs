@@ -19,7 +19,7 @@ use crate::agent::events::EventSink;
 use crate::config::repo::EffectiveSettings;
 use crate::github::{CommitSha, Issue, IssueNumber, NewPull, PullRequest};
 use crate::jobs::Finish;
-use crate::prompts::Template;
+use crate::prompts::{PromptError, Template};
 use crate::report::{self, BranchRef, CommitRef, JobEnd, StopCause, TestDelta};
 use crate::session::{AgentSession, Toolset};
 use crate::workspace::deliver::{self, Delivery, PullHead};
@@ -61,14 +61,14 @@ async fn fix_pull_request(
         url: super::parse_clone_url(&env.request.repo.clone_url)?,
         full_name: env.repo.to_string(),
     };
-    let lease = super::lease_pull_head(env, pull).await?;
-    let start = lease.repo().head()?;
-
     let context = super::pull_context(
         env,
         pull,
         "Your commit is pushed to the pull request's branch, so keep the change to what was asked.",
-    );
+    )?;
+    let lease = super::lease_pull_head(env, pull).await?;
+    let start = lease.repo().head()?;
+
     let root = lease.path().to_owned();
     let work = work(env, settings, targets, &root, context).await;
     let (outcome, tests, stopped) = match work {
@@ -169,6 +169,34 @@ async fn fix_pull_request(
     finish(env, targets, end, outcome, changed, tests, settings).await
 }
 
+/// What the agent is told about the issue it fixes.
+fn issue_context(env: &JobEnv, issue: &Issue) -> Result<String, PromptError> {
+    let prompts = &env.services.prompts;
+    let mut context = prompts.render(
+        Template::ContextIssue,
+        &[
+            ("number", &issue.number.0.to_string()),
+            ("repo", &env.repo.to_string()),
+            ("title", &issue.title),
+            ("author", &issue.user.login),
+            ("asked", &format!("Asked by @{}.", env.request.requested_by.login)),
+            (
+                "role",
+                &format!(
+                    "Your change goes to a new branch off `{}` and a pull request that closes the issue.",
+                    env.request.repo.default_branch
+                ),
+            ),
+        ],
+    )?;
+    let body = prompts.render(
+        Template::ContextIssueBody,
+        &[("body", &super::quote_capped(&issue.body))],
+    )?;
+    super::push_block(&mut context, &body);
+    Ok(context)
+}
+
 /// `@agent fix` on an issue (or an assignment or label): a new branch and a pull request.
 pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let number = IssueNumber(env.request.number);
@@ -223,18 +251,11 @@ async fn fix_issue(
         token,
     } = checkout;
     let default_branch = env.request.repo.default_branch.clone();
-    let context = format!(
-        "GitHub issue #{} in {}: \"{}\", opened by @{}. Asked by @{}. Your change goes to a new branch off \
-         `{default_branch}` and a pull request that closes the issue.\n\nThe issue says:\n\n{}",
-        issue.number.0,
-        env.repo,
-        issue.title,
-        issue.user.login,
-        env.request.requested_by.login,
-        super::quote_capped(&issue.body)
-    );
     let root = lease.path().to_owned();
-    let work = work(env, settings, targets, &root, context).await;
+    let work = match issue_context(env, issue) {
+        Ok(context) => work(env, settings, targets, &root, context).await,
+        Err(error) => Err(error.into()),
+    };
     let (outcome, tests, stopped) = match work {
         Ok(done) => done,
         Err(error) => {

@@ -27,7 +27,7 @@ use crate::github::{
 };
 use crate::jobs::{Finish, Job, JobControl, JobHandler};
 use crate::llm::Model;
-use crate::prompts::{PromptError, Prompts};
+use crate::prompts::{PromptError, Prompts, Template};
 use crate::report;
 use crate::triggers::{JobKind, JobRequest, ReplyTarget};
 use crate::workspace::mirror::{MirrorCache, RemoteRepo, Target};
@@ -611,7 +611,8 @@ pub(crate) async fn lease_pull_head(env: &JobEnv, pull: &PullRequest) -> Result<
 }
 
 /// What the agent is told about the pull request; `role` says what it is there to do.
-pub(crate) fn pull_context(env: &JobEnv, pull: &PullRequest, role: &str) -> String {
+pub(crate) fn pull_context(env: &JobEnv, pull: &PullRequest, role: &str) -> Result<String, PromptError> {
+    let prompts = &env.services.prompts;
     let asked = match &env.request.source {
         crate::triggers::JobSource::Ci(_) => format!(
             "Started by pitcrew's triage after CI failed on a push by @{}.",
@@ -619,23 +620,47 @@ pub(crate) fn pull_context(env: &JobEnv, pull: &PullRequest, role: &str) -> Stri
         ),
         _ => format!("Asked by @{} in a comment.", env.request.requested_by.login),
     };
-    let mut context = format!(
-        "GitHub pull request #{} in {}: \"{}\" by @{}, from branch `{}` into `{}`. {asked} {role}",
-        pull.number.0, env.repo, pull.title, pull.user.login, pull.head.branch, pull.base.branch,
-    );
+    let mut context = prompts.render(
+        Template::ContextPullRequest,
+        &[
+            ("number", &pull.number.0.to_string()),
+            ("repo", &env.repo.to_string()),
+            ("title", &pull.title),
+            ("author", &pull.user.login),
+            ("head", &pull.head.branch),
+            ("base", &pull.base.branch),
+            ("asked", &asked),
+            ("role", role),
+        ],
+    )?;
     if !pull.body.trim().is_empty() {
-        context.push_str("\n\nThe pull request's description:\n\n");
-        context.push_str(&quote_capped(&pull.body));
+        let description = prompts.render(
+            Template::ContextPullDescription,
+            &[("description", &quote_capped(&pull.body))],
+        )?;
+        push_block(&mut context, &description);
     }
     if let Some(review) = &env.request.review_comment {
-        context.push_str(&format!(
-            "\n\nThe request was made in a review comment on `{}`{}. The diff hunk it is attached to:\n\n```diff\n{}\n```",
-            review.path,
-            review.line.map(|l| format!(" at line {l}")).unwrap_or_default(),
-            review.diff_hunk
-        ));
+        let comment = prompts.render(
+            Template::ContextReviewComment,
+            &[
+                ("path", &review.path),
+                (
+                    "at_line",
+                    &review.line.map(|l| format!(" at line {l}")).unwrap_or_default(),
+                ),
+                ("diff_hunk", &review.diff_hunk),
+            ],
+        )?;
+        push_block(&mut context, &comment);
     }
-    context
+    Ok(context)
+}
+
+/// Appends a block of a context, a blank line after what is there.
+pub(crate) fn push_block(context: &mut String, block: &str) {
+    context.push_str("\n\n");
+    context.push_str(block);
 }
 
 /// The repository's web page from its clone URL (`https://host/owner/name.git` → without `.git`).

@@ -83,7 +83,7 @@ async fn review_on(
         pull,
         "You are reviewing it: change nothing. Your findings and your final message become a review on the pull \
          request.",
-    );
+    )?;
     let shown_diff = if diff.trim().is_empty() {
         "(The pull request changes nothing against its base.)".to_owned()
     } else {

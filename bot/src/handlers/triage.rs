@@ -567,6 +567,36 @@ async fn root_cause(
     if !worth_it {
         return Ok(None);
     }
+    let prompts = &env.services.prompts;
+    let context = match pull {
+        Some(pull) => prompts.render(
+            Template::ContextCiPullRequest,
+            &[
+                ("sha", &triage.head_sha),
+                ("number", &pull.number.0.to_string()),
+                ("repo", &env.repo.to_string()),
+                ("title", &pull.title),
+                ("author", &pull.user.login),
+                ("head", &pull.head.branch),
+                ("base", &pull.base.branch),
+            ],
+        )?,
+        None => prompts.render(
+            Template::ContextCiPush,
+            &[
+                ("sha", &triage.head_sha),
+                ("repo", &env.repo.to_string()),
+                (
+                    "branch",
+                    &env.request
+                        .ci()
+                        .and_then(|ci| ci.head_branch.as_deref())
+                        .map(|b| format!(" (branch `{b}`)"))
+                        .unwrap_or_default(),
+                ),
+            ],
+        )?,
+    };
     let token = env.github.token().await?;
     let remote = RemoteRepo {
         url: super::parse_clone_url(&env.request.repo.clone_url)?,
@@ -580,23 +610,6 @@ async fn root_cause(
         .pool
         .lease(&mirror, Target::Commit(triage.head_sha.clone()))
         .await?;
-    let context = match pull {
-        Some(pull) => format!(
-            "CI failed on commit {} of GitHub pull request #{} in {}: \"{}\" by @{}, from branch `{}` into `{}`. The \
-             checkout is that commit. You are finding the root cause: change nothing.",
-            triage.head_sha, pull.number.0, env.repo, pull.title, pull.user.login, pull.head.branch, pull.base.branch,
-        ),
-        None => format!(
-            "CI failed on commit {} in {}{}. The checkout is that commit. You are finding the root cause: change nothing.",
-            triage.head_sha,
-            env.repo,
-            env.request
-                .ci()
-                .and_then(|ci| ci.head_branch.as_deref())
-                .map(|b| format!(" (branch `{b}`)"))
-                .unwrap_or_default(),
-        ),
-    };
     let findings = text::evidence(triage);
     let render = |session: &AgentSession| {
         env.services.prompts.render(
