@@ -249,6 +249,9 @@ pub struct SandboxConfig {
     pub setup_network: bool,
     /// Whom the local backend runs commands as.
     pub local_user: LocalUser,
+    /// The Docker engine's address (`unix://…`, `tcp://…`, `http(s)://…`), e.g. a socket proxy that
+    /// lets pitcrew use only the endpoints it needs; `None`: `DOCKER_HOST`, else the local socket.
+    pub docker_host: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -972,6 +975,21 @@ impl Validator<'_> {
             other => other,
         };
         let setup_network = sandbox.setup_network.unwrap_or(false);
+        let docker_host = match sandbox.docker_host {
+            Some(host)
+                if !["unix://", "tcp://", "http://", "https://"]
+                    .iter()
+                    .any(|s| host.starts_with(s)) =>
+            {
+                self.invalid(
+                    "sandbox.docker_host",
+                    Some(format!("{host:?}")),
+                    "must start with unix://, tcp://, http:// or https://",
+                );
+                None
+            }
+            other => other,
+        };
         // A setup script that was rejected has its own error; this one would be noise.
         let setup_rejected = self.rejected.contains("sandbox.setup")
             || self
@@ -994,6 +1012,7 @@ impl Validator<'_> {
             setup,
             setup_network,
             local_user,
+            docker_host,
         }
     }
 

@@ -157,7 +157,7 @@ impl AgentSession {
                 (session, workspace, root.display().to_string())
             }
             SandboxBackend::Docker => {
-                let docker = DockerSandbox::connect().await?;
+                let docker = DockerSandbox::connect_configured(config.sandbox.docker_host.as_deref()).await?;
                 let (image, source) = image::resolve(&workspace, settings);
                 let sandbox = &config.sandbox;
                 let (setup, setup_network) = match network_step.as_ref().map(script) {

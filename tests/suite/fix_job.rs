@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use pitcrew::jobs::{EndOutcome, Job, JobEnd, JobFilter, JobId, JobState};
 use pitcrew::server::RunningServer;
+use pitcrew_tests::docker_proxy::DockerProxy;
 use pitcrew_tests::fake_github::openapi::fixtures_root;
 use pitcrew_tests::fake_github::{FakeGithub, Issue, ReactionTarget};
 use pitcrew_tests::git_server::GitServer;
@@ -90,6 +91,8 @@ struct Options {
     /// The operator names the test's image (`[sandbox] image`); else the repository's choice (or
     /// the default) holds.
     operator_image: bool,
+    /// The Docker engine's address (`[sandbox] docker_host`); default: the tests' engine.
+    docker_host: Option<String>,
 }
 
 impl Default for Options {
@@ -99,6 +102,7 @@ impl Default for Options {
             files: Vec::new(),
             fork: false,
             operator_image: true,
+            docker_host: None,
         }
     }
 }
@@ -164,6 +168,10 @@ impl World {
             overrides.docker(image)
         } else {
             overrides.docker_in_the_repositorys_image()
+        };
+        let overrides = match &options.docker_host {
+            Some(host) => overrides.set("sandbox.docker_host", host.as_str()),
+            None => overrides,
         };
         let server = super::serving::serve(&overrides).await;
         let ends = server.pool().subscribe();
@@ -917,4 +925,50 @@ async fn without_an_image_from_the_operator_or_the_repository_the_job_runs_in_th
     assert!(bash.contains(DEV_CONTAINER_MARKER_TEXT), "{job:?}\n{bash}");
     let containers = world.containers_of(job.id);
     assert!(containers.is_empty(), "containers left: {containers}");
+}
+
+/// The security issue's last guard: a container the engine could not remove may still hold a
+/// process that changes the working tree while git reads it, so the job commits and pushes nothing
+/// and says why. The engine here is the real one behind a proxy that refuses every removal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sandbox_the_engine_cannot_remove_gets_nothing_committed_and_the_report_says_why() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    let proxy = DockerProxy::refusing_removal().unwrap();
+    let options = Options {
+        docker_host: Some(proxy.host()),
+        ..Options::default()
+    };
+    let mut world = World::start_with(image, fixing_script(), options).await;
+    world
+        .comment("delivery-unremovable", "alice", "@agent fix the failing add test")
+        .await;
+
+    let job = world.job_end().await;
+    let leftover = world.containers_of(job.id);
+    // The engine itself removes what its proxy would not.
+    for name in leftover.lines().filter(|n| !n.is_empty()) {
+        let _ = Command::new("docker").args(["rm", "-f", name]).output();
+    }
+    assert!(proxy.refused() >= 1, "the job never tried to remove its container");
+    assert!(
+        !leftover.is_empty(),
+        "the container should have outlived its refused removal"
+    );
+    assert_eq!(job.state, JobState::Failed, "{:?}", job.error);
+
+    let run = world.finished(PR).await;
+    assert_eq!(run.conclusion.as_deref(), Some("failure"), "{run:#?}");
+    let summary = run.output["summary"].as_str().unwrap_or_default().to_owned();
+    assert!(summary.contains("the sandbox could not be stopped"), "{summary}");
+    assert!(summary.contains("nothing was committed"), "{summary}");
+    let comments = world.bot_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(comments[0].contains("nothing was committed"), "{}", comments[0]);
+
+    // Nothing was pushed: the branch is where the pull request left it.
+    assert_eq!(world.git.rev_parse(REPO, "refs/heads/docs").unwrap(), world.head_sha);
+    world.model.assert_script_consumed();
+    world.github.assert_no_violations();
 }

@@ -107,6 +107,7 @@ pub(crate) struct RawSandbox {
     pub(crate) setup: Option<String>,
     pub(crate) setup_network: Option<bool>,
     pub(crate) local_user: Option<String>,
+    pub(crate) docker_host: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -207,7 +208,7 @@ impl RawConfig {
             shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout,
             max_connections, unverified_bytes, retain, retain_payloads);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, disk, cpus, pids_limit,
-            setup, setup_network, local_user);
+            setup, setup_network, local_user, docker_host);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file);
         overlay_fields!(self.chores, chores; cargo_index, npm_registry, pypi, lock_network, schedules);
         self.prices.extend(prices);

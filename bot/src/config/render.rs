@@ -127,6 +127,10 @@ impl Config {
         }
         out.value("sandbox", "setup_network", s.setup_network.to_string());
         out.value("sandbox", "local_user", string(s.local_user.as_str()));
+        match &s.docker_host {
+            Some(host) => out.value("sandbox", "docker_host", string(host)),
+            None => out.comment("docker_host: not set (DOCKER_HOST, else unix:///var/run/docker.sock)"),
+        }
 
         let a = &self.agent;
         out.section("agent");

@@ -120,6 +120,7 @@ pub(crate) const KEYS: &[Key] = &[
     key("sandbox", "setup", Kind::Str),
     key("sandbox", "setup_network", Kind::Bool),
     key("sandbox", "local_user", Kind::Choice),
+    key("sandbox", "docker_host", Kind::Str),
     key("agent", "trigger", Kind::Str),
     key("agent", "max_steps", Kind::U32),
     key("agent", "max_cost_usd", Kind::F64),

@@ -917,6 +917,19 @@ fn github_app_id_without_key_path_names_both() {
 
 // ---------------------------------------------------------------------------------------------
 #[test]
+fn docker_host_names_an_engine_address() {
+    let c = ok(None, &[NAME, KEY], &["sandbox.docker_host=unix:///run/proxy.sock"]);
+    assert_eq!(c.sandbox.docker_host.as_deref(), Some("unix:///run/proxy.sock"));
+    assert_eq!(ok(None, &[NAME, KEY], &[]).sandbox.docker_host, None);
+    let errs = errors(None, &[NAME, KEY], &["sandbox.docker_host=/var/run/docker.sock"]);
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("sandbox.docker_host") && e.contains("must start with unix://")),
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn local_user_is_auto_or_self() {
     let c = ok(None, &[NAME, KEY], &["sandbox.local_user=self"]);
     assert_eq!(c.sandbox.local_user, LocalUser::Current);
@@ -1040,6 +1053,7 @@ fn render_redacted_shows_effective_values_and_origins() {
     # setup: not set (no setup script)
     setup_network = false                            # default
     local_user = "auto"                              # default
+    # docker_host: not set (DOCKER_HOST, else unix:///var/run/docker.sock)
 
     [agent]
     trigger = "@agent"                               # default
@@ -1099,6 +1113,7 @@ fn render_redacted_shows_sandbox_settings_and_shortens_a_long_setup_script() {
     setup = "apt-get update && apt-get install -y --no-install-recommends …" # <dir>/pitcrew.toml:6
     setup_network = true                             # --set sandbox.setup_network
     local_user = "auto"                              # default
+    # docker_host: not set (DOCKER_HOST, else unix:///var/run/docker.sock)
     "#);
     let _: toml::Table = toml::from_str(&rendered).unwrap();
 

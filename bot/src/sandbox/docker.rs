@@ -161,6 +161,15 @@ impl DockerSandbox {
         Self::negotiate(docker, &host).await
     }
 
+    /// Connects to the engine at `host` when one is configured (`[sandbox] docker_host`), else as
+    /// [`DockerSandbox::connect`] does.
+    pub async fn connect_configured(host: Option<&str>) -> Result<DockerSandbox, SandboxError> {
+        match host {
+            Some(host) => Self::connect_to(host).await,
+            None => Self::connect().await,
+        }
+    }
+
     /// Connects to the engine at `host` (`unix:///…`, `tcp://…`).
     pub async fn connect_to(host: &str) -> Result<DockerSandbox, SandboxError> {
         let docker = Docker::connect_with_host(host).map_err(|err| unreachable(host, &err))?;

@@ -164,7 +164,7 @@ impl Server {
             None => instance_id(&config.server.data_dir)?,
         };
         if config.sandbox.backend == SandboxBackend::Docker {
-            reap_orphaned_containers(&instance).await;
+            reap_orphaned_containers(&instance, config.sandbox.docker_host.as_deref()).await;
         }
         if !nix::unistd::geteuid().is_root() {
             // Only root can hand a working copy to the sandbox's own user (see `sandbox::owner`).
@@ -341,8 +341,8 @@ pub const INSTANCE_FILE: &str = "instance";
 
 /// Removes the sandbox containers a crashed server of this data directory left behind. It holds
 /// the directory and runs nothing yet, so every container of its instance is an orphan.
-async fn reap_orphaned_containers(instance: &str) {
-    match crate::sandbox::docker::DockerSandbox::connect().await {
+async fn reap_orphaned_containers(instance: &str, host: Option<&str>) {
+    match crate::sandbox::docker::DockerSandbox::connect_configured(host).await {
         Ok(docker) => match docker.reap_prefix(&format!("{instance}-")).await {
             Ok(0) => tracing::debug!("no orphaned sandbox containers"),
             Ok(removed) => tracing::warn!(removed, "removed sandbox containers left by a crash"),
