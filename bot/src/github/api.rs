@@ -8,17 +8,17 @@
 
 use std::time::SystemTime;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use reqwest::Method;
 use reqwest::header::LOCATION;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::client::{Endpoint, GithubClient, Redirects};
+use super::client::GithubClient;
+use super::encoding::decode_wrapped_base64;
 use super::error::GithubError;
+use super::http::{Endpoint, Redirects};
 use super::ids::{CheckRunId, CommentId, CommitSha, IssueNumber, Login, RepoName};
-use super::paging::{self, Listing, PageLimit};
+use super::paging::{self, Listing, PageLimit, limits};
 use super::time::format_rfc3339;
 
 /// GitHub accepts at most this many check-run annotations per request.
@@ -26,30 +26,6 @@ pub const MAX_ANNOTATIONS_PER_REQUEST: usize = 50;
 
 /// The largest file `get_file` reads (the contents API inlines files up to 1 MB).
 pub const MAX_FILE_SIZE: u64 = 1024 * 1024;
-
-/// How far each paged list is read (pages of a hundred). Where GitHub itself stops, its limit;
-/// elsewhere a bound far above what a repository has, so that a list is only cut short when
-/// something is wrong (and then with a warning, or a line in the report that uses it).
-pub(crate) mod limits {
-    use super::PageLimit;
-
-    /// GitHub lists at most 3,000 files of a pull request.
-    pub const PULL_FILES: PageLimit = PageLimit::hundreds(30);
-    /// Unbounded on GitHub: 10,000 repositories of one installation.
-    pub const INSTALLATION_REPOSITORIES: PageLimit = PageLimit::hundreds(100);
-    /// Unbounded on GitHub: 10,000 installations of the App.
-    pub const INSTALLATIONS: PageLimit = PageLimit::hundreds(100);
-    /// 10,000 open pull requests.
-    pub const OPEN_PULLS: PageLimit = PageLimit::hundreds(100);
-    /// GitHub's check-runs list covers the ref's 1,000 most recent check suites; 3,000 runs.
-    pub const CHECK_RUNS: PageLimit = PageLimit::hundreds(30);
-    /// GitHub returns at most 1,000 workflow runs when filtering by `head_sha`.
-    pub const WORKFLOW_RUNS: PageLimit = PageLimit::hundreds(10);
-    /// 1,000 jobs of one workflow run (a matrix has at most 256 per attempt).
-    pub const RUN_JOBS: PageLimit = PageLimit::hundreds(10);
-    /// 1,000 pull requests containing one commit.
-    pub const COMMIT_PULLS: PageLimit = PageLimit::hundreds(10);
-}
 
 /// `null` read as the type's default (GitHub sends `"body": null` for an empty body, `"user": null`
 /// for a deleted account).
@@ -1339,19 +1315,4 @@ pub(crate) fn decode_file(entry: ContentEntry, what: &str) -> Result<String, Git
     let bytes = decode_wrapped_base64(entry.content.as_deref().unwrap_or_default())
         .map_err(|err| decode_error(format!("the content is not base64: {err}")))?;
     String::from_utf8(bytes).map_err(|_| decode_error("the file is not UTF-8 text".to_owned()))
-}
-
-/// Decodes standard base64 (RFC 4648, padded) as GitHub wraps it: the contents API breaks it into
-/// 60-column lines, PEM into 64-column ones, so ASCII whitespace is dropped before decoding. The
-/// error never quotes a character of the text: a PEM body is key material.
-pub(super) fn decode_wrapped_base64(text: &str) -> Result<Vec<u8>, String> {
-    let compact: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    STANDARD.decode(&compact).map_err(|err| match err {
-        base64::DecodeError::InvalidByte(offset, _) => {
-            format!("invalid base64 character at offset {offset} (whitespace not counted)")
-        }
-        base64::DecodeError::InvalidLength(_) => "base64 text ends in the middle of a group".to_owned(),
-        base64::DecodeError::InvalidLastSymbol(..) => "base64 text has stray bits in its last character".to_owned(),
-        base64::DecodeError::InvalidPadding => "base64 padding missing or in the wrong place".to_owned(),
-    })
 }
