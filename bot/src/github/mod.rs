@@ -8,6 +8,7 @@
 //! - `client`: [`GithubClient`], acting as one token or one App installation;
 //! - `api`: the typed calls (pulls, issues, comments, reactions, check runs, reviews, contents,
 //!   GitHub Actions runs, jobs and logs);
+//! - `types`: those calls' request bodies and responses;
 //! - `paging`: lists read to the end through `Link: rel="next"`, bounded per list, on the API's host;
 //! - `encoding`: base64 as GitHub wraps it (file contents, the App's PEM key).
 
@@ -21,18 +22,12 @@ pub mod http;
 pub mod ids;
 pub mod paging;
 pub mod time;
+pub mod types;
 
 #[cfg(test)]
 mod tests;
 
 pub use access::GithubAccess;
-pub use api::{
-    ActionsJob, ActionsStep, Annotation, AnnotationLevel, AppSummary, CheckConclusion, CheckOutputSummary, CheckRun,
-    CheckRunOutput, CheckRunSummary, CheckRunUpdate, CheckStatus, CommitPull, CreatedPull, Issue, IssueComment,
-    JobLogText, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest, PullUpdate,
-    Reaction, Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, RunFilter, Side, User,
-    WorkflowRunSummary,
-};
 pub use app::{AppAuth, AppCredentials, AppKeyError, Installation};
 pub use client::{Auth, GithubClient};
 pub use error::{FieldError, GithubError};
@@ -41,3 +36,10 @@ pub use ids::{
     CheckRunId, CommentId, CommitSha, InstallationId, IssueNumber, Login, LoginError, RepoName, RepoNameError,
 };
 pub use paging::Listing;
+pub use types::{
+    ActionsJob, ActionsStep, Annotation, AnnotationLevel, AppSummary, CheckConclusion, CheckOutputSummary, CheckRun,
+    CheckRunOutput, CheckRunSummary, CheckRunUpdate, CheckStatus, CommitPull, CreatedPull, Issue, IssueComment,
+    JobLogText, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest, PullUpdate,
+    Reaction, Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, RunFilter, Side, User,
+    WorkflowRunSummary,
+};

@@ -26,8 +26,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use url::Url;
 
-use super::api::{ContentEntry, PermissionResponse};
 use super::app::AccessTokenResponse;
+use super::types::{ContentEntry, PermissionResponse};
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
