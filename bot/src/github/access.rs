@@ -27,7 +27,7 @@ impl GithubAccess {
     /// The call statistics every client of this access shares.
     pub fn stats(&self) -> Arc<ApiStats> {
         match self {
-            GithubAccess::App(app) => Arc::clone(GithubClient::for_installation(app, InstallationId(0)).stats()),
+            GithubAccess::App(app) => Arc::clone(app.stats()),
             GithubAccess::Token(client) => Arc::clone(client.stats()),
         }
     }

@@ -23,7 +23,7 @@ use url::Url;
 
 use super::encoding::decode_wrapped_base64;
 use super::error::GithubError;
-use super::http::{ClientOptions, Endpoint, Http};
+use super::http::{ApiStats, ClientOptions, Endpoint, Http};
 use super::ids::{InstallationId, RepoName};
 use super::paging::{self, limits};
 use super::time::parse_rfc3339;
@@ -227,6 +227,11 @@ impl AppAuth {
     /// The transport every client of this App shares.
     pub(super) fn http(&self) -> &Http {
         &self.http
+    }
+
+    /// The call statistics of the App's own requests and of every client of its installations.
+    pub fn stats(&self) -> &Arc<ApiStats> {
+        &self.http.options.stats
     }
 
     fn slot(&self, installation: InstallationId) -> TokenSlot {

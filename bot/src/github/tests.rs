@@ -495,6 +495,37 @@ async fn concurrent_callers_share_one_token_request() {
     assert_eq!(fake.routes(), ["POST /app/installations/5/access_tokens"]);
 }
 
+/// `/metrics` reads an App's statistics before any delivery names an installation, and they count
+/// the App's own requests and those of every installation's client.
+#[tokio::test]
+async fn an_apps_call_statistics_count_the_app_and_every_installation() {
+    let kit = kit();
+    let clock = kit.clock.clone();
+    let fake = Fake::start(move |history| {
+        if history.last().unwrap().path.ends_with("/access_tokens") {
+            return token_response(&clock, history);
+        }
+        Canned::json(200, repo_json())
+    })
+    .await;
+    let app = Arc::new(AppAuth::new(&fake.url, credentials(), kit.options.clone()).unwrap());
+    let access = GithubAccess::App(Arc::clone(&app));
+    let stats = access.stats();
+    assert_eq!(stats.snapshot(), ApiStatsSnapshot::default());
+    for installation in [InstallationId(7), InstallationId(9)] {
+        let client = access.client(Some(installation)).unwrap();
+        client.get_repo(&repo()).await.unwrap();
+    }
+    assert!(
+        access.client(None).is_none(),
+        "an App cannot act without an installation"
+    );
+    let counted = stats.snapshot();
+    assert_eq!(counted.calls_total, 4, "two token requests and two repository reads");
+    assert_eq!(counted.calls_by_class, [0, 4, 0, 0, 0]);
+    assert_eq!(app.stats().snapshot(), counted);
+}
+
 #[tokio::test]
 async fn a_rejected_installation_token_is_replaced_and_the_request_retried_once() {
     let kit = kit();
