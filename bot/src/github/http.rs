@@ -24,6 +24,7 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::error::{ErrorBody, GithubError};
+use crate::backoff::{self, Jitter};
 
 /// The REST API version every request pins.
 const API_VERSION: &str = "2022-11-28";
@@ -87,12 +88,8 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// The jittered backoff before retry number `retry` (1-based).
     fn backoff(&self, retry: u32) -> Duration {
-        let ceiling = self
-            .base_delay
-            .saturating_mul(1_u32 << retry.saturating_sub(1).min(20))
-            .min(self.max_backoff);
         // Full jitter: many workers hit by the same outage should not come back in lockstep.
-        ceiling.mul_f64(fastrand::f64())
+        backoff::delay(self.base_delay, self.max_backoff, retry, Jitter::Full)
     }
 }
 
