@@ -36,6 +36,7 @@ use bollard::query_parameters::{
     RemoveContainerOptionsBuilder,
 };
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio::time::Instant;
@@ -46,7 +47,6 @@ use self::shell::{
 };
 use super::output::Capture;
 use super::{ExecOutput, ExecRequest, SandboxError, Session};
-use crate::tools::BoxFuture;
 
 mod shell;
 

@@ -3,9 +3,7 @@
 //! message for the model.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::de::DeserializeOwned;
@@ -46,8 +44,8 @@ pub use review::ReviewComment;
 pub use run_tests::RunTests;
 pub use write_file::WriteFile;
 
-/// A boxed future, so tools can live behind `dyn Tool`.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future (`Send`), so tools can live behind `dyn Tool`.
+pub use futures_util::future::BoxFuture;
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
