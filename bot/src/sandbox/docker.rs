@@ -1336,7 +1336,7 @@ fn disk_usage(root: &Path) -> u64 {
     while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for entry in entries.flatten() {
-            if dir == root && crate::tools::path::is_git_dir(&entry.file_name()) {
+            if dir == root && crate::workspace::is_git_dir(&entry.file_name()) {
                 continue;
             }
             let Ok(meta) = entry.metadata() else { continue };

@@ -8,10 +8,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::files::blocking;
-use super::path::is_git_dir;
 use super::{BoxFuture, Tool, ToolContext, ToolError, parse_args};
 use crate::report::review::ReviewFinding;
 use crate::workspace::diff::DiffPositions;
+use crate::workspace::is_git_dir;
 
 /// Findings one review takes; past this the model is told to finish (a review of a hundred
 /// comments is not read, and a looping model must not grow the list without end).
