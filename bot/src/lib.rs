@@ -2,6 +2,7 @@
 
 pub mod action;
 pub mod agent;
+pub mod backoff;
 pub mod chores;
 pub mod config;
 pub mod github;

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use super::{ApiStats, AppAuth, GithubClient, InstallationId};
+use super::app::AppAuth;
+use super::client::GithubClient;
+use super::http::ApiStats;
+use super::ids::InstallationId;
 
 #[derive(Clone, Debug)]
 pub enum GithubAccess {
@@ -16,7 +19,7 @@ impl GithubAccess {
     /// delivery names no installation: an App cannot act without one), the one client otherwise.
     pub fn client(&self, installation: Option<InstallationId>) -> Option<GithubClient> {
         match self {
-            GithubAccess::App(app) => installation.map(|id| app.client(id)),
+            GithubAccess::App(app) => installation.map(|id| GithubClient::for_installation(app, id)),
             GithubAccess::Token(client) => Some(GithubClient::clone(client)),
         }
     }
@@ -24,7 +27,7 @@ impl GithubAccess {
     /// The call statistics every client of this access shares.
     pub fn stats(&self) -> Arc<ApiStats> {
         match self {
-            GithubAccess::App(app) => Arc::clone(app.client(InstallationId(0)).stats()),
+            GithubAccess::App(app) => Arc::clone(app.stats()),
             GithubAccess::Token(client) => Arc::clone(client.stats()),
         }
     }

@@ -21,11 +21,11 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::api::{decode_wrapped_base64, limits};
-use super::client::{Auth, ClientOptions, Endpoint, GithubClient, Http};
+use super::encoding::decode_wrapped_base64;
 use super::error::GithubError;
+use super::http::{ApiStats, ClientOptions, Endpoint, Http};
 use super::ids::{InstallationId, RepoName};
-use super::paging;
+use super::paging::{self, limits};
 use super::time::parse_rfc3339;
 
 /// A cached token is refreshed once it has less than this left: a job started with it must be able
@@ -224,15 +224,14 @@ impl AppAuth {
         self.credentials.app_id
     }
 
-    /// A client acting as `installation`, sharing this App's connection pool and statistics.
-    pub fn client(self: &Arc<Self>, installation: InstallationId) -> GithubClient {
-        GithubClient::with_http(
-            self.http.clone(),
-            Auth::App {
-                app: Arc::clone(self),
-                installation,
-            },
-        )
+    /// The transport every client of this App shares.
+    pub(super) fn http(&self) -> &Http {
+        &self.http
+    }
+
+    /// The call statistics of the App's own requests and of every client of its installations.
+    pub fn stats(&self) -> &Arc<ApiStats> {
+        &self.http.options.stats
     }
 
     fn slot(&self, installation: InstallationId) -> TokenSlot {

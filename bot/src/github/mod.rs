@@ -3,38 +3,43 @@
 //! - `ids`: newtypes for repositories, logins, installations, issues, comments, check runs, commits;
 //! - `app`: the App's key and JWT, installation tokens cached per installation;
 //! - `access`: the App or one token ([`GithubAccess`]), whichever pitcrew runs with;
-//! - `client`: [`GithubClient`], its retries (rate limits, 5xx), errors and call statistics;
+//! - `http`: the transport: base URL, headers, retries (rate limits, 5xx), error mapping and call
+//!   statistics ([`ApiStats`]), shared by a client and the App;
+//! - `client`: [`GithubClient`], acting as one token or one App installation;
 //! - `api`: the typed calls (pulls, issues, comments, reactions, check runs, reviews, contents,
 //!   GitHub Actions runs, jobs and logs);
-//! - `paging`: lists read to the end through `Link: rel="next"`, bounded per list, on the API's host.
+//! - `types`: those calls' request bodies and responses;
+//! - `paging`: lists read to the end through `Link: rel="next"`, bounded per list, on the API's host;
+//! - `encoding`: base64 as GitHub wraps it (file contents, the App's PEM key).
 
 pub mod access;
 pub mod api;
 pub mod app;
 pub mod client;
+mod encoding;
 pub mod error;
+pub mod http;
 pub mod ids;
 pub mod paging;
 pub mod time;
+pub mod types;
 
 #[cfg(test)]
 mod tests;
 
 pub use access::GithubAccess;
-pub use api::{
+pub use app::{AppAuth, AppCredentials, AppKeyError, Installation};
+pub use client::{Auth, GithubClient};
+pub use error::{FieldError, GithubError};
+pub use http::{ApiStats, ApiStatsSnapshot, ClientOptions, Clock, RetryPolicy, Sleeper, SystemClock, TokioSleeper};
+pub use ids::{
+    CheckRunId, CommentId, CommitSha, InstallationId, IssueNumber, Login, LoginError, RepoName, RepoNameError,
+};
+pub use paging::Listing;
+pub use types::{
     ActionsJob, ActionsStep, Annotation, AnnotationLevel, AppSummary, CheckConclusion, CheckOutputSummary, CheckRun,
     CheckRunOutput, CheckRunSummary, CheckRunUpdate, CheckStatus, CommitPull, CreatedPull, Issue, IssueComment,
     JobLogText, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest, PullUpdate,
     Reaction, Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, RunFilter, Side, User,
     WorkflowRunSummary,
 };
-pub use app::{AppAuth, AppCredentials, AppKeyError, Installation};
-pub use client::{
-    ApiStats, ApiStatsSnapshot, Auth, ClientOptions, Clock, GithubClient, RetryPolicy, Sleeper, SystemClock,
-    TokioSleeper,
-};
-pub use error::{FieldError, GithubError};
-pub use ids::{
-    CheckRunId, CommentId, CommitSha, InstallationId, IssueNumber, Login, LoginError, RepoName, RepoNameError,
-};
-pub use paging::Listing;

@@ -14,8 +14,8 @@ use std::future::Future;
 use reqwest::header::{HeaderMap, LINK};
 use url::Url;
 
-use super::client::{Endpoint, Http};
 use super::error::GithubError;
+use super::http::{Endpoint, Http};
 
 /// How one list is read: page size and the most pages read before giving up on the rest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +37,30 @@ impl PageLimit {
     pub fn max_items(self) -> usize {
         self.per_page * self.max_pages
     }
+}
+
+/// How far each paged list is read (pages of a hundred). Where GitHub itself stops, its limit;
+/// elsewhere a bound far above what a repository has, so that a list is only cut short when
+/// something is wrong (and then with a warning, or a line in the report that uses it).
+pub(crate) mod limits {
+    use super::PageLimit;
+
+    /// GitHub lists at most 3,000 files of a pull request.
+    pub const PULL_FILES: PageLimit = PageLimit::hundreds(30);
+    /// Unbounded on GitHub: 10,000 repositories of one installation.
+    pub const INSTALLATION_REPOSITORIES: PageLimit = PageLimit::hundreds(100);
+    /// Unbounded on GitHub: 10,000 installations of the App.
+    pub const INSTALLATIONS: PageLimit = PageLimit::hundreds(100);
+    /// 10,000 open pull requests.
+    pub const OPEN_PULLS: PageLimit = PageLimit::hundreds(100);
+    /// GitHub's check-runs list covers the ref's 1,000 most recent check suites; 3,000 runs.
+    pub const CHECK_RUNS: PageLimit = PageLimit::hundreds(30);
+    /// GitHub returns at most 1,000 workflow runs when filtering by `head_sha`.
+    pub const WORKFLOW_RUNS: PageLimit = PageLimit::hundreds(10);
+    /// 1,000 jobs of one workflow run (a matrix has at most 256 per attempt).
+    pub const RUN_JOBS: PageLimit = PageLimit::hundreds(10);
+    /// 1,000 pull requests containing one commit.
+    pub const COMMIT_PULLS: PageLimit = PageLimit::hundreds(10);
 }
 
 /// The items of a paged list, and whether GitHub had more than the list's bound let pitcrew read.
@@ -212,7 +236,7 @@ mod tests {
     use reqwest::header::HeaderValue;
 
     use super::*;
-    use crate::github::client::ClientOptions;
+    use crate::github::http::ClientOptions;
 
     fn headers(values: &[&str]) -> HeaderMap {
         let mut headers = HeaderMap::new();

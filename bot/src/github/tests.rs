@@ -26,8 +26,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use url::Url;
 
-use super::api::{ContentEntry, PermissionResponse};
 use super::app::AccessTokenResponse;
+use super::types::{ContentEntry, PermissionResponse};
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -495,6 +495,37 @@ async fn concurrent_callers_share_one_token_request() {
     assert_eq!(fake.routes(), ["POST /app/installations/5/access_tokens"]);
 }
 
+/// `/metrics` reads an App's statistics before any delivery names an installation, and they count
+/// the App's own requests and those of every installation's client.
+#[tokio::test]
+async fn an_apps_call_statistics_count_the_app_and_every_installation() {
+    let kit = kit();
+    let clock = kit.clock.clone();
+    let fake = Fake::start(move |history| {
+        if history.last().unwrap().path.ends_with("/access_tokens") {
+            return token_response(&clock, history);
+        }
+        Canned::json(200, repo_json())
+    })
+    .await;
+    let app = Arc::new(AppAuth::new(&fake.url, credentials(), kit.options.clone()).unwrap());
+    let access = GithubAccess::App(Arc::clone(&app));
+    let stats = access.stats();
+    assert_eq!(stats.snapshot(), ApiStatsSnapshot::default());
+    for installation in [InstallationId(7), InstallationId(9)] {
+        let client = access.client(Some(installation)).unwrap();
+        client.get_repo(&repo()).await.unwrap();
+    }
+    assert!(
+        access.client(None).is_none(),
+        "an App cannot act without an installation"
+    );
+    let counted = stats.snapshot();
+    assert_eq!(counted.calls_total, 4, "two token requests and two repository reads");
+    assert_eq!(counted.calls_by_class, [0, 4, 0, 0, 0]);
+    assert_eq!(app.stats().snapshot(), counted);
+}
+
 #[tokio::test]
 async fn a_rejected_installation_token_is_replaced_and_the_request_retried_once() {
     let kit = kit();
@@ -511,7 +542,7 @@ async fn a_rejected_installation_token_is_replaced_and_the_request_retried_once(
     })
     .await;
     let app = Arc::new(AppAuth::new(&fake.url, credentials(), kit.options.clone()).unwrap());
-    let client = app.client(InstallationId(9));
+    let client = GithubClient::for_installation(&app, InstallationId(9));
     let repository = client.get_repo(&repo()).await.unwrap();
     assert_eq!(repository.default_branch, "main");
     assert_eq!(
@@ -539,7 +570,10 @@ async fn a_token_rejected_twice_is_an_error_after_one_retry() {
     })
     .await;
     let app = Arc::new(AppAuth::new(&fake.url, credentials(), kit.options.clone()).unwrap());
-    let error = app.client(InstallationId(9)).get_repo(&repo()).await.unwrap_err();
+    let error = GithubClient::for_installation(&app, InstallationId(9))
+        .get_repo(&repo())
+        .await
+        .unwrap_err();
     assert!(matches!(error, GithubError::Unauthorized { .. }), "{error:?}");
     assert_eq!(
         error.to_string(),
@@ -1923,7 +1957,7 @@ fn wrapped_base64_decodes_as_coreutils_wrote_it() {
         ("fooba", "Zm9vYmE="),
         ("foobar", "Zm9vYmFy"),
     ] {
-        assert_eq!(api::decode_wrapped_base64(encoded).unwrap(), plain.as_bytes());
+        assert_eq!(encoding::decode_wrapped_base64(encoded).unwrap(), plain.as_bytes());
     }
     // Every byte survives GitHub's 60-column lines and PEM's 64-column CRLF ones.
     let all: Vec<u8> = (0..=255).collect();
@@ -1934,20 +1968,20 @@ fn wrapped_base64_decodes_as_coreutils_wrote_it() {
             .chunks(width)
             .map(|line| format!("{}{newline}", std::str::from_utf8(line).unwrap()))
             .collect();
-        assert_eq!(api::decode_wrapped_base64(&wrapped).unwrap(), all);
+        assert_eq!(encoding::decode_wrapped_base64(&wrapped).unwrap(), all);
     }
 }
 
 #[test]
 fn malformed_base64_is_refused_without_quoting_it() {
-    let error = api::decode_wrapped_base64("Zm9v\nZm9v!").unwrap_err();
+    let error = encoding::decode_wrapped_base64("Zm9v\nZm9v!").unwrap_err();
     assert_eq!(error, "invalid base64 character at offset 8 (whitespace not counted)");
-    let error = api::decode_wrapped_base64("Zm9vZ").unwrap_err();
+    let error = encoding::decode_wrapped_base64("Zm9vZ").unwrap_err();
     assert_eq!(error, "base64 text ends in the middle of a group");
-    let error = api::decode_wrapped_base64("Zm9").unwrap_err();
+    let error = encoding::decode_wrapped_base64("Zm9").unwrap_err();
     assert_eq!(error, "base64 padding missing or in the wrong place");
     for bad in ["Zg==Zm9v", "Z===", "Zg=v", "Zh=="] {
-        let error = api::decode_wrapped_base64(bad).unwrap_err();
+        let error = encoding::decode_wrapped_base64(bad).unwrap_err();
         assert!(!error.contains(bad), "{bad}: {error}");
     }
 }

@@ -29,6 +29,7 @@ use crate::jobs::{Finish, Job, JobControl, JobHandler};
 use crate::llm::Model;
 use crate::prompts::{PromptError, Prompts, Template};
 use crate::report;
+use crate::tools::ReviewFinding;
 use crate::triggers::{JobKind, JobRequest, ReplyTarget};
 use crate::workspace::mirror::{MirrorCache, RemoteRepo, Target};
 use crate::workspace::pool::{Lease, WorkspacePool};
@@ -499,7 +500,7 @@ pub(crate) async fn conclude(
     env: &JobEnv,
     targets: &Targets,
     ended: Ended,
-    findings: &[report::review::ReviewFinding],
+    findings: &[ReviewFinding],
     settings: &crate::config::repo::EffectiveSettings,
 ) -> (Finish, session::Spent) {
     let spent = session::Spent::from_outcome(&ended.outcome);

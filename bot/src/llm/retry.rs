@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::EventStream;
 use super::error::LlmError;
 use super::types::{Response, StreamEvent};
+use crate::backoff::{self, Jitter};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {
@@ -46,13 +47,9 @@ impl RetryPolicy {
         if let Some(asked) = error.retry_after() {
             return (asked <= self.max_retry_after).then_some(asked);
         }
-        let ceiling = self
-            .base_delay
-            .saturating_mul(1u32 << (retry - 1).min(20))
-            .min(self.max_backoff);
-        // Full jitter (AWS architecture blog, "Exponential Backoff and Jitter"): spreads the retries of
-        // many clients hit by the same overload instead of synchronising them.
-        Some(ceiling.mul_f64(fastrand::f64()))
+        // Full jitter: spreads the retries of many clients hit by the same overload instead of
+        // synchronising them.
+        Some(backoff::delay(self.base_delay, self.max_backoff, retry, Jitter::Full))
     }
 }
 

@@ -5,10 +5,9 @@
 
 use crate::agent::context::cut;
 use crate::github::{Annotation, AnnotationLevel, CheckConclusion, CheckRunOutput};
-use crate::tools::{Plan, StepStatus};
+use crate::tools::{Plan, ReviewFinding, StepStatus};
 
 use super::markdown::{self, CHECK_TEXT_LIMIT, Doc};
-use super::review::ReviewFinding;
 use super::{JobEnd, JobInfo, JobResult, StopCause, progress, replies};
 
 /// GitHub's limit on a check run's title.

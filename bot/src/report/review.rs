@@ -5,10 +5,11 @@
 
 use std::collections::HashSet;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::agent::context::cut;
 use crate::github::{ReviewCommentDraft, Side};
+use crate::tools::ReviewFinding;
 use crate::workspace::diff::DiffPositions;
 
 use super::markdown::{self, BODY_LIMIT, Doc};
@@ -17,36 +18,6 @@ use super::markdown::{self, BODY_LIMIT, Doc};
 pub const MAX_INLINE_COMMENTS: usize = 30;
 /// A finding listed in the review body is cut to this many bytes.
 const MAX_LISTED: usize = 600;
-
-/// Something the agent found, on line `line` (to `end_line`) of the new version of `path`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ReviewFinding {
-    pub path: String,
-    pub line: u32,
-    #[serde(default)]
-    pub end_line: Option<u32>,
-    /// Markdown.
-    pub body: String,
-    /// The replacement for the lines `line..=end_line`, verbatim (no fence).
-    #[serde(default)]
-    pub suggestion: Option<String>,
-}
-
-impl ReviewFinding {
-    /// The first and last line, in order.
-    pub fn range(&self) -> (u32, u32) {
-        let end = self.end_line.unwrap_or(self.line);
-        (self.line.min(end), self.line.max(end))
-    }
-
-    /// `path:12` or `path:12-14`.
-    fn place(&self) -> String {
-        match self.range() {
-            (start, end) if start == end => format!("{}:{start}", self.path),
-            (start, end) => format!("{}:{start}-{end}", self.path),
-        }
-    }
-}
 
 /// A review ready to post (as a `COMMENT` review). Its comments are always on the new version
 /// (`Side::Right`).
@@ -134,6 +105,14 @@ fn comment(finding: &ReviewFinding) -> ReviewCommentDraft {
     }
 }
 
+/// `path:12` or `path:12-14`.
+fn place(finding: &ReviewFinding) -> String {
+    match finding.range() {
+        (start, end) if start == end => format!("{}:{start}", finding.path),
+        (start, end) => format!("{}:{start}-{end}", finding.path),
+    }
+}
+
 /// Findings as a list: `path:line` — text, with a suggested change as a plain code block (it
 /// cannot be applied from the review body).
 fn list(findings: &[&ReviewFinding]) -> String {
@@ -142,7 +121,7 @@ fn list(findings: &[&ReviewFinding]) -> String {
         .map(|f| {
             let text = markdown::inline(cut(f.body.trim(), MAX_LISTED));
             let ellipsis = if f.body.trim().len() > MAX_LISTED { " …" } else { "" };
-            let mut item = format!("- {} — {text}{ellipsis}", markdown::code_span(&f.place()));
+            let mut item = format!("- {} — {text}{ellipsis}", markdown::code_span(&place(f)));
             if let Some(suggestion) = &f.suggestion {
                 let block = markdown::fenced("", suggestion);
                 item.push_str("\n\n  Suggested:\n\n");

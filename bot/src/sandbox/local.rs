@@ -28,13 +28,13 @@ use std::process::Stdio;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::{Pid, Uid};
 use tokio::process::Command;
 
 use super::output::Capture;
 use super::{ExecOutput, ExecRequest, SandboxError, Session};
-use crate::tools::BoxFuture;
 
 /// How long to wait for the pipes to close once the process group has been killed. Only a process
 /// that escaped the group can keep them open that long.

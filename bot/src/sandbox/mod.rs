@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::tools::BoxFuture;
+use futures_util::future::BoxFuture;
 
 pub mod docker;
 pub mod host_paths;

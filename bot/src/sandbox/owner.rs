@@ -54,7 +54,7 @@ fn chown_tree(root: &Path, pick: impl Fn(&std::fs::Metadata) -> bool, to: (u32, 
         if meta.is_dir() {
             for entry in std::fs::read_dir(&path)? {
                 let entry = entry?;
-                if path == root && crate::tools::path::is_git_dir(&entry.file_name()) {
+                if path == root && crate::workspace::is_git_dir(&entry.file_name()) {
                     continue;
                 }
                 pending.push(entry.path());

@@ -21,6 +21,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::{self, Jitter};
 use crate::config::repo::{CommandName, REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
 use crate::github::{
     CommentId, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, Login, Reaction, RepoName,
@@ -74,12 +75,8 @@ impl DispatchSettings {
     }
 
     fn backoff(&self, tries: u32) -> Duration {
-        let ceiling = self
-            .base_backoff
-            .saturating_mul(1_u32 << tries.saturating_sub(1).min(20))
-            .min(self.max_backoff);
         // Half fixed, half jitter: deliveries that failed together do not retry in lockstep.
-        ceiling / 2 + ceiling.mul_f64(fastrand::f64() / 2.0)
+        backoff::delay(self.base_backoff, self.max_backoff, tries, Jitter::Half)
     }
 }
 

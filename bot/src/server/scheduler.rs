@@ -152,7 +152,7 @@ async fn read_schedules(app: &Arc<AppAuth>, tick: &mut Tick) -> Option<Vec<Known
     };
     let mut known = Vec::new();
     for installation in installations {
-        let client = app.client(installation.id);
+        let client = GithubClient::for_installation(app, installation.id);
         let repos = match client.installation_repositories().await {
             Ok(listing) => {
                 if listing.truncated {
@@ -165,7 +165,7 @@ async fn read_schedules(app: &Arc<AppAuth>, tick: &mut Tick) -> Option<Vec<Known
                         format!("installation {}", installation.id.0),
                         format!(
                             "pitcrew reads at most {} of its repositories and it has more: the rest are not scheduled",
-                            crate::github::api::limits::INSTALLATION_REPOSITORIES.max_items()
+                            crate::github::paging::limits::INSTALLATION_REPOSITORIES.max_items()
                         ),
                     ));
                 }

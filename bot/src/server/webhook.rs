@@ -18,7 +18,7 @@ pub const EVENT_HEADER: &str = "x-github-event";
 pub const DELIVERY_HEADER: &str = "x-github-delivery";
 
 /// A signed, well-formed delivery. The body is kept raw: it is what gets persisted, and the domain
-/// event is parsed from it later (`triggers::Event::from_delivery`).
+/// event is parsed from it later (`triggers::Event::from_json`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {
     /// `X-GitHub-Delivery`: a GUID, the same on redeliveries.
@@ -350,6 +350,32 @@ mod tests {
             .unwrap_err();
             assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{body:?}");
         }
+    }
+
+    #[test]
+    fn events_parse_from_a_verified_delivery() {
+        use crate::triggers::{Event, JobKind, TriggerConfig, decide};
+
+        // The real PR comment delivery (triagebot's recording) saying `@agent triage`.
+        let recorded: Value = serde_json::from_slice(&fixture(
+            "webhooks/issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json",
+        ))
+        .unwrap();
+        let mut payload = recorded["payload"].clone();
+        payload["comment"]["body"] = Value::from("@agent triage");
+        let body = serde_json::to_vec(&payload).unwrap();
+        let headers = headers(
+            Some("issue_comment"),
+            Some("abc"),
+            Some(&signature::sign(&secret(), &body)),
+        );
+        let delivery = parse_delivery(&headers, body.into(), &secret(), DEFAULT_MAX_BODY).unwrap();
+        let event = Event::from_json(&delivery.event, &delivery.body).unwrap();
+        let decision = decide(&event, &TriggerConfig::new("@agent", "pitcrew[bot]")).with_delivery(&delivery.id);
+        let jobs = decision.jobs();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].kind, JobKind::Triage);
+        assert_eq!(jobs[0].delivery_id.as_deref(), Some("abc"));
     }
 
     /// Payloads the dispatcher's parser cannot read were answered 202, stored and dropped later.

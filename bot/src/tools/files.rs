@@ -8,8 +8,8 @@ use std::path::Path;
 
 use ignore::WalkBuilder;
 
-use super::path::is_git_dir;
 use super::{ToolError, Workspace};
+use crate::workspace::is_git_dir;
 
 /// Runs blocking filesystem work on tokio's blocking pool, so the file tools of one turn can run
 /// concurrently without stalling the runtime.

@@ -3,9 +3,7 @@
 //! message for the model.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::de::DeserializeOwned;
@@ -42,12 +40,12 @@ pub use path::Workspace;
 pub use plan::{Plan, PlanStep, StepStatus};
 pub use read_file::ReadFile;
 pub use reads::{Fingerprint, ReadTracker};
-pub use review::ReviewComment;
+pub use review::{ReviewComment, ReviewFinding};
 pub use run_tests::RunTests;
 pub use write_file::WriteFile;
 
-/// A boxed future, so tools can live behind `dyn Tool`.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future (`Send`), so tools can live behind `dyn Tool`.
+pub use futures_util::future::BoxFuture;
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,7 +3,6 @@
 //! the opening of resolved paths through directory handles (`beneath.rs`), so that a symlink swapped
 //! in after the check is refused rather than followed.
 
-use std::ffi::OsStr;
 use std::fs::{File, Metadata};
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -11,6 +10,7 @@ use std::sync::Arc;
 
 use super::ToolError;
 use super::beneath::{Beneath, Open};
+use crate::workspace::is_git_dir;
 
 /// The job's checkout and the other directories tools may read (the run directory, where large tool
 /// results are saved).
@@ -268,11 +268,6 @@ fn normalize(path: &Path) -> Option<PathBuf> {
 
 fn is_loop(path: &Path) -> bool {
     matches!(std::fs::metadata(path), Err(err) if err.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32))
-}
-
-/// Whether a file name is `.git` (any case), for walkers that must skip it.
-pub(crate) fn is_git_dir(name: &OsStr) -> bool {
-    name.eq_ignore_ascii_case(".git")
 }
 
 #[cfg(test)]

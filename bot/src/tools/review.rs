@@ -1,21 +1,42 @@
-//! `review_comment`: how a reviewing agent records a finding — a place in the new version of a
-//! file, what is wrong there and, when the fix is local, the replacement lines — for the job to post
-//! as a pull request review once the agent is done.
+//! `review_comment`: how a reviewing agent records a finding ([`ReviewFinding`]) — a place in the
+//! new version of a file, what is wrong there and, when the fix is local, the replacement lines — for
+//! the job to post as a pull request review once the agent is done (`report::review` drafts it).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::files::blocking;
-use super::path::is_git_dir;
 use super::{BoxFuture, Tool, ToolContext, ToolError, parse_args};
-use crate::report::review::ReviewFinding;
 use crate::workspace::diff::DiffPositions;
+use crate::workspace::is_git_dir;
 
 /// Findings one review takes; past this the model is told to finish (a review of a hundred
 /// comments is not read, and a looping model must not grow the list without end).
 pub const MAX_FINDINGS: usize = 100;
+
+/// Something the agent found, on line `line` (to `end_line`) of the new version of `path`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ReviewFinding {
+    pub path: String,
+    pub line: u32,
+    #[serde(default)]
+    pub end_line: Option<u32>,
+    /// Markdown.
+    pub body: String,
+    /// The replacement for the lines `line..=end_line`, verbatim (no fence).
+    #[serde(default)]
+    pub suggestion: Option<String>,
+}
+
+impl ReviewFinding {
+    /// The first and last line, in order.
+    pub fn range(&self) -> (u32, u32) {
+        let end = self.end_line.unwrap_or(self.line);
+        (self.line.min(end), self.line.max(end))
+    }
+}
 
 /// `review_comment`: records one finding in the list it was made with. Each job makes its own.
 pub struct ReviewComment {

@@ -8,7 +8,6 @@ use serde_json::Value;
 
 use super::json::{Field, FieldError, Node};
 use crate::github::{Login, LoginError};
-use crate::server::webhook::Delivery;
 
 /// A signed payload that does not have the shape its event promises.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -319,11 +318,6 @@ pub fn read_payload(body: &[u8]) -> Result<Value, serde_json::Error> {
 }
 
 impl Event {
-    /// Parses a delivery's body (already known to be well-formed JSON).
-    pub fn from_delivery(delivery: &Delivery) -> Result<Event, EventError> {
-        Self::from_json(&delivery.event, &delivery.body)
-    }
-
     pub fn from_json(event: &str, body: &[u8]) -> Result<Event, EventError> {
         let payload = read_payload(body).map_err(|err| EventError {
             event: event.to_owned(),

@@ -1,6 +1,6 @@
 //! Triggers: domain events from webhook deliveries, comment commands, and the jobs they ask for.
 //!
-//! `Event::from_delivery` (event.rs) turns a signed delivery into a domain event, `parse_commands`
+//! `Event::from_json` (event.rs) turns a signed delivery's body into a domain event, `parse_commands`
 //! (command.rs) reads `@agent …` mentions, and `decide` (decide.rs) says what to do: ignore, pong, or
 //! act for a requester behind a permission gate.
 

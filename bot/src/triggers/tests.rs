@@ -741,26 +741,6 @@ fn unknown_events_are_ignored() {
     assert!(matches!(decide(&event, &cfg()), Decision::Ignore { .. }));
 }
 
-#[test]
-fn events_parse_from_a_verified_delivery() {
-    use secrecy::SecretString;
-
-    use crate::server::{signature, webhook};
-    let secret = SecretString::from("s3cret");
-    let (_, payload) = pr_comment_saying("@agent triage");
-    let body = serde_json::to_vec(&payload).unwrap();
-    let mut headers = axum::http::HeaderMap::new();
-    headers.insert("x-github-event", "issue_comment".parse().unwrap());
-    headers.insert("x-github-delivery", "abc".parse().unwrap());
-    headers.insert("x-hub-signature-256", signature::sign(&secret, &body).parse().unwrap());
-    let delivery = webhook::parse_delivery(&headers, body.into(), &secret, webhook::DEFAULT_MAX_BODY).unwrap();
-    let decision = decide(&Event::from_delivery(&delivery).unwrap(), &cfg()).with_delivery(&delivery.id);
-    let jobs = decision.jobs();
-    assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].kind, JobKind::Triage);
-    assert_eq!(jobs[0].delivery_id.as_deref(), Some("abc"));
-}
-
 fn triage_job(decision: Decision) -> (PermissionGate, JobRequest) {
     let request = act(decision);
     let [Action::Run(job)] = request.actions.as_slice() else {

@@ -9,9 +9,16 @@ pub mod mirror;
 pub mod pool;
 pub mod push;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use git2::{BranchType, IndexAddOption, Oid, Repository, Signature, Status, StatusOptions};
+
+/// Whether a file name is `.git` (any case), for walkers that must skip it: the tools' file walks
+/// and the sandbox's walks of the working tree.
+pub fn is_git_dir(name: &OsStr) -> bool {
+    name.eq_ignore_ascii_case(".git")
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {

@@ -29,7 +29,7 @@ use super::{
 };
 use crate::sandbox::output::Capture;
 use crate::sandbox::{ExecOutput, ExecRequest, SandboxError, Session};
-use crate::tools::BoxFuture;
+use futures_util::future::BoxFuture;
 
 /// A job's container. Removed by `stop()`, or in the background when dropped.
 pub struct DockerSession {
@@ -912,7 +912,7 @@ fn disk_usage(root: &Path) -> u64 {
     while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for entry in entries.flatten() {
-            if dir == root && crate::tools::path::is_git_dir(&entry.file_name()) {
+            if dir == root && crate::workspace::is_git_dir(&entry.file_name()) {
                 continue;
             }
             let Ok(meta) = entry.metadata() else { continue };
