@@ -518,7 +518,7 @@ impl Validator<'_> {
             }
             Ok(d) => d,
             Err(message) => {
-                self.invalid(key, Some(format!("{text:?}")), message);
+                self.invalid(key, Some(format!("{text:?}")), message.to_string());
                 default
             }
         }
@@ -553,7 +553,7 @@ impl Validator<'_> {
             Ok(n) if n < min => format!("must be at least {}", bytesize::format_byte_size(min)),
             Ok(n) if n > max => format!("must be at most {}", bytesize::format_byte_size(max)),
             Ok(n) => return n,
-            Err(message) => message,
+            Err(message) => message.to_string(),
         };
         self.invalid(key, Some(format!("{text:?}")), message);
         default

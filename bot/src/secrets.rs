@@ -93,14 +93,23 @@ pub fn take_from_environment() -> StartupEnv {
         }
     }
     if let Err(err) = remove_vars(&secret_names) {
-        warnings.push(err);
+        warnings.push(err.to_string());
     }
     StartupEnv { vars, warnings }
 }
 
+/// Why the secrets stay in the process's environment.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoveError {
+    #[error("could not count the process's threads ({0}); the secrets stay in its environment")]
+    CountThreads(#[source] std::io::Error),
+    #[error("{0} threads are running, so the secrets cannot be removed from the environment safely")]
+    Threads(usize),
+}
+
 /// Removes one more variable named by the configuration (`model.api_key_env`), once it is
 /// known; like [`take_from_environment`], only while the process has one thread.
-pub fn remove_named(name: &str) -> Result<(), String> {
+pub fn remove_named(name: &str) -> Result<(), RemoveError> {
     if std::env::var_os(name).is_none() {
         return Ok(());
     }
@@ -115,17 +124,15 @@ pub fn remove_named(name: &str) -> Result<(), String> {
     reason = "removing secrets from the environment needs std::env::remove_var, which is sound only while no other \
               thread exists; that is checked right before"
 )]
-fn remove_vars(names: &[OsString]) -> Result<(), String> {
+fn remove_vars(names: &[OsString]) -> Result<(), RemoveError> {
     if names.is_empty() {
         return Ok(());
     }
     let threads = std::fs::read_dir("/proc/self/task")
         .map(Iterator::count)
-        .map_err(|err| format!("could not count the process's threads ({err}); the secrets stay in its environment"))?;
+        .map_err(RemoveError::CountThreads)?;
     if threads != 1 {
-        return Err(format!(
-            "{threads} threads are running, so the secrets cannot be removed from the environment safely"
-        ));
+        return Err(RemoveError::Threads(threads));
     }
     for name in names {
         // SAFETY: this thread is the only one (checked above, and nothing between the check and
@@ -181,7 +188,7 @@ mod tests {
         let result = remove_vars(&[OsString::from("PATH")]);
         let _ = stop.send(());
         let _ = other.join();
-        assert!(result.is_err_and(|e| e.contains("threads are running")));
+        assert!(result.is_err_and(|e| e.to_string().contains("threads are running")));
         assert!(std::env::var_os("PATH").is_some());
     }
 }

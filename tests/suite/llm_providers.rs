@@ -464,7 +464,7 @@ async fn invalid_tool_call_json_is_delivered_not_fatal() {
         let call = response.tool_calls().next().unwrap();
         assert_eq!(call.name, "edit_file");
         assert_eq!(call.arguments, r#"{"path": "src/lib.rs", "old_string": "#, "{provider}");
-        let err = call.parse_arguments().unwrap_err();
+        let err = call.parse_arguments().unwrap_err().to_string();
         assert!(err.contains("not valid JSON"), "{err}");
     }
 }

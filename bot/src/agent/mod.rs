@@ -620,7 +620,7 @@ impl Agent {
                 names.join(", ")
             )));
         };
-        let args = call.parse_arguments().map_err(ToolError::Respond)?;
+        let args = call.parse_arguments().map_err(|e| ToolError::Respond(e.to_string()))?;
         if !tool.runs_commands() {
             // The host is about to touch the working copy: nothing in the sandbox may run
             // meanwhile. The tools open paths safely on their own, so a backend that cannot

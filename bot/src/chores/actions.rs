@@ -19,20 +19,47 @@ pub const WORKFLOWS_DIR: &str = ".github/workflows";
 /// How many tags of an action's repository are read (GitHub lists them a hundred per page).
 const MAX_TAGS: usize = 1000;
 
+/// A workflow that could not be listed, read or edited; the message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionsError {
+    #[error("{WORKFLOWS_DIR}: could not list it: {0}")]
+    List(#[source] std::io::Error),
+    #[error("{manifest}: could not read it: {source}")]
+    Read {
+        manifest: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{manifest}: not a path inside the repository")]
+    Outside { manifest: String },
+    #[error("{manifest}: no `uses: {name}@{from}`")]
+    NoUses {
+        manifest: String,
+        name: String,
+        from: String,
+    },
+    #[error("{manifest}: could not write it: {source}")]
+    Write {
+        manifest: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Every action or reusable workflow of another repository that the workflows in
 /// `.github/workflows/*.yml|*.yaml` use at a version tag or a commit SHA, once per workflow,
 /// repository and reference (its section is the first job using it: `jobs.<id>`). Local actions
 /// (`./…`), Docker images (`docker://…`) and branch references are skipped.
-pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
+pub fn scan(root: &Path) -> Result<Vec<Dependency>, ActionsError> {
     let dir = root.join(WORKFLOWS_DIR);
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{WORKFLOWS_DIR}: could not list it: {e}")),
+        Err(e) => return Err(ActionsError::List(e)),
     };
     let mut files: Vec<(String, PathBuf)> = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| format!("{WORKFLOWS_DIR}: could not list it: {e}"))?;
+        let entry = entry.map_err(ActionsError::List)?;
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
@@ -44,7 +71,10 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
     files.sort();
     let mut deps = Vec::new();
     for (manifest, path) in files {
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ActionsError::Read {
+            manifest: manifest.clone(),
+            source,
+        })?;
         let mut seen = BTreeSet::new();
         let mut jobs = JobTracker::default();
         for line in text.lines() {
@@ -302,16 +332,21 @@ pub fn plan(dep: &Dependency, _locked: Option<&str>, releases: &[Release], polic
 
 /// Rewrites the reference of every `uses: {update.name}[/path]@{update.from}` in the workflow to
 /// `update.new_requirement`, changing nothing else of the text (quotes and comments stay).
-pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
+pub fn apply(root: &Path, update: &Update) -> Result<(), ActionsError> {
     let (Some(manifest), Some(reference)) = (&update.manifest, &update.new_requirement) else {
         return Ok(());
     };
     let relative = Path::new(manifest);
     if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
-        return Err(format!("{manifest}: not a path inside the repository"));
+        return Err(ActionsError::Outside {
+            manifest: manifest.clone(),
+        });
     }
     let path = root.join(relative);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
+    let text = std::fs::read_to_string(&path).map_err(|source| ActionsError::Read {
+        manifest: manifest.clone(),
+        source,
+    })?;
     let mut edited = String::with_capacity(text.len());
     let mut changed = 0;
     for line in text.split_inclusive('\n') {
@@ -326,9 +361,16 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
         }
     }
     if changed == 0 {
-        return Err(format!("{manifest}: no `uses: {}@{}`", update.name, update.from));
+        return Err(ActionsError::NoUses {
+            manifest: manifest.clone(),
+            name: update.name.clone(),
+            from: update.from.clone(),
+        });
     }
-    std::fs::write(&path, edited).map_err(|e| format!("{manifest}: could not write it: {e}"))
+    std::fs::write(&path, edited).map_err(|source| ActionsError::Write {
+        manifest: manifest.clone(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -505,7 +547,7 @@ mod tests {
             "jobs:\n  a:\n    steps:\n      - uses: github/codeql-action/init@v4 # scan\n      - uses: 'github/codeql-action/analyze@v4'\n      - uses: github/codeql-action/upload@v2\n"
         );
         assert_eq!(
-            apply(dir.path(), &update).unwrap_err(),
+            apply(dir.path(), &update).unwrap_err().to_string(),
             ".github/workflows/ci.yml: no `uses: github/codeql-action@v3`"
         );
     }

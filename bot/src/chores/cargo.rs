@@ -31,6 +31,54 @@ const DEPENDENCY_TABLES: [&str; 5] = [
     "build_dependencies",
 ];
 
+/// A manifest or the lockfile that could not be read or edited; the message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CargoError {
+    #[error("could not list {shown}: {source}")]
+    List {
+        /// The directory, relative to the root, or "the repository root".
+        shown: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not read Cargo.lock: {0}")]
+    ReadLockfile(#[source] std::io::Error),
+    #[error("Cargo.lock is not a valid lockfile: {0}")]
+    Lockfile(#[source] toml::de::Error),
+    #[error("could not read {manifest}: {source}")]
+    Read {
+        manifest: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{manifest} is not valid TOML: {}", source.to_string().trim_end())]
+    Toml {
+        manifest: String,
+        #[source]
+        source: toml_edit::TomlError,
+    },
+    #[error("{manifest}: not a path inside the repository")]
+    Outside { manifest: String },
+    #[error("the update of `{name}` is lockfile-only: it has no manifest to edit")]
+    LockfileOnly { name: String },
+    #[error("{manifest}: the update of `{name}` is not a Cargo update")]
+    NotCargo { manifest: String, name: String },
+    #[error("{manifest}: the update of `{name}` has no section or no new requirement")]
+    Incomplete { manifest: String, name: String },
+    #[error("{manifest}: no `{name}` dependency with a registry version in [{section}]")]
+    NoEntry {
+        manifest: String,
+        name: String,
+        section: String,
+    },
+    #[error("could not write {manifest}: {source}")]
+    Write {
+        manifest: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Every dependency of every `Cargo.toml` under `root` (skipping `target/`, `vendor/` and hidden
 /// directories such as `.git/`; symlinks are not followed), in path order, then in document order.
 ///
@@ -40,7 +88,7 @@ const DEPENDENCY_TABLES: [&str; 5] = [
 /// `git` (even with a version: Cargo builds from the path or repository), `workspace = true`,
 /// another `registry`, and entries without a version. A renamed dependency (`package = "x"`) is
 /// listed by its registry name. A requirement of one `=` comparator is pinned.
-pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
+pub fn scan(root: &Path) -> Result<Vec<Dependency>, CargoError> {
     let mut manifests = Vec::new();
     find_manifests(root, "", &mut manifests)?;
     let mut dependencies = Vec::new();
@@ -65,7 +113,7 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
 /// The registry packages `Cargo.lock` at `root` locks: name → versions in ascending order, several
 /// when a crate is locked twice. Workspace members, path and git packages are left out. An empty
 /// map when there is no lockfile.
-pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
+pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, CargoError> {
     #[derive(Deserialize)]
     struct Lockfile {
         #[serde(default)]
@@ -82,9 +130,9 @@ pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
     let text = match fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(format!("could not read Cargo.lock: {e}")),
+        Err(e) => return Err(CargoError::ReadLockfile(e)),
     };
-    let lockfile: Lockfile = toml::from_str(&text).map_err(|e| format!("Cargo.lock is not a valid lockfile: {e}"))?;
+    let lockfile: Lockfile = toml::from_str(&text).map_err(CargoError::Lockfile)?;
     let mut locked: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for package in lockfile.package {
         let from_registry = package
@@ -183,20 +231,22 @@ pub async fn releases(client: &RegistryClient, name: &str) -> Result<Vec<Release
 /// entries of `update.section` (every one: a crate renamed twice in one table gets the new
 /// requirement in both). Formatting, comments and the entry's form (`x = "1"`, an inline table,
 /// a `[dependencies.x]` table, dotted keys) are kept. Errors name the manifest.
-pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
+pub fn apply(root: &Path, update: &Update) -> Result<(), CargoError> {
     let name = &update.name;
     let Some(manifest) = update.manifest.as_deref() else {
-        return Err(format!(
-            "the update of `{name}` is lockfile-only: it has no manifest to edit"
-        ));
+        return Err(CargoError::LockfileOnly { name: name.clone() });
     };
     if update.ecosystem != Ecosystem::Cargo {
-        return Err(format!("{manifest}: the update of `{name}` is not a Cargo update"));
+        return Err(CargoError::NotCargo {
+            manifest: manifest.to_owned(),
+            name: name.clone(),
+        });
     }
     let (Some(section), Some(requirement)) = (update.section.as_deref(), update.new_requirement.as_deref()) else {
-        return Err(format!(
-            "{manifest}: the update of `{name}` has no section or no new requirement"
-        ));
+        return Err(CargoError::Incomplete {
+            manifest: manifest.to_owned(),
+            name: name.clone(),
+        });
     };
     let mut document = read_manifest(root, manifest)?;
     let mut edited = 0;
@@ -209,12 +259,16 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
         }
     });
     if edited == 0 {
-        return Err(format!(
-            "{manifest}: no `{name}` dependency with a registry version in [{section}]"
-        ));
+        return Err(CargoError::NoEntry {
+            manifest: manifest.to_owned(),
+            name: name.clone(),
+            section: section.to_owned(),
+        });
     }
-    fs::write(root.join(confined(manifest)?), document.to_string())
-        .map_err(|e| format!("could not write {manifest}: {e}"))
+    fs::write(root.join(confined(manifest)?), document.to_string()).map_err(|source| CargoError::Write {
+        manifest: manifest.to_owned(),
+        source,
+    })
 }
 
 /// The shell command, run at the workspace root, that refreshes `Cargo.lock` inside the declared
@@ -391,17 +445,21 @@ fn visit_table(section: &str, table: &mut dyn TableLike, visit: &mut dyn FnMut(&
 }
 
 /// Collects the `/`-separated paths, relative to the root, of the manifests under `dir`.
-fn find_manifests(dir: &Path, relative: &str, found: &mut Vec<String>) -> Result<(), String> {
+fn find_manifests(dir: &Path, relative: &str, found: &mut Vec<String>) -> Result<(), CargoError> {
     let shown = if relative.is_empty() {
         "the repository root"
     } else {
         relative
     };
-    let entries = fs::read_dir(dir).map_err(|e| format!("could not list {shown}: {e}"))?;
+    let list_error = |source| CargoError::List {
+        shown: shown.to_owned(),
+        source,
+    };
+    let entries = fs::read_dir(dir).map_err(list_error)?;
     let mut entries = entries
         .map(|entry| entry.and_then(|entry| Ok((entry.file_name(), entry.file_type()?))))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("could not list {shown}: {e}"))?;
+        .map_err(list_error)?;
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     for (name, file_type) in entries {
         // A name that is not UTF-8 is neither a manifest nor a directory a manifest could name.
@@ -415,18 +473,24 @@ fn find_manifests(dir: &Path, relative: &str, found: &mut Vec<String>) -> Result
     Ok(())
 }
 
-fn read_manifest(root: &Path, manifest: &str) -> Result<DocumentMut, String> {
-    let text =
-        fs::read_to_string(root.join(confined(manifest)?)).map_err(|e| format!("could not read {manifest}: {e}"))?;
-    text.parse::<DocumentMut>()
-        .map_err(|e| format!("{manifest} is not valid TOML: {}", e.to_string().trim_end()))
+fn read_manifest(root: &Path, manifest: &str) -> Result<DocumentMut, CargoError> {
+    let text = fs::read_to_string(root.join(confined(manifest)?)).map_err(|source| CargoError::Read {
+        manifest: manifest.to_owned(),
+        source,
+    })?;
+    text.parse::<DocumentMut>().map_err(|source| CargoError::Toml {
+        manifest: manifest.to_owned(),
+        source,
+    })
 }
 
 /// `manifest` as a path inside the repository: relative, without `..`.
-fn confined(manifest: &str) -> Result<PathBuf, String> {
+fn confined(manifest: &str) -> Result<PathBuf, CargoError> {
     let path = Path::new(manifest);
     if manifest.is_empty() || !path.components().all(|c| matches!(c, Component::Normal(_))) {
-        return Err(format!("{manifest}: not a path inside the repository"));
+        return Err(CargoError::Outside {
+            manifest: manifest.to_owned(),
+        });
     }
     Ok(path.to_owned())
 }
@@ -551,7 +615,7 @@ windows = "0.58"
     fn scan_names_the_manifest_it_cannot_read() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), &[("a/Cargo.toml", "[dependencies\nx = 1\n")]);
-        let error = scan(dir.path()).unwrap_err();
+        let error = scan(dir.path()).unwrap_err().to_string();
         assert!(error.starts_with("a/Cargo.toml is not valid TOML: "), "{error}");
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(scan(empty.path()).unwrap(), []);
@@ -605,7 +669,7 @@ windows = "0.58"
     fn apply_refuses_what_it_cannot_edit_and_names_the_manifest() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), &[("crates/app/Cargo.toml", MEMBER)]);
-        let error = |update: &Update| apply(dir.path(), update).unwrap_err();
+        let error = |update: &Update| apply(dir.path(), update).unwrap_err().to_string();
         assert_eq!(
             error(&update("dependencies", "sibling", "0.2")),
             "crates/app/Cargo.toml: no `sibling` dependency with a registry version in [dependencies]"
@@ -690,6 +754,7 @@ source = "git+https://example.test/forked.git#0123456789abcdef0123456789abcdef01
         assert!(
             locked(dir.path())
                 .unwrap_err()
+                .to_string()
                 .starts_with("Cargo.lock is not a valid lockfile: ")
         );
     }

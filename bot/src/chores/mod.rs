@@ -123,6 +123,21 @@ pub struct Update {
     pub notes_url: Option<String>,
 }
 
+/// Why the manifests under a directory could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    #[error("could not list {}: {source}", root.display())]
+    List {
+        root: PathBuf,
+        #[source]
+        source: ignore::Error,
+    },
+    #[error("{} is not under {}", path.display(), root.display())]
+    Outside { path: PathBuf, root: PathBuf },
+    #[error("{}: not UTF-8", path.display())]
+    NotUtf8 { path: PathBuf },
+}
+
 /// The files under `root` whose name `wanted` accepts, with their paths relative to it (`/`
 /// separators), in name order. Hidden and git-ignored directories are not entered, nor those
 /// `skip_dir` names (installed packages: `node_modules`, a virtual environment); symlinks are not
@@ -131,7 +146,7 @@ pub(crate) fn manifest_files(
     root: &Path,
     skip_dir: impl Fn(&Path) -> bool + Send + Sync + 'static,
     wanted: impl Fn(&str) -> bool,
-) -> Result<Vec<(PathBuf, String)>, String> {
+) -> Result<Vec<(PathBuf, String)>, WalkError> {
     let walker = ignore::WalkBuilder::new(root)
         .hidden(true)
         .require_git(false)
@@ -143,21 +158,25 @@ pub(crate) fn manifest_files(
         .build();
     let mut found = Vec::new();
     for entry in walker {
-        let entry = entry.map_err(|e| format!("could not list {}: {e}", root.display()))?;
+        let entry = entry.map_err(|source| WalkError::List {
+            root: root.to_owned(),
+            source,
+        })?;
         let is_wanted = entry.file_name().to_str().is_some_and(&wanted);
         if !is_wanted || !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
         let path = entry.into_path();
-        let relative = path
-            .strip_prefix(root)
-            .map_err(|_| format!("{} is not under {}", path.display(), root.display()))?;
+        let relative = path.strip_prefix(root).map_err(|_| WalkError::Outside {
+            path: path.clone(),
+            root: root.to_owned(),
+        })?;
         let parts: Vec<&str> = relative
             .components()
             .map(|c| {
                 c.as_os_str()
                     .to_str()
-                    .ok_or_else(|| format!("{}: not UTF-8", path.display()))
+                    .ok_or_else(|| WalkError::NotUtf8 { path: path.clone() })
             })
             .collect::<Result<_, _>>()?;
         let relative = parts.join("/");

@@ -24,15 +24,79 @@ pub const SECTIONS: [&str; 3] = ["dependencies", "devDependencies", "optionalDep
 const REGISTRY: &str = "the npm registry";
 const MANIFEST: &str = "package.json";
 
+/// A `package.json`, a lockfile or a registry document that could not be read or edited.
+#[derive(Debug, thiserror::Error)]
+pub enum NpmError {
+    #[error(transparent)]
+    Walk(#[from] super::WalkError),
+    #[error("{file}: could not read it: {source}")]
+    Read {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}: not valid JSON: {source}")]
+    Json {
+        file: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{manifest}: not a path inside the repository")]
+    Outside { manifest: String },
+    #[error("{manifest}: {source}")]
+    Edit {
+        manifest: String,
+        #[source]
+        source: EditError,
+    },
+    #[error("{file}: could not write it: {source}")]
+    Write {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{name}` is not an npm package name")]
+    PackageName { name: String },
+    #[error("could not make its URL: {0}")]
+    PackageUrl(#[source] url::ParseError),
+    #[error("not JSON: {0}")]
+    Packument(#[source] serde_json::Error),
+    #[error("it has no `versions` object")]
+    NoVersions,
+}
+
+/// Why a requirement could not be written into a `package.json`'s text.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    #[error("`{section}.{name}` is not a string")]
+    NotAString { section: String, name: String },
+    #[error("there is no `{section}.{name}`")]
+    Missing { section: String, name: String },
+    #[error("could not encode `{requirement}`: {source}")]
+    Encode {
+        requirement: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("not valid JSON at line {line}: {what}")]
+    Syntax { line: usize, what: String },
+}
+
 /// Every dependency of every `package.json` under `root` (not in `node_modules`, hidden or ignored
 /// directories), in the [`SECTIONS`] kept current, by name within a section. Requirements that are
 /// not registry ranges are skipped: `file:`, `link:`, git and URL specs, `workspace:`, `npm:`
 /// aliases, GitHub shorthands, dist-tags such as `latest`.
-pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
+pub fn scan(root: &Path) -> Result<Vec<Dependency>, NpmError> {
     let mut deps = Vec::new();
     for (path, manifest) in manifests(root)? {
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
-        let json: Value = serde_json::from_str(&text).map_err(|e| format!("{manifest}: not valid JSON: {e}"))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| NpmError::Read {
+            file: manifest.clone(),
+            source,
+        })?;
+        let json: Value = serde_json::from_str(&text).map_err(|source| NpmError::Json {
+            file: manifest.clone(),
+            source,
+        })?;
         for section in SECTIONS {
             let Some(entries) = json.get(section).and_then(Value::as_object) else {
                 continue;
@@ -62,7 +126,7 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
 }
 
 /// `package.json` files under `root`, outside `node_modules`, with their paths relative to it.
-fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, super::WalkError> {
     super::manifest_files(root, |dir| dir.ends_with("node_modules"), |name| name == MANIFEST)
 }
 
@@ -160,23 +224,23 @@ pub async fn releases(client: &RegistryClient, name: &str) -> Result<Vec<Release
         package: name.to_owned(),
         message,
     };
-    let url = package_url(&client.registries.npm, name).map_err(malformed)?;
+    let url = package_url(&client.registries.npm, name).map_err(|e| malformed(e.to_string()))?;
     let Some(body) = client.get(REGISTRY, name, url, "application/json").await? else {
         return Err(RegistryError::NotFound {
             registry: REGISTRY,
             package: name.to_owned(),
         });
     };
-    parse_packument(&body).map_err(malformed)
+    parse_packument(&body).map_err(|e| malformed(e.to_string()))
 }
 
 /// The releases in a registry's package document (a "packument").
-fn parse_packument(body: &str) -> Result<Vec<Release>, String> {
-    let json: Value = serde_json::from_str(body).map_err(|e| format!("not JSON: {e}"))?;
+fn parse_packument(body: &str) -> Result<Vec<Release>, NpmError> {
+    let json: Value = serde_json::from_str(body).map_err(NpmError::Packument)?;
     let versions = json
         .get("versions")
         .and_then(Value::as_object)
-        .ok_or("it has no `versions` object")?;
+        .ok_or(NpmError::NoVersions)?;
     let notes_url = json.get("repository").and_then(github_releases_url);
     let mut releases: Vec<(Version, Release)> = versions
         .iter()
@@ -201,9 +265,9 @@ fn parse_packument(body: &str) -> Result<Vec<Release>, String> {
 }
 
 /// `{base}{name}`, a scoped name's slash encoded (`@scope%2fpkg`) as registries expect.
-fn package_url(base: &Url, name: &str) -> Result<Url, String> {
+fn package_url(base: &Url, name: &str) -> Result<Url, NpmError> {
     if name.is_empty() || name.starts_with('.') || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("`{name}` is not an npm package name"));
+        return Err(NpmError::PackageName { name: name.to_owned() });
     }
     let mut encoded = String::new();
     for (i, byte) in name.bytes().enumerate() {
@@ -221,7 +285,7 @@ fn package_url(base: &Url, name: &str) -> Result<Url, String> {
         text.push('/');
     }
     text.push_str(&encoded);
-    Url::parse(&text).map_err(|e| format!("could not make its URL: {e}"))
+    Url::parse(&text).map_err(NpmError::PackageUrl)
 }
 
 /// `https://github.com/{owner}/{repo}/releases` for a `repository` field (a string or `{url}`)
@@ -262,7 +326,7 @@ fn github_releases_url(repository: &Value) -> Option<String> {
 /// The versions `package-lock.json` (or `npm-shrinkwrap.json`) in `dir` holds: package name →
 /// every version locked (several when the tree has a package twice), from `packages` (lockfile
 /// versions 2 and 3) or `dependencies` (version 1). An empty map when there is no lockfile.
-pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
+pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, NpmError> {
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let Some((path, text)) = ["npm-shrinkwrap.json", "package-lock.json"]
         .into_iter()
@@ -273,7 +337,10 @@ pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
     else {
         return Ok(versions);
     };
-    let json: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", path.display()))?;
+    let json: Value = serde_json::from_str(&text).map_err(|source| NpmError::Json {
+        file: path.display().to_string(),
+        source,
+    })?;
     let mut add = |name: &str, version: &str| {
         if Version::parse(version).is_ok() {
             let list = versions.entry(name.to_owned()).or_default();
@@ -333,29 +400,40 @@ pub fn lock_command(registry: &Url) -> String {
 
 /// Writes `update.new_requirement` as the value of `update.name` in its section of its
 /// `package.json`, changing nothing else of the text. A lockfile-only update changes nothing here.
-pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
+pub fn apply(root: &Path, update: &Update) -> Result<(), NpmError> {
     let (Some(manifest), Some(section), Some(requirement)) =
         (&update.manifest, &update.section, &update.new_requirement)
     else {
         return Ok(());
     };
     let path = manifest_path(root, manifest)?;
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
-    let edited = set_requirement(&text, section, &update.name, requirement).map_err(|e| format!("{manifest}: {e}"))?;
-    std::fs::write(&path, edited).map_err(|e| format!("{manifest}: could not write it: {e}"))
+    let text = std::fs::read_to_string(&path).map_err(|source| NpmError::Read {
+        file: manifest.clone(),
+        source,
+    })?;
+    let edited = set_requirement(&text, section, &update.name, requirement).map_err(|source| NpmError::Edit {
+        manifest: manifest.clone(),
+        source,
+    })?;
+    std::fs::write(&path, edited).map_err(|source| NpmError::Write {
+        file: manifest.clone(),
+        source,
+    })
 }
 
 /// `root/manifest`, refusing a manifest path that would leave `root`.
-fn manifest_path(root: &Path, manifest: &str) -> Result<PathBuf, String> {
+fn manifest_path(root: &Path, manifest: &str) -> Result<PathBuf, NpmError> {
     let relative = Path::new(manifest);
     if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
-        return Err(format!("{manifest}: not a path inside the repository"));
+        return Err(NpmError::Outside {
+            manifest: manifest.to_owned(),
+        });
     }
     Ok(root.join(relative))
 }
 
 /// `text` with the string value of `section.name` replaced by `requirement` (JSON-escaped).
-fn set_requirement(text: &str, section: &str, name: &str, requirement: &str) -> Result<String, String> {
+fn set_requirement(text: &str, section: &str, name: &str, requirement: &str) -> Result<String, EditError> {
     let mut scanner = Scanner { text, pos: 0 };
     scanner.whitespace();
     let root = scanner.members()?;
@@ -368,16 +446,25 @@ fn set_requirement(text: &str, section: &str, name: &str, requirement: &str) -> 
         for (key, value) in inner.members()? {
             if key == name {
                 if !text[value.clone()].starts_with('"') {
-                    return Err(format!("`{section}.{name}` is not a string"));
+                    return Err(EditError::NotAString {
+                        section: section.to_owned(),
+                        name: name.to_owned(),
+                    });
                 }
                 spans.push(value);
             }
         }
     }
     if spans.is_empty() {
-        return Err(format!("there is no `{section}.{name}`"));
+        return Err(EditError::Missing {
+            section: section.to_owned(),
+            name: name.to_owned(),
+        });
     }
-    let literal = serde_json::to_string(requirement).map_err(|e| format!("could not encode `{requirement}`: {e}"))?;
+    let literal = serde_json::to_string(requirement).map_err(|source| EditError::Encode {
+        requirement: requirement.to_owned(),
+        source,
+    })?;
     let mut edited = text.to_owned();
     for span in spans.into_iter().rev() {
         edited.replace_range(span, &literal);
@@ -392,9 +479,12 @@ struct Scanner<'a> {
 }
 
 impl Scanner<'_> {
-    fn error(&self, what: &str) -> String {
+    fn error(&self, what: &str) -> EditError {
         let line = self.text[..self.pos.min(self.text.len())].matches('\n').count() + 1;
-        format!("not valid JSON at line {line}: {what}")
+        EditError::Syntax {
+            line,
+            what: what.to_owned(),
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -407,7 +497,7 @@ impl Scanner<'_> {
         }
     }
 
-    fn expect(&mut self, byte: u8) -> Result<(), String> {
+    fn expect(&mut self, byte: u8) -> Result<(), EditError> {
         if self.peek() == Some(byte) {
             self.pos += 1;
             Ok(())
@@ -417,7 +507,7 @@ impl Scanner<'_> {
     }
 
     /// The members of the object at the cursor: each key (decoded) and its value's span.
-    fn members(&mut self) -> Result<Vec<(String, Span<usize>)>, String> {
+    fn members(&mut self) -> Result<Vec<(String, Span<usize>)>, EditError> {
         self.expect(b'{')?;
         let mut members = Vec::new();
         self.whitespace();
@@ -449,7 +539,7 @@ impl Scanner<'_> {
         }
     }
 
-    fn string(&mut self) -> Result<Span<usize>, String> {
+    fn string(&mut self) -> Result<Span<usize>, EditError> {
         let start = self.pos;
         self.expect(b'"')?;
         loop {
@@ -465,7 +555,7 @@ impl Scanner<'_> {
         }
     }
 
-    fn value(&mut self) -> Result<Span<usize>, String> {
+    fn value(&mut self) -> Result<Span<usize>, EditError> {
         let start = self.pos;
         match self.peek() {
             Some(b'"') => return self.string(),
@@ -700,7 +790,10 @@ mod tests {
         let text = "{\n  \"name\": \"app\",\n  \"dependencies\": {\n    \"left-pad\":   \"~1.2.3\", // not JSON, but kept\n    \"b\": {\"nested\": [1, \"x\\\"\"]}\n  },\n  \"devDependencies\": {\"left-pad\": \"~1.2.3\"}\n}\n";
         let edited = set_requirement(text, "dependencies", "left-pad", "~1.3.0");
         // Comments are not JSON: the reader says where.
-        assert_eq!(edited.unwrap_err(), "not valid JSON at line 4: expected a key");
+        assert_eq!(
+            edited.unwrap_err().to_string(),
+            "not valid JSON at line 4: expected a key"
+        );
         let text = text.replace(" // not JSON, but kept", "");
         std::fs::write(dir.path().join("package.json"), &text).unwrap();
         let update = Update {
@@ -722,7 +815,7 @@ mod tests {
             ..update.clone()
         };
         assert_eq!(
-            apply(dir.path(), &missing).unwrap_err(),
+            apply(dir.path(), &missing).unwrap_err().to_string(),
             "package.json: there is no `dependencies.right-pad`"
         );
         let outside = Update {
@@ -730,7 +823,7 @@ mod tests {
             ..update
         };
         assert_eq!(
-            apply(dir.path(), &outside).unwrap_err(),
+            apply(dir.path(), &outside).unwrap_err().to_string(),
             "../package.json: not a path inside the repository"
         );
     }
@@ -765,6 +858,7 @@ mod tests {
         assert!(
             locked(dir.path())
                 .unwrap_err()
+                .to_string()
                 .ends_with("package-lock.json: not valid JSON: EOF while parsing an object at line 1 column 1")
         );
     }
@@ -795,7 +889,10 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(parse_packument("{}").unwrap_err(), "it has no `versions` object");
+        assert_eq!(
+            parse_packument("{}").unwrap_err().to_string(),
+            "it has no `versions` object"
+        );
         for (repository, expected) in [
             (serde_json::json!("github:o/r"), Some("https://github.com/o/r/releases")),
             (serde_json::json!("o/r"), Some("https://github.com/o/r/releases")),

@@ -44,7 +44,7 @@ pub async fn find(
     let dependencies = match scan(ecosystem, root) {
         Ok(dependencies) => dependencies,
         Err(problem) => {
-            found.problems.push(problem);
+            found.problems.push(problem.to_string());
             return found;
         }
     };
@@ -153,24 +153,38 @@ fn has_lockfile(ecosystem: Ecosystem, root: &Path, dependencies: &[Dependency]) 
     }
 }
 
+/// A manifest of one of the ecosystems that could not be read or edited.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error(transparent)]
+    Cargo(#[from] cargo::CargoError),
+    #[error(transparent)]
+    Npm(#[from] npm::NpmError),
+    #[error(transparent)]
+    Python(#[from] python::PythonError),
+    #[error(transparent)]
+    Actions(#[from] actions::ActionsError),
+}
+
 /// Every dependency `ecosystem`'s manifests under `root` declare.
-pub fn scan(ecosystem: Ecosystem, root: &Path) -> Result<Vec<Dependency>, String> {
-    match ecosystem {
-        Ecosystem::Cargo => cargo::scan(root),
-        Ecosystem::Npm => npm::scan(root),
-        Ecosystem::Python => python::scan(root),
-        Ecosystem::Actions => actions::scan(root),
-    }
+pub fn scan(ecosystem: Ecosystem, root: &Path) -> Result<Vec<Dependency>, ManifestError> {
+    Ok(match ecosystem {
+        Ecosystem::Cargo => cargo::scan(root)?,
+        Ecosystem::Npm => npm::scan(root)?,
+        Ecosystem::Python => python::scan(root)?,
+        Ecosystem::Actions => actions::scan(root)?,
+    })
 }
 
 /// Writes `update` into its manifest.
-pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
+pub fn apply(root: &Path, update: &Update) -> Result<(), ManifestError> {
     match update.ecosystem {
-        Ecosystem::Cargo => cargo::apply(root, update),
-        Ecosystem::Npm => npm::apply(root, update),
-        Ecosystem::Python => python::apply(root, update),
-        Ecosystem::Actions => actions::apply(root, update),
+        Ecosystem::Cargo => cargo::apply(root, update)?,
+        Ecosystem::Npm => npm::apply(root, update)?,
+        Ecosystem::Python => python::apply(root, update)?,
+        Ecosystem::Actions => actions::apply(root, update)?,
     }
+    Ok(())
 }
 
 /// The commands, each with the directory (relative to the root) it runs in, that refresh

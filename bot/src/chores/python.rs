@@ -22,6 +22,45 @@ const REGISTRY: &str = "PyPI";
 /// The section of a requirements file's dependencies.
 pub const REQUIREMENTS: &str = "requirements";
 
+/// A manifest or a PyPI document that could not be read or edited; the message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum PythonError {
+    #[error(transparent)]
+    Walk(#[from] super::WalkError),
+    #[error("{manifest}: could not read it: {source}")]
+    Read {
+        manifest: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{manifest}: not valid TOML: {source}")]
+    Toml {
+        manifest: String,
+        #[source]
+        source: toml_edit::TomlError,
+    },
+    #[error("{manifest}: not a path inside the repository")]
+    Outside { manifest: String },
+    #[error("{manifest}: there is no requirement on `{name}` in {section}")]
+    NoRequirement {
+        manifest: String,
+        name: String,
+        section: String,
+    },
+    #[error("{manifest}: could not write it: {source}")]
+    Write {
+        manifest: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not make its URL: {0}")]
+    ProjectUrl(#[source] url::ParseError),
+    #[error("not JSON: {0}")]
+    Project(#[source] serde_json::Error),
+    #[error("it has no `releases` object")]
+    NoReleases,
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scanning
 
@@ -30,14 +69,20 @@ pub const REQUIREMENTS: &str = "requirements";
 /// environments). Names are normalised (PEP 503). Skipped: options and includes (`-r`, `-e`, …),
 /// URLs and paths, lines pinned with `--hash` (their hashes are the tool's that wrote them),
 /// requirements without a specifier.
-pub fn scan(root: &Path) -> Result<Vec<Dependency>, String> {
+pub fn scan(root: &Path) -> Result<Vec<Dependency>, PythonError> {
     let mut deps = Vec::new();
     for (path, manifest) in manifests(root)? {
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| PythonError::Read {
+            manifest: manifest.clone(),
+            source,
+        })?;
         let found = if manifest.ends_with(".txt") {
             requirements_entries(&text)
         } else {
-            pyproject_entries(&text).map_err(|e| format!("{manifest}: {e}"))?
+            pyproject_entries(&text).map_err(|source| PythonError::Toml {
+                manifest: manifest.clone(),
+                source,
+            })?
         };
         for entry in found {
             deps.push(Dependency {
@@ -70,7 +115,7 @@ pub fn normalize(name: &str) -> String {
 
 /// `requirements*.txt` and `pyproject.toml` files under `root`, with their paths relative to it.
 /// A virtual environment (it has `pyvenv.cfg`) holds installed packages, not the project's.
-fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, super::WalkError> {
     super::manifest_files(
         root,
         |dir| dir.ends_with("node_modules") || dir.join("pyvenv.cfg").is_file(),
@@ -186,8 +231,8 @@ fn parse_pep508(text: &str, syntax: Syntax) -> Option<Requirement> {
 /// `[project.optional-dependencies]`, and Poetry's `[tool.poetry.dependencies]`,
 /// `[tool.poetry.dev-dependencies]` and `[tool.poetry.group.<g>.dependencies]` (version strings or
 /// tables with a `version`; not `python`, git, path or URL entries).
-fn pyproject_entries(text: &str) -> Result<Vec<Entry>, String> {
-    let doc = toml_edit::Document::parse(text).map_err(|e| format!("not valid TOML: {e}"))?;
+fn pyproject_entries(text: &str) -> Result<Vec<Entry>, toml_edit::TomlError> {
+    let doc = toml_edit::Document::parse(text)?;
     Ok(pyproject_strings(&doc)
         .into_iter()
         .filter_map(|found| {
@@ -296,7 +341,7 @@ fn pyproject_strings(doc: &toml_edit::Document<&str>) -> Vec<Found> {
 
 /// The `==` pins of the manifests under `root`: normalised name → pinned versions. Python has no
 /// lockfile pitcrew reads; a pin is what an environment installs.
-pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
+pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, PythonError> {
     let mut pins: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for dep in scan(root)? {
         let Ok(spec) = Spec::parse(&dep.requirement, Syntax::Poetry) else {
@@ -400,31 +445,31 @@ pub async fn releases(client: &RegistryClient, name: &str) -> Result<Vec<Release
     if normalized.is_empty() || !normalized.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         return Err(malformed(format!("`{name}` is not a Python package name")));
     }
-    let url = project_url(&client.registries.pypi, &normalized).map_err(malformed)?;
+    let url = project_url(&client.registries.pypi, &normalized).map_err(|e| malformed(e.to_string()))?;
     let Some(body) = client.get(REGISTRY, name, url, "application/json").await? else {
         return Err(RegistryError::NotFound {
             registry: REGISTRY,
             package: name.to_owned(),
         });
     };
-    parse_project(&body).map_err(malformed)
+    parse_project(&body).map_err(|e| malformed(e.to_string()))
 }
 
-fn project_url(base: &Url, normalized: &str) -> Result<Url, String> {
+fn project_url(base: &Url, normalized: &str) -> Result<Url, PythonError> {
     let mut text = base.as_str().to_owned();
     if !text.ends_with('/') {
         text.push('/');
     }
     text.push_str(&format!("pypi/{normalized}/json"));
-    Url::parse(&text).map_err(|e| format!("could not make its URL: {e}"))
+    Url::parse(&text).map_err(PythonError::ProjectUrl)
 }
 
-fn parse_project(body: &str) -> Result<Vec<Release>, String> {
-    let json: Value = serde_json::from_str(body).map_err(|e| format!("not JSON: {e}"))?;
+fn parse_project(body: &str) -> Result<Vec<Release>, PythonError> {
+    let json: Value = serde_json::from_str(body).map_err(PythonError::Project)?;
     let releases = json
         .get("releases")
         .and_then(Value::as_object)
-        .ok_or("it has no `releases` object")?;
+        .ok_or(PythonError::NoReleases)?;
     let notes_url = json
         .pointer("/info/project_urls")
         .and_then(Value::as_object)
@@ -475,7 +520,7 @@ fn parse_project(body: &str) -> Result<Vec<Release>, String> {
 /// rest of the text (name, extras, markers, comments, quotes). When the manifest lists the name
 /// more than once in that section, only the requirements whose floor or pin is `update.from` are
 /// changed. A lockfile-only update changes nothing here.
-pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
+pub fn apply(root: &Path, update: &Update) -> Result<(), PythonError> {
     let (Some(manifest), Some(section), Some(requirement)) =
         (&update.manifest, &update.section, &update.new_requirement)
     else {
@@ -483,26 +528,38 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), String> {
     };
     let relative = Path::new(manifest);
     if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
-        return Err(format!("{manifest}: not a path inside the repository"));
+        return Err(PythonError::Outside {
+            manifest: manifest.clone(),
+        });
     }
     let path = root.join(relative);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{manifest}: could not read it: {e}"))?;
+    let text = std::fs::read_to_string(&path).map_err(|source| PythonError::Read {
+        manifest: manifest.clone(),
+        source,
+    })?;
     let edits = if manifest.ends_with(".txt") {
         requirements_edits(&text, update, requirement)
     } else {
-        pyproject_edits(&text, section, update, requirement).map_err(|e| format!("{manifest}: {e}"))?
+        pyproject_edits(&text, section, update, requirement).map_err(|source| PythonError::Toml {
+            manifest: manifest.clone(),
+            source,
+        })?
     };
     if edits.is_empty() {
-        return Err(format!(
-            "{manifest}: there is no requirement on `{}` in {section}",
-            update.name
-        ));
+        return Err(PythonError::NoRequirement {
+            manifest: manifest.clone(),
+            name: update.name.clone(),
+            section: section.clone(),
+        });
     }
     let mut edited = text;
     for (span, new) in edits.into_iter().rev() {
         edited.replace_range(span, &new);
     }
-    std::fs::write(&path, edited).map_err(|e| format!("{manifest}: could not write it: {e}"))
+    std::fs::write(&path, edited).map_err(|source| PythonError::Write {
+        manifest: manifest.clone(),
+        source,
+    })
 }
 
 /// The edits (in order) of the requirements `update` is about, out of `candidates`: (span in the
@@ -545,8 +602,8 @@ fn pyproject_edits(
     section: &str,
     update: &Update,
     requirement: &str,
-) -> Result<Vec<(Span<usize>, String)>, String> {
-    let doc = toml_edit::Document::parse(text).map_err(|e| format!("not valid TOML: {e}"))?;
+) -> Result<Vec<(Span<usize>, String)>, toml_edit::TomlError> {
+    let doc = toml_edit::Document::parse(text)?;
     let mut candidates = Vec::new();
     for found in pyproject_strings(&doc) {
         if found.section != section {
@@ -600,6 +657,19 @@ fn toml_string(original: &str, content: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Specifiers
 
+/// Why a text is not a version specifier.
+#[derive(Debug, thiserror::Error)]
+enum SpecError {
+    #[error("`{0}` is not a version specifier: a clause without an operator")]
+    NoOperator(String),
+    #[error("`{0}` is not a version specifier: `.*` only follows `==` and `!=`")]
+    Wildcard(String),
+    #[error("`{0}` is not a version specifier: {1}")]
+    Version(String, #[source] pep440::VersionError),
+    #[error("`{0}` is not a version specifier: `~=` needs at least two release numbers")]
+    Compatible(String),
+}
+
 /// A version specifier as written: comma-separated clauses, all of which must hold.
 #[derive(Debug, Clone)]
 struct Spec {
@@ -642,8 +712,7 @@ struct Clause {
 }
 
 impl Spec {
-    fn parse(text: &str, syntax: Syntax) -> Result<Spec, String> {
-        let bad = |why: &str| format!("`{text}` is not a version specifier: {why}");
+    fn parse(text: &str, syntax: Syntax) -> Result<Spec, SpecError> {
         let mut clauses = Vec::new();
         let mut offset = 0;
         for piece in text.split(',') {
@@ -667,18 +736,18 @@ impl Spec {
                 .find(|(prefix, _)| body.starts_with(prefix))
                 .map(|(prefix, op)| (*op, prefix.len()))
                 .or((syntax == Syntax::Poetry).then_some((ClauseOp::Bare, 0)))
-                .ok_or_else(|| bad("a clause without an operator"))?;
+                .ok_or_else(|| SpecError::NoOperator(text.to_owned()))?;
             let after_op = &body[op_len..];
             let version_lead = after_op.len() - after_op.trim_start().len();
             let version_text = after_op.trim();
             let (version_text, wildcard) = match version_text.strip_suffix(".*") {
                 Some(prefix) if matches!(op, ClauseOp::Equal | ClauseOp::NotEqual) => (prefix, true),
-                Some(_) => return Err(bad("`.*` only follows `==` and `!=`")),
+                Some(_) => return Err(SpecError::Wildcard(text.to_owned())),
                 None => (version_text, false),
             };
-            let version = Pep440::parse(version_text).map_err(|e| bad(&e))?;
+            let version = Pep440::parse(version_text).map_err(|e| SpecError::Version(text.to_owned(), e))?;
             if op == ClauseOp::Compatible && version.release.len() < 2 {
-                return Err(bad("`~=` needs at least two release numbers"));
+                return Err(SpecError::Compatible(text.to_owned()));
             }
             let start = offset + lead + op_len + version_lead;
             clauses.push(Clause {
@@ -1109,7 +1178,8 @@ mod tests {
                 root,
                 &manifest_update("pyproject.toml", "project.dependencies", "rich", "13.0", "^14")
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .to_string(),
             "pyproject.toml: there is no requirement on `rich` in project.dependencies"
         );
     }
@@ -1137,7 +1207,10 @@ mod tests {
             parse_project(body).unwrap()[0].notes_url.as_deref(),
             Some("https://demo.test/changes")
         );
-        assert_eq!(parse_project("{}").unwrap_err(), "it has no `releases` object");
+        assert_eq!(
+            parse_project("{}").unwrap_err().to_string(),
+            "it has no `releases` object"
+        );
         let base = Url::parse("http://127.0.0.1:1/simple-mirror").unwrap();
         assert_eq!(
             project_url(&base, "flask-login").unwrap().as_str(),

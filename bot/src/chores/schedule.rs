@@ -15,6 +15,37 @@ use jiff::tz::TimeZone;
 /// Days searched for the next firing: four years and a day cover `0 0 29 2 *`.
 const MAX_DAYS: u32 = 4 * 366 + 1;
 
+/// A schedule or a time zone that cannot be read; the message names the field and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("unknown schedule `{0}`; use five fields (`0 6 * * 1`) or @hourly, @daily, @weekly, @monthly, @yearly")]
+    UnknownShorthand(String),
+    #[error(
+        "`{text}` has {count} field{}; a schedule has five: minute hour day-of-month month day-of-week (e.g. `0 6 * * 1`)",
+        plural(.count)
+    )]
+    FieldCount { text: String, count: usize },
+    #[error("{field} `{item}` has a step that is not a whole number above 0")]
+    Step { field: &'static str, item: String },
+    #[error("{field} `{item}` is not a value")]
+    Value { field: &'static str, item: String },
+    #[error("{field} `{item}` is outside {min}–{max}")]
+    Outside {
+        field: &'static str,
+        item: String,
+        min: u32,
+        max: u32,
+    },
+    #[error("a field is out of range")]
+    OutOfRange,
+    #[error("unknown time zone `{0}`; use an IANA name such as `UTC`, `Europe/Berlin` or `America/New_York`")]
+    TimeZone(String),
+}
+
+fn plural(count: &usize) -> &'static str {
+    if *count == 1 { "" } else { "s" }
+}
+
 /// A parsed schedule.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Schedule {
@@ -92,7 +123,7 @@ const FIELDS: [Field; 5] = [
 
 impl Schedule {
     /// Parses a cron expression; the error names the field and what is wrong with it.
-    pub fn parse(text: &str) -> Result<Schedule, String> {
+    pub fn parse(text: &str) -> Result<Schedule, ScheduleError> {
         let trimmed = text.trim();
         let expanded = match trimmed {
             "@hourly" => "0 * * * *",
@@ -100,20 +131,15 @@ impl Schedule {
             "@weekly" => "0 0 * * 0",
             "@monthly" => "0 0 1 * *",
             "@yearly" | "@annually" => "0 0 1 1 *",
-            other if other.starts_with('@') => {
-                return Err(format!(
-                    "unknown schedule `{other}`; use five fields (`0 6 * * 1`) or @hourly, @daily, @weekly, @monthly, @yearly"
-                ));
-            }
+            other if other.starts_with('@') => return Err(ScheduleError::UnknownShorthand(other.to_owned())),
             other => other,
         };
         let parts: Vec<&str> = expanded.split_whitespace().collect();
         if parts.len() != 5 {
-            return Err(format!(
-                "`{trimmed}` has {} field{}; a schedule has five: minute hour day-of-month month day-of-week (e.g. `0 6 * * 1`)",
-                parts.len(),
-                if parts.len() == 1 { "" } else { "s" }
-            ));
+            return Err(ScheduleError::FieldCount {
+                text: trimmed.to_owned(),
+                count: parts.len(),
+            });
         }
         let mut bits = [0u64; 5];
         for (i, (part, field)) in parts.iter().zip(&FIELDS).enumerate() {
@@ -121,16 +147,14 @@ impl Schedule {
         }
         // Sunday may be written 0 or 7.
         let weekdays = bits[4] | u64::from(bits[4] & (1 << 7) != 0);
-        let narrow = |value: u64| -> Result<u32, String> {
-            u32::try_from(value).map_err(|_| "a field is out of range".to_owned())
-        };
+        let narrow = |value: u64| u32::try_from(value).map_err(|_| ScheduleError::OutOfRange);
         Ok(Schedule {
             text: trimmed.to_owned(),
             minutes: bits[0],
             hours: narrow(bits[1])?,
             days: narrow(bits[2])?,
-            months: u16::try_from(bits[3]).map_err(|_| "a field is out of range".to_owned())?,
-            weekdays: u8::try_from(weekdays & 0x7f).map_err(|_| "a field is out of range".to_owned())?,
+            months: u16::try_from(bits[3]).map_err(|_| ScheduleError::OutOfRange)?,
+            weekdays: u8::try_from(weekdays & 0x7f).map_err(|_| ScheduleError::OutOfRange)?,
             any_day: matches!(parts[2], "*" | "?"),
             any_weekday: matches!(parts[4], "*" | "?"),
         })
@@ -191,17 +215,23 @@ impl Schedule {
 }
 
 /// One field's values as bits.
-fn parse_field(text: &str, field: &Field) -> Result<u64, String> {
+fn parse_field(text: &str, field: &Field) -> Result<u64, ScheduleError> {
     let mut bits = 0u64;
     for item in text.split(',') {
-        let bad = |why: &str| format!("{} `{item}` {why}", field.name);
+        let not_a_value = || ScheduleError::Value {
+            field: field.name,
+            item: item.to_owned(),
+        };
         let (range, step) = match item.split_once('/') {
             Some((range, step)) => {
                 let step: u32 = step
                     .parse()
                     .ok()
                     .filter(|s| *s > 0)
-                    .ok_or_else(|| bad("has a step that is not a whole number above 0"))?;
+                    .ok_or_else(|| ScheduleError::Step {
+                        field: field.name,
+                        item: item.to_owned(),
+                    })?;
                 (range, step)
             }
             None => (item, 1),
@@ -210,16 +240,21 @@ fn parse_field(text: &str, field: &Field) -> Result<u64, String> {
             (field.min, field.max)
         } else if let Some((a, b)) = range.split_once('-') {
             (
-                value(a, field).ok_or_else(|| bad("is not a value"))?,
-                value(b, field).ok_or_else(|| bad("is not a value"))?,
+                value(a, field).ok_or_else(not_a_value)?,
+                value(b, field).ok_or_else(not_a_value)?,
             )
         } else {
-            let v = value(range, field).ok_or_else(|| bad("is not a value"))?;
+            let v = value(range, field).ok_or_else(not_a_value)?;
             // `5/15`: from 5 to the end in steps.
             (v, if item.contains('/') { field.max } else { v })
         };
         if from < field.min || to > field.max || from > to {
-            return Err(bad(&format!("is outside {}–{}", field.min, field.max)));
+            return Err(ScheduleError::Outside {
+                field: field.name,
+                item: item.to_owned(),
+                min: field.min,
+                max: field.max,
+            });
         }
         let mut v = from;
         while v <= to {
@@ -244,10 +279,8 @@ fn value(text: &str, field: &Field) -> Option<u32> {
 }
 
 /// The time zone named `name` (IANA: `Europe/Berlin`), or `UTC`.
-pub fn time_zone(name: &str) -> Result<TimeZone, String> {
-    TimeZone::get(name).map_err(|_| {
-        format!("unknown time zone `{name}`; use an IANA name such as `UTC`, `Europe/Berlin` or `America/New_York`")
-    })
+pub fn time_zone(name: &str) -> Result<TimeZone, ScheduleError> {
+    TimeZone::get(name).map_err(|_| ScheduleError::TimeZone(name.to_owned()))
 }
 
 #[cfg(test)]
@@ -326,7 +359,7 @@ mod tests {
 
     #[test]
     fn mistakes_name_the_field() {
-        let err = |s: &str| Schedule::parse(s).unwrap_err();
+        let err = |s: &str| Schedule::parse(s).unwrap_err().to_string();
         assert_eq!(
             err("0 6 * *"),
             "`0 6 * *` has 4 fields; a schedule has five: minute hour day-of-month month day-of-week (e.g. `0 6 * * 1`)"
@@ -341,6 +374,7 @@ mod tests {
         assert!(
             time_zone("Mars/Olympus")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown time zone `Mars/Olympus`")
         );
         assert!(

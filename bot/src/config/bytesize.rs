@@ -28,19 +28,43 @@ pub(crate) const TEBIBYTE: u64 = TIB;
 
 const EXAMPLES: &str = "e.g. \"4GiB\", \"512MiB\" or \"2GB\"";
 
-/// Parses a byte size. The error is a sentence fragment for a `ConfigError::Invalid` message.
-pub(crate) fn parse_byte_size(text: &str) -> Result<u64, String> {
+/// Why a text is not a byte size: a sentence fragment for a `ConfigError::Invalid` message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ByteSizeError {
+    #[error("empty size; expected {EXAMPLES}")]
+    Empty,
+    #[error("expected a whole number followed by a unit, {EXAMPLES}")]
+    NoNumber,
+    #[error("fractions are not supported; use a smaller unit, e.g. \"1536MiB\" rather than \"1.5GiB\"")]
+    Fraction,
+    #[error(
+        "ambiguous unit `{unit}`; write \"{number}{binary}\" (powers of 1024) or \"{number}{}\" (powers of 1000)",
+        binary.replace('i', "")
+    )]
+    Ambiguous {
+        unit: String,
+        number: String,
+        binary: &'static str,
+    },
+    #[error("unknown unit `{0}`; use one of B, KB, KiB, MB, MiB, GB, GiB, TB, TiB")]
+    UnknownUnit(String),
+    #[error("size is too large")]
+    TooLarge,
+}
+
+/// Parses a byte size.
+pub(crate) fn parse_byte_size(text: &str) -> Result<u64, ByteSizeError> {
     let s = text.trim();
     if s.is_empty() {
-        return Err(format!("empty size; expected {EXAMPLES}"));
+        return Err(ByteSizeError::Empty);
     }
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
     if digits == 0 {
-        return Err(format!("expected a whole number followed by a unit, {EXAMPLES}"));
+        return Err(ByteSizeError::NoNumber);
     }
     let (number, after) = s.split_at(digits);
     if after.starts_with(['.', ',']) {
-        return Err("fractions are not supported; use a smaller unit, e.g. \"1536MiB\" rather than \"1.5GiB\"".into());
+        return Err(ByteSizeError::Fraction);
     }
     // "4 GiB" reads naturally and is unambiguous.
     let unit = after.trim_start();
@@ -49,20 +73,19 @@ pub(crate) fn parse_byte_size(text: &str) -> Result<u64, String> {
     } else if let Some(&(_, size)) = UNITS.iter().find(|(u, _)| u.eq_ignore_ascii_case(unit)) {
         size
     } else if let Some(binary) = bare_prefix(unit) {
-        return Err(format!(
-            "ambiguous unit `{unit}`; write \"{number}{binary}\" (powers of 1024) or \"{number}{}\" (powers of 1000)",
-            binary.replace('i', "")
-        ));
+        return Err(ByteSizeError::Ambiguous {
+            unit: unit.to_owned(),
+            number: number.to_owned(),
+            binary,
+        });
     } else {
-        return Err(format!(
-            "unknown unit `{unit}`; use one of B, KB, KiB, MB, MiB, GB, GiB, TB, TiB"
-        ));
+        return Err(ByteSizeError::UnknownUnit(unit.to_owned()));
     };
     number
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(multiplier))
-        .ok_or_else(|| "size is too large".to_owned())
+        .ok_or(ByteSizeError::TooLarge)
 }
 
 /// `K`, `Mi`, … without the `B`: the binary unit to suggest.
@@ -119,21 +142,42 @@ mod tests {
 
     #[test]
     fn rejects_bad_sizes_with_a_reason() {
-        assert!(parse_byte_size("").unwrap_err().contains("empty"));
-        assert!(parse_byte_size("GiB").unwrap_err().contains("whole number"));
-        assert!(parse_byte_size("-4GiB").unwrap_err().contains("whole number"));
-        assert!(parse_byte_size("1.5GiB").unwrap_err().contains("fractions"));
-        assert!(parse_byte_size("4XB").unwrap_err().contains("unknown unit `XB`"));
-        assert!(parse_byte_size("4GiB8").unwrap_err().contains("unknown unit"));
+        assert!(parse_byte_size("").unwrap_err().to_string().contains("empty"));
+        assert!(parse_byte_size("GiB").unwrap_err().to_string().contains("whole number"));
+        assert!(
+            parse_byte_size("-4GiB")
+                .unwrap_err()
+                .to_string()
+                .contains("whole number")
+        );
+        assert!(parse_byte_size("1.5GiB").unwrap_err().to_string().contains("fractions"));
+        assert!(
+            parse_byte_size("4XB")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown unit `XB`")
+        );
+        assert!(
+            parse_byte_size("4GiB8")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown unit")
+        );
         assert_eq!(
-            parse_byte_size("2g").unwrap_err(),
+            parse_byte_size("2g").unwrap_err().to_string(),
             "ambiguous unit `g`; write \"2GiB\" (powers of 1024) or \"2GB\" (powers of 1000)"
         );
-        assert!(parse_byte_size("512Mi").unwrap_err().contains("\"512MiB\""));
-        assert!(parse_byte_size("99999999999TiB").unwrap_err().contains("too large"));
+        assert!(parse_byte_size("512Mi").unwrap_err().to_string().contains("\"512MiB\""));
+        assert!(
+            parse_byte_size("99999999999TiB")
+                .unwrap_err()
+                .to_string()
+                .contains("too large")
+        );
         assert!(
             parse_byte_size("99999999999999999999")
                 .unwrap_err()
+                .to_string()
                 .contains("too large")
         );
     }

@@ -10,17 +10,38 @@ const UNITS: &[(&str, u64)] = &[
     ("ms", 1),
 ];
 
-/// Parses a duration. The error is a sentence fragment for a `ConfigError::Invalid` message.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+/// Why a text is not a duration: a sentence fragment for a `ConfigError::Invalid` message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DurationError {
+    #[error("empty duration; expected e.g. \"90s\", \"10m\", \"1h30m\" or \"500ms\"")]
+    Empty,
+    #[error("duration is too large")]
+    TooLarge,
+    #[error(
+        "expected a number at `{0}`; write durations like \"90s\", \"10m\", \"1h30m\" or \"500ms\" (no fractions or spaces)"
+    )]
+    NoNumber(String),
+    #[error("fractions are not supported (no fractions: write \"1h30m\" or \"90m\", not \"1.5h\")")]
+    Fraction,
+    #[error("write durations without spaces, like \"{0}s\", \"{0}m\" or \"1h30m\"")]
+    Space(String),
+    #[error("missing unit after `{0}`; use one of ms, s, m, h, d (e.g. \"{0}s\")")]
+    NoUnit(String),
+    #[error("unknown unit `{0}`; use one of ms, s, m, h, d")]
+    UnknownUnit(String),
+}
+
+/// Parses a duration.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let s = text.trim();
     if s.is_empty() {
-        return Err("empty duration; expected e.g. \"90s\", \"10m\", \"1h30m\" or \"500ms\"".into());
+        return Err(DurationError::Empty);
     }
     if s.bytes().all(|b| b.is_ascii_digit()) {
         return s
             .parse::<u64>()
             .map(Duration::from_secs)
-            .map_err(|_| "duration is too large".to_owned());
+            .map_err(|_| DurationError::TooLarge);
     }
 
     let mut total_ms: u64 = 0;
@@ -28,34 +49,28 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     while !rest.is_empty() {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         if digits == 0 {
-            return Err(format!(
-                "expected a number at `{rest}`; write durations like \"90s\", \"10m\", \"1h30m\" or \"500ms\" (no fractions or spaces)"
-            ));
+            return Err(DurationError::NoNumber(rest.to_owned()));
         }
         let (number, after) = rest.split_at(digits);
         if after.starts_with(['.', ',']) {
-            return Err("fractions are not supported (no fractions: write \"1h30m\" or \"90m\", not \"1.5h\")".into());
+            return Err(DurationError::Fraction);
         }
         let unit_len = after.bytes().take_while(u8::is_ascii_alphabetic).count();
         let (unit, after) = after.split_at(unit_len);
         if unit.is_empty() && after.starts_with(char::is_whitespace) {
-            return Err(format!(
-                "write durations without spaces, like \"{number}s\", \"{number}m\" or \"1h30m\""
-            ));
+            return Err(DurationError::Space(number.to_owned()));
         }
         if unit.is_empty() {
-            return Err(format!(
-                "missing unit after `{number}`; use one of ms, s, m, h, d (e.g. \"{number}s\")"
-            ));
+            return Err(DurationError::NoUnit(number.to_owned()));
         }
         let Some(&(_, unit_ms)) = UNITS.iter().find(|(u, _)| *u == unit) else {
-            return Err(format!("unknown unit `{unit}`; use one of ms, s, m, h, d"));
+            return Err(DurationError::UnknownUnit(unit.to_owned()));
         };
-        let number: u64 = number.parse().map_err(|_| "duration is too large".to_owned())?;
+        let number: u64 = number.parse().map_err(|_| DurationError::TooLarge)?;
         total_ms = number
             .checked_mul(unit_ms)
             .and_then(|ms| total_ms.checked_add(ms))
-            .ok_or_else(|| "duration is too large".to_owned())?;
+            .ok_or(DurationError::TooLarge)?;
         rest = after;
     }
     Ok(Duration::from_millis(total_ms))
@@ -99,16 +114,42 @@ mod tests {
 
     #[test]
     fn rejects_bad_durations_with_a_reason() {
-        assert!(parse_duration("").unwrap_err().contains("empty"));
-        assert!(parse_duration("10x").unwrap_err().contains("unknown unit `x`"));
-        assert!(parse_duration("1.5h").unwrap_err().contains("no fractions"));
-        assert!(parse_duration("5m10").unwrap_err().contains("missing unit after `10`"));
-        assert!(parse_duration("10 minutes").unwrap_err().contains("without spaces"));
-        assert!(parse_duration("-5s").unwrap_err().contains("expected a number"));
-        assert!(parse_duration("h").unwrap_err().contains("expected a number"));
+        assert!(parse_duration("").unwrap_err().to_string().contains("empty"));
+        assert!(
+            parse_duration("10x")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown unit `x`")
+        );
+        assert!(parse_duration("1.5h").unwrap_err().to_string().contains("no fractions"));
+        assert!(
+            parse_duration("5m10")
+                .unwrap_err()
+                .to_string()
+                .contains("missing unit after `10`")
+        );
+        assert!(
+            parse_duration("10 minutes")
+                .unwrap_err()
+                .to_string()
+                .contains("without spaces")
+        );
+        assert!(
+            parse_duration("-5s")
+                .unwrap_err()
+                .to_string()
+                .contains("expected a number")
+        );
+        assert!(
+            parse_duration("h")
+                .unwrap_err()
+                .to_string()
+                .contains("expected a number")
+        );
         assert!(
             parse_duration("99999999999999999999d")
                 .unwrap_err()
+                .to_string()
                 .contains("too large")
         );
     }

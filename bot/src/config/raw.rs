@@ -696,7 +696,7 @@ fn apply_string(layer: &mut Layer, spec: &Key, value: &str, origin: Origin) {
                 origin,
                 key: dotted.clone(),
                 value: shown,
-                message,
+                message: message.to_string(),
             });
             layer.rejected.insert(dotted);
             return;
@@ -724,7 +724,22 @@ fn apply_string(layer: &mut Layer, spec: &Key, value: &str, origin: Origin) {
     }
 }
 
-fn typed_value(kind: Kind, s: &str) -> Result<toml::Value, String> {
+/// Why a string from the environment or a flag is not a value of its setting's kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ValueError {
+    #[error("expected a number")]
+    Number,
+    #[error("expected true or false (also accepted: 1/0, yes/no, on/off)")]
+    Boolean,
+    #[error("must not be negative")]
+    Negative,
+    #[error("must be at most {0}")]
+    TooLarge(i64),
+    #[error("expected a whole number")]
+    WholeNumber,
+}
+
+fn typed_value(kind: Kind, s: &str) -> Result<toml::Value, ValueError> {
     match kind {
         Kind::U32 => whole_number(s, i64::from(u32::MAX)).map(toml::Value::Integer),
         Kind::U64 => whole_number(s, i64::MAX).map(toml::Value::Integer),
@@ -732,7 +747,7 @@ fn typed_value(kind: Kind, s: &str) -> Result<toml::Value, String> {
             .trim()
             .parse::<f64>()
             .map(toml::Value::Float)
-            .map_err(|_| "expected a number".to_owned()),
+            .map_err(|_| ValueError::Number),
         Kind::Bool => boolean(s).map(toml::Value::Boolean),
         Kind::Str
         | Kind::Secret
@@ -746,22 +761,22 @@ fn typed_value(kind: Kind, s: &str) -> Result<toml::Value, String> {
 }
 
 /// The spellings of a boolean that shells and compose files commonly use.
-fn boolean(s: &str) -> Result<bool, String> {
+fn boolean(s: &str) -> Result<bool, ValueError> {
     match s.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
         "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err("expected true or false (also accepted: 1/0, yes/no, on/off)".into()),
+        _ => Err(ValueError::Boolean),
     }
 }
 
-fn whole_number(s: &str, max: i64) -> Result<i64, String> {
+fn whole_number(s: &str, max: i64) -> Result<i64, ValueError> {
     match s.trim().parse::<i128>() {
-        Ok(n) if n < 0 => Err("must not be negative".into()),
+        Ok(n) if n < 0 => Err(ValueError::Negative),
         Ok(n) => i64::try_from(n)
             .ok()
             .filter(|n| *n <= max)
-            .ok_or_else(|| format!("must be at most {max}")),
-        Err(_) => Err("expected a whole number".into()),
+            .ok_or(ValueError::TooLarge(max)),
+        Err(_) => Err(ValueError::WholeNumber),
     }
 }
 

@@ -67,9 +67,24 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// Why a tool call's arguments are not a JSON object; the message is for the model.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgumentsError {
+    #[error("the arguments of `{tool}` must be a JSON object, got {kind}")]
+    NotAnObject { tool: String, kind: &'static str },
+    #[error("the arguments of `{tool}` are not valid JSON ({source}); they were: {preview}")]
+    InvalidJson {
+        tool: String,
+        #[source]
+        source: serde_json::Error,
+        /// The start of the text.
+        preview: String,
+    },
+}
+
 impl ToolCall {
-    /// The arguments as a JSON object, or a message saying precisely why they are not one.
-    pub fn parse_arguments(&self) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    /// The arguments as a JSON object, or an error saying precisely why they are not one.
+    pub fn parse_arguments(&self) -> Result<serde_json::Map<String, serde_json::Value>, ArgumentsError> {
         let text = self.arguments.trim();
         // Several servers send an empty string for a call without arguments.
         if text.is_empty() {
@@ -77,16 +92,15 @@ impl ToolCall {
         }
         match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(map)) => Ok(map),
-            Ok(other) => Err(format!(
-                "the arguments of `{}` must be a JSON object, got {}",
-                self.name,
-                json_kind(&other)
-            )),
-            Err(err) => Err(format!(
-                "the arguments of `{}` are not valid JSON ({err}); they were: {}",
-                self.name,
-                preview(text, 200)
-            )),
+            Ok(other) => Err(ArgumentsError::NotAnObject {
+                tool: self.name.clone(),
+                kind: json_kind(&other),
+            }),
+            Err(source) => Err(ArgumentsError::InvalidJson {
+                tool: self.name.clone(),
+                source,
+                preview: preview(text, 200),
+            }),
         }
     }
 }
@@ -233,14 +247,14 @@ mod tests {
     fn arguments_parse_or_say_why_not() {
         assert_eq!(call(r#"{"a":1}"#).parse_arguments().unwrap()["a"], 1);
         assert!(call("  ").parse_arguments().unwrap().is_empty());
-        let err = call(r#"{"pattern": "fo"#).parse_arguments().unwrap_err();
+        let err = call(r#"{"pattern": "fo"#).parse_arguments().unwrap_err().to_string();
         assert!(
             err.starts_with("the arguments of `grep` are not valid JSON (EOF"),
             "{err}"
         );
         assert!(err.ends_with(r#"they were: {"pattern": "fo"#), "{err}");
         assert_eq!(
-            call("[1]").parse_arguments().unwrap_err(),
+            call("[1]").parse_arguments().unwrap_err().to_string(),
             "the arguments of `grep` must be a JSON object, got an array"
         );
     }
@@ -248,7 +262,7 @@ mod tests {
     #[test]
     fn long_bad_arguments_are_previewed() {
         let long = format!("{{\"x\": \"{}", "é".repeat(500));
-        let err = call(&long).parse_arguments().unwrap_err();
+        let err = call(&long).parse_arguments().unwrap_err().to_string();
         assert!(err.contains(&format!("({} bytes in all)", long.len())), "{err}");
     }
 }

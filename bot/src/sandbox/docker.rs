@@ -233,7 +233,7 @@ impl DockerSandbox {
     /// Creates and starts the job's container, runs `setup`, and opens the shell session.
     pub async fn start(&self, spec: DockerSpec) -> Result<DockerSession, SandboxError> {
         check_job_id(&spec.job_id)?;
-        check_env(&spec.env).map_err(SandboxError::Backend)?;
+        check_env(&spec.env).map_err(|e| SandboxError::Backend(e.to_string()))?;
         let workspace = spec
             .workspace
             .canonicalize()
@@ -254,7 +254,9 @@ impl DockerSandbox {
             .paths
             .get_or_init(|| super::host_paths::discover(&self.docker))
             .await;
-        let mount_source = paths.host_path(&workspace).map_err(SandboxError::Backend)?;
+        let mount_source = paths
+            .host_path(&workspace)
+            .map_err(|e| SandboxError::Backend(e.to_string()))?;
         let handover = super::owner::hand_over(&workspace, &meta).map_err(|err| {
             SandboxError::Backend(format!(
                 "handing the workspace {} to the sandbox's user: {err}",
@@ -361,15 +363,24 @@ fn check_job_id(job_id: &str) -> Result<(), SandboxError> {
     }
 }
 
-fn check_env(env: &[(String, String)]) -> Result<(), String> {
+/// An environment variable a container cannot be given.
+#[derive(Debug, thiserror::Error)]
+enum EnvError {
+    #[error("`{0}` is not a valid environment variable name")]
+    Name(String),
+    #[error("the value of {0} contains a NUL byte")]
+    Nul(String),
+}
+
+fn check_env(env: &[(String, String)]) -> Result<(), EnvError> {
     for (name, value) in env {
         let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(format!("`{name}` is not a valid environment variable name"));
+            return Err(EnvError::Name(name.clone()));
         }
         if value.contains('\0') {
-            return Err(format!("the value of {name} contains a NUL byte"));
+            return Err(EnvError::Nul(name.clone()));
         }
     }
     Ok(())

@@ -10,6 +10,20 @@ use std::path::{Path, PathBuf};
 
 use bollard::Docker;
 
+/// A path the Docker engine cannot mount: it is in this container's own file system.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{} is inside this container's own file system ({container}), which the Docker engine cannot mount into a \
+     sandbox: put pitcrew's data directory on a volume or bind mount (in the Action, sandbox `docker` keeps \
+     it under HOME, /github/home)",
+    path.display()
+)]
+pub struct UnmountablePath {
+    path: PathBuf,
+    /// The container's short id.
+    container: String,
+}
+
 /// How this process's paths map to the engine's.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PathMap {
@@ -36,7 +50,7 @@ impl PathMap {
     }
 
     /// The engine's path for `path` (absolute, as this process sees it).
-    pub fn host_path(&self, path: &Path) -> Result<PathBuf, String> {
+    pub fn host_path(&self, path: &Path) -> Result<PathBuf, UnmountablePath> {
         let Some(container) = &self.container else {
             return Ok(path.to_owned());
         };
@@ -49,13 +63,10 @@ impl PathMap {
                 });
             }
         }
-        let short: String = container.chars().take(12).collect();
-        Err(format!(
-            "{} is inside this container's own file system ({short}), which the Docker engine cannot mount into a \
-             sandbox: put pitcrew's data directory on a volume or bind mount (in the Action, sandbox `docker` keeps \
-             it under HOME, /github/home)",
-            path.display()
-        ))
+        Err(UnmountablePath {
+            path: path.to_owned(),
+            container: container.chars().take(12).collect(),
+        })
     }
 }
 
@@ -162,7 +173,7 @@ mod tests {
             map.host_path(Path::new("/github/other")).unwrap(),
             PathBuf::from("/srv/github/other")
         );
-        let err = map.host_path(Path::new("/tmp/pitcrew/copies")).unwrap_err();
+        let err = map.host_path(Path::new("/tmp/pitcrew/copies")).unwrap_err().to_string();
         assert!(
             err.contains("/tmp/pitcrew/copies is inside this container's own file system (25440e319409)"),
             "{err}"

@@ -13,10 +13,10 @@ use jiff::Timestamp;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::chores::schedule::{Schedule, time_zone};
+use crate::chores::schedule::{Schedule, ScheduleError, time_zone};
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
-use crate::github::{AppAuth, GithubClient, InstallationId, RepoName, Repository};
-use crate::jobs::{JobFilter, JobId, JobState, JobStore, NewJob, WorkerPool};
+use crate::github::{AppAuth, GithubClient, GithubError, InstallationId, RepoName, RepoNameError, Repository};
+use crate::jobs::{JobFilter, JobId, JobState, JobStore, NewJob, StoreError, WorkerPool};
 use crate::triggers::{Chore, JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, chore_key};
 
 /// How often due schedules are checked.
@@ -28,6 +28,23 @@ pub const REFRESH: Duration = Duration::from_secs(10 * 60);
 
 /// Who a scheduled job is "requested by" in reports and co-author lines.
 pub const SCHEDULE_LOGIN: &str = "pitcrew-schedule";
+
+/// Why a repository's schedule could not be read or used.
+#[derive(Debug, thiserror::Error)]
+enum ScheduleProblem {
+    #[error("`{0}` is not owner/name")]
+    NotOwnerName(String),
+    #[error(transparent)]
+    RepoName(#[from] RepoNameError),
+    #[error("reading {REPO_CONFIG_PATH}: {0}")]
+    ReadConfig(#[source] GithubError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Request(#[from] serde_json::Error),
+}
 
 /// A repository's schedule as last read.
 #[derive(Debug, Clone)]
@@ -133,7 +150,7 @@ pub async fn run_once(
     }
     for known in &cache.known {
         if let Err(problem) = consider(store, known, now, job_attempts, &mut tick).await {
-            tick.problems.push((known.repo.full_name.clone(), problem));
+            tick.problems.push((known.repo.full_name.clone(), problem.to_string()));
         }
     }
     tick
@@ -186,7 +203,7 @@ async fn read_schedules(app: &Arc<AppAuth>, tick: &mut Tick) -> Option<Vec<Known
                     repo,
                     schedule,
                 }),
-                Err(problem) => tick.problems.push((repo.full_name.clone(), problem)),
+                Err(problem) => tick.problems.push((repo.full_name.clone(), problem.to_string())),
             }
         }
     }
@@ -197,16 +214,16 @@ async fn read_schedules(app: &Arc<AppAuth>, tick: &mut Tick) -> Option<Vec<Known
 async fn schedule_of(
     client: &GithubClient,
     repo: &Repository,
-) -> Result<Option<(Schedule, jiff::tz::TimeZone)>, String> {
+) -> Result<Option<(Schedule, jiff::tz::TimeZone)>, ScheduleProblem> {
     let (owner, name) = repo
         .full_name
         .split_once('/')
-        .ok_or_else(|| format!("`{}` is not owner/name", repo.full_name))?;
-    let repo_name = RepoName::new(owner, name).map_err(|e| e.to_string())?;
+        .ok_or_else(|| ScheduleProblem::NotOwnerName(repo.full_name.clone()))?;
+    let repo_name = RepoName::new(owner, name)?;
     let text = client
         .get_file(&repo_name, REPO_CONFIG_PATH, &repo.default_branch)
         .await
-        .map_err(|e| format!("reading {REPO_CONFIG_PATH}: {e}"))?;
+        .map_err(ScheduleProblem::ReadConfig)?;
     let Some(text) = text else {
         return Ok(None);
     };
@@ -226,7 +243,7 @@ async fn consider(
     now: Timestamp,
     job_attempts: u32,
     tick: &mut Tick,
-) -> Result<(), String> {
+) -> Result<(), ScheduleProblem> {
     let Some((schedule, tz)) = &known.schedule else {
         return Ok(());
     };
@@ -234,7 +251,7 @@ async fn consider(
     let (owner, name) = repo
         .full_name
         .split_once('/')
-        .ok_or_else(|| format!("`{}` is not owner/name", repo.full_name))?;
+        .ok_or_else(|| ScheduleProblem::NotOwnerName(repo.full_name.clone()))?;
     let repo_ref = RepoRef {
         owner: owner.to_owned(),
         name: name.to_owned(),
@@ -245,11 +262,8 @@ async fn consider(
     let key = chore_key(&repo_ref, Chore::Deps);
     let mark_name = key.clone();
     let now_ms = now.as_millisecond();
-    let Some(last) = store.schedule_mark(&mark_name).await.map_err(|e| e.to_string())? else {
-        store
-            .fire_schedule(&mark_name, now_ms, None)
-            .await
-            .map_err(|e| e.to_string())?;
+    let Some(last) = store.schedule_mark(&mark_name).await? else {
+        store.fire_schedule(&mark_name, now_ms, None).await?;
         tick.first_seen.push(repo.full_name.clone());
         return Ok(());
     };
@@ -257,10 +271,7 @@ async fn consider(
         return Ok(());
     }
     if busy(store, &key).await? {
-        store
-            .fire_schedule(&mark_name, now_ms, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        store.fire_schedule(&mark_name, now_ms, None).await?;
         tick.skipped.push(repo.full_name.clone());
         return Ok(());
     }
@@ -291,14 +302,11 @@ async fn consider(
         kind: request.kind.as_str().to_owned(),
         repo: repo.full_name.clone(),
         key,
-        request: serde_json::to_value(&request).map_err(|e| e.to_string())?,
+        request: serde_json::to_value(&request)?,
         delivery: None,
         max_attempts: job_attempts.max(1),
     };
-    let id = store
-        .fire_schedule(&mark_name, now_ms, Some(job))
-        .await
-        .map_err(|e| e.to_string())?;
+    let id = store.fire_schedule(&mark_name, now_ms, Some(job)).await?;
     if let Some(id) = id {
         tick.queued.push((repo.full_name.clone(), id));
     }
@@ -314,7 +322,7 @@ fn is_due(schedule: &Schedule, last_ms: i64, now: Timestamp, tz: &jiff::tz::Time
 }
 
 /// A chore of this repository is queued or running.
-async fn busy(store: &dyn JobStore, key: &str) -> Result<bool, String> {
+async fn busy(store: &dyn JobStore, key: &str) -> Result<bool, StoreError> {
     for state in [JobState::Queued, JobState::Running] {
         let filter = JobFilter {
             state: Some(state),
@@ -322,7 +330,7 @@ async fn busy(store: &dyn JobStore, key: &str) -> Result<bool, String> {
             limit: 1,
             ..JobFilter::default()
         };
-        if !store.jobs(&filter).await.map_err(|e| e.to_string())?.is_empty() {
+        if !store.jobs(&filter).await?.is_empty() {
             return Ok(true);
         }
     }

@@ -10,14 +10,21 @@ use super::jest::{is_project_path, stack_frame};
 use super::text;
 use super::{Failure, Runner, TestReport, gotest, pytest};
 
-pub(super) fn parse(xml: &str) -> Result<TestReport, String> {
-    let doc = Document::parse(xml).map_err(|err| format!("not a JUnit XML report: {err}"))?;
+/// Why a document is not a JUnit XML report.
+#[derive(Debug, thiserror::Error)]
+pub enum JunitError {
+    #[error("not a JUnit XML report: {0}")]
+    Xml(#[source] roxmltree::Error),
+    #[error("not a JUnit XML report: the root element is <{0}>, not <testsuites>")]
+    Root(String),
+}
+
+pub(super) fn parse(xml: &str) -> Result<TestReport, JunitError> {
+    let doc = Document::parse(xml).map_err(JunitError::Xml)?;
     let root = doc.root_element();
     let root_name = root.tag_name().name();
     if root_name != "testsuites" && root_name != "testsuite" {
-        return Err(format!(
-            "not a JUnit XML report: the root element is <{root_name}>, not <testsuites>"
-        ));
+        return Err(JunitError::Root(root_name.to_owned()));
     }
     let cases: Vec<Case<'_, '_>> = root
         .descendants()
@@ -337,6 +344,7 @@ mod tests {
         assert!(
             parse_junit_xml("<html/>")
                 .unwrap_err()
+                .to_string()
                 .contains("root element is <html>")
         );
         assert!(parse_junit_xml("not xml").is_err());

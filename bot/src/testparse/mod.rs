@@ -18,6 +18,7 @@ mod pytest;
 mod text;
 mod vitest;
 
+pub use junit::JunitError;
 pub use text::strip_ansi;
 
 /// The test runner whose output was read.
@@ -172,7 +173,7 @@ pub fn parse(output: &str, hint: Option<Runner>) -> Option<TestReport> {
 }
 
 /// Parses a JUnit XML report. The error says why the document could not be read.
-pub fn parse_junit_xml(xml: &str) -> Result<TestReport, String> {
+pub fn parse_junit_xml(xml: &str) -> Result<TestReport, JunitError> {
     junit::parse(xml)
 }
 

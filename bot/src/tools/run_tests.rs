@@ -97,7 +97,7 @@ impl Tool for RunTests {
                 ctx.test_command.as_deref(),
                 args.filter.as_deref(),
             )
-            .map_err(ToolError::Respond)?;
+            .map_err(|e| ToolError::Respond(e.to_string()))?;
             let timeout = Duration::from_secs(args.timeout_secs.unwrap_or(MAX_TIMEOUT_SECS).clamp(1, MAX_TIMEOUT_SECS));
             let mut request = ExecRequest::new(command.command.clone(), timeout);
             request.output_limit = OUTPUT_LIMIT;
@@ -131,6 +131,47 @@ fn sandbox_error(err: SandboxError) -> ToolError {
     }
 }
 
+/// Why no test command could be made; said to the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    #[error(
+        "no test command is configured and none could be detected (looked for Cargo.toml, pyproject.toml, \
+         setup.py, setup.cfg, pytest.ini, tox.ini, tests/test_*.py, package.json with a test script, go.mod \
+         and a Makefile with a test target); pass the command to run as `command`"
+    )]
+    NotDetected,
+    #[error("`filter` must be a test name or pattern, not `{0}`; put options into `command`")]
+    BadFilter(String),
+    #[error(
+        "cannot add a filter to `{0}`: its test runner is unknown; pass the whole command, filter included, as \
+         `command`"
+    )]
+    UnknownRunner(String),
+}
+
+/// Why the test log could not be saved.
+#[derive(Debug, thiserror::Error)]
+enum LogError {
+    #[error("could not create {}: {source}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not read {}: {source}", dir.display())]
+    ReadDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// A test command, and the runner that prints its output when that is known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestCommand {
@@ -145,16 +186,11 @@ pub fn resolve(
     command: Option<&str>,
     configured: Option<&str>,
     filter: Option<&str>,
-) -> Result<TestCommand, String> {
+) -> Result<TestCommand, CommandError> {
     let given = command.or(configured).map(str::trim).filter(|c| !c.is_empty());
     let base = match given {
         Some(command) => command.to_owned(),
-        None => detect(root).ok_or_else(|| {
-            "no test command is configured and none could be detected (looked for Cargo.toml, pyproject.toml, \
-             setup.py, setup.cfg, pytest.ini, tox.ini, tests/test_*.py, package.json with a test script, go.mod \
-             and a Makefile with a test target); pass the command to run as `command`"
-                .to_owned()
-        })?,
+        None => detect(root).ok_or(CommandError::NotDetected)?,
     };
     let runner = runner_of(root, &base);
     let command = match filter.map(str::trim).filter(|f| !f.is_empty()) {
@@ -299,18 +335,13 @@ fn filter_style(root: &Path, command: &str) -> Option<FilterStyle> {
 }
 
 /// `command` with `filter` added in its runner's syntax.
-fn with_filter(root: &Path, command: &str, filter: &str) -> Result<String, String> {
+fn with_filter(root: &Path, command: &str, filter: &str) -> Result<String, CommandError> {
     if filter.starts_with('-') || filter.contains('\n') {
-        return Err(format!(
-            "`filter` must be a test name or pattern, not `{filter}`; put options into `command`"
-        ));
+        return Err(CommandError::BadFilter(filter.to_owned()));
     }
     let quoted = shell_quote(filter);
     let Some(style) = filter_style(root, command) else {
-        return Err(format!(
-            "cannot add a filter to `{command}`: its test runner is unknown; pass the whole command, filter \
-             included, as `command`"
-        ));
+        return Err(CommandError::UnknownRunner(command.to_owned()));
     };
     Ok(match style {
         FilterStyle::Positional => match command.split_once(" -- ") {
@@ -352,17 +383,26 @@ fn combined(output: &ExecOutput) -> String {
 }
 
 /// Writes `<run_dir>/tests/<n>-<runner>.log`, `n` one more than the highest so far.
-fn save_log(run_dir: &Path, runner: Runner, log: &str) -> Result<PathBuf, String> {
+fn save_log(run_dir: &Path, runner: Runner, log: &str) -> Result<PathBuf, LogError> {
     let dir = run_dir.join("tests");
-    std::fs::create_dir_all(&dir).map_err(|err| format!("could not create {}: {err}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| LogError::CreateDir {
+        dir: dir.clone(),
+        source,
+    })?;
     let last = std::fs::read_dir(&dir)
-        .map_err(|err| format!("could not read {}: {err}", dir.display()))?
+        .map_err(|source| LogError::ReadDir {
+            dir: dir.clone(),
+            source,
+        })?
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.split_once('-')?.0.parse::<u64>().ok())
         .max()
         .unwrap_or(0);
     let path = dir.join(format!("{}-{}.log", last + 1, runner.name()));
-    std::fs::write(&path, log).map_err(|err| format!("could not write {}: {err}", path.display()))?;
+    std::fs::write(&path, log).map_err(|source| LogError::Write {
+        path: path.clone(),
+        source,
+    })?;
     Ok(path)
 }
 
@@ -372,7 +412,7 @@ fn render(
     output: &ExecOutput,
     report: Option<&TestReport>,
     log: &str,
-    log_path: &Result<PathBuf, String>,
+    log_path: &Result<PathBuf, LogError>,
 ) -> String {
     let mut text = format!("$ {command}\n");
     let status = match output.exit_code {
@@ -501,7 +541,7 @@ mod tests {
     /// Paths and contents of a project's files.
     type Files<'a> = &'a [(&'a str, &'a str)];
 
-    fn detected(files: Files<'_>, filter: Option<&str>) -> Result<TestCommand, String> {
+    fn detected(files: Files<'_>, filter: Option<&str>) -> Result<TestCommand, CommandError> {
         let dir = project(files);
         resolve(dir.path(), None, None, filter)
     }
@@ -572,7 +612,7 @@ mod tests {
             &[("tests/helpers.py", "")],
         ];
         for files in cases {
-            let err = detected(files, None).unwrap_err();
+            let err = detected(files, None).unwrap_err().to_string();
             assert!(err.contains("pass the command to run as `command`"), "{files:?}: {err}");
         }
     }
@@ -642,11 +682,13 @@ mod tests {
         assert!(
             with("make check", "adds")
                 .unwrap_err()
+                .to_string()
                 .contains("cannot add a filter to `make check`")
         );
         assert!(
             with("cargo test", "--ignored")
                 .unwrap_err()
+                .to_string()
                 .contains("must be a test name")
         );
     }

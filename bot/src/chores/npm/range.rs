@@ -5,6 +5,15 @@ use std::ops::Range as Span;
 
 use semver::{Prerelease, Version};
 
+/// Why a text is not an npm range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    #[error("`{operator}` without a version")]
+    NoVersion { operator: String },
+    #[error("`{token}` is not a version in `{range}`")]
+    BadVersion { token: String, range: String },
+}
+
 /// An npm range: alternatives joined by `||`, each a list of terms that must all hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Range {
@@ -145,7 +154,7 @@ impl Partial {
 
 impl Range {
     /// Parses an npm range (node-semver's grammar, without its loose-mode extras).
-    pub fn parse(text: &str) -> Result<Range, String> {
+    pub fn parse(text: &str) -> Result<Range, RangeError> {
         let mut alternatives = Vec::new();
         let mut start = 0;
         for piece in text.split("||") {
@@ -236,7 +245,7 @@ impl Alternative {
 }
 
 /// One `||` alternative, `piece`, found at byte `offset` of `whole`.
-fn parse_alternative(whole: &str, offset: usize, piece: &str) -> Result<Alternative, String> {
+fn parse_alternative(whole: &str, offset: usize, piece: &str) -> Result<Alternative, RangeError> {
     // Tokens with their offsets in `whole`.
     let mut tokens: Vec<(usize, &str)> = Vec::new();
     let mut i = 0;
@@ -259,7 +268,9 @@ fn parse_alternative(whole: &str, offset: usize, piece: &str) -> Result<Alternat
             let (at, token) = if op_len == token.len() {
                 // An operator standing alone: `>= 1.2.3`.
                 k += 1;
-                let &(next_at, next) = tokens.get(k).ok_or_else(|| format!("`{token}` without a version"))?;
+                let &(next_at, next) = tokens.get(k).ok_or_else(|| RangeError::NoVersion {
+                    operator: token.to_owned(),
+                })?;
                 (next_at, next)
             } else {
                 (at + op_len, &token[op_len..])
@@ -305,8 +316,11 @@ fn term_op(token: &str) -> (TermOp, usize) {
 }
 
 /// A partial version `token` at byte `at` of `whole`: `1`, `1.2`, `1.2.3-beta.1`, `1.x`, `*`, `v1.2`.
-fn parse_partial(whole: &str, at: usize, token: &str) -> Result<Partial, String> {
-    let bad = || format!("`{token}` is not a version in `{whole}`");
+fn parse_partial(whole: &str, at: usize, token: &str) -> Result<Partial, RangeError> {
+    let bad = || RangeError::BadVersion {
+        token: token.to_owned(),
+        range: whole.to_owned(),
+    };
     let (skip, rest) = match token.strip_prefix(['v', 'V']) {
         Some(rest) => (1, rest),
         None => (0, token),

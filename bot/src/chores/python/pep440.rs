@@ -3,6 +3,11 @@
 
 use std::cmp::Ordering;
 
+/// A text that is not a PEP 440 version.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a PEP 440 version")]
+pub struct VersionError(String);
+
 /// A PEP 440 version: epoch, release numbers, pre-, post- and dev-release, local label.
 #[derive(Debug, Clone)]
 pub struct Pep440 {
@@ -23,8 +28,8 @@ enum PreKind {
 
 impl Pep440 {
     /// Parses a version in any spelling PEP 440 normalises (`1.0-RC1`, `v2.0.post1`, `1!2.0`).
-    pub fn parse(text: &str) -> Result<Pep440, String> {
-        let bad = || format!("`{text}` is not a PEP 440 version");
+    pub fn parse(text: &str) -> Result<Pep440, VersionError> {
+        let bad = || VersionError(text.to_owned());
         let lower = text.trim().to_ascii_lowercase();
         let mut rest = lower.strip_prefix('v').unwrap_or(&lower);
         let local = match rest.split_once('+') {

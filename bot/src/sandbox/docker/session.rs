@@ -465,7 +465,7 @@ impl DockerSession {
         if request.command.contains('\0') {
             return Err(SandboxError::Spawn("the command contains a NUL byte".to_owned()));
         }
-        check_env(&request.env).map_err(SandboxError::Spawn)?;
+        check_env(&request.env).map_err(|e| SandboxError::Spawn(e.to_string()))?;
         let cwd = match request.cwd.as_deref() {
             None => None,
             Some(cwd) => {
