@@ -45,8 +45,16 @@
 //! ```
 
 mod actions;
+mod apps;
 mod auth;
+mod checks;
+mod context;
+mod git;
+mod issues;
 pub mod openapi;
+mod pulls;
+mod reactions;
+mod repos;
 mod routes;
 mod state;
 mod wire;
@@ -67,8 +75,8 @@ use tokio::sync::Notify;
 
 use self::auth::{AppKey, Needs};
 pub use self::auth::{AuthKind, MAX_JWT_AHEAD_SECS, MAX_JWT_LIFETIME_SECS, sign_app_jwt};
+use self::context::{AppConfig, Ctx, Payload, RateLimit, Reply};
 pub use self::openapi::{Operation, RouteError, SchemaError, Spec, SpecError};
-use self::routes::{AppConfig, Ctx, Payload, RateLimit, Reply};
 pub use self::state::{
     ActionsJob, CheckRun, ExternalCheckRun, GITHUB_ACTIONS_APP_ID, GITHUB_ACTIONS_APP_SLUG, GithubState, Issue,
     IssueComment, IssuedToken, JobRerun, JobStep, LogDownload, Permission, PullBase, PullHead, PullInfo, Reaction,

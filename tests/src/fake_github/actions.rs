@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::routes::{
-    Ctx, Payload, Reply, app_json, check_run_json, paginate, replace_in_strings, repo_json, user_json,
-};
+use super::apps::app_json;
+use super::checks::check_run_json;
+use super::context::{Ctx, Payload, Reply, paginate};
+use super::repos::{replace_in_strings, repo_json, user_json};
 use super::state::{
     ActionsJob, CheckRun, ExternalCheckRun, GITHUB_ACTIONS_APP_ID, GITHUB_ACTIONS_APP_SLUG, GithubState, JobRerun,
     LogDownload, Repo, WorkflowRun,
