@@ -17,6 +17,7 @@ pub mod sandbox;
 pub mod secrets;
 pub mod serve;
 pub mod server;
+pub mod shell;
 pub mod testparse;
 pub mod tools;
 pub mod triage;
