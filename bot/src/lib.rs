@@ -20,6 +20,7 @@ pub mod secrets;
 pub mod serve;
 pub mod server;
 pub mod session;
+pub mod shell;
 pub mod testparse;
 pub mod tools;
 pub mod triage;

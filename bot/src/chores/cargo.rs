@@ -13,6 +13,7 @@ use toml_edit::{DocumentMut, Item, TableLike, Value};
 use url::Url;
 
 use super::{Dependency, Ecosystem, RegistryClient, RegistryError, Release, Update, UpdateKind, version};
+use crate::shell;
 
 /// How registry errors name the sparse index.
 const REGISTRY: &str = "the Cargo index";
@@ -285,8 +286,8 @@ pub fn lock_command(index: &Url) -> String {
     let registry = Value::from(format!("sparse+{root}")).to_string();
     format!(
         "cargo update --config {} --config {}",
-        shell_quote("source.crates-io.replace-with=\"pitcrew-registry\""),
-        shell_quote(&format!("source.pitcrew-registry.registry={}", registry.trim())),
+        shell::quote("source.crates-io.replace-with=\"pitcrew-registry\""),
+        shell::quote(&format!("source.pitcrew-registry.registry={}", registry.trim())),
     )
 }
 
@@ -505,11 +506,6 @@ fn index_root(index: &Url) -> String {
     } else {
         format!("{text}/")
     }
-}
-
-/// `text` as one POSIX shell word.
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 #[cfg(test)]

@@ -393,7 +393,7 @@ pub fn lock_command(registry: &Url) -> String {
     let url = if plain {
         url.to_owned()
     } else {
-        format!("'{}'", url.replace('\'', r"'\''"))
+        crate::shell::quote(url)
     };
     format!("npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry {url}")
 }

@@ -147,38 +147,24 @@ pub(crate) fn did_you_mean<'a>(typed: &str, candidates: impl IntoIterator<Item =
     let limit = (typed.chars().count() / 3).max(2);
     candidates
         .into_iter()
-        .map(|c| (edit_distance(&typed, &c.to_ascii_lowercase()), c))
+        .map(|c| (strsim::levenshtein(&typed, &c.to_ascii_lowercase()), c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
-}
-
-/// Levenshtein distance over chars.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = substitute.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Plain Levenshtein over chars: a transposition costs two.
     #[test]
     fn edit_distance_basics() {
-        assert_eq!(edit_distance("", ""), 0);
-        assert_eq!(edit_distance("abc", ""), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("max_step", "max_steps"), 1);
+        assert_eq!(strsim::levenshtein("", ""), 0);
+        assert_eq!(strsim::levenshtein("abc", ""), 3);
+        assert_eq!(strsim::levenshtein("kitten", "sitting"), 3);
+        assert_eq!(strsim::levenshtein("max_step", "max_steps"), 1);
+        assert_eq!(strsim::levenshtein("nmae", "name"), 2);
     }
 
     #[test]

@@ -339,7 +339,7 @@ fn with_filter(root: &Path, command: &str, filter: &str) -> Result<String, Comma
     if filter.starts_with('-') || filter.contains('\n') {
         return Err(CommandError::BadFilter(filter.to_owned()));
     }
-    let quoted = shell_quote(filter);
+    let quoted = shell_word(filter);
     let Some(style) = filter_style(root, command) else {
         return Err(CommandError::UnknownRunner(command.to_owned()));
     };
@@ -360,13 +360,13 @@ fn with_filter(root: &Path, command: &str, filter: &str) -> Result<String, Comma
     })
 }
 
-/// Quotes `value` for `sh` when it needs it.
-pub fn shell_quote(value: &str) -> String {
+/// `value` as one `sh` word, quoted only when it needs it.
+fn shell_word(value: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
     if !value.is_empty() && value.chars().all(plain) {
         value.to_owned()
     } else {
-        format!("'{}'", value.replace('\'', r"'\''"))
+        crate::shell::quote(value)
     }
 }
 

@@ -186,36 +186,11 @@ fn did_you_mean(word: &str) -> Option<&'static str> {
     let budget = if word.chars().count() <= 4 { 1 } else { 2 };
     COMMANDS
         .iter()
-        .map(|(name, _)| (*name, edit_distance(word, name)))
+        // Optimal string alignment: Levenshtein plus adjacent transpositions ("stpo" → "stop" is 1).
+        .map(|(name, _)| (*name, strsim::osa_distance(word, name)))
         .filter(|(_, distance)| *distance <= budget)
         .min_by_key(|(_, distance)| *distance)
         .map(|(name, _)| name)
-}
-
-/// Optimal string alignment distance: Levenshtein plus adjacent transpositions ("stpo" → "stop" is 1).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in rows.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in rows[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (rows[i - 1][j] + 1)
-                .min(rows[i][j - 1] + 1)
-                .min(rows[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(rows[i - 2][j - 2] + 1);
-            }
-            rows[i][j] = best;
-        }
-    }
-    rows[a.len()][b.len()]
 }
 
 /// Byte ranges of the trigger's real mentions in `body`.
@@ -526,10 +501,10 @@ mod tests {
 
     #[test]
     fn edit_distance_counts_transpositions_once() {
-        assert_eq!(edit_distance("stpo", "stop"), 1);
-        assert_eq!(edit_distance("reveiw", "review"), 1);
-        assert_eq!(edit_distance("revieww", "review"), 1);
-        assert_eq!(edit_distance("", "fix"), 3);
-        assert_eq!(edit_distance("fix", "fix"), 0);
+        assert_eq!(strsim::osa_distance("stpo", "stop"), 1);
+        assert_eq!(strsim::osa_distance("reveiw", "review"), 1);
+        assert_eq!(strsim::osa_distance("revieww", "review"), 1);
+        assert_eq!(strsim::osa_distance("", "fix"), 3);
+        assert_eq!(strsim::osa_distance("fix", "fix"), 0);
     }
 }

@@ -10,6 +10,7 @@ use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 
 use crate::sandbox::output::Capture;
+use crate::shell::quote;
 
 pub(super) type OutputStream = Pin<Box<dyn Stream<Item = Result<LogOutput, EngineError>> + Send>>;
 
@@ -265,11 +266,6 @@ pub(super) fn shell_command(nonce: &str, prepared: &Prepared) -> String {
         "{{ {body}\n}} </dev/null >&8 2>&9 8>&- 9>&-\n\
          {{ __pitcrew_rc=$?; set +efuvxC; }} 2>/dev/null; __pitcrew_end {nonce} \"$__pitcrew_rc\"\n"
     )
-}
-
-/// Single-quoted for `sh`.
-pub(super) fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// 128 random bits in hex.
