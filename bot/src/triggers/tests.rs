@@ -741,6 +741,32 @@ fn unknown_events_are_ignored() {
     assert!(matches!(decide(&event, &cfg()), Decision::Ignore { .. }));
 }
 
+/// Storing an event the parser does not turn into anything would only fill the job store: each
+/// handled event has real examples that parse into an event the triggers decide on.
+#[test]
+fn every_handled_event_has_examples_that_parse_into_a_domain_event() {
+    for event in HANDLED_EVENTS {
+        let folder = crate::llm::fixture_path(&format!("{WEBHOOKS}/{event}"));
+        assert!(folder.is_dir(), "no examples of `{event}` in {}", folder.display());
+        let mut files = Vec::new();
+        files_under(&folder, &mut files);
+        let parsed = files
+            .iter()
+            .map(|file| load_path(file, event))
+            .filter(|(name, _)| name == event)
+            .map(|(name, payload)| Event::parse(&name, &payload).unwrap())
+            .filter(|parsed| !matches!(parsed, Event::Ignored { .. }))
+            .count();
+        assert!(
+            parsed > 0,
+            "no example of `{event}` parses into an event pitcrew acts on"
+        );
+    }
+    for event in CI_EVENTS {
+        assert!(HANDLED_EVENTS.contains(event), "the CI event `{event}` is not handled");
+    }
+}
+
 fn triage_job(decision: Decision) -> (PermissionGate, JobRequest) {
     let request = act(decision);
     let [Action::Run(job)] = request.actions.as_slice() else {
