@@ -8,6 +8,7 @@ use super::event::{
     Actor, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event, IssueRef,
     RepoRef, ReviewContext, WorkflowRun,
 };
+use crate::config::command::{CommandKind, EnabledCommands};
 
 /// The trigger settings of one installation or repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,40 +41,6 @@ impl TriggerConfig {
     }
 }
 
-/// Which job-starting commands a repository allows. `help` and `stop` are always on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnabledCommands {
-    pub fix: bool,
-    pub review: bool,
-    pub explain: bool,
-    pub triage: bool,
-    pub chore: bool,
-}
-
-impl Default for EnabledCommands {
-    fn default() -> Self {
-        EnabledCommands {
-            fix: true,
-            review: true,
-            explain: true,
-            triage: true,
-            chore: true,
-        }
-    }
-}
-
-impl EnabledCommands {
-    fn allows(&self, kind: &JobKind) -> bool {
-        match kind {
-            JobKind::Fix => self.fix,
-            JobKind::Review => self.review,
-            JobKind::Explain => self.explain,
-            JobKind::Triage => self.triage,
-            JobKind::Chore(_) => self.chore,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobKind {
@@ -85,15 +52,20 @@ pub enum JobKind {
 }
 
 impl JobKind {
-    /// The job store's `kind` column.
-    pub fn as_str(&self) -> &'static str {
+    /// The command that asks for this job.
+    pub fn kind(&self) -> CommandKind {
         match self {
-            JobKind::Fix => "fix",
-            JobKind::Review => "review",
-            JobKind::Explain => "explain",
-            JobKind::Triage => "triage",
-            JobKind::Chore(_) => "chore",
+            JobKind::Fix => CommandKind::Fix,
+            JobKind::Review => CommandKind::Review,
+            JobKind::Explain => CommandKind::Explain,
+            JobKind::Triage => CommandKind::Triage,
+            JobKind::Chore(_) => CommandKind::Chore,
         }
+    }
+
+    /// The job store's `kind` column: the command word.
+    pub fn as_str(&self) -> &'static str {
+        self.kind().name()
     }
 }
 
@@ -362,21 +334,30 @@ pub fn help_text(cfg: &TriggerConfig) -> String {
     let c = &cfg.commands;
     let entries = [
         (
-            c.fix,
+            c.allows(CommandKind::Fix),
             format!("- `{t} fix [instructions]`: fix the problem and push the change (also any free text after `{t}`)"),
         ),
-        (c.review, format!("- `{t} review [focus]`: review this pull request")),
         (
-            c.explain,
+            c.allows(CommandKind::Review),
+            format!("- `{t} review [focus]`: review this pull request"),
+        ),
+        (
+            c.allows(CommandKind::Explain),
             format!("- `{t} explain [question]`: answer a question about the code"),
         ),
-        (c.triage, format!("- `{t} triage`: find out why CI failed")),
-        (c.chore, format!("- `{t} chore deps`: update dependencies")),
+        (
+            c.allows(CommandKind::Triage),
+            format!("- `{t} triage`: find out why CI failed"),
+        ),
+        (
+            c.allows(CommandKind::Chore),
+            format!("- `{t} chore deps`: update dependencies"),
+        ),
         (true, format!("- `{t} stop`: cancel the running job")),
         (true, format!("- `{t} help`: this list")),
     ];
     lines.extend(entries.into_iter().filter(|(on, _)| *on).map(|(_, line)| line));
-    if c.fix {
+    if c.allows(CommandKind::Fix) {
         let label = match &cfg.label {
             Some(label) => format!(" (or label it `{label}`)"),
             None => String::new(),
@@ -500,7 +481,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
 
 /// The job, or why it cannot run here.
 fn job_action(job: JobRequest, cfg: &TriggerConfig) -> Action {
-    if !cfg.commands.allows(&job.kind) {
+    if !cfg.commands.allows(job.kind.kind()) {
         return Action::Invalid {
             message: format!("`{}` is turned off in this repository.", job.kind.as_str()),
         };
@@ -532,7 +513,7 @@ fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerCo
     if issue.is_pull_request {
         return ignore(format!("#{} is a pull request, not an issue", issue.number));
     }
-    if !cfg.commands.fix {
+    if !cfg.commands.allows(CommandKind::Fix) {
         return ignore("`fix` is turned off".to_owned());
     }
     let instructions = match issue.body.as_deref().map(str::trim) {

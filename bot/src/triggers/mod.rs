@@ -15,8 +15,8 @@ mod tests;
 
 pub use command::{Chore, Command, ParseError, parse_commands};
 pub use decide::{
-    Action, CiFailure, Decision, EnabledCommands, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request,
-    Requester, TriggerConfig, chore_key, decide, help_text,
+    Action, CiFailure, Decision, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request, Requester,
+    TriggerConfig, chore_key, decide, help_text,
 };
 pub use event::{
     Actor, ActorKind, AppRef, AuthorAssociation, CI_EVENTS, CheckRun, CheckSuite, CommentEvent, Conclusion, Context,

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::config::command::CommandKind;
 
 const WEBHOOKS: &str = "webhooks";
 
@@ -386,11 +387,10 @@ fn stop_and_help() {
 fn help_lists_only_enabled_commands_and_the_label() {
     let config = TriggerConfig {
         label: Some("pitcrew".to_owned()),
-        commands: EnabledCommands {
-            review: false,
-            chore: false,
-            ..EnabledCommands::default()
-        },
+        commands: CommandKind::ALL
+            .into_iter()
+            .filter(|kind| !matches!(kind, CommandKind::Review | CommandKind::Chore))
+            .collect(),
         ..TriggerConfig::new("@crew", "crew[bot]")
     };
     insta::assert_snapshot!(help_text(&config), @r"
@@ -409,10 +409,10 @@ fn help_lists_only_enabled_commands_and_the_label() {
 #[test]
 fn disabled_misplaced_and_mistyped_commands_are_invalid() {
     let config = TriggerConfig {
-        commands: EnabledCommands {
-            explain: false,
-            ..EnabledCommands::default()
-        },
+        commands: CommandKind::ALL
+            .into_iter()
+            .filter(|kind| *kind != CommandKind::Explain)
+            .collect(),
         ..cfg()
     };
     let (event, payload) = pr_comment_saying("@agent explain the cache\n@agent reveiw");
