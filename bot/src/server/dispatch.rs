@@ -564,7 +564,7 @@ async fn act(
                     replies::stopped_by(Some(&login))
                 });
             }
-            Action::Help { .. } => texts.push(replies::help(trigger, replies::COMMANDS)),
+            Action::Help => texts.push(replies::help(trigger, replies::COMMANDS)),
             Action::Invalid { message } => texts.push(message.clone()),
             Action::Run(job) if duplicate_triage(ctx, job).await? => {
                 tracing::info!(delivery = %id, key = %job.key(), "a triage of this commit is already queued");

@@ -212,10 +212,8 @@ pub enum Action {
     Stop {
         key: String,
     },
-    /// Post `text` (the command list).
-    Help {
-        text: String,
-    },
+    /// Post the command list.
+    Help,
     /// A command that cannot be run; post `message` (it names the problem and, if it can, the fix).
     Invalid {
         message: String,
@@ -327,50 +325,6 @@ pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
     }
 }
 
-/// The command list for `help`, with only the commands this repository allows.
-pub fn help_text(cfg: &TriggerConfig) -> String {
-    let t = &cfg.trigger;
-    let mut lines = vec![format!("Mention `{t}` followed by a command:"), String::new()];
-    let c = &cfg.commands;
-    let entries = [
-        (
-            c.allows(CommandKind::Fix),
-            format!("- `{t} fix [instructions]`: fix the problem and push the change (also any free text after `{t}`)"),
-        ),
-        (
-            c.allows(CommandKind::Review),
-            format!("- `{t} review [focus]`: review this pull request"),
-        ),
-        (
-            c.allows(CommandKind::Explain),
-            format!("- `{t} explain [question]`: answer a question about the code"),
-        ),
-        (
-            c.allows(CommandKind::Triage),
-            format!("- `{t} triage`: find out why CI failed"),
-        ),
-        (
-            c.allows(CommandKind::Chore),
-            format!("- `{t} chore deps`: update dependencies"),
-        ),
-        (true, format!("- `{t} stop`: cancel the running job")),
-        (true, format!("- `{t} help`: this list")),
-    ];
-    lines.extend(entries.into_iter().filter(|(on, _)| *on).map(|(_, line)| line));
-    if c.allows(CommandKind::Fix) {
-        let label = match &cfg.label {
-            Some(label) => format!(" (or label it `{label}`)"),
-            None => String::new(),
-        };
-        lines.push(String::new());
-        lines.push(format!(
-            "Assign an issue to @{}{label} to get a fix in a new pull request.",
-            cfg.bot_login
-        ));
-    }
-    lines.join("\n")
-}
-
 fn ignore(reason: String) -> Decision {
     Decision::Ignore { reason }
 }
@@ -441,7 +395,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
             Err(err) => Action::Invalid {
                 message: err.to_string(),
             },
-            Ok(Command::Help) => Action::Help { text: help_text(cfg) },
+            Ok(Command::Help) => Action::Help,
             Ok(Command::Stop) => Action::Stop { key: request.key() },
             Ok(command) => {
                 let (kind, instructions) = match command {

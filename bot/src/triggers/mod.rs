@@ -16,7 +16,7 @@ mod tests;
 pub use command::{Chore, Command, ParseError, parse_commands};
 pub use decide::{
     Action, CiFailure, Decision, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request, Requester,
-    TriggerConfig, chore_key, decide, help_text,
+    TriggerConfig, chore_key, decide,
 };
 pub use event::{
     Actor, ActorKind, AppRef, AuthorAssociation, CI_EVENTS, CheckRun, CheckSuite, CommentEvent, Conclusion, Context,

@@ -365,45 +365,7 @@ fn stop_and_help() {
 
     let (event, payload) = pr_comment_saying("@agent help");
     let request = act(decide_on(&event, &payload));
-    let [Action::Help { text }] = request.actions.as_slice() else {
-        panic!("{:?}", request.actions)
-    };
-    insta::assert_snapshot!(text, @r"
-    Mention `@agent` followed by a command:
-
-    - `@agent fix [instructions]`: fix the problem and push the change (also any free text after `@agent`)
-    - `@agent review [focus]`: review this pull request
-    - `@agent explain [question]`: answer a question about the code
-    - `@agent triage`: find out why CI failed
-    - `@agent chore deps`: update dependencies
-    - `@agent stop`: cancel the running job
-    - `@agent help`: this list
-
-    Assign an issue to @pitcrew[bot] to get a fix in a new pull request.
-    ");
-}
-
-#[test]
-fn help_lists_only_enabled_commands_and_the_label() {
-    let config = TriggerConfig {
-        label: Some("pitcrew".to_owned()),
-        commands: CommandKind::ALL
-            .into_iter()
-            .filter(|kind| !matches!(kind, CommandKind::Review | CommandKind::Chore))
-            .collect(),
-        ..TriggerConfig::new("@crew", "crew[bot]")
-    };
-    insta::assert_snapshot!(help_text(&config), @r"
-    Mention `@crew` followed by a command:
-
-    - `@crew fix [instructions]`: fix the problem and push the change (also any free text after `@crew`)
-    - `@crew explain [question]`: answer a question about the code
-    - `@crew triage`: find out why CI failed
-    - `@crew stop`: cancel the running job
-    - `@crew help`: this list
-
-    Assign an issue to @crew[bot] (or label it `pitcrew`) to get a fix in a new pull request.
-    ");
+    assert_eq!(request.actions, vec![Action::Help]);
 }
 
 #[test]
