@@ -6,6 +6,7 @@
 //! values, collecting every problem rather than stopping at the first.
 
 pub(crate) mod bytesize;
+pub mod command;
 mod duration;
 mod error;
 mod raw;

@@ -157,7 +157,7 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
     ));
     let delivery = DeliveryId(action.delivery_id());
     // A CI event goes through the triggers whatever the mode: they know which failures to triage.
-    let ci_event = matches!(action.event_name.as_str(), "workflow_run" | "check_run" | "check_suite");
+    let ci_event = crate::triggers::CI_EVENTS.contains(&action.event_name.as_str());
     let routed = action.inputs.mode == Mode::Auto || (action.inputs.mode == Mode::Triage && ci_event);
     let jobs: Vec<Job> = if routed {
         store

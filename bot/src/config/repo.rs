@@ -13,6 +13,7 @@ use std::time::Duration;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use super::command::{CommandKind, EnabledCommands};
 use super::duration::{format_duration, parse_duration};
 use super::error::Hint;
 use super::raw::line_column;
@@ -143,7 +144,7 @@ pub struct RepoSandbox {
 pub struct RepoTriggers {
     /// `@` and a name without spaces.
     pub trigger: Option<String>,
-    pub commands: Option<BTreeSet<CommandName>>,
+    pub commands: Option<BTreeSet<CommandKind>>,
     /// Adding this label to an issue starts a fix.
     pub label: Option<String>,
     /// Assigning an issue to the bot starts a fix.
@@ -175,47 +176,6 @@ impl Default for TriageSettings {
             rerun_flaky: false,
             comment: false,
         }
-    }
-}
-
-/// A comment command that `[triggers] commands` can enable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CommandName {
-    Fix,
-    Review,
-    Explain,
-    Triage,
-    Help,
-    Stop,
-    Chore,
-}
-
-impl CommandName {
-    pub const ALL: [CommandName; 7] = [
-        CommandName::Fix,
-        CommandName::Review,
-        CommandName::Explain,
-        CommandName::Triage,
-        CommandName::Help,
-        CommandName::Stop,
-        CommandName::Chore,
-    ];
-
-    /// The command word as users type it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CommandName::Fix => "fix",
-            CommandName::Review => "review",
-            CommandName::Explain => "explain",
-            CommandName::Triage => "triage",
-            CommandName::Help => "help",
-            CommandName::Stop => "stop",
-            CommandName::Chore => "chore",
-        }
-    }
-
-    pub fn parse(word: &str) -> Option<CommandName> {
-        CommandName::ALL.into_iter().find(|c| c.as_str() == word)
     }
 }
 
@@ -405,10 +365,10 @@ impl RepoConfig {
         let t = &self.triggers;
         TriggerSettings {
             trigger: t.trigger.clone().unwrap_or_else(|| operator_trigger.to_owned()),
-            commands: t
-                .commands
-                .clone()
-                .unwrap_or_else(|| CommandName::ALL.into_iter().collect()),
+            commands: match &t.commands {
+                Some(listed) => listed.iter().copied().collect(),
+                None => EnabledCommands::default(),
+            },
             label: t.label.clone(),
             assign: t.assign.unwrap_or(true),
             min_permission: t.min_permission.unwrap_or_default(),
@@ -470,8 +430,8 @@ pub struct EffectiveSettings {
 pub struct TriggerSettings {
     /// The mention that addresses the bot, e.g. `@agent`.
     pub trigger: String,
-    /// The enabled commands; see [`TriggerSettings::allows_command`].
-    pub commands: BTreeSet<CommandName>,
+    /// The commands `[triggers] commands` enables (all when it says nothing).
+    pub commands: EnabledCommands,
     /// Adding this label to an issue starts a fix; `None`: labels start nothing.
     pub label: Option<String>,
     /// Assigning an issue to the bot starts a fix.
@@ -484,12 +444,6 @@ pub struct TriggerSettings {
 }
 
 impl TriggerSettings {
-    /// Whether `command` is enabled. `help` and `stop` always are: they start no job, and stopping a
-    /// running one must never be switched off.
-    pub fn allows_command(&self, command: CommandName) -> bool {
-        matches!(command, CommandName::Help | CommandName::Stop) || self.commands.contains(&command)
-    }
-
     /// Whether `login` is on the allow list (GitHub logins ignore case); true when there is none.
     pub fn allows_user(&self, login: &str) -> bool {
         self.allowed_users
@@ -902,12 +856,12 @@ fn ecosystems(key: &str, v: &Value<'_>) -> Result<BTreeSet<crate::chores::Ecosys
     if bad.is_empty() { Ok(set) } else { Err(bad) }
 }
 
-fn commands(key: &str, v: &Value<'_>) -> Result<BTreeSet<CommandName>, Bad> {
+fn commands(key: &str, v: &Value<'_>) -> Result<BTreeSet<CommandKind>, Bad> {
     let (words, mut bad) = strings(key, v)?;
-    let names = CommandName::ALL.map(CommandName::as_str);
+    let names = CommandKind::ALL.map(CommandKind::name);
     let mut set = BTreeSet::new();
     for (word, at) in words {
-        match CommandName::parse(word) {
+        match CommandKind::parse(word) {
             Some(command) => {
                 set.insert(command);
             }

@@ -84,10 +84,10 @@ fn a_full_valid_file() {
             triggers: RepoTriggers {
                 trigger: Some("@crew".into()),
                 commands: Some(BTreeSet::from([
-                    CommandName::Fix,
-                    CommandName::Review,
-                    CommandName::Help,
-                    CommandName::Stop,
+                    CommandKind::Fix,
+                    CommandKind::Review,
+                    CommandKind::Help,
+                    CommandKind::Stop,
                 ])),
                 label: Some("pitcrew: fix".into()),
                 assign: Some(false),
@@ -311,7 +311,7 @@ fn without_a_file_the_operator_decides_everything() {
             setup_network: false,
             triggers: TriggerSettings {
                 trigger: "@ops".into(),
-                commands: CommandName::ALL.into_iter().collect(),
+                commands: CommandKind::ALL.into_iter().collect(),
                 label: None,
                 assign: true,
                 min_permission: MinPermission::Write,
@@ -370,9 +370,9 @@ fn the_repository_chooses_model_image_setup_test_command_and_triggers() {
         (t.label.as_deref(), t.assign, t.min_permission),
         (Some("pitcrew: fix"), false, MinPermission::Maintain)
     );
-    assert!(t.allows_command(CommandName::Review));
-    assert!(!t.allows_command(CommandName::Explain));
-    assert!(t.allows_command(CommandName::Stop));
+    assert!(t.commands.allows(CommandKind::Review));
+    assert!(!t.commands.allows(CommandKind::Explain));
+    assert!(t.commands.allows(CommandKind::Stop));
     assert!(t.allows_user("Alice"));
     assert!(!t.allows_user("mallory"));
     assert!(settings.triage.auto_fix && settings.triage.rerun_flaky && !settings.triage.comment);

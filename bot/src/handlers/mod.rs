@@ -127,7 +127,7 @@ impl JobEnv {
     pub fn info(&self) -> report::JobInfo {
         report::JobInfo {
             id: self.job_id(),
-            kind: report_kind(&self.request.kind),
+            kind: self.request.kind.kind(),
             requested_by: report::RequestedBy::User(self.request.requested_by.login.clone()),
             instructions: self.request.instructions.clone(),
             check_run_url: None,
@@ -473,16 +473,6 @@ pub(crate) fn parse_clone_url(text: &str) -> Result<url::Url, HandlerError> {
 pub(crate) fn quote_capped(text: &str) -> String {
     let text: String = text.chars().take(8000).collect();
     text.lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")
-}
-
-pub(crate) fn report_kind(kind: &JobKind) -> report::JobKind {
-    match kind {
-        JobKind::Fix => report::JobKind::Fix,
-        JobKind::Review => report::JobKind::Review,
-        JobKind::Explain => report::JobKind::Explain,
-        JobKind::Triage => report::JobKind::Triage,
-        JobKind::Chore(_) => report::JobKind::Chore,
-    }
 }
 
 /// What a job did, for the store's result and the Action's outputs.

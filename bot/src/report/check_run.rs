@@ -118,7 +118,7 @@ pub fn in_progress(job: &JobInfo, plan: &Plan, activity: Option<&str>) -> CheckR
     let mut doc = Doc::new();
     doc.fixed(format!(
         "**{}** requested by {}",
-        job.kind.label(),
+        job.kind.name(),
         super::requested_by(&job.requested_by)
     ));
     if !plan.is_empty() {

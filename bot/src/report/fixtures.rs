@@ -1,5 +1,6 @@
 //! Test data shared by the report tests: one job, its plan, files, tests and results.
 
+use crate::config::command::CommandKind;
 use crate::llm::Usage;
 use crate::testparse::{Failure, Runner, TestReport};
 use crate::tools::{Plan, PlanStep, StepStatus};
@@ -10,7 +11,7 @@ use super::*;
 pub fn job() -> JobInfo {
     JobInfo {
         id: "42".into(),
-        kind: JobKind::Fix,
+        kind: CommandKind::Fix,
         requested_by: RequestedBy::User("alice".into()),
         instructions: Some("make the parser accept\nempty input | please".into()),
         check_run_url: Some("https://github.com/o/r/runs/9".into()),

@@ -15,34 +15,12 @@ pub mod throttle;
 pub mod triage;
 
 use crate::agent::{Budget, StopReason};
+use crate::config::command::CommandKind;
 use crate::llm::Usage;
 use crate::tools::Plan;
 use crate::workspace::diff::FileStat;
 
 pub use tests_delta::{TestDelta, TestRun};
-
-/// What a job was asked to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobKind {
-    Fix,
-    Review,
-    Explain,
-    Triage,
-    Chore,
-}
-
-impl JobKind {
-    /// The command word: `fix`, `review`, ….
-    pub fn label(self) -> &'static str {
-        match self {
-            JobKind::Fix => "fix",
-            JobKind::Review => "review",
-            JobKind::Explain => "explain",
-            JobKind::Triage => "triage",
-            JobKind::Chore => "chore",
-        }
-    }
-}
 
 /// Who or what started a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +38,8 @@ pub enum RequestedBy {
 pub struct JobInfo {
     /// The job's id, as stored; it goes into the hidden marker of every body.
     pub id: String,
-    pub kind: JobKind,
+    /// What the job was asked to do.
+    pub kind: CommandKind,
     pub requested_by: RequestedBy,
     /// The instructions that came with the request, as written.
     pub instructions: Option<String>,

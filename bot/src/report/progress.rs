@@ -96,7 +96,7 @@ fn header(job: &JobInfo) -> String {
     let mut out = format!(
         "{}\n**pitcrew · {}** requested by {}",
         markdown::marker(&job.id),
-        job.kind.label(),
+        job.kind.name(),
         super::requested_by(&job.requested_by)
     );
     if let Some(instructions) = job.instructions.as_deref().map(str::trim).filter(|i| !i.is_empty()) {
@@ -161,8 +161,9 @@ pub(crate) fn headline_markdown(end: &JobEnd) -> String {
 mod tests {
     use super::*;
     use crate::agent::Budget;
+    use crate::config::command::CommandKind;
+    use crate::report::RequestedBy;
     use crate::report::fixtures;
-    use crate::report::{JobKind, RequestedBy};
 
     #[test]
     fn live_comment_shows_plan_and_activity() {
@@ -185,7 +186,7 @@ mod tests {
         ");
         let mut job = fixtures::job();
         job.requested_by = RequestedBy::FailedCheck("CI / test".into());
-        job.kind = JobKind::Triage;
+        job.kind = CommandKind::Triage;
         job.instructions = None;
         job.check_run_url = None;
         let failed = fixtures::plan(&[StepStatus::Done, StepStatus::Failed]);

@@ -4,6 +4,7 @@
 
 use crate::agent::Budget;
 use crate::agent::context::cut;
+use crate::config::command::CommandKind;
 use crate::workspace::diff::FileStat;
 
 use super::markdown::{self, BODY_LIMIT, Doc};
@@ -24,35 +25,42 @@ pub fn not_permitted(login: &str) -> String {
 /// One command of the help text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommandHelp {
-    /// The command and its arguments, after the trigger word.
-    pub usage: &'static str,
+    pub kind: CommandKind,
+    /// What may follow the command word, e.g. `[instructions]`; empty for nothing.
+    pub args: &'static str,
     pub what: &'static str,
 }
 
-/// Every comment command, in the order `help` lists them.
+/// The comment commands `help` lists, in its order (`chore` is not among them).
 pub const COMMANDS: &[CommandHelp] = &[
     CommandHelp {
-        usage: "fix [instructions]",
+        kind: CommandKind::Fix,
+        args: "[instructions]",
         what: "make a change on this pull request and push it (plain text after the mention means `fix` too)",
     },
     CommandHelp {
-        usage: "review",
+        kind: CommandKind::Review,
+        args: "",
         what: "review this pull request with inline comments and suggestions",
     },
     CommandHelp {
-        usage: "explain [question]",
+        kind: CommandKind::Explain,
+        args: "[question]",
         what: "answer a question about this code or change, without changing anything",
     },
     CommandHelp {
-        usage: "triage",
+        kind: CommandKind::Triage,
+        args: "",
         what: "find out why CI failed and say what to do about it",
     },
     CommandHelp {
-        usage: "stop",
+        kind: CommandKind::Stop,
+        args: "",
         what: "stop the job running on this pull request",
     },
     CommandHelp {
-        usage: "help",
+        kind: CommandKind::Help,
+        args: "",
         what: "show this list",
     },
 ];
@@ -61,8 +69,11 @@ pub const COMMANDS: &[CommandHelp] = &[
 pub fn help(trigger: &str, commands: &[CommandHelp]) -> String {
     let mut out = String::from("Here is what I can do. Mention me in a comment followed by a command:\n\n");
     for command in commands {
-        let usage = markdown::code_span(&format!("{trigger} {}", command.usage));
-        out.push_str(&format!("- {usage} — {}\n", command.what));
+        let usage = match command.args {
+            "" => format!("{trigger} {}", command.kind.name()),
+            args => format!("{trigger} {} {args}", command.kind.name()),
+        };
+        out.push_str(&format!("- {} — {}\n", markdown::code_span(&usage), command.what));
     }
     out.push_str("\nOnly people with write access to this repository can ask me to work.");
     out

@@ -22,15 +22,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{self, Jitter};
-use crate::config::repo::{CommandName, REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
+use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
 use crate::github::{
     CommentId, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, Login, Reaction, RepoName,
 };
 use crate::jobs::{Delivery, DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, WorkerPool, now_ms};
 use crate::report::replies;
 use crate::triggers::{
-    Action, Decision, EnabledCommands, Event, EventError, JobKind, JobRequest, PermissionGate, ReplyTarget, Request,
-    TriggerConfig, decide,
+    Action, Decision, Event, EventError, JobKind, JobRequest, PermissionGate, ReplyTarget, Request, TriggerConfig,
+    decide,
 };
 
 /// The answer to `@agent stop` when nothing runs or waits on the pull request.
@@ -162,13 +162,7 @@ fn with_repo(base: &TriggerConfig, repo: &TriggerSettings) -> TriggerConfig {
         bot_login: base.bot_login.clone(),
         label: repo.label.clone(),
         assign: repo.assign,
-        commands: EnabledCommands {
-            fix: repo.allows_command(CommandName::Fix),
-            review: repo.allows_command(CommandName::Review),
-            explain: repo.allows_command(CommandName::Explain),
-            triage: repo.allows_command(CommandName::Triage),
-            chore: repo.allows_command(CommandName::Chore),
-        },
+        commands: repo.commands.clone(),
         ci_triage: repo.ci_triage,
     }
 }
@@ -570,7 +564,7 @@ async fn act(
                     replies::stopped_by(Some(&login))
                 });
             }
-            Action::Help { .. } => texts.push(replies::help(trigger, replies::COMMANDS)),
+            Action::Help => texts.push(replies::help(trigger, replies::COMMANDS)),
             Action::Invalid { message } => texts.push(message.clone()),
             Action::Run(job) if duplicate_triage(ctx, job).await? => {
                 tracing::info!(delivery = %id, key = %job.key(), "a triage of this commit is already queued");

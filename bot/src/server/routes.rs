@@ -26,17 +26,7 @@ use super::webhook::{Rejection, check_declared_size, content_length, parse_verif
 use crate::github::ApiStats;
 use crate::jobs::{DeliveryId, JobStore, Recorded, now_ms};
 use crate::metrics::{self, DeliveryOutcome, Metrics, UNVERIFIED_EVENT};
-
-/// The events the triggers may act on; every other signed delivery is answered 202 and dropped
-/// without being stored.
-pub const HANDLED_EVENTS: &[&str] = &[
-    "issue_comment",
-    "pull_request_review_comment",
-    "issues",
-    "workflow_run",
-    "check_run",
-    "check_suite",
-];
+use crate::triggers::HANDLED_EVENTS;
 
 /// How long `/healthz` and `/metrics` wait for the store before answering without it: a probe
 /// must answer, and a store that takes this long is not healthy.

@@ -8,6 +8,8 @@
 use std::fmt;
 use std::ops::Range;
 
+use crate::config::command::CommandKind;
+
 /// What a mention asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -30,16 +32,23 @@ pub enum Command {
 }
 
 impl Command {
-    /// The command word, as users type it.
+    pub fn kind(&self) -> CommandKind {
+        match self {
+            Command::Fix { .. } => CommandKind::Fix,
+            Command::Review { .. } => CommandKind::Review,
+            Command::Explain { .. } => CommandKind::Explain,
+            Command::Triage => CommandKind::Triage,
+            Command::Help => CommandKind::Help,
+            Command::Stop => CommandKind::Stop,
+            Command::Chore(_) => CommandKind::Chore,
+        }
+    }
+
+    /// The command as users type it: its word, and the chore after `chore`.
     pub fn name(&self) -> &'static str {
         match self {
-            Command::Fix { .. } => "fix",
-            Command::Review { .. } => "review",
-            Command::Explain { .. } => "explain",
-            Command::Triage => "triage",
-            Command::Help => "help",
-            Command::Stop => "stop",
             Command::Chore(Chore::Deps) => "chore deps",
+            other => other.kind().name(),
         }
     }
 }
@@ -70,30 +79,24 @@ struct Args<'a> {
     all: &'a str,
 }
 
-type Parser = fn(&Args<'_>) -> Result<Command, ParseError>;
-
-/// The command words; everything else is free text for `fix`.
-const COMMANDS: &[(&str, Parser)] = &[
-    ("fix", |args| {
-        Ok(Command::Fix {
+/// How each command reads the text after its word.
+fn parse_args(kind: CommandKind, args: &Args<'_>) -> Result<Command, ParseError> {
+    match kind {
+        CommandKind::Fix => Ok(Command::Fix {
             instructions: non_empty(args.all),
-        })
-    }),
-    ("review", |args| {
-        Ok(Command::Review {
+        }),
+        CommandKind::Review => Ok(Command::Review {
             instructions: non_empty(args.all),
-        })
-    }),
-    ("explain", |args| {
-        Ok(Command::Explain {
+        }),
+        CommandKind::Explain => Ok(Command::Explain {
             question: non_empty(args.all),
-        })
-    }),
-    ("triage", |args| no_arguments("triage", args, Command::Triage)),
-    ("help", |args| no_arguments("help", args, Command::Help)),
-    ("stop", |args| no_arguments("stop", args, Command::Stop)),
-    ("chore", chore),
-];
+        }),
+        CommandKind::Triage => no_arguments(args, Command::Triage),
+        CommandKind::Help => no_arguments(args, Command::Help),
+        CommandKind::Stop => no_arguments(args, Command::Stop),
+        CommandKind::Chore => chore(args),
+    }
+}
 
 /// Every command in `body` addressed to `trigger` (e.g. `@agent`), in order.
 pub fn parse_commands(body: &str, trigger: &str) -> Vec<Result<Command, ParseError>> {
@@ -126,8 +129,9 @@ fn parse_one(text: &str) -> Result<Command, ParseError> {
         line: line.trim(),
         all: after.trim(),
     };
-    if let Some((_, parser)) = COMMANDS.iter().find(|(name, _)| *name == bare) {
-        return parser(&args);
+    // A command word; everything else is free text for `fix`.
+    if let Some(kind) = CommandKind::parse(&bare) {
+        return parse_args(kind, &args);
     }
     if after.trim().is_empty()
         && let Some(suggestion) = did_you_mean(&bare)
@@ -149,7 +153,7 @@ fn non_empty(text: &str) -> Option<String> {
 
 /// A no-argument command refuses text on its own line: "@agent stop the build from flaking" is
 /// more likely a request than a stop. Lines after it are free (a note, a signature).
-fn no_arguments(command: &'static str, args: &Args<'_>, ok: Command) -> Result<Command, ParseError> {
+fn no_arguments(args: &Args<'_>, ok: Command) -> Result<Command, ParseError> {
     let extra = args
         .line
         .trim_matches(|c: char| c == '.' || c == '!' || c.is_whitespace());
@@ -157,7 +161,7 @@ fn no_arguments(command: &'static str, args: &Args<'_>, ok: Command) -> Result<C
         Ok(ok)
     } else {
         Err(ParseError::UnexpectedArguments {
-            command,
+            command: ok.name(),
             args: args.line.to_owned(),
         })
     }
@@ -172,7 +176,7 @@ fn chore(args: &Args<'_>) -> Result<Command, ParseError> {
         "deps" | "dependencies" => match words.next() {
             None => Ok(Command::Chore(Chore::Deps)),
             Some(_) => Err(ParseError::UnexpectedArguments {
-                command: "chore deps",
+                command: Command::Chore(Chore::Deps).name(),
                 args: args.line[name.len()..].trim().to_owned(),
             }),
         },
@@ -184,10 +188,10 @@ fn chore(args: &Args<'_>) -> Result<Command, ParseError> {
 /// for longer ones (so "hi" is not taken for "fix", while "reveiw" is taken for "review").
 fn did_you_mean(word: &str) -> Option<&'static str> {
     let budget = if word.chars().count() <= 4 { 1 } else { 2 };
-    COMMANDS
-        .iter()
+    CommandKind::ALL
+        .into_iter()
         // Optimal string alignment: Levenshtein plus adjacent transpositions ("stpo" → "stop" is 1).
-        .map(|(name, _)| (*name, strsim::osa_distance(word, name)))
+        .map(|kind| (kind.name(), strsim::osa_distance(word, kind.name())))
         .filter(|(_, distance)| *distance <= budget)
         .min_by_key(|(_, distance)| *distance)
         .map(|(name, _)| name)

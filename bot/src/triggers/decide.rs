@@ -8,6 +8,7 @@ use super::event::{
     Actor, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event, IssueRef,
     RepoRef, ReviewContext, WorkflowRun,
 };
+use crate::config::command::{CommandKind, EnabledCommands};
 
 /// The trigger settings of one installation or repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,40 +41,6 @@ impl TriggerConfig {
     }
 }
 
-/// Which job-starting commands a repository allows. `help` and `stop` are always on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnabledCommands {
-    pub fix: bool,
-    pub review: bool,
-    pub explain: bool,
-    pub triage: bool,
-    pub chore: bool,
-}
-
-impl Default for EnabledCommands {
-    fn default() -> Self {
-        EnabledCommands {
-            fix: true,
-            review: true,
-            explain: true,
-            triage: true,
-            chore: true,
-        }
-    }
-}
-
-impl EnabledCommands {
-    fn allows(&self, kind: &JobKind) -> bool {
-        match kind {
-            JobKind::Fix => self.fix,
-            JobKind::Review => self.review,
-            JobKind::Explain => self.explain,
-            JobKind::Triage => self.triage,
-            JobKind::Chore(_) => self.chore,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobKind {
@@ -85,15 +52,20 @@ pub enum JobKind {
 }
 
 impl JobKind {
-    /// The job store's `kind` column.
-    pub fn as_str(&self) -> &'static str {
+    /// The command that asks for this job.
+    pub fn kind(&self) -> CommandKind {
         match self {
-            JobKind::Fix => "fix",
-            JobKind::Review => "review",
-            JobKind::Explain => "explain",
-            JobKind::Triage => "triage",
-            JobKind::Chore(_) => "chore",
+            JobKind::Fix => CommandKind::Fix,
+            JobKind::Review => CommandKind::Review,
+            JobKind::Explain => CommandKind::Explain,
+            JobKind::Triage => CommandKind::Triage,
+            JobKind::Chore(_) => CommandKind::Chore,
         }
+    }
+
+    /// The job store's `kind` column: the command word.
+    pub fn as_str(&self) -> &'static str {
+        self.kind().name()
     }
 }
 
@@ -240,10 +212,8 @@ pub enum Action {
     Stop {
         key: String,
     },
-    /// Post `text` (the command list).
-    Help {
-        text: String,
-    },
+    /// Post the command list.
+    Help,
     /// A command that cannot be run; post `message` (it names the problem and, if it can, the fix).
     Invalid {
         message: String,
@@ -355,41 +325,6 @@ pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
     }
 }
 
-/// The command list for `help`, with only the commands this repository allows.
-pub fn help_text(cfg: &TriggerConfig) -> String {
-    let t = &cfg.trigger;
-    let mut lines = vec![format!("Mention `{t}` followed by a command:"), String::new()];
-    let c = &cfg.commands;
-    let entries = [
-        (
-            c.fix,
-            format!("- `{t} fix [instructions]`: fix the problem and push the change (also any free text after `{t}`)"),
-        ),
-        (c.review, format!("- `{t} review [focus]`: review this pull request")),
-        (
-            c.explain,
-            format!("- `{t} explain [question]`: answer a question about the code"),
-        ),
-        (c.triage, format!("- `{t} triage`: find out why CI failed")),
-        (c.chore, format!("- `{t} chore deps`: update dependencies")),
-        (true, format!("- `{t} stop`: cancel the running job")),
-        (true, format!("- `{t} help`: this list")),
-    ];
-    lines.extend(entries.into_iter().filter(|(on, _)| *on).map(|(_, line)| line));
-    if c.fix {
-        let label = match &cfg.label {
-            Some(label) => format!(" (or label it `{label}`)"),
-            None => String::new(),
-        };
-        lines.push(String::new());
-        lines.push(format!(
-            "Assign an issue to @{}{label} to get a fix in a new pull request.",
-            cfg.bot_login
-        ));
-    }
-    lines.join("\n")
-}
-
 fn ignore(reason: String) -> Decision {
     Decision::Ignore { reason }
 }
@@ -460,7 +395,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
             Err(err) => Action::Invalid {
                 message: err.to_string(),
             },
-            Ok(Command::Help) => Action::Help { text: help_text(cfg) },
+            Ok(Command::Help) => Action::Help,
             Ok(Command::Stop) => Action::Stop { key: request.key() },
             Ok(command) => {
                 let (kind, instructions) = match command {
@@ -500,7 +435,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
 
 /// The job, or why it cannot run here.
 fn job_action(job: JobRequest, cfg: &TriggerConfig) -> Action {
-    if !cfg.commands.allows(&job.kind) {
+    if !cfg.commands.allows(job.kind.kind()) {
         return Action::Invalid {
             message: format!("`{}` is turned off in this repository.", job.kind.as_str()),
         };
@@ -532,7 +467,7 @@ fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerCo
     if issue.is_pull_request {
         return ignore(format!("#{} is a pull request, not an issue", issue.number));
     }
-    if !cfg.commands.fix {
+    if !cfg.commands.allows(CommandKind::Fix) {
         return ignore("`fix` is turned off".to_owned());
     }
     let instructions = match issue.body.as_deref().map(str::trim) {

@@ -9,6 +9,21 @@ use serde_json::Value;
 use super::json::{Field, FieldError, Node};
 use crate::github::{Login, LoginError};
 
+/// The events pitcrew stores and acts on, by `X-GitHub-Event`: the webhook route answers every other
+/// signed delivery 202 and drops it, and `ping` it answers at once. [`Event::parse`] reads a few more
+/// (pull request and installation changes) that nothing acts on yet; storing one is a line here.
+pub const HANDLED_EVENTS: &[&str] = &[
+    "issue_comment",
+    "pull_request_review_comment",
+    "issues",
+    "workflow_run",
+    "check_run",
+    "check_suite",
+];
+
+/// The handled events that report CI: one that completed failing starts a triage nobody asked for.
+pub const CI_EVENTS: &[&str] = &["workflow_run", "check_run", "check_suite"];
+
 /// A signed payload that does not have the shape its event promises.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{event} payload: {path}: {problem}")]

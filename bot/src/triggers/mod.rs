@@ -1,8 +1,9 @@
 //! Triggers: domain events from webhook deliveries, comment commands, and the jobs they ask for.
 //!
-//! `Event::from_json` (event.rs) turns a signed delivery's body into a domain event, `parse_commands`
-//! (command.rs) reads `@agent …` mentions, and `decide` (decide.rs) says what to do: ignore, pong, or
-//! act for a requester behind a permission gate.
+//! `HANDLED_EVENTS` (event.rs) are the events the server stores, `Event::from_json` (event.rs) turns a
+//! signed delivery's body into a domain event, `parse_commands` (command.rs) reads `@agent …`
+//! mentions, and `decide` (decide.rs) says what to do: ignore, pong, or act for a requester behind a
+//! permission gate.
 
 pub mod command;
 pub mod decide;
@@ -14,10 +15,10 @@ mod tests;
 
 pub use command::{Chore, Command, ParseError, parse_commands};
 pub use decide::{
-    Action, CiFailure, Decision, EnabledCommands, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request,
-    Requester, TriggerConfig, chore_key, decide, help_text,
+    Action, CiFailure, Decision, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request, Requester,
+    TriggerConfig, chore_key, decide,
 };
 pub use event::{
-    Actor, ActorKind, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event,
-    EventError, IssueRef, RepoRef, ReviewContext, WorkflowRun, read_payload,
+    Actor, ActorKind, AppRef, AuthorAssociation, CI_EVENTS, CheckRun, CheckSuite, CommentEvent, Conclusion, Context,
+    Event, EventError, HANDLED_EVENTS, IssueRef, RepoRef, ReviewContext, WorkflowRun, read_payload,
 };
