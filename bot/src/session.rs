@@ -215,6 +215,8 @@ impl AgentSession {
                 max_cost_usd: settings.max_cost_usd,
                 max_wall_time: Some(settings.max_wall_time),
                 context_window: config.model.context_window,
+                // The loop's own notes come from the same (possibly overridden) prompts as the rest.
+                prompts: prompts.clone(),
                 ..AgentConfig::default()
             },
             prices: config.price_table(),
