@@ -12,7 +12,7 @@ use crate::llm::Model;
 use crate::metrics::Metrics;
 use crate::prompts::Prompts;
 use crate::server::app::{app_auth, instance_id};
-use crate::server::{RunningServer, ServeError, Server, ServerOptions};
+use crate::server::{RunningServer, ServeError, Server, ServerOptions, StopSignals};
 use crate::workspace::mirror::MirrorCache;
 use crate::workspace::pool::{PoolLimits, WorkspacePool};
 
@@ -65,5 +65,6 @@ pub async fn start(config: Config, options: ServeOptions) -> Result<RunningServe
 
 /// Runs the server until SIGTERM or SIGINT, then stops it gracefully.
 pub async fn run(config: Config, options: ServeOptions) -> Result<ShutdownReport, ServeError> {
-    start(config, options).await?.run_until_signal().await
+    let signals = StopSignals::install()?;
+    start(config, options).await?.run_until(signals).await
 }

@@ -332,6 +332,8 @@ mod edge {
         .unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        // Before the server starts: a SIGTERM right after `LISTENING` must find them.
+        let signals = pitcrew::server::StopSignals::install().unwrap();
         let running = pitcrew::serve::start(
             config,
             pitcrew::serve::ServeOptions {
@@ -342,7 +344,7 @@ mod edge {
         .await
         .unwrap();
         println!("LISTENING {addr}");
-        running.run_until_signal().await.unwrap();
+        running.run_until(signals).await.unwrap();
     }
 
     fn metric(text: &str, outcome: &str) -> u64 {

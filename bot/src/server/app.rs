@@ -92,6 +92,24 @@ pub enum ServeError {
 #[derive(Debug)]
 pub struct Server;
 
+/// SIGTERM and SIGINT, caught from the moment they are installed: install them before starting the
+/// server, so that a signal during start-up stops it gracefully instead of killing it.
+#[derive(Debug)]
+pub struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    pub fn install() -> Result<StopSignals, ServeError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(StopSignals {
+            term: signal(SignalKind::terminate()).map_err(ServeError::Signals)?,
+            interrupt: signal(SignalKind::interrupt()).map_err(ServeError::Signals)?,
+        })
+    }
+}
+
 /// A started server. Dropping it without [`RunningServer::shutdown`] is like a crash: the HTTP
 /// server and the dispatcher stop at once and no job is written back (recovery deals with them at
 /// the next start).
@@ -441,10 +459,12 @@ impl RunningServer {
     }
 
     /// Serves until SIGTERM or SIGINT, then [`RunningServer::shutdown`] with `[server] shutdown_grace`.
-    pub async fn run_until_signal(mut self) -> Result<ShutdownReport, ServeError> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
-        let mut interrupt = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
+    /// A signal that arrived before this call but after [`StopSignals::install`] counts.
+    pub async fn run_until(mut self, signals: StopSignals) -> Result<ShutdownReport, ServeError> {
+        let StopSignals {
+            mut term,
+            mut interrupt,
+        } = signals;
         let http_ended = async {
             match self.http.as_mut() {
                 Some(http) => {

@@ -10,4 +10,4 @@ pub mod serve;
 pub mod signature;
 pub mod webhook;
 
-pub use app::{RunningServer, ServeError, Server, ServerOptions};
+pub use app::{RunningServer, ServeError, Server, ServerOptions, StopSignals};

@@ -807,6 +807,9 @@ async fn a_quiesced_sandbox_runs_nothing_until_the_next_command() {
     )
     .await;
     assert_eq!(out.stdout, "left\n", "{out:?}");
+    // The loop has written before the freeze (else there would be no file to watch).
+    let out = run(&session, "until [ -s ticks ]; do :; done; echo ticking").await;
+    assert_eq!(out.stdout, "ticking\n", "{out:?}");
     session.quiesce().await.unwrap();
     session.quiesce().await.unwrap();
     let paused = |inspect: bollard::models::ContainerInspectResponse| inspect.state.and_then(|s| s.paused);
