@@ -288,6 +288,12 @@ async fn commands_run_in_a_persistent_shell() {
     assert_eq!(session.exec(request("true")).await.unwrap_err(), SandboxError::Stopped);
 }
 
+/// How many `sleep` processes the container has (the keep-alive is one), once what a killed command
+/// left has gone: a killed process shows until docker-init reaps it, so this waits up to 5 s for the
+/// count to come down to 1 before printing it.
+const SLEEPS_LEFT: &str = "for _ in $(seq 100); do [ \"$(ps -o comm | grep -c sleep)\" = 1 ] && break; sleep 0.05; done; \
+                           ps -o comm | grep -c sleep";
+
 #[tokio::test]
 async fn a_timeout_kills_the_command_not_the_session() {
     let Some(sandbox) = engine().await else { return };
@@ -301,14 +307,14 @@ async fn a_timeout_kills_the_command_not_the_session() {
     assert_eq!(out.stdout, "started\n");
     assert!(out.duration < Duration::from_secs(4), "{:?}", out.duration);
     // The session goes on where it was, and nothing of the command is left.
-    let out = run(&session, "pwd; echo $KEPT; ps -o comm | grep -c sleep").await;
+    let out = run(&session, &format!("pwd; echo $KEPT; {SLEEPS_LEFT}")).await;
     assert_eq!(out.stdout, "/workspace/sub\nyes\n1\n", "{out:?}");
 
     // Background processes do not outlive their command, nor write into the next one's output.
     let out = run(&session, "(sleep 0.5; echo late) & echo now").await;
     assert_eq!(out.stdout, "now\n");
     tokio::time::sleep(Duration::from_millis(800)).await;
-    let out = run(&session, "echo next; ps -o comm | grep -c sleep").await;
+    let out = run(&session, &format!("echo next; {SLEEPS_LEFT}")).await;
     assert_eq!(out.stdout, "next\n1\n");
 
     // A loop of builtins runs in the shell itself: the shell is killed and replaced.
@@ -327,7 +333,7 @@ async fn a_timeout_kills_the_command_not_the_session() {
         .unwrap();
     assert!(out.timed_out);
     assert_eq!(out.stdout, "once\n");
-    assert_eq!(run(&session, "ps -o comm | grep -c sleep").await.stdout, "1\n");
+    assert_eq!(run(&session, SLEEPS_LEFT).await.stdout, "1\n");
 }
 
 #[tokio::test]
