@@ -575,7 +575,7 @@ async fn containers_are_removed_however_sessions_end() {
         out = session.exec(request("sleep 1000 & sleep 1000")) => panic!("not cancelled: {out:?}"),
         () = cancel.cancelled() => {}
     }
-    let out = run(&session, "ps -o comm | grep -c sleep").await;
+    let out = run(&session, SLEEPS_LEFT).await;
     assert_eq!(out.stdout, "1\n", "{out:?}");
     let exec = session.exec(request("sleep 1000"));
     let _ = tokio::time::timeout(Duration::from_millis(300), exec).await;
