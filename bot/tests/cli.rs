@@ -724,6 +724,12 @@ mod action {
             model: &ScriptedModel,
             image: Option<&str>,
         ) -> Output {
+            let event = self.comment(login, association, body);
+            self.run_event("issue_comment", &event, "auto", model, image)
+        }
+
+        /// `login`'s comment `body` on the pull request, and the `issue_comment` event for it.
+        fn comment(&self, login: &str, association: &str, body: &str) -> serde_json::Value {
             let id = self.github.add_issue_comment(REPO, PR, login, body);
             let comment = Comment {
                 id,
@@ -732,8 +738,7 @@ mod action {
                 association,
                 body,
             };
-            let event = comment_payload(REPO, &self.git.url(REPO), PR, &comment, None);
-            self.run_event("issue_comment", &event, "auto", model, image)
+            comment_payload(REPO, &self.git.url(REPO), PR, &comment, None)
         }
 
         /// Runs the step in `mode` on event `name` of repository `repo`, with the local Cargo
@@ -1289,17 +1294,7 @@ mod action {
             )
             .turn(Reply::text("Fixed `add`.").usage(1_100, 20));
         let model = ScriptedModel::start(script);
-        let id = step
-            .github
-            .add_issue_comment(REPO, PR, "alice", "@agent fix the add test");
-        let comment = Comment {
-            id,
-            login: "alice",
-            user_id: 4242,
-            association: "COLLABORATOR",
-            body: "@agent fix the add test",
-        };
-        let event = comment_payload(REPO, &step.git.url(REPO), PR, &comment, None);
+        let event = step.comment("alice", "COLLABORATOR", "@agent fix the add test");
         let sandbox = format!("[sandbox]\nbackend = \"local\"\nimage = \"{image}\"\nmemory = \"256MiB\"\n");
         // The runner's HOME of this step alone: a step with the Docker sandbox keeps its data there.
         let home = step.dir.join("home");

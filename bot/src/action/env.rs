@@ -287,36 +287,33 @@ mod tests {
         assert_eq!(action.data_dir(), PathBuf::from("/tmp/runner/pitcrew"));
     }
 
-    #[test]
-    fn with_the_docker_sandbox_the_data_lives_under_the_mounted_home() {
-        let vars = [
+    /// A container action's variables on a hosted runner, with the `sandbox` input if given.
+    fn container_step(sandbox: Option<&str>) -> BTreeMap<String, String> {
+        let mut vars = env(&[
             ("GITHUB_EVENT_NAME", "schedule"),
             ("GITHUB_EVENT_PATH", "/github/workflow/event.json"),
             ("GITHUB_REPOSITORY", "acme/widgets"),
             ("RUNNER_TEMP", "/home/runner/work/_temp"),
             ("HOME", "/github/home"),
             ("INPUT_GITHUB_TOKEN", "ghs_x"),
-            ("INPUT_SANDBOX", "docker"),
-        ];
-        let action = ActionEnv::from_env(&env(&vars)).unwrap();
+        ]);
+        if let Some(sandbox) = sandbox {
+            vars.insert("INPUT_SANDBOX".to_owned(), sandbox.to_owned());
+        }
+        vars
+    }
+
+    #[test]
+    fn with_the_docker_sandbox_the_data_lives_under_the_mounted_home() {
+        let action = ActionEnv::from_env(&container_step(Some("docker"))).unwrap();
         assert_eq!(action.data_dir(), PathBuf::from("/github/home/.pitcrew"));
-        let local = ActionEnv::from_env(&env(&vars[..6])).unwrap();
+        let local = ActionEnv::from_env(&container_step(None)).unwrap();
         assert_eq!(local.data_dir(), PathBuf::from("/home/runner/work/_temp/pitcrew"));
     }
 
     #[tokio::test]
     async fn the_sandbox_input_is_parsed_at_the_edge_and_a_named_backend_is_not_probed() {
-        let vars = |sandbox: &str| {
-            env(&[
-                ("GITHUB_EVENT_NAME", "schedule"),
-                ("GITHUB_EVENT_PATH", "/github/workflow/event.json"),
-                ("GITHUB_REPOSITORY", "acme/widgets"),
-                ("RUNNER_TEMP", "/home/runner/work/_temp"),
-                ("HOME", "/github/home"),
-                ("INPUT_GITHUB_TOKEN", "ghs_x"),
-                ("INPUT_SANDBOX", sandbox),
-            ])
-        };
+        let vars = |sandbox: &str| container_step(Some(sandbox));
         let mut named = ActionEnv::from_env(&vars("Docker")).unwrap();
         assert_eq!(named.resolve_sandbox().await, None, "a named backend is not probed");
         assert_eq!(named.inputs.sandbox, Some(SandboxInput::Docker));
