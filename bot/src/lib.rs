@@ -7,6 +7,8 @@ pub mod chores;
 pub mod config;
 pub mod github;
 pub mod handlers;
+pub mod instance;
+pub mod intake;
 pub mod jobs;
 pub mod llm;
 pub mod logging;

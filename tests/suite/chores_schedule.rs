@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use pitcrew::github::{AppAuth, AppCredentials, ClientOptions};
+use pitcrew::intake::scheduler::{Cache, run_once};
 use pitcrew::jobs::{Finish, JobStore, SqliteStore};
-use pitcrew::server::scheduler::{Cache, run_once};
 use pitcrew::triggers::{JobKind, JobRequest, JobSource};
 use pitcrew_tests::fake_github::{FakeGithub, Repo};
 use std::sync::Arc;

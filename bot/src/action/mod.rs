@@ -21,12 +21,12 @@ use secrecy::ExposeSecret;
 use crate::config::{Config, ConfigErrors, LoadOptions};
 use crate::github::{Auth, ClientOptions, GithubAccess, GithubClient};
 use crate::handlers::{Services, job_handler};
+use crate::instance::instance_id;
+use crate::intake::{DispatchSettings, Dispatcher};
 use crate::jobs::{
     DeliveryId, Job, JobFilter, JobState, JobStore, NewJob, PoolConfig, SqliteStore, WorkerPool, now_ms,
 };
 use crate::prompts::Prompts;
-use crate::server::app::instance_id;
-use crate::server::dispatch::{DispatchSettings, Dispatcher};
 use crate::triggers::{JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, TriggerConfig};
 use crate::workspace::mirror::MirrorCache;
 use crate::workspace::pool::{PoolLimits, WorkspacePool};

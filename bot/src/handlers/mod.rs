@@ -39,7 +39,7 @@ use live::{ProgressComment, Targets};
 /// What every job shares: configuration, the GitHub App, the git cache and the model.
 pub struct Services {
     pub config: Config,
-    /// This server among others on one Docker engine (see [`crate::server::app::instance_id`]).
+    /// This server among others on one Docker engine (see [`crate::instance::instance_id`]).
     pub instance: String,
     pub prompts: Prompts,
     pub github: GithubAccess,

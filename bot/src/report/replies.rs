@@ -100,6 +100,9 @@ pub fn stopped(by: Option<&str>, saved: Option<&BranchRef>) -> String {
     }
 }
 
+/// The answer to `@agent stop` when nothing runs or waits on the pull request.
+pub const NOTHING_TO_STOP: &str = "There is no job running or waiting here, so there is nothing to stop.";
+
 /// "Stopped, as @bob asked." or, without a person, the shutdown.
 pub fn stopped_by(by: Option<&str>) -> String {
     match by {

@@ -14,11 +14,12 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::dispatch::{DispatchSettings, Dispatcher};
 use super::routes::{ServerState, router};
 use super::serve::{ConnectionLimits, connection_limit};
 use crate::config::{Config, SandboxBackend};
 use crate::github::{AppAuth, AppCredentials, AppKeyError, ClientOptions, GithubAccess, GithubError};
+use crate::instance::InstanceError;
+use crate::intake::{DispatchSettings, Dispatcher, Scheduler};
 use crate::jobs::{
     JobHandler, JobStore, PoolConfig, Pruned, Retention, ShutdownReport, SqliteStore, StoreError, WorkerPool, now_ms,
 };
@@ -44,7 +45,7 @@ pub struct ServerOptions {
     /// The working copies (and their mirrors) the server's housekeeping evicts when idle; the job
     /// store's retention runs either way.
     pub copies: Option<WorkspacePool>,
-    /// This data directory's [`instance_id`] when the caller has read it already (the handlers
+    /// This data directory's [`instance_id`](crate::instance::instance_id) when the caller has read it already (the handlers
     /// name their sandboxes with it). Default: read here.
     pub instance: Option<String>,
 }
@@ -80,6 +81,8 @@ pub enum ServeError {
     DataDir { path: PathBuf, source: std::io::Error },
     #[error("the data directory {} is in use by another `pitcrew serve`; stop it or give this one another `[server] data_dir`", path.display())]
     DataDirInUse { path: PathBuf },
+    #[error(transparent)]
+    Instance(#[from] InstanceError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot listen on {addr}: {source}")]
@@ -119,7 +122,7 @@ pub struct RunningServer {
     store: Arc<dyn JobStore>,
     pool: Option<Arc<WorkerPool>>,
     dispatcher: Option<Dispatcher>,
-    scheduler: Option<super::scheduler::Scheduler>,
+    scheduler: Option<Scheduler>,
     http: Option<JoinHandle<std::io::Result<()>>>,
     housekeeping: Option<JoinHandle<()>>,
     stop_http: CancellationToken,
@@ -179,7 +182,7 @@ impl Server {
         }
         let instance = match instance {
             Some(instance) => instance,
-            None => instance_id(&config.server.data_dir)?,
+            None => crate::instance::instance_id(&config.server.data_dir)?,
         };
         if config.sandbox.backend == SandboxBackend::Docker {
             reap_orphaned_containers(&instance, config.sandbox.docker_host.as_deref()).await;
@@ -222,7 +225,7 @@ impl Server {
         ));
         // Repositories' chore schedules, read with the App (a single token has no installations).
         let scheduler = match (&github, config.chores.schedules) {
-            (GithubAccess::App(app), true) => Some(super::scheduler::Scheduler::start(
+            (GithubAccess::App(app), true) => Some(Scheduler::start(
                 Arc::clone(app),
                 Arc::clone(&store),
                 Arc::clone(&pool),
@@ -325,37 +328,6 @@ fn open_data_dir(data_dir: PathBuf) -> Result<(Flock<File>, SqliteStore), ServeE
     let store = SqliteStore::open(&data_dir)?;
     Ok((lock, store))
 }
-
-/// The name of this data directory's server among others on one Docker engine: eight hex digits
-/// made at first start and kept in `data_dir/instance`. Job sandboxes are named
-/// `<instance>-<job>`, so servers (and tests) sharing an engine never collide or reap each other.
-pub fn instance_id(data_dir: &std::path::Path) -> Result<String, ServeError> {
-    let path = data_dir.join(INSTANCE_FILE);
-    let io = |source| ServeError::DataDir {
-        path: path.clone(),
-        source,
-    };
-    match std::fs::read_to_string(&path) {
-        Ok(text) if is_instance_id(text.trim()) => return Ok(text.trim().to_owned()),
-        Ok(_) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => return Err(io(error)),
-    }
-    std::fs::create_dir_all(data_dir).map_err(io)?;
-    let id = format!("{:08x}", fastrand::u32(..));
-    // Written whole then renamed: a crash never leaves half an id.
-    let temporary = data_dir.join(format!("{INSTANCE_FILE}.tmp"));
-    std::fs::write(&temporary, format!("{id}\n")).map_err(io)?;
-    std::fs::rename(&temporary, &path).map_err(io)?;
-    Ok(id)
-}
-
-fn is_instance_id(text: &str) -> bool {
-    text.len() == 8 && text.chars().all(|c| c.is_ascii_hexdigit())
-}
-
-/// The file holding [`instance_id`].
-pub const INSTANCE_FILE: &str = "instance";
 
 /// Removes the sandbox containers a crashed server of this data directory left behind. It holds
 /// the directory and runs nothing yet, so every container of its instance is an orphan.

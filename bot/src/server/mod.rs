@@ -1,11 +1,9 @@
-//! The webhook server: signature check, delivery parsing, the axum routes, the connections they are
-//! served on, the dispatcher that turns stored deliveries into jobs, and the start-up and
-//! shutdown of `pitcrew serve`.
+//! The HTTP edge of `pitcrew serve`: the signature check, the webhook route and the others, the
+//! connections they are served on, and the start-up and shutdown of the server (which starts the
+//! dispatcher and the scheduler of `intake/`).
 
 pub mod app;
-pub mod dispatch;
 pub mod routes;
-pub mod scheduler;
 pub mod serve;
 pub mod signature;
 pub mod webhook;

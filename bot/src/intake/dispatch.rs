@@ -1,0 +1,368 @@
+//! The dispatcher's loop: turns stored deliveries into work, so that nothing the webhook route
+//! accepted is lost. Woken by the route, on a slow interval and once at start-up (for what a crash
+//! left), it reads the unprocessed deliveries oldest first and handles several at once — but one at a
+//! time per pull request or issue, in the order received, so `@agent stop` never overtakes the
+//! request it stops — and never the same delivery twice at once. What handling one delivery means is
+//! `act.rs`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::act::{Ctx, Retry, handle};
+use crate::backoff::{self, Jitter};
+use crate::github::GithubAccess;
+use crate::jobs::{Delivery, DeliveryId, JobStore, WorkerPool, now_ms};
+use crate::triggers::{Event, EventError, TriggerConfig};
+
+/// How the dispatcher works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchSettings {
+    /// The mention and the bot's login (`[agent] trigger`, `[github] bot_name`).
+    pub triggers: TriggerConfig,
+    /// `max_attempts` of every job created (`[server] job_attempts`).
+    pub job_attempts: u32,
+    /// How often stored deliveries are looked at without a wake-up.
+    pub poll_interval: Duration,
+    /// Deliveries handled at once.
+    pub concurrency: usize,
+    /// Unprocessed deliveries read per pass.
+    pub batch: u32,
+    /// Tries of a delivery that keeps failing transiently before it is dropped (logged as an error).
+    pub max_tries: u32,
+    /// The first retry delay; each next one doubles, up to `max_backoff`.
+    pub base_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl DispatchSettings {
+    pub fn new(triggers: TriggerConfig, job_attempts: u32) -> Self {
+        DispatchSettings {
+            triggers,
+            job_attempts,
+            poll_interval: Duration::from_secs(30),
+            concurrency: 8,
+            // Enough to keep every slot busy and to see past a blocked pull request's backlog,
+            // without reading megabytes of payloads on every pass.
+            batch: 64,
+            // With the doubling below capped at five minutes: about half an hour of trying.
+            max_tries: 10,
+            base_backoff: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(300),
+        }
+    }
+
+    fn backoff(&self, tries: u32) -> Duration {
+        // Half fixed, half jitter: deliveries that failed together do not retry in lockstep.
+        backoff::delay(self.base_backoff, self.max_backoff, tries, Jitter::Half)
+    }
+}
+
+/// The running dispatcher task.
+#[derive(Debug)]
+pub struct Dispatcher {
+    wake: Arc<Notify>,
+    stop: CancellationToken,
+    task: Option<JoinHandle<()>>,
+    dropped: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Dispatcher {
+    /// Starts the task; its first pass runs at once, for deliveries a previous process left.
+    pub fn start(
+        store: Arc<dyn JobStore>,
+        pool: Arc<WorkerPool>,
+        github: GithubAccess,
+        settings: DispatchSettings,
+    ) -> Dispatcher {
+        let wake = Arc::new(Notify::new());
+        let stop = CancellationToken::new();
+        let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let ctx = Arc::new(Ctx {
+            store,
+            pool,
+            github,
+            settings,
+            repo_configs: Mutex::new(HashMap::new()),
+            dropped: Arc::clone(&dropped),
+        });
+        let task = tokio::spawn(run(ctx, Arc::clone(&wake), stop.clone()));
+        Dispatcher {
+            wake,
+            stop,
+            task: Some(task),
+            dropped,
+        }
+    }
+
+    /// How many deliveries were given up on: after their retries, or at once when GitHub refused for
+    /// good (each logged).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// What the webhook route notifies after storing a delivery.
+    pub fn waker(&self) -> Arc<Notify> {
+        Arc::clone(&self.wake)
+    }
+
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Stops taking deliveries, waits up to [`Dispatcher::STOP_WAIT`] for those being handled, and
+    /// abandons the rest (still unprocessed in the store: the next start handles them).
+    pub async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(mut task) = self.task.take() {
+            // The task bounds its own drain; this is the backstop should it hang anyway.
+            if tokio::time::timeout(Self::STOP_WAIT * 2, &mut task).await.is_err() {
+                task.abort();
+                let _ = task.await;
+            }
+        }
+    }
+
+    /// How long stopping waits for deliveries being handled.
+    pub const STOP_WAIT: Duration = Duration::from_secs(10);
+}
+
+impl Drop for Dispatcher {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+struct Backoff {
+    tries: u32,
+    next: Instant,
+}
+
+struct Loop {
+    ctx: Arc<Ctx>,
+    tasks: JoinSet<Result<(), Retry>>,
+    /// Task → (delivery, serialisation key).
+    running: HashMap<tokio::task::Id, (DeliveryId, String)>,
+    busy_keys: HashSet<String>,
+    backoff: HashMap<DeliveryId, Backoff>,
+    /// Each pending delivery, parsed once: under a backlog every scan sees the same deliveries
+    /// again, and parsing them again took the CPU the webhook route needs. The handling (and its
+    /// retries) uses the same parse.
+    parsed: HashMap<DeliveryId, Parsed>,
+}
+
+/// A stored delivery read into its event, with the key that serialises it.
+struct Parsed {
+    key: String,
+    event: Arc<Result<Event, EventError>>,
+}
+
+impl Parsed {
+    fn new(delivery: &Delivery) -> Parsed {
+        let event = Event::from_json(&delivery.event, &delivery.payload);
+        let key = match &event {
+            Ok(event) => serial_key(event).unwrap_or_else(|| delivery.id.0.clone()),
+            Err(_) => delivery.id.0.clone(),
+        };
+        Parsed {
+            key,
+            event: Arc::new(event),
+        }
+    }
+}
+
+async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken) {
+    let poll = ctx.settings.poll_interval;
+    let mut state = Loop {
+        ctx,
+        tasks: JoinSet::new(),
+        running: HashMap::new(),
+        busy_keys: HashSet::new(),
+        backoff: HashMap::new(),
+        parsed: HashMap::new(),
+    };
+    let mut scan = true;
+    loop {
+        if scan && !stop.is_cancelled() {
+            state.scan().await;
+        }
+        // Only future retries: one due now is in hand or waits behind its key, and both end in a
+        // task ending, which scans again.
+        let now = Instant::now();
+        let next_retry = state.backoff.values().map(|b| b.next).filter(|at| *at > now).min();
+        scan = tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            Some(joined) = state.tasks.join_next_with_id() => {
+                state.ended(joined).await;
+                true
+            }
+            () = wake.notified() => true,
+            () = tokio::time::sleep(poll) => true,
+            () = sleep_until(next_retry) => true,
+        };
+    }
+    // Let the deliveries in hand finish (their GitHub calls are bounded by the client's timeouts),
+    // but not forever: an abandoned one stays unprocessed and is handled after the restart.
+    let drain = async {
+        while let Some(joined) = state.tasks.join_next_with_id().await {
+            state.ended(joined).await;
+        }
+    };
+    if tokio::time::timeout(Dispatcher::STOP_WAIT, drain).await.is_err() {
+        tracing::warn!(
+            deliveries = state.tasks.len(),
+            "stopping with deliveries still being handled; they will be handled after the restart"
+        );
+        state.tasks.abort_all();
+        while state.tasks.join_next().await.is_some() {}
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Loop {
+    /// Starts handling every unprocessed delivery that is not in hand, not waiting for a retry, and
+    /// not behind an older one on the same pull request.
+    async fn scan(&mut self) {
+        // Nothing could start: reading the backlog again would only cost the route time.
+        if self.tasks.len() >= self.ctx.settings.concurrency.max(1) {
+            return;
+        }
+        let deliveries = match self.ctx.store.unprocessed_deliveries(self.ctx.settings.batch).await {
+            Ok(deliveries) => deliveries,
+            Err(error) => {
+                tracing::error!(error = %error, "could not read the stored deliveries");
+                return;
+            }
+        };
+        let now = Instant::now();
+        let in_hand: HashSet<DeliveryId> = self.running.values().map(|(id, _)| id.clone()).collect();
+        // Keys an older delivery holds, in hand or waiting for its retry: younger ones wait behind it.
+        let mut blocked = self.busy_keys.clone();
+        // Deliveries another process handled meanwhile are no longer listed: forget their parse.
+        let listed: HashSet<&DeliveryId> = deliveries.iter().map(|delivery| &delivery.id).collect();
+        self.parsed
+            .retain(|id, _| listed.contains(id) || in_hand.contains(id) || self.backoff.contains_key(id));
+        for delivery in &deliveries {
+            if in_hand.contains(&delivery.id) {
+                continue;
+            }
+            let parsed = self
+                .parsed
+                .entry(delivery.id.clone())
+                .or_insert_with(|| Parsed::new(delivery));
+            let key = parsed.key.clone();
+            if blocked.contains(&key) {
+                continue;
+            }
+            if self.backoff.get(&delivery.id).is_some_and(|b| b.next > now) {
+                blocked.insert(key);
+                continue;
+            }
+            if self.tasks.len() >= self.ctx.settings.concurrency.max(1) {
+                break;
+            }
+            blocked.insert(key.clone());
+            self.busy_keys.insert(key.clone());
+            let id = delivery.id.clone();
+            let handle = self
+                .tasks
+                .spawn(handle(Arc::clone(&self.ctx), id.clone(), Arc::clone(&parsed.event)));
+            self.running.insert(handle.id(), (id, key));
+        }
+    }
+
+    async fn ended(&mut self, joined: Result<(tokio::task::Id, Result<(), Retry>), tokio::task::JoinError>) {
+        let (task, result) = match joined {
+            Ok((task, result)) => (task, result),
+            Err(error) => {
+                let retry = if error.is_panic() {
+                    Retry("handling it panicked".to_owned())
+                } else {
+                    Retry("handling it was aborted".to_owned())
+                };
+                (error.id(), Err(retry))
+            }
+        };
+        let Some((id, key)) = self.running.remove(&task) else {
+            return;
+        };
+        self.busy_keys.remove(&key);
+        match result {
+            Ok(()) => {
+                self.backoff.remove(&id);
+                self.parsed.remove(&id);
+            }
+            Err(Retry(reason)) => {
+                let tries = self.backoff.get(&id).map_or(0, |b| b.tries) + 1;
+                if tries >= self.ctx.settings.max_tries {
+                    tracing::error!(delivery = %id, tries, reason,
+                        "giving up on a delivery that kept failing; it is dropped (redeliver it from the App's settings)");
+                    self.backoff.remove(&id);
+                    self.parsed.remove(&id);
+                    self.ctx.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if let Err(error) = self.ctx.store.process_delivery(&id, Vec::new(), now_ms()).await {
+                        tracing::error!(delivery = %id, error = %error, "could not mark the delivery dropped");
+                    }
+                    return;
+                }
+                let delay = self.ctx.settings.backoff(tries);
+                tracing::warn!(delivery = %id, tries, reason, retry_in_ms = delay.as_millis() as u64,
+                    "could not handle the delivery; trying again later");
+                self.backoff.insert(
+                    id,
+                    Backoff {
+                        tries,
+                        next: Instant::now() + delay,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Deliveries about the same pull request or issue are handled one at a time, oldest first.
+fn serial_key(event: &Event) -> Option<String> {
+    let (ctx, number) = match event {
+        Event::Comment(comment) => (&comment.ctx, comment.issue.number),
+        Event::IssueAssigned { ctx, issue, .. } | Event::IssueLabeled { ctx, issue, .. } => (ctx, issue.number),
+        // The failures of one commit arrive together (a check run per job, a suite, a workflow run):
+        // one at a time, so that the first queues the triage and the others find it.
+        Event::WorkflowRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.full_name(), run.head_sha)),
+        Event::CheckRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.full_name(), run.head_sha)),
+        Event::CheckSuiteCompleted(suite) => {
+            return Some(format!("{}@{}", suite.ctx.repo.full_name(), suite.head_sha));
+        }
+        _ => return None,
+    };
+    Some(format!("{}#{number}", ctx.repo.full_name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_with_jitter() {
+        let settings = DispatchSettings::new(TriggerConfig::new("@agent", "pitcrew[bot]"), 3);
+        for (tries, ceiling) in [(1, 2), (2, 4), (3, 8), (9, 300), (30, 300)] {
+            let delay = settings.backoff(tries);
+            let ceiling = Duration::from_secs(ceiling);
+            assert!(delay >= ceiling / 2 && delay <= ceiling, "{tries}: {delay:?}");
+        }
+    }
+}
