@@ -45,8 +45,8 @@ pub struct LoadOptions<'a> {
     pub overrides: &'a [String],
 }
 
-/// The `PITCREW_*` variables that hold secrets (the keys of kind secret), which start-up removes
-/// from the process environment ([`crate::secrets`]).
+/// The `PITCREW_*` variables that hold secrets (the keys of kind secret): `main` hands them to
+/// [`crate::secrets::take_from_environment`], which removes them from the process environment.
 pub fn secret_env_vars() -> impl Iterator<Item = String> {
     schema::KEYS
         .iter()
