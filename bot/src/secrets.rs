@@ -39,7 +39,7 @@ const SECRET_VARS: &[&str] = &[
 /// reads none of them except through its configuration, so removing them costs nothing.
 const SECRET_SUFFIXES: &[&str] = &["_TOKEN", "_API_KEY", "_SECRET", "_PASSWORD"];
 
-/// Whether the variable `name` holds a secret: one of [`SECRET_VARS`], a name with a secret's
+/// Whether the variable `name` holds a secret: one of `SECRET_VARS`, a name with a secret's
 /// ending, or one of `config_secrets` (the configuration's variables of kind secret,
 /// `config::secret_env_vars`).
 pub fn is_secret_var(name: &str, config_secrets: &[String]) -> bool {
