@@ -7,11 +7,13 @@
 
 pub(crate) mod bytesize;
 pub mod command;
+pub mod deps;
 mod duration;
 mod error;
 mod raw;
 mod render;
 pub mod repo;
+pub mod schedule;
 mod schema;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,8 +47,8 @@ pub struct LoadOptions<'a> {
     pub overrides: &'a [String],
 }
 
-/// The `PITCREW_*` variables that hold secrets (the keys of kind secret), which start-up removes
-/// from the process environment ([`crate::secrets`]).
+/// The `PITCREW_*` variables that hold secrets (the keys of kind secret): `main` hands them to
+/// [`crate::secrets::take_from_environment`], which removes them from the process environment.
 pub fn secret_env_vars() -> impl Iterator<Item = String> {
     schema::KEYS
         .iter()
@@ -270,7 +272,7 @@ pub struct AgentConfig {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChoresConfig {
     /// The registries (mirrors or private ones replace the public defaults).
-    pub registries: crate::chores::Registries,
+    pub registries: deps::Registries,
     /// Network access for the lockfile refresh (the only step that gets it), whatever
     /// `[sandbox] network` says.
     pub lock_network: bool,
@@ -1058,7 +1060,7 @@ impl Validator<'_> {
 
     /// `[chores]`.
     fn chores(&mut self, chores: RawChores) -> ChoresConfig {
-        let defaults = crate::chores::Registries::default();
+        let defaults = deps::Registries::default();
         let cargo_index = self.url("chores.cargo_index", chores.cargo_index, defaults.cargo_index.as_str());
         let npm_registry = self.url("chores.npm_registry", chores.npm_registry, defaults.npm.as_str());
         let pypi = self.url("chores.pypi", chores.pypi, defaults.pypi.as_str());
@@ -1073,7 +1075,7 @@ impl Validator<'_> {
                 url
             }
         };
-        let registries = crate::chores::Registries {
+        let registries = deps::Registries {
             cargo_index: base(cargo_index.unwrap_or(defaults.cargo_index.clone())),
             npm: base(npm_registry.unwrap_or(defaults.npm.clone())),
             pypi: base(pypi.unwrap_or(defaults.pypi.clone())),

@@ -137,7 +137,8 @@ const EXIT_CANCELLED: u8 = 130;
 /// Plain, not `#[tokio::main]`: the secrets leave the environment before any thread exists, and
 /// each command builds its runtime afterwards.
 fn main() -> ExitCode {
-    let env = pitcrew::secrets::take_from_environment();
+    let config_secrets: Vec<String> = config::secret_env_vars().collect();
+    let env = pitcrew::secrets::take_from_environment(&config_secrets);
     let mut cli = Cli::parse();
     logging::init(cli.log_format);
     for warning in &env.warnings {

@@ -443,65 +443,7 @@ mod tests {
         assert_eq!(red("AQAB is the usual exponent"), "AQAB is the usual exponent");
     }
 
-    fn git(dir: &Path, args: &[&str]) {
-        let status = std::process::Command::new("git")
-            .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
-            .args(args)
-            .current_dir(dir)
-            .status()
-            .unwrap();
-        assert!(status.success(), "git {args:?}");
-    }
-
-    #[test]
-    fn a_committed_file_holding_a_new_secret_is_redacted_or_left_out_and_reported() {
-        use crate::workspace::LocalRepo;
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        git(root, &["init", "-q", "-b", "main"]);
-        // A token already in the repository is public: the commit must not rewrite it.
-        std::fs::write(root.join("fixture.env"), format!("OLD={GHP}\n")).unwrap();
-        std::fs::write(root.join("a.txt"), "one\n").unwrap();
-        std::fs::write(root.join("tracked.bin"), [0xffu8, 0, 1]).unwrap();
-        git(root, &["add", "."]);
-        git(root, &["commit", "-q", "-m", "init"]);
-
-        register(&SecretString::from("the-model-key-for-the-commit-test"));
-        std::fs::write(root.join("a.txt"), format!("one\ntoken {GHS}\n")).unwrap();
-        std::fs::write(root.join("fixture.env"), format!("OLD={GHP}\nNEW=plain\n")).unwrap();
-        std::fs::write(root.join("new.txt"), "key: the-model-key-for-the-commit-test\n").unwrap();
-        let mut binary = vec![0xffu8, 0];
-        binary.extend_from_slice(OPENAI.as_bytes());
-        std::fs::write(root.join("blob.bin"), &binary).unwrap();
-        std::fs::write(root.join("tracked.bin"), &binary).unwrap();
-
-        let repo = LocalRepo::open(root).unwrap();
-        let result = repo
-            .commit_all(&format!("pitcrew: fix\n\nused {GHS}"), 1_000_000, &[], None)
-            .unwrap();
-        assert_eq!(result.redacted, ["a.txt", "new.txt"]);
-        assert_eq!(result.withheld, ["blob.bin", "tracked.bin"]);
-        let commit = repo
-            .raw()
-            .find_commit(git2::Oid::from_str(result.commit.as_deref().unwrap()).unwrap())
-            .unwrap();
-        assert_eq!(commit.message().unwrap(), "pitcrew: fix\n\nused [redacted]\n");
-        let tree = commit.tree().unwrap();
-        let committed = |path: &str| {
-            let entry = tree.get_path(Path::new(path)).unwrap();
-            repo.raw().find_blob(entry.id()).unwrap().content().to_vec()
-        };
-        assert_eq!(committed("a.txt"), b"one\ntoken [redacted]\n");
-        assert_eq!(committed("new.txt"), b"key: [redacted]\n");
-        assert_eq!(committed("fixture.env"), format!("OLD={GHP}\nNEW=plain\n").as_bytes());
-        assert_eq!(committed("tracked.bin"), [0xffu8, 0, 1], "the old version stays");
-        assert!(tree.get_path(Path::new("blob.bin")).is_err());
-        // The working tree holds what was committed: nothing to redact on the next commit.
-        assert_eq!(
-            std::fs::read_to_string(root.join("a.txt")).unwrap(),
-            "one\ntoken [redacted]\n"
-        );
-    }
+    // `scrub_file` is tested through the commit that calls it, in `workspace`'s tests.
 
     #[test]
     fn the_log_writer_redacts_each_write() {

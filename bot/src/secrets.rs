@@ -11,7 +11,10 @@
 //! which is what a command the agent runs with the local backend would be. A process with
 //! `CAP_SYS_PTRACE` (root) can read the memory anyway, so re-executing with the secrets handed
 //! over a pipe would not hide them from it either; the local backend runs commands as another
-//! user when pitcrew is root instead ([`crate::sandbox::local`]).
+//! user when pitcrew is root instead (`sandbox/local.rs`).
+//!
+//! Which configuration keys hold secrets is the configuration's to say: `main` hands their variable
+//! names in, so this module stays a leaf.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -36,11 +39,13 @@ const SECRET_VARS: &[&str] = &[
 /// reads none of them except through its configuration, so removing them costs nothing.
 const SECRET_SUFFIXES: &[&str] = &["_TOKEN", "_API_KEY", "_SECRET", "_PASSWORD"];
 
-/// Whether the variable `name` holds a secret.
-pub fn is_secret_var(name: &str) -> bool {
+/// Whether the variable `name` holds a secret: one of `SECRET_VARS`, a name with a secret's
+/// ending, or one of `config_secrets` (the configuration's variables of kind secret,
+/// `config::secret_env_vars`).
+pub fn is_secret_var(name: &str, config_secrets: &[String]) -> bool {
     SECRET_VARS.contains(&name)
         || SECRET_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
-        || crate::config::secret_env_vars().any(|var| var == name)
+        || config_secrets.iter().any(|var| var == name)
 }
 
 /// The process environment as it was at start-up, secrets included: what the configuration and
@@ -69,9 +74,10 @@ impl StartupEnv {
 }
 
 /// Call first thing in `main`, while the process has one thread: makes the process not dumpable,
-/// copies the environment, registers every secret in it with the filter and removes them from
-/// the process environment.
-pub fn take_from_environment() -> StartupEnv {
+/// copies the environment, registers every secret in it (see [`is_secret_var`]; `config_secrets`
+/// are the configuration's secret variables) with the filter and removes them from the process
+/// environment.
+pub fn take_from_environment(config_secrets: &[String]) -> StartupEnv {
     let mut warnings = Vec::new();
     if let Err(err) = nix::sys::prctl::set_dumpable(false) {
         warnings.push(format!(
@@ -82,11 +88,11 @@ pub fn take_from_environment() -> StartupEnv {
     let mut secret_names = Vec::new();
     for (name, value) in std::env::vars_os() {
         let text_name = name.to_string_lossy();
-        if is_secret_var(&text_name) {
+        if is_secret_var(&text_name, config_secrets) {
             secret_names.push(name.clone());
         }
         if let (Ok(name), Ok(value)) = (name.into_string(), value.into_string()) {
-            if is_secret_var(&name) {
+            if is_secret_var(&name, config_secrets) {
                 crate::redact::register(&SecretString::from(value.clone()));
             }
             vars.insert(name, value);
@@ -148,6 +154,8 @@ mod tests {
 
     #[test]
     fn which_variables_are_secrets() {
+        // A configuration key of kind secret whose name has no secret's ending.
+        let config_secrets = ["PITCREW_SERVER_SIGNING_KEY".to_owned()];
         for name in [
             "OPENAI_API_KEY",
             "ANTHROPIC_API_KEY",
@@ -158,8 +166,9 @@ mod tests {
             "PITCREW_GITHUB_WEBHOOK_SECRET",
             "NPM_TOKEN",
             "MY_MODEL_API_KEY",
+            "PITCREW_SERVER_SIGNING_KEY",
         ] {
-            assert!(is_secret_var(name), "{name}");
+            assert!(is_secret_var(name, &config_secrets), "{name}");
         }
         for name in [
             "PATH",
@@ -171,8 +180,9 @@ mod tests {
             "PITCREW_GITHUB_PRIVATE_KEY_PATH",
             "RUNNER_TEMP",
         ] {
-            assert!(!is_secret_var(name), "{name}");
+            assert!(!is_secret_var(name, &config_secrets), "{name}");
         }
+        assert!(!is_secret_var("PITCREW_SERVER_SIGNING_KEY", &[]));
     }
 
     /// The test binary runs tests on several threads, so removal must refuse here.

@@ -6,6 +6,8 @@
 //! It sits above `sandbox/`, `tools/`, `agent/` and `config/`, and below the entry points, which
 //! only say what differs between them in one [`AgentRun`].
 
+pub mod image;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,7 +23,7 @@ use crate::llm::{self, Model, ModelSettings, PriceTable};
 use crate::prompts::{PromptError, Prompts, Template};
 use crate::sandbox::docker::{self, DockerSandbox, DockerSpec, Network};
 use crate::sandbox::local::{LocalOptions, LocalSession, SandboxUser};
-use crate::sandbox::{ExecRequest, SandboxError, Session, image};
+use crate::sandbox::{ExecRequest, SandboxError, Session};
 use crate::tools::run_tests::RunTests;
 use crate::tools::{self, Plan, Registry, Tool, ToolContext, Workspace};
 

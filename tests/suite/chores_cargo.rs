@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use pitcrew::chores::version::plan;
-use pitcrew::chores::{Dependency, Ecosystem, Policy, Registries, RegistryClient, Release, Update, UpdateKind, cargo};
+use pitcrew::chores::{Dependency, RegistryClient, Release, Update, UpdateKind, cargo};
+use pitcrew::config::deps::{Ecosystem, Policy, Registries};
 use pitcrew_tests::cargo_registry::CargoRegistry;
 use tempfile::TempDir;
 use url::Url;

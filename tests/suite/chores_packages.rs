@@ -8,9 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use pitcrew::chores::{
-    Dependency, Ecosystem, Policy, Registries, RegistryClient, Release, Update, UpdateKind, actions, npm, python,
-};
+use pitcrew::chores::{Dependency, RegistryClient, Release, Update, UpdateKind, actions, npm, python};
+use pitcrew::config::deps::{Ecosystem, Policy, Registries};
 use pitcrew::github::{Auth, ClientOptions, GithubClient};
 use pitcrew_tests::fake_github::{FakeGithub, Repo, Spec};
 use pitcrew_tests::package_registry::PackageRegistry;

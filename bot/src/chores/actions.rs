@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use std::ops::Range as Span;
 use std::path::{Component, Path, PathBuf};
 
-use super::{Dependency, Ecosystem, Policy, Release, Update, UpdateKind};
+use super::{Dependency, Release, Update, UpdateKind};
+use crate::config::deps::{Ecosystem, Policy};
 use crate::github::{GithubClient, GithubError, RepoName};
 
 /// Where workflows are, relative to the repository's root.

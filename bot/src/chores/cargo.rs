@@ -12,7 +12,8 @@ use serde::Deserialize;
 use toml_edit::{DocumentMut, Item, TableLike, Value};
 use url::Url;
 
-use super::{Dependency, Ecosystem, RegistryClient, RegistryError, Release, Update, UpdateKind, version};
+use super::{Dependency, RegistryClient, RegistryError, Release, Update, UpdateKind, version};
+use crate::config::deps::Ecosystem;
 use crate::shell;
 
 /// How registry errors name the sparse index.

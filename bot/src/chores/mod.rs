@@ -6,10 +6,16 @@
 //! Each ecosystem module scans its manifests, plans updates from the releases its registry lists,
 //! and applies them to the manifests' text (formatting and comments kept). Lockfiles are refreshed
 //! and tests run in the sandbox by the chore job (`handlers::chore`).
+//!
+//! What the configuration reads for them, the ecosystems, the repository's update policy and the
+//! registries' addresses, is defined in [`crate::config::deps`]; the cron schedules of
+//! `[chores.deps] schedule` in [`crate::config::schedule`].
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::config::deps::Ecosystem;
 
 pub mod actions;
 pub mod cargo;
@@ -17,42 +23,9 @@ pub mod npm;
 pub mod plan;
 pub mod python;
 pub mod registry;
-pub mod schedule;
 pub mod version;
 
-pub use registry::{Registries, RegistryClient, RegistryError};
-
-/// A package ecosystem pitcrew keeps current.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Ecosystem {
-    /// `Cargo.toml` and `Cargo.lock`, from a Cargo registry's sparse index.
-    Cargo,
-    /// `package.json` and `package-lock.json`, from the npm registry.
-    Npm,
-    /// `requirements*.txt` and `pyproject.toml`, from PyPI's JSON API.
-    Python,
-    /// `uses: owner/repo@ref` in `.github/workflows/*.yml`, from the action repository's tags.
-    Actions,
-}
-
-impl Ecosystem {
-    pub const ALL: [Ecosystem; 4] = [Ecosystem::Cargo, Ecosystem::Npm, Ecosystem::Python, Ecosystem::Actions];
-
-    /// The name in configuration, branch names (`pitcrew/deps-cargo`) and reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ecosystem::Cargo => "cargo",
-            Ecosystem::Npm => "npm",
-            Ecosystem::Python => "python",
-            Ecosystem::Actions => "actions",
-        }
-    }
-
-    pub fn parse(word: &str) -> Option<Ecosystem> {
-        Ecosystem::ALL.into_iter().find(|e| e.as_str() == word)
-    }
-}
+pub use registry::{RegistryClient, RegistryError};
 
 /// How far an update goes, smallest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -185,46 +158,12 @@ pub(crate) fn manifest_files(
     Ok(found)
 }
 
-/// What the repository allows (`[chores.deps]`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Policy {
-    /// Propose major updates (in a pull request of their own).
-    pub major: bool,
-    /// Package names never touched; a trailing `*` matches any suffix (`serde*`).
-    pub ignore: Vec<String>,
-    /// Move pinned requirements too.
-    pub update_pinned: bool,
-}
-
-impl Policy {
-    /// Whether `name` is on the ignore list.
-    pub fn ignores(&self, name: &str) -> bool {
-        self.ignore.iter().any(|pattern| match pattern.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => pattern == name,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_ignore_list_matches_names_and_prefixes() {
-        let policy = Policy {
-            ignore: vec!["serde*".into(), "tokio".into()],
-            ..Policy::default()
-        };
-        assert!(policy.ignores("serde_json") && policy.ignores("serde") && policy.ignores("tokio"));
-        assert!(!policy.ignores("tokio-util") && !policy.ignores("reqwest"));
-    }
-
-    #[test]
-    fn kinds_order_by_size_and_ecosystems_round_trip() {
+    fn kinds_order_by_size() {
         assert!(UpdateKind::Lockfile < UpdateKind::Patch && UpdateKind::Minor < UpdateKind::Major);
-        for e in Ecosystem::ALL {
-            assert_eq!(Ecosystem::parse(e.as_str()), Some(e));
-        }
     }
 }

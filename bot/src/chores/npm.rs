@@ -11,7 +11,8 @@ use semver::Version;
 use serde_json::Value;
 use url::Url;
 
-use super::{Dependency, Ecosystem, Policy, RegistryClient, RegistryError, Release, Update, UpdateKind};
+use super::{Dependency, RegistryClient, RegistryError, Release, Update, UpdateKind};
+use crate::config::deps::{Ecosystem, Policy};
 
 mod range;
 

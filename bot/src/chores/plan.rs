@@ -8,8 +8,9 @@ use std::path::Path;
 
 use futures_util::stream::{self, StreamExt};
 
-use super::{Dependency, Ecosystem, Policy, RegistryClient, Release, Update, UpdateKind};
+use super::{Dependency, RegistryClient, Release, Update, UpdateKind};
 use super::{actions, cargo, npm, python};
+use crate::config::deps::{Ecosystem, Policy, Registries};
 use crate::github::GithubClient;
 
 /// Locked versions by package, per lockfile scope (the directory of an npm `package-lock.json`;
@@ -189,7 +190,7 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), ManifestError> {
 
 /// The commands, each with the directory (relative to the root) it runs in, that refresh
 /// `ecosystem`'s lockfiles inside the declared ranges; none for an ecosystem without lockfiles.
-pub fn lock_commands(ecosystem: Ecosystem, root: &Path, registries: &super::Registries) -> Vec<(String, String)> {
+pub fn lock_commands(ecosystem: Ecosystem, root: &Path, registries: &Registries) -> Vec<(String, String)> {
     match ecosystem {
         Ecosystem::Cargo if root.join("Cargo.lock").is_file() => {
             // A project that replaces crates.io itself (its own mirror) keeps it: Cargo refuses

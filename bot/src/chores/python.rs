@@ -12,7 +12,8 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 use url::Url;
 
-use super::{Dependency, Ecosystem, Policy, RegistryClient, RegistryError, Release, Update, UpdateKind};
+use super::{Dependency, RegistryClient, RegistryError, Release, Update, UpdateKind};
+use crate::config::deps::{Ecosystem, Policy};
 
 mod pep440;
 

@@ -6,30 +6,10 @@ use std::time::Duration;
 
 use url::Url;
 
+use crate::config::deps::Registries;
+
 /// The largest registry answer read: npm's metadata of a popular package runs to megabytes.
 pub const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
-
-/// Where each ecosystem's registry is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Registries {
-    /// A Cargo sparse index (`https://index.crates.io/`): `config.json` and one file per crate.
-    pub cargo_index: Url,
-    /// An npm registry (`https://registry.npmjs.org/`): `GET {base}{name}` is the package's metadata.
-    pub npm: Url,
-    /// A PyPI-compatible server (`https://pypi.org/`): `GET {base}pypi/{name}/json`.
-    pub pypi: Url,
-}
-
-impl Default for Registries {
-    fn default() -> Self {
-        let url = |text: &str| Url::parse(text).unwrap_or_else(|_| unreachable!("a valid literal URL"));
-        Registries {
-            cargo_index: url("https://index.crates.io/"),
-            npm: url("https://registry.npmjs.org/"),
-            pypi: url("https://pypi.org/"),
-        }
-    }
-}
 
 /// Why a registry could not answer.
 #[derive(Debug, thiserror::Error)]

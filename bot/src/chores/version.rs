@@ -5,7 +5,8 @@
 
 use semver::{Comparator, Op, Version, VersionReq};
 
-use super::{Dependency, Policy, Release, Update, UpdateKind};
+use super::{Dependency, Release, Update, UpdateKind};
+use crate::config::deps::Policy;
 
 /// The updates for a semver dependency: `dep.requirement` as written (cargo syntax: `1.2`,
 /// `^1.2.3`, `~1.2`, `=1.2.3`, `1.*`, `>=1, <3`, `*`), `locked` the version the lockfile has (if
@@ -197,7 +198,7 @@ fn full(version: &Version) -> String {
 #[expect(clippy::unwrap_used, reason = "a failing test should panic")]
 mod tests {
     use super::*;
-    use crate::chores::Ecosystem;
+    use crate::config::deps::Ecosystem;
 
     fn dep(requirement: &str) -> Dependency {
         Dependency {

@@ -14,9 +14,11 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::command::{CommandKind, EnabledCommands};
+use super::deps::{Ecosystem, Policy};
 use super::duration::{format_duration, parse_duration};
 use super::error::Hint;
 use super::raw::line_column;
+use super::schedule::{Schedule, time_zone};
 use super::schema::{Kind, did_you_mean};
 use super::{Config, Origin, SandboxNetwork};
 
@@ -74,11 +76,11 @@ pub struct RepoConfig {
 /// when asked (`@agent chore deps`, the Action's `mode: chore`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DepsChore {
-    pub schedule: Option<crate::chores::schedule::Schedule>,
+    pub schedule: Option<Schedule>,
     /// An IANA time zone for the schedule; `None`: UTC.
     pub timezone: Option<String>,
     /// `None`: every ecosystem the repository has.
-    pub ecosystems: Option<BTreeSet<crate::chores::Ecosystem>>,
+    pub ecosystems: Option<BTreeSet<Ecosystem>>,
     /// Propose major updates, in pull requests of their own.
     pub major: bool,
     /// Package names never updated; a trailing `*` matches any suffix.
@@ -100,8 +102,8 @@ pub enum DepsGrouping {
 
 impl DepsChore {
     /// The update policy these settings make.
-    pub fn policy(&self) -> crate::chores::Policy {
-        crate::chores::Policy {
+    pub fn policy(&self) -> Policy {
+        Policy {
             major: self.major,
             ignore: self.ignore.clone(),
             update_pinned: self.update_pinned,
@@ -586,12 +588,12 @@ impl Walk {
             ("triage", "rerun_flaky") => boolean(key, v).map(|x| c.triage.rerun_flaky = x),
             ("triage", "comment") => boolean(key, v).map(|x| c.triage.comment = x),
             ("chores.deps", "schedule") => string(key, v).and_then(|text| {
-                crate::chores::schedule::Schedule::parse(text)
+                Schedule::parse(text)
                     .map(|x| c.deps.schedule = Some(x))
                     .map_err(|why| invalid(key, v, why))
             }),
             ("chores.deps", "timezone") => string(key, v).and_then(|name| {
-                crate::chores::schedule::time_zone(name)
+                time_zone(name)
                     .map(|_| c.deps.timezone = Some(name.to_owned()))
                     .map_err(|why| invalid(key, v, why))
             }),
@@ -831,8 +833,7 @@ fn strings<'v>(key: &str, v: &'v Value<'_>) -> Result<(Strings<'v>, Bad), Bad> {
     Ok((out, bad))
 }
 
-fn ecosystems(key: &str, v: &Value<'_>) -> Result<BTreeSet<crate::chores::Ecosystem>, Bad> {
-    use crate::chores::Ecosystem;
+fn ecosystems(key: &str, v: &Value<'_>) -> Result<BTreeSet<Ecosystem>, Bad> {
     let (words, mut bad) = strings(key, v)?;
     let names = Ecosystem::ALL.map(Ecosystem::as_str);
     let mut set = BTreeSet::new();

@@ -462,10 +462,7 @@ fn the_dependency_chore_section() {
         Some("0 6 * * 1")
     );
     assert_eq!(deps.timezone.as_deref(), Some("Europe/Berlin"));
-    assert_eq!(
-        deps.ecosystems,
-        Some([crate::chores::Ecosystem::Cargo, crate::chores::Ecosystem::Actions].into())
-    );
+    assert_eq!(deps.ecosystems, Some([Ecosystem::Cargo, Ecosystem::Actions].into()));
     assert_eq!(deps.group, DepsGrouping::All);
     let policy = deps.policy();
     assert!(policy.major && !policy.update_pinned && policy.ignores("serde_json"));

@@ -980,6 +980,12 @@ fn debug_output_never_shows_secrets() {
     );
 }
 
+/// What `main` hands the secret filter: the variable of every key of kind secret.
+#[test]
+fn the_secret_variables_are_those_of_the_secret_keys() {
+    assert_eq!(secret_env_vars().collect::<Vec<_>>(), ["PITCREW_GITHUB_WEBHOOK_SECRET"]);
+}
+
 #[test]
 fn render_redacted_shows_effective_values_and_origins() {
     let dir = TempDir::new();

@@ -18,7 +18,8 @@ use serde_json::json;
 
 use crate::agent::StopReason;
 use crate::chores::plan::{self, Found};
-use crate::chores::{Ecosystem, RegistryClient, Update, UpdateKind};
+use crate::chores::{RegistryClient, Update, UpdateKind};
+use crate::config::deps::Ecosystem;
 use crate::config::repo::{DepsGrouping, EffectiveSettings};
 use crate::github::{NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;

@@ -13,8 +13,8 @@ use jiff::Timestamp;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::chores::schedule::{Schedule, ScheduleError, time_zone};
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
+use crate::config::schedule::{Schedule, ScheduleError, time_zone};
 use crate::github::{AppAuth, GithubClient, GithubError, InstallationId, RepoName, RepoNameError, Repository};
 use crate::jobs::{JobFilter, JobId, JobState, JobStore, NewJob, StoreError, WorkerPool};
 use crate::triggers::{Chore, JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, chore_key};

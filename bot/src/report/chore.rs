@@ -2,7 +2,8 @@
 //! package, from → to, kind, release notes — the tests' result and, when the update broke them,
 //! what the agent did), the commit message, and the answer to whoever asked for the chore.
 
-use crate::chores::{Ecosystem, Update, UpdateKind};
+use crate::chores::{Update, UpdateKind};
+use crate::config::deps::Ecosystem;
 
 use super::markdown::{self, BODY_LIMIT, Doc};
 

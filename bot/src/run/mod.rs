@@ -18,8 +18,7 @@ use crate::agent::events::EventSink;
 use crate::config::Config;
 use crate::llm::{Model, Usage};
 use crate::prompts::{Prompts, Template};
-use crate::sandbox::image;
-use crate::session::{AgentRun, AgentSession, SessionError, Toolset};
+use crate::session::{AgentRun, AgentSession, SessionError, Toolset, image};
 use crate::tools::Plan;
 use crate::workspace::{self, ChangedFile, LocalRepo, WorkspaceError};
 

@@ -8,7 +8,6 @@ use futures_util::future::BoxFuture;
 
 pub mod docker;
 pub mod host_paths;
-pub mod image;
 pub mod local;
 pub(crate) mod output;
 pub mod owner;

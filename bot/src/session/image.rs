@@ -2,6 +2,9 @@
 //! choice, else the repository's `[sandbox] image`: [`RepoConfig::apply`]), else the `image` of the
 //! checkout's dev container, else the built-in default. `pitcrew run`, which has no default branch
 //! to read the repository's configuration from, takes the image of the checkout's own.
+//!
+//! The choice reads the checkout through the tools' confined view ([`Workspace`]), so it is made
+//! here, above the sandbox, which is handed only the image's name.
 
 use std::path::Path;
 
