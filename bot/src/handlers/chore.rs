@@ -58,7 +58,8 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         Some(set) => set.iter().copied().collect(),
         None => Ecosystem::ALL.to_vec(),
     };
-    let registry = RegistryClient::new(env.config().chores.registries.clone()).map_err(HandlerError::Other)?;
+    let registry = RegistryClient::new(env.config().chores.registries.clone())
+        .map_err(|error| HandlerError::Other(error.to_string()))?;
 
     let token = env.github.token().await?;
     let remote = RemoteRepo {
