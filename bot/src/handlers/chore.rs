@@ -14,13 +14,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::agent::StopReason;
 use crate::chores::plan::{self, Found};
 use crate::chores::{Ecosystem, RegistryClient, Update, UpdateKind};
 use crate::config::repo::{DepsGrouping, EffectiveSettings};
-use crate::github::{NewPull, PullRequest, PullUpdate};
+use crate::github::{CheckConclusion, NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
 use crate::prompts::Template;
 use crate::report::TestRun;
@@ -30,6 +28,7 @@ use crate::triggers::JobSource;
 use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
+use super::record::{ChoreDetail, ChorePullRequest, Detail, EcosystemPlan, JobRecord, Summary};
 use super::session::{Spent, agent_run, run_dir, run_tests};
 use super::{HandlerError, JobEnv};
 
@@ -88,19 +87,19 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     }
     lease.release().await;
     let mut problems: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
-    let _ = env
-        .control
-        .event(
-            "chore_plan",
-            json!({
-                "base": base,
-                "ecosystems": found.iter().map(|(e, f)| json!({
-                    "ecosystem": e.as_str(), "dependencies": f.dependencies, "updates": f.updates.len(),
-                })).collect::<Vec<_>>(),
-                "problems": problems,
-            }),
-        )
-        .await;
+    let plan = JobRecord::ChorePlan {
+        base: base.clone(),
+        ecosystems: found
+            .iter()
+            .map(|(ecosystem, f)| EcosystemPlan {
+                ecosystem: *ecosystem,
+                dependencies: f.dependencies,
+                updates: f.updates.len(),
+            })
+            .collect(),
+        problems: problems.clone(),
+    };
+    let _ = env.control.record(&plan).await;
 
     let groups = groups(&found, deps.group);
     let open: Vec<PullRequest> = env
@@ -218,27 +217,37 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         1 => "1 dependency pull request".to_owned(),
         n => format!("{n} dependency pull requests"),
     };
-    let _ = env.control.event("finished", json!({ "headline": headline })).await;
-    let details = json!({
-        "headline": headline,
-        "conclusion": "success",
-        "commit": null,
-        "pull_request": delivered.first().map(|(_, n, _)| *n),
-        "summary": headline,
-        "report": report,
-        "chore": {
-            "base": base,
-            "pull_requests": delivered.iter().map(|(t, n, u)| json!({"number": n, "title": t, "updated": u})).collect::<Vec<_>>(),
-            "closed": closed,
-            "problems": problems,
-        },
-    });
+    let finished = JobRecord::Finished {
+        headline: headline.clone(),
+    };
+    let _ = env.control.record(&finished).await;
+    let summary = Summary {
+        headline: headline.clone(),
+        conclusion: CheckConclusion::Success,
+        commit: None,
+        pull_request: delivered.first().map(|(_, n, _)| *n),
+        summary: headline,
+        report,
+        detail: Some(Detail::Chore(ChoreDetail {
+            base,
+            pull_requests: delivered
+                .iter()
+                .map(|(title, number, updated)| ChorePullRequest {
+                    number: *number,
+                    title: title.clone(),
+                    updated: *updated,
+                })
+                .collect(),
+            closed,
+            problems: problems.clone(),
+        })),
+    };
     if failed_groups > 0 && delivered.is_empty() {
         // Nothing went out and something broke: the job failed, with the reasons.
-        let _ = env.control.event("result", details).await;
+        let _ = env.control.record(&JobRecord::Result(summary)).await;
         return Ok((Finish::Failed(problems.join("; ")), spent));
     }
-    Ok((Finish::Succeeded(details), spent))
+    Ok((super::succeeded(&summary), spent))
 }
 
 /// A pull request from `branch` with exactly these updates (its body's `table`) was closed without

@@ -12,8 +12,6 @@
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-use serde_json::json;
-
 use crate::agent::{Outcome, StopReason};
 use crate::config::repo::EffectiveSettings;
 use crate::github::{
@@ -30,6 +28,7 @@ use crate::triggers::{CiFailure, Conclusion, JobKind, JobRequest, JobSource, Rep
 use crate::workspace::mirror::{RemoteRepo, Target};
 
 use super::live::Targets;
+use super::record::{Detail, JobRecord, Summary, TriageDetail, TriagedJob};
 use super::review::run_read_only;
 use super::session::Spent;
 use super::{HandlerError, JobEnv};
@@ -182,29 +181,35 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     env.github.update_check_run(&env.repo, check_run, &update).await?;
 
     let headline = triage.headline();
-    let _ = env.control.event("finished", json!({ "headline": headline })).await;
-    let jobs: Vec<_> = triage
+    let finished = JobRecord::Finished {
+        headline: headline.clone(),
+    };
+    let _ = env.control.record(&finished).await;
+    let jobs = triage
         .jobs
         .iter()
-        .map(|job| {
-            json!({
-                "name": job.title(),
-                "class": job.analysis.classification.class.name(),
-                "confidence": job.analysis.classification.confidence,
-                "findings": job.analysis.findings,
-            })
+        .map(|job| TriagedJob {
+            name: job.title(),
+            class: job.analysis.classification.class,
+            confidence: job.analysis.classification.confidence,
+            findings: job.analysis.findings.clone(),
         })
         .collect();
-    let details = json!({
-        "headline": headline,
-        "conclusion": "neutral",
-        "commit": null,
-        "pull_request": triage.pull_request,
-        "summary": triage.root_cause.clone().unwrap_or_else(|| headline.clone()),
-        "report": report,
-        "triage": { "head_sha": head_sha, "jobs": jobs, "fix_job": fix_job, "actions": triage.actions },
-    });
-    Ok((Finish::Succeeded(details), spent))
+    let summary = Summary {
+        summary: triage.root_cause.clone().unwrap_or_else(|| headline.clone()),
+        headline,
+        conclusion: CheckConclusion::Neutral,
+        commit: None,
+        pull_request: triage.pull_request,
+        report,
+        detail: Some(Detail::Triage(TriageDetail {
+            head_sha,
+            jobs,
+            fix_job,
+            actions: triage.actions,
+        })),
+    };
+    Ok((super::succeeded(&summary), spent))
 }
 
 /// The commit to triage and its pull request: the failing commit a CI event names (and the PR it
@@ -538,16 +543,21 @@ async fn nothing_failed(
         ))
         .await?;
     }
-    let details = json!({
-        "headline": headline,
-        "conclusion": "neutral",
-        "commit": null,
-        "pull_request": triage.pull_request,
-        "summary": headline,
-        "report": headline,
-        "triage": { "head_sha": triage.head_sha, "jobs": [], "fix_job": null, "actions": [] },
-    });
-    Ok((Finish::Succeeded(details), Spent::default()))
+    let summary = Summary {
+        headline: headline.clone(),
+        conclusion: CheckConclusion::Neutral,
+        commit: None,
+        pull_request: triage.pull_request,
+        summary: headline.clone(),
+        report: headline,
+        detail: Some(Detail::Triage(TriageDetail {
+            head_sha: triage.head_sha.clone(),
+            jobs: Vec::new(),
+            fix_job: None,
+            actions: Vec::new(),
+        })),
+    };
+    Ok((super::succeeded(&summary), Spent::default()))
 }
 
 /// The model's account of the root cause, from the evidence and a read-only checkout of the commit.
