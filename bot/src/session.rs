@@ -300,7 +300,7 @@ fn script(step: &NetworkStep) -> String {
         .iter()
         .map(|(dir, command)| {
             let dir = if dir.is_empty() { "." } else { dir.as_str() };
-            format!("(cd '{}' && {command})", dir.replace('\'', "'\\''"))
+            format!("(cd {} && {command})", crate::shell::quote(dir))
         })
         .collect::<Vec<_>>()
         .join(" && ")

@@ -59,7 +59,7 @@ fn handler(recorder: Arc<Recorder>) -> JobHandler {
                     permit = recorder.release.acquire() => permit.unwrap().forget(),
                     () = control.token().cancelled() => {
                         return match control.stop_cause() {
-                            Some(StopCause::Requested { reason }) => Finish::Cancelled(reason),
+                            Some(StopCause::Requested(request)) => Finish::Cancelled(request.to_string()),
                             _ => Finish::Failed("interrupted".to_owned()),
                         };
                     }

@@ -38,6 +38,11 @@ pub enum RegistryError {
     },
 }
 
+/// Why the registry client could not be made (the TLS backend failed to start).
+#[derive(Debug, thiserror::Error)]
+#[error("could not make the registry client: {0}")]
+pub struct ClientError(#[source] reqwest::Error);
+
 /// One HTTP client for every registry.
 #[derive(Debug, Clone)]
 pub struct RegistryClient {
@@ -46,13 +51,13 @@ pub struct RegistryClient {
 }
 
 impl RegistryClient {
-    pub fn new(registries: Registries) -> Result<Self, String> {
+    pub fn new(registries: Registries) -> Result<Self, ClientError> {
         let http = reqwest::Client::builder()
             .user_agent(concat!("pitcrew/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(60))
             .build()
-            .map_err(|e| format!("could not make the registry client: {e}"))?;
+            .map_err(ClientError)?;
         Ok(RegistryClient { http, registries })
     }
 

@@ -14,14 +14,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::agent::StopReason;
 use crate::chores::plan::{self, Found};
 use crate::chores::{RegistryClient, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
-use crate::config::repo::{DepsGrouping, EffectiveSettings};
-use crate::github::{NewPull, PullRequest, PullUpdate};
+use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings};
+use crate::github::{CheckConclusion, NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
 use crate::prompts::Template;
 use crate::report::TestRun;
@@ -31,6 +29,7 @@ use crate::triggers::JobSource;
 use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
+use super::record::{ChoreDetail, ChorePullRequest, Detail, EcosystemPlan, JobRecord, Summary};
 use super::session::{Spent, agent_run, run_dir, run_tests};
 use super::{HandlerError, JobEnv};
 
@@ -54,23 +53,56 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
     let deps = &repo_config.deps;
-    let policy = deps.policy();
-    let ecosystems: Vec<Ecosystem> = match &deps.ecosystems {
-        Some(set) => set.iter().copied().collect(),
-        None => Ecosystem::ALL.to_vec(),
-    };
-    let registry = RegistryClient::new(env.config().chores.registries.clone()).map_err(HandlerError::Other)?;
-
+    let registry = RegistryClient::new(env.config().chores.registries.clone())
+        .map_err(|error| HandlerError::Other(error.to_string()))?;
     let token = env.github.token().await?;
     let remote = RemoteRepo {
         url: super::parse_clone_url(&env.request.repo.clone_url)?,
         full_name: env.repo.to_string(),
     };
     let mirror = env.services.mirrors.prepare(&remote, &token, &[]).await?;
+
+    let (base, found) = find_updates(env, &mirror, &registry, deps).await?;
+    let mut problems: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
+    record_plan(env, &base, &found, &problems).await;
+
+    let open = open_chore_pulls(env).await?;
+    let chore = ChoreRun {
+        env,
+        settings: &settings,
+        mirror: &mirror,
+        remote: &remote,
+        token: &token,
+        base: &base,
+    };
+    let delivered = match deliver(&chore, &groups(&found, deps.group), &open, &mut problems).await? {
+        Delivery::Done(delivered) => delivered,
+        Delivery::Stopped(spent) => {
+            return Ok((Finish::Cancelled("stopped before the chore finished".into()), spent));
+        }
+    };
+    let closed = close_superseded(env, &open, &found, &delivered.wanted, deps.group).await?;
+    report_run(env, asked, base, delivered, closed, problems).await
+}
+
+/// Scans the default branch's head for each enabled ecosystem's dependencies and asks the
+/// registries for newer versions; returns the commit scanned and what each ecosystem that has
+/// dependencies (or problems) came to.
+async fn find_updates(
+    env: &JobEnv,
+    mirror: &Mirror,
+    registry: &RegistryClient,
+    deps: &DepsChore,
+) -> Result<(String, BTreeMap<Ecosystem, Found>), HandlerError> {
+    let policy = deps.policy();
+    let ecosystems: Vec<Ecosystem> = match &deps.ecosystems {
+        Some(set) => set.iter().copied().collect(),
+        None => Ecosystem::ALL.to_vec(),
+    };
     let lease = env
         .services
         .pool
-        .lease(&mirror, Target::Branch(env.request.repo.default_branch.clone()))
+        .lease(mirror, Target::Branch(env.request.repo.default_branch.clone()))
         .await?;
     let base = match lease.repo().head() {
         Ok(oid) => oid.to_string(),
@@ -81,62 +113,89 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     };
     let mut found: BTreeMap<Ecosystem, Found> = BTreeMap::new();
     for ecosystem in ecosystems {
-        let f = plan::find(ecosystem, lease.path(), &registry, &env.github, &policy).await;
+        let f = plan::find(ecosystem, lease.path(), registry, &env.github, &policy).await;
         if f.dependencies > 0 || !f.problems.is_empty() {
             found.insert(ecosystem, f);
         }
     }
     lease.release().await;
-    let mut problems: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
-    let _ = env
-        .control
-        .event(
-            "chore_plan",
-            json!({
-                "base": base,
-                "ecosystems": found.iter().map(|(e, f)| json!({
-                    "ecosystem": e.as_str(), "dependencies": f.dependencies, "updates": f.updates.len(),
-                })).collect::<Vec<_>>(),
-                "problems": problems,
-            }),
-        )
-        .await;
+    Ok((base, found))
+}
 
-    let groups = groups(&found, deps.group);
-    let open: Vec<PullRequest> = env
+/// Writes what the scan found in the job's history.
+async fn record_plan(env: &JobEnv, base: &str, found: &BTreeMap<Ecosystem, Found>, problems: &[String]) {
+    let plan = JobRecord::ChorePlan {
+        base: base.to_owned(),
+        ecosystems: found
+            .iter()
+            .map(|(ecosystem, f)| EcosystemPlan {
+                ecosystem: *ecosystem,
+                dependencies: f.dependencies,
+                updates: f.updates.len(),
+            })
+            .collect(),
+        problems: problems.to_vec(),
+    };
+    let _ = env.control.record(&plan).await;
+}
+
+/// The open pull requests of earlier dependency runs (from this repository's own branches).
+async fn open_chore_pulls(env: &JobEnv) -> Result<Vec<PullRequest>, HandlerError> {
+    Ok(env
         .github
         .list_open_pulls(&env.repo)
         .await?
         .into_iter()
         .filter(|p| p.head.branch.starts_with(BRANCH_PREFIX) && !p.is_cross_repository())
-        .collect();
-    let chore = ChoreRun {
-        env,
-        settings: &settings,
-        mirror: &mirror,
-        remote: &remote,
-        token: &token,
-        base: &base,
+        .collect())
+}
+
+/// What the groups' pull requests came to.
+struct Delivered {
+    /// Opened or updated: title, number, and whether it was an update.
+    pulls: Vec<(String, u64, bool)>,
+    /// Branches whose updates are still wanted (delivered, or failed this time): not superseded.
+    wanted: Vec<String>,
+    /// Groups whose work failed.
+    failed: usize,
+    spent: Spent,
+}
+
+enum Delivery {
+    Done(Delivered),
+    /// The job was asked to stop between two groups; what was spent so far.
+    Stopped(Spent),
+}
+
+/// Makes each group's pull request, or updates the open one of its branch. One pull request's
+/// failure (a lockfile that will not refresh, a push refused) is added to `problems` and the
+/// others still go out.
+async fn deliver(
+    chore: &ChoreRun<'_>,
+    groups: &[Group],
+    open: &[PullRequest],
+    problems: &mut Vec<String>,
+) -> Result<Delivery, HandlerError> {
+    let env = chore.env;
+    let mut delivered = Delivered {
+        pulls: Vec::new(),
+        wanted: Vec::new(),
+        failed: 0,
+        spent: Spent::default(),
     };
-    let mut spent = Spent::default();
-    let mut delivered: Vec<(String, u64, bool)> = Vec::new();
-    let mut branches_with_updates = Vec::new();
-    let mut failed_groups = 0;
-    for group in &groups {
+    for group in groups {
         if env.control.is_cancelled() {
-            return Ok((Finish::Cancelled("stopped before the chore finished".into()), spent));
+            return Ok(Delivery::Stopped(delivered.spent));
         }
-        // One pull request's failure (a lockfile that will not refresh, a push refused) is said
-        // and the others still go out.
         let existing = open.iter().find(|p| p.head.branch == group.branch);
-        let outcome = match run_group(&chore, group, existing.is_some()).await {
+        let outcome = match run_group(chore, group, existing.is_some()).await {
             Ok(outcome) => outcome,
             Err(error) => {
                 tracing::warn!(job = %env.job.id, branch = %group.branch, %error, "a dependency pull request failed");
                 problems.push(format!("`{}`: {}", group.branch, super::public_error(&error)));
-                failed_groups += 1;
+                delivered.failed += 1;
                 // Its branch is not closed as superseded: its updates are still wanted.
-                branches_with_updates.push(group.branch.clone());
+                delivered.wanted.push(group.branch.clone());
                 continue;
             }
         };
@@ -151,51 +210,71 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
             }
             Grouped::Pushed(pushed) => *pushed,
         };
-        spent.add(&group_spent);
-        branches_with_updates.push(group.branch.clone());
-        let title = text::title(&pull);
-        let body = text::body(&pull, &env.job_id());
-        match existing {
-            Some(existing) => {
-                let change = PullUpdate {
-                    title: Some(&title),
-                    body: Some(&body),
-                    state: None,
-                };
-                env.github.update_pull(&env.repo, existing.number, &change).await?;
-                delivered.push((title, existing.number.0, true));
-            }
-            None => {
-                let created = env
-                    .github
-                    .create_pull(
-                        &env.repo,
-                        &NewPull {
-                            title: title.clone(),
-                            body,
-                            head: group.branch.clone(),
-                            base: env.request.repo.default_branch.clone(),
-                            draft: false,
-                        },
-                    )
-                    .await?;
-                delivered.push((title, created.number.0, false));
-            }
+        delivered.spent.add(&group_spent);
+        delivered.wanted.push(group.branch.clone());
+        delivered.pulls.push(propose(env, group, &pull, existing).await?);
+    }
+    Ok(Delivery::Done(delivered))
+}
+
+/// Opens the pull request of a pushed group, or updates its branch's open one; returns its title,
+/// number and whether it was an update.
+async fn propose(
+    env: &JobEnv,
+    group: &Group,
+    pull: &ChorePull,
+    existing: Option<&PullRequest>,
+) -> Result<(String, u64, bool), HandlerError> {
+    let title = text::title(pull);
+    let body = text::body(pull, &env.job_id());
+    match existing {
+        Some(existing) => {
+            let change = PullUpdate {
+                title: Some(&title),
+                body: Some(&body),
+                state: None,
+            };
+            env.github.update_pull(&env.repo, existing.number, &change).await?;
+            Ok((title, existing.number.0, true))
+        }
+        None => {
+            let created = env
+                .github
+                .create_pull(
+                    &env.repo,
+                    &NewPull {
+                        title: title.clone(),
+                        body,
+                        head: group.branch.clone(),
+                        base: env.request.repo.default_branch.clone(),
+                        draft: false,
+                    },
+                )
+                .await?;
+            Ok((title, created.number.0, false))
         }
     }
+}
 
-    // Earlier runs' pull requests whose branch got nothing this time: their updates were merged
-    // or went elsewhere. Only for ecosystems read without a problem (a registry outage must not
-    // close a pull request).
+/// Closes earlier runs' pull requests whose branch got nothing this time: their updates were
+/// merged or went elsewhere. Only for ecosystems read without a problem (a registry outage must
+/// not close a pull request). Returns their numbers.
+async fn close_superseded(
+    env: &JobEnv,
+    open: &[PullRequest],
+    found: &BTreeMap<Ecosystem, Found>,
+    wanted: &[String],
+    grouping: DepsGrouping,
+) -> Result<Vec<u64>, HandlerError> {
     let clean: Vec<Ecosystem> = found
         .iter()
         .filter(|(_, f)| f.problems.is_empty())
         .map(|(e, _)| *e)
         .collect();
     let mut closed = Vec::new();
-    for pull in &open {
+    for pull in open {
         let branch = pull.head.branch.as_str();
-        if branches_with_updates.iter().any(|b| b == branch) || !closable(branch, &clean, deps.group) {
+        if wanted.iter().any(|b| b == branch) || !closable(branch, &clean, grouping) {
             continue;
         }
         let note = "Closing: a newer dependency run found nothing left to update on this branch (the updates were \
@@ -208,37 +287,57 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         env.github.update_pull(&env.repo, pull.number, &change).await?;
         closed.push(pull.number.0);
     }
+    Ok(closed)
+}
 
-    let report = text::answer(&delivered, &problems, &env.job_id());
+/// Answers the person who asked (a scheduled run tells nobody), and ends the job: failed when
+/// nothing went out and something broke, else succeeded with what was done.
+async fn report_run(
+    env: &JobEnv,
+    asked: bool,
+    base: String,
+    delivered: Delivered,
+    closed: Vec<u64>,
+    problems: Vec<String>,
+) -> Result<(Finish, Spent), HandlerError> {
+    let report = text::answer(&delivered.pulls, &problems, &env.job_id());
     if asked {
         env.reply(&report).await?;
     }
-    let headline = match delivered.len() {
+    let headline = match delivered.pulls.len() {
         0 => "dependencies are up to date".to_owned(),
         1 => "1 dependency pull request".to_owned(),
         n => format!("{n} dependency pull requests"),
     };
-    let _ = env.control.event("finished", json!({ "headline": headline })).await;
-    let details = json!({
-        "headline": headline,
-        "conclusion": "success",
-        "commit": null,
-        "pull_request": delivered.first().map(|(_, n, _)| *n),
-        "summary": headline,
-        "report": report,
-        "chore": {
-            "base": base,
-            "pull_requests": delivered.iter().map(|(t, n, u)| json!({"number": n, "title": t, "updated": u})).collect::<Vec<_>>(),
-            "closed": closed,
-            "problems": problems,
-        },
-    });
-    if failed_groups > 0 && delivered.is_empty() {
+    let finished = JobRecord::Finished {
+        headline: headline.clone(),
+    };
+    let _ = env.control.record(&finished).await;
+    let failed = delivered.failed > 0 && delivered.pulls.is_empty();
+    let summary = Summary {
+        headline: headline.clone(),
+        conclusion: CheckConclusion::Success,
+        commit: None,
+        pull_request: delivered.pulls.first().map(|(_, n, _)| *n),
+        summary: headline,
+        report,
+        detail: Some(Detail::Chore(ChoreDetail {
+            base,
+            pull_requests: delivered
+                .pulls
+                .into_iter()
+                .map(|(title, number, updated)| ChorePullRequest { number, title, updated })
+                .collect(),
+            closed,
+            problems: problems.clone(),
+        })),
+    };
+    if failed {
         // Nothing went out and something broke: the job failed, with the reasons.
-        let _ = env.control.event("result", details).await;
-        return Ok((Finish::Failed(problems.join("; ")), spent));
+        let _ = env.control.record(&JobRecord::Result(summary)).await;
+        return Ok((Finish::Failed(problems.join("; ")), delivered.spent));
     }
-    Ok((Finish::Succeeded(details), spent))
+    Ok((super::succeeded(&summary), delivered.spent))
 }
 
 /// A pull request from `branch` with exactly these updates (its body's `table`) was closed without

@@ -12,8 +12,6 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use crate::agent::Outcome;
 use crate::agent::events::EventSink;
 use crate::config::repo::EffectiveSettings;
@@ -30,6 +28,7 @@ use crate::workspace::push::Oid;
 use crate::workspace::{CommitIdentity, JOB_TRAILER, LocalRepo, WorkspaceError};
 
 use super::live::{Live, Targets};
+use super::record::JobRecord;
 use super::session::{Spent, agent_run, run_dir, run_tests};
 use super::{HandlerError, JobEnv};
 
@@ -334,10 +333,10 @@ async fn work(
     let run_dir = run_dir(env.config(), &env.job_id());
     let session = AgentSession::start(agent_run(env, settings, root, run_dir)).await?;
     let before = run_tests(&session).await;
-    let _ = env
-        .control
-        .event("tests_before", json!({ "summary": test_line(&before) }))
-        .await;
+    let tests_before = JobRecord::TestsBefore {
+        summary: test_line(&before),
+    };
+    let _ = env.control.record(&tests_before).await;
     let instructions = session.instructions();
     let task = env
         .request

@@ -18,7 +18,9 @@ use crate::report::{self, JobInfo};
 use crate::tools::Plan;
 
 /// Where the job's progress comment is: in the conversation, or a reply in a review thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Recorded as `{"kind": "issue", "id": 1}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", content = "id", rename_all = "lowercase")]
 pub enum ProgressComment {
     Issue(CommentId),
     Review(CommentId),

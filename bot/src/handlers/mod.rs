@@ -10,6 +10,7 @@ pub mod chore;
 pub mod explain;
 pub mod fix;
 pub mod live;
+pub mod record;
 pub mod review;
 pub mod session;
 pub mod triage;
@@ -17,15 +18,13 @@ pub mod triage;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use serde_json::json;
-
 use crate::config::Config;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
 use crate::github::PullRequest;
 use crate::github::{
     CheckStatus, CommitSha, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, NewCheckRun, RepoName,
 };
-use crate::jobs::{Finish, Job, JobControl, JobHandler};
+use crate::jobs::{Finish, Job, JobControl, JobHandler, StopCause, StopRequest};
 use crate::llm::Model;
 use crate::prompts::{PromptError, Prompts, Template};
 use crate::report;
@@ -35,6 +34,7 @@ use crate::workspace::mirror::{MirrorCache, RemoteRepo, Target};
 use crate::workspace::pool::{Lease, WorkspacePool};
 
 use live::{ProgressComment, Targets};
+use record::{JobRecord, Summary};
 
 /// What every job shares: configuration, the GitHub App, the git cache and the model.
 pub struct Services {
@@ -248,7 +248,10 @@ impl Services {
             github,
             notes: std::sync::Mutex::new(Vec::new()),
         };
-        let _ = env.control.event("started", json!({ "kind": env.job.kind })).await;
+        let started = JobRecord::Started {
+            kind: env.job.kind.clone(),
+        };
+        let _ = env.control.record(&started).await;
         let result = match (&env.request.kind, env.request.is_pull_request) {
             (JobKind::Fix, true) => fix::on_pull_request(&env).await,
             (JobKind::Fix, false) => fix::on_issue(&env).await,
@@ -352,21 +355,12 @@ pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) 
         .as_ref()
         .map(|run| run.html_url.clone())
         .filter(|url| !url.is_empty());
-    let (kind, id) = match comment {
-        ProgressComment::Issue(id) => ("issue", id.0),
-        ProgressComment::Review(id) => ("review", id.0),
+    let reporting = JobRecord::Reporting {
+        check_run: check_run.as_ref().map(|run| run.id),
+        check_run_url: info.check_run_url.clone(),
+        comment,
     };
-    let _ = env
-        .control
-        .event(
-            "reporting",
-            json!({
-                "check_run": check_run.as_ref().map(|run| run.id.0),
-                "check_run_url": info.check_run_url,
-                "comment": { "kind": kind, "id": id },
-            }),
-        )
-        .await;
+    let _ = env.control.record(&reporting).await;
     Ok(Targets {
         github: env.github.clone(),
         repo: env.repo.clone(),
@@ -383,19 +377,20 @@ async fn earlier_reporting(env: &JobEnv, info: &report::JobInfo) -> Option<Targe
         return None;
     }
     let events = env.control.events().await.ok()?;
-    let earlier = events.iter().rev().find(|event| event.kind == "reporting")?;
-    let data = &earlier.data;
-    let comment = match (data["comment"]["kind"].as_str(), data["comment"]["id"].as_u64()) {
-        (Some("issue"), Some(id)) => ProgressComment::Issue(crate::github::CommentId(id)),
-        (Some("review"), Some(id)) => ProgressComment::Review(crate::github::CommentId(id)),
-        _ => return None,
-    };
+    let (check_run, check_run_url, comment) = events.iter().rev().find_map(|event| match event.record() {
+        Some(JobRecord::Reporting {
+            check_run,
+            check_run_url,
+            comment,
+        }) => Some((check_run, check_run_url, comment)),
+        _ => None,
+    })?;
     let mut info = info.clone();
-    info.check_run_url = data["check_run_url"].as_str().map(str::to_owned);
+    info.check_run_url = check_run_url;
     let targets = Targets {
         github: env.github.clone(),
         repo: env.repo.clone(),
-        check_run: data["check_run"].as_u64().map(crate::github::CheckRunId),
+        check_run,
         comment: Some(comment),
         info,
     };
@@ -459,7 +454,10 @@ pub(crate) async fn report_failure(env: &JobEnv, targets: &Targets, error: Handl
         comment.push_str(&format!("\n\n{note}"));
     }
     targets.complete(conclusion.kind, output, &comment).await;
-    let _ = env.control.event("finished", json!({ "headline": words })).await;
+    let finished = JobRecord::Finished {
+        headline: words.clone(),
+    };
+    let _ = env.control.record(&finished).await;
     HandlerError::Reported(words)
 }
 
@@ -494,9 +492,9 @@ pub(crate) async fn conclude(
     settings: &crate::config::repo::EffectiveSettings,
 ) -> (Finish, session::Spent) {
     let spent = session::Spent::from_outcome(&ended.outcome);
-    let cancelled_by = env.control.stop_cause().and_then(|cause| match cause {
-        crate::jobs::StopCause::Requested { reason } => Some(reason),
-        _ => None,
+    let stop = env.control.stop_cause().and_then(|cause| match cause {
+        StopCause::Requested(request) => Some(request),
+        StopCause::Shutdown | StopCause::LeaseLost => None,
     });
     let end = match ended.end {
         report::JobEnd::Stopped {
@@ -504,7 +502,9 @@ pub(crate) async fn conclude(
             saved,
         } => report::JobEnd::Stopped {
             cause: report::StopCause::Cancelled {
-                by: cancelled_by.as_deref().map(stopper),
+                by: stop.as_ref().map(|request| match request {
+                    StopRequest::ByUser { login } => login.clone(),
+                }),
             },
             saved,
         },
@@ -543,42 +543,47 @@ pub(crate) async fn conclude(
     }
     targets.complete(conclusion.kind, output, &comment).await;
     let words = report::headline(&result.end);
-    let _ = env.control.event("finished", json!({ "headline": words })).await;
+    let finished = JobRecord::Finished {
+        headline: words.clone(),
+    };
+    let _ = env.control.record(&finished).await;
     let (commit, pull_request) = match &result.end {
         report::JobEnd::Pushed { commit, .. } => (Some(commit.sha.clone()), None),
         report::JobEnd::PullRequestOpened { number, .. } => (None, Some(*number)),
         _ => (None, None),
     };
-    let details = json!({
-        "headline": words,
-        "conclusion": conclusion.kind,
-        "commit": commit,
-        "pull_request": pull_request,
-        "summary": result.summary,
-        "report": comment,
-    });
+    let summary = Summary {
+        headline: words.clone(),
+        conclusion: conclusion.kind,
+        commit,
+        pull_request,
+        summary: result.summary,
+        report: comment,
+        detail: None,
+    };
     let finish = match &result.end {
         report::JobEnd::Stopped {
             cause: report::StopCause::Cancelled { .. },
             ..
-        } => Finish::Cancelled(cancelled_by.unwrap_or(words)),
+        } => Finish::Cancelled(stop.map_or(words, |request| request.to_string())),
         report::JobEnd::Stopped { .. } => {
-            let _ = env.control.event("result", details).await;
+            let _ = env.control.record(&JobRecord::Result(summary)).await;
             Finish::Failed(words)
         }
-        _ => Finish::Succeeded(details),
+        _ => succeeded(&summary),
     };
     (finish, spent)
 }
 
-/// Who stopped a job, from the stop's reason (`stopped by @alice` → `alice`).
-fn stopper(reason: &str) -> String {
-    let reason = reason.trim();
-    reason
-        .strip_prefix("stopped by @")
-        .or_else(|| reason.strip_prefix('@'))
-        .unwrap_or(reason)
-        .to_owned()
+/// A job that succeeded, with its summary as its result.
+pub(crate) fn succeeded(summary: &Summary) -> Finish {
+    match serde_json::to_value(summary) {
+        Ok(result) => Finish::Succeeded(result),
+        // Plain strings, numbers and lists: never seen.
+        Err(error) => Finish::Failed(format!(
+            "internal error: the job's summary could not be encoded ({error})"
+        )),
+    }
 }
 
 /// Fetches the pull request's head into the mirror and leases a working copy of it.
@@ -657,16 +662,4 @@ pub(crate) fn push_block(context: &mut String, block: &str) {
 /// The repository's web page from its clone URL (`https://host/owner/name.git` → without `.git`).
 pub(crate) fn web_url(repo: &crate::triggers::RepoRef) -> String {
     repo.clone_url.trim_end_matches(".git").to_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::stopper;
-
-    #[test]
-    fn the_stopper_is_the_login_the_stop_request_names() {
-        assert_eq!(stopper("stopped by @alice"), "alice");
-        assert_eq!(stopper("@bob"), "bob");
-        assert_eq!(stopper("carol"), "carol");
-    }
 }

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use git2::Oid;
-use serde_json::json;
 
 use crate::agent::Outcome;
 use crate::agent::events::EventSink;
@@ -26,6 +25,7 @@ use crate::workspace::diff::{DiffPositions, unified_diff};
 use crate::workspace::{LocalRepo, WorkspaceError};
 
 use super::live::{Live, Targets};
+use super::record::JobRecord;
 use super::session::{Spent, agent_run, run_dir};
 use super::{HandlerError, JobEnv};
 
@@ -141,13 +141,11 @@ async fn post_review(
         }
         Err(error) => return Err(error.into()),
     };
-    let _ = env
-        .control
-        .event(
-            "review_posted",
-            json!({ "review": review.id, "inline_comments": inline }),
-        )
-        .await;
+    let posted = JobRecord::ReviewPosted {
+        review: review.id,
+        inline_comments: inline,
+    };
+    let _ = env.control.record(&posted).await;
     Ok(JobEnd::Reviewed {
         url: Some(review.html_url).filter(|url| !url.is_empty()),
         inline_comments: inline,

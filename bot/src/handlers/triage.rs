@@ -12,8 +12,6 @@
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-use serde_json::json;
-
 use crate::agent::{Outcome, StopReason};
 use crate::config::repo::EffectiveSettings;
 use crate::github::{
@@ -30,6 +28,7 @@ use crate::triggers::{CiFailure, Conclusion, JobKind, JobRequest, JobSource, Rep
 use crate::workspace::mirror::{RemoteRepo, Target};
 
 use super::live::Targets;
+use super::record::{Detail, JobRecord, Summary, TriageDetail, TriagedJob};
 use super::review::run_read_only;
 use super::session::Spent;
 use super::{HandlerError, JobEnv};
@@ -65,16 +64,30 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         return nothing_failed(env, &triage, existing, asked).await;
     }
 
+    let targets = open_check_run(env, &head_sha, existing.as_ref()).await?;
+    let spent = explain_root_cause(env, &settings, &targets, &mut triage, pull.as_ref()).await;
+    if env.control.is_cancelled() {
+        return Ok((stopped(&targets).await, spent));
+    }
+    let fix_job = follow_up(env, &settings, &mut triage, pull.as_ref()).await;
+    let report = publish(env, &settings, &triage, &targets, existing.as_ref(), asked).await?;
+    Ok((summarise(env, triage, report, fix_job).await, spent))
+}
+
+/// Puts the commit's `pitcrew triage` check run in progress: an earlier triage's again, else a
+/// new one; returns what the triage keeps up to date.
+async fn open_check_run(
+    env: &JobEnv,
+    head_sha: &str,
+    existing: Option<&CheckRunSummary>,
+) -> Result<Targets, HandlerError> {
     let info = info(env);
-    let check_run = match &existing {
+    let output = || report::check_run::in_progress(&info, &Default::default(), Some("reading the logs"));
+    let check_run = match existing {
         Some(run) => {
             let update = CheckRunUpdate {
                 status: Some(CheckStatus::InProgress),
-                output: Some(report::check_run::in_progress(
-                    &info,
-                    &Default::default(),
-                    Some("reading the logs"),
-                )),
+                output: Some(output()),
                 ..CheckRunUpdate::default()
             };
             env.github
@@ -89,18 +102,14 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
                     &env.repo,
                     &NewCheckRun {
                         name: CHECK_NAME.into(),
-                        head_sha: CommitSha(head_sha.clone()),
+                        head_sha: CommitSha(head_sha.to_owned()),
                         status: CheckStatus::InProgress,
                         started_at: Some(SystemTime::now()),
                         conclusion: None,
                         completed_at: None,
                         details_url: None,
                         external_id: Some(env.job_id()),
-                        output: Some(report::check_run::in_progress(
-                            &info,
-                            &Default::default(),
-                            Some("reading the logs"),
-                        )),
+                        output: Some(output()),
                     },
                 )
                 .await?;
@@ -109,15 +118,25 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     };
     let mut info = info;
     info.check_run_url = Some(check_run_url(env, check_run.0));
-    let targets = Targets {
+    Ok(Targets {
         github: env.github.clone(),
         repo: env.repo.clone(),
         check_run: Some(check_run),
         comment: None,
         info,
-    };
+    })
+}
 
-    let spent = match root_cause(env, &settings, &targets, &triage, pull.as_ref()).await {
+/// The model's account of the root cause, into `triage` (or, when it stopped early or failed,
+/// a line saying so among its actions); what it spent.
+async fn explain_root_cause(
+    env: &JobEnv,
+    settings: &EffectiveSettings,
+    targets: &Targets,
+    triage: &mut Triage,
+    pull: Option<&PullRequest>,
+) -> Spent {
+    match root_cause(env, settings, targets, triage, pull).await {
         Ok(Some(outcome)) => {
             let spent = Spent::from_outcome(&outcome);
             match &outcome.stop {
@@ -138,73 +157,103 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
             ));
             Spent::default()
         }
-    };
-    if env.control.is_cancelled() {
-        let output = crate::github::CheckRunOutput {
-            title: "Triage stopped".into(),
-            summary: "The triage was stopped before it finished.".into(),
-            ..Default::default()
-        };
-        targets.complete(CheckConclusion::Cancelled, output, "").await;
-        return Ok((Finish::Cancelled("stopped before the triage finished".into()), spent));
     }
+}
 
+/// Ends a triage asked to stop: its check run says so.
+async fn stopped(targets: &Targets) -> Finish {
+    let output = crate::github::CheckRunOutput {
+        title: "Triage stopped".into(),
+        summary: "The triage was stopped before it finished.".into(),
+        ..Default::default()
+    };
+    targets.complete(CheckConclusion::Cancelled, output, "").await;
+    Finish::Cancelled("stopped before the triage finished".into())
+}
+
+/// What the repository wants done about the failures: flaky jobs re-run, code failures handed to
+/// a fix job (returned); each said among the triage's actions.
+async fn follow_up(
+    env: &JobEnv,
+    settings: &EffectiveSettings,
+    triage: &mut Triage,
+    pull: Option<&PullRequest>,
+) -> Option<u64> {
     if settings.triage.rerun_flaky {
-        rerun_flaky(env, &mut triage).await;
+        rerun_flaky(env, triage).await;
     }
-    let fix_job = if settings.triage.auto_fix && triage.has_code_failures() {
-        let (job, said) = start_fix(env, &triage, pull.as_ref()).await;
-        triage.actions.push(said);
-        job
-    } else {
-        None
-    };
+    if !(settings.triage.auto_fix && triage.has_code_failures()) {
+        return None;
+    }
+    let (job, said) = start_fix(env, triage, pull).await;
+    triage.actions.push(said);
+    job
+}
 
+/// Says the triage on the pull request when asked or wanted, and completes the check run; returns
+/// the comment's text.
+async fn publish(
+    env: &JobEnv,
+    settings: &EffectiveSettings,
+    triage: &Triage,
+    targets: &Targets,
+    existing: Option<&CheckRunSummary>,
+    asked: bool,
+) -> Result<String, HandlerError> {
     // The comment: always when asked; on a failure when the repository wants one, and then one per
     // commit, updated by later triages (the check run's details link points at it).
-    let report = text::comment(&triage, &env.job_id(), targets.info.check_run_url.as_deref());
+    let report = text::comment(triage, &env.job_id(), targets.info.check_run_url.as_deref());
     let mut comment_url = None;
     if let Some(number) = triage.pull_request
         && (asked || settings.triage.comment)
     {
-        comment_url = post_comment(env, number, &report, existing.as_ref(), asked).await;
+        comment_url = post_comment(env, number, &report, existing, asked).await;
     }
 
-    let output = text::check_run_output(&triage);
     let update = CheckRunUpdate {
         status: Some(CheckStatus::Completed),
         // Informational: the failing jobs already make the commit red; triage adds no red of its own.
         conclusion: Some(CheckConclusion::Neutral),
         completed_at: Some(SystemTime::now()),
-        details_url: comment_url.clone(),
-        output: Some(output),
+        details_url: comment_url,
+        output: Some(text::check_run_output(triage)),
     };
-    env.github.update_check_run(&env.repo, check_run, &update).await?;
+    targets.set_check_run(update).await?;
+    Ok(report)
+}
 
+/// Records the triage's end and returns its result.
+async fn summarise(env: &JobEnv, triage: Triage, report: String, fix_job: Option<u64>) -> Finish {
     let headline = triage.headline();
-    let _ = env.control.event("finished", json!({ "headline": headline })).await;
-    let jobs: Vec<_> = triage
+    let finished = JobRecord::Finished {
+        headline: headline.clone(),
+    };
+    let _ = env.control.record(&finished).await;
+    let jobs = triage
         .jobs
         .iter()
-        .map(|job| {
-            json!({
-                "name": job.title(),
-                "class": job.analysis.classification.class.name(),
-                "confidence": job.analysis.classification.confidence,
-                "findings": job.analysis.findings,
-            })
+        .map(|job| TriagedJob {
+            name: job.title(),
+            class: job.analysis.classification.class,
+            confidence: job.analysis.classification.confidence,
+            findings: job.analysis.findings.clone(),
         })
         .collect();
-    let details = json!({
-        "headline": headline,
-        "conclusion": "neutral",
-        "commit": null,
-        "pull_request": triage.pull_request,
-        "summary": triage.root_cause.clone().unwrap_or_else(|| headline.clone()),
-        "report": report,
-        "triage": { "head_sha": head_sha, "jobs": jobs, "fix_job": fix_job, "actions": triage.actions },
-    });
-    Ok((Finish::Succeeded(details), spent))
+    let summary = Summary {
+        summary: triage.root_cause.clone().unwrap_or_else(|| headline.clone()),
+        headline,
+        conclusion: CheckConclusion::Neutral,
+        commit: None,
+        pull_request: triage.pull_request,
+        report,
+        detail: Some(Detail::Triage(TriageDetail {
+            head_sha: triage.head_sha,
+            jobs,
+            fix_job,
+            actions: triage.actions,
+        })),
+    };
+    super::succeeded(&summary)
 }
 
 /// The commit to triage and its pull request: the failing commit a CI event names (and the PR it
@@ -538,16 +587,21 @@ async fn nothing_failed(
         ))
         .await?;
     }
-    let details = json!({
-        "headline": headline,
-        "conclusion": "neutral",
-        "commit": null,
-        "pull_request": triage.pull_request,
-        "summary": headline,
-        "report": headline,
-        "triage": { "head_sha": triage.head_sha, "jobs": [], "fix_job": null, "actions": [] },
-    });
-    Ok((Finish::Succeeded(details), Spent::default()))
+    let summary = Summary {
+        headline: headline.clone(),
+        conclusion: CheckConclusion::Neutral,
+        commit: None,
+        pull_request: triage.pull_request,
+        summary: headline.clone(),
+        report: headline,
+        detail: Some(Detail::Triage(TriageDetail {
+            head_sha: triage.head_sha.clone(),
+            jobs: Vec::new(),
+            fix_job: None,
+            actions: Vec::new(),
+        })),
+    };
+    Ok((super::succeeded(&summary), Spent::default()))
 }
 
 /// The model's account of the root cause, from the evidence and a read-only checkout of the commit.

@@ -17,7 +17,7 @@ use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
 use crate::github::{
     CommentId, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, Login, Reaction, RepoName,
 };
-use crate::jobs::{DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, WorkerPool, now_ms};
+use crate::jobs::{DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, StopRequest, WorkerPool, now_ms};
 use crate::report::replies;
 use crate::triggers::{
     Action, Decision, Event, EventError, JobKind, JobRequest, PermissionGate, ReplyTarget, Request, TriggerConfig,
@@ -275,10 +275,10 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
     for action in &request.actions {
         match action {
             Action::Stop { key } => {
-                let reason = format!("stopped by @{login}");
+                let stop = StopRequest::ByUser { login: login.clone() };
                 let cancellation = ctx
                     .pool
-                    .cancel(key, &reason)
+                    .cancel(key, &stop)
                     .await
                     .map_err(|error| Retry(format!("stopping the jobs of {key}: {error}")))?;
                 tracing::info!(delivery = %id, key, cancelled = ?cancellation.cancelled,

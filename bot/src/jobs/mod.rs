@@ -6,14 +6,16 @@
 //! crash, expired leases are recovered: the job runs again, or fails visibly once out of attempts.
 
 mod pool;
+mod record;
 mod sqlite;
 mod store;
 #[cfg(test)]
 mod tests;
 
 pub use pool::{EndOutcome, JobControl, JobEnd, JobHandler, PoolConfig, ShutdownReport, StopCause, WorkerPool, now_ms};
+pub use record::{Lifecycle, Record};
 pub use sqlite::{FILE_NAME, SCHEMA_VERSION, SqliteStore};
 pub use store::{
     Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Heartbeat, Job, JobEvent, JobFilter, JobId, JobState,
-    JobStore, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, StoreError, StoreFuture,
+    JobStore, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, StopRequest, StoreError, StoreFuture,
 };

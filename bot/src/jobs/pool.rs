@@ -12,16 +12,16 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
-use serde_json::Value;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, broadcast};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use super::record::Record;
 use super::store::{
     Cancellation, Claim, Finish, Heartbeat, Job, JobFilter, JobId, JobState, JobStore, Lease, NewJob, Release,
-    StoreError,
+    StopRequest, StoreError,
 };
 
 /// Runs one job. It should return soon after `control`'s token fires (a stop was asked, the lease
@@ -68,8 +68,8 @@ impl Default for PoolConfig {
 /// Why a job's token fired; the first cause wins.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopCause {
-    /// `@agent stop`, with its reason.
-    Requested { reason: String },
+    /// `@agent stop`, and who asked.
+    Requested(StopRequest),
     /// The pool is shutting down: the job will be requeued unless it succeeds first.
     Shutdown,
     /// Another worker may run the job now: nothing this attempt returns is written.
@@ -116,9 +116,11 @@ impl JobControl {
         self.cause.get().cloned()
     }
 
-    /// Appends to the job's history (progress a user or an operator can follow).
-    pub async fn event(&self, kind: &str, data: Value) -> Result<u64, StoreError> {
-        self.store.append_event(self.job, kind, data, now_ms()).await
+    /// Appends to the job's history (progress a user or an operator can follow, what a retry
+    /// picks up).
+    pub async fn record(&self, record: &impl Record) -> Result<u64, StoreError> {
+        let (kind, data) = record.to_row().map_err(StoreError::Encode)?;
+        self.store.append_event(self.job, &kind, data, now_ms()).await
     }
 
     /// The job's history so far, earlier attempts included.
@@ -257,14 +259,12 @@ impl WorkerPool {
 
     /// `@agent stop`: cancels the key's queued jobs and asks its running one to stop. A job running
     /// in this process sees its token fire at once; one running elsewhere, at its next heartbeat.
-    pub async fn cancel(&self, key: &str, reason: &str) -> Result<Cancellation, StoreError> {
-        let cancellation = self.shared.store.cancel(key, reason, now_ms()).await?;
+    pub async fn cancel(&self, key: &str, request: &StopRequest) -> Result<Cancellation, StoreError> {
+        let cancellation = self.shared.store.cancel(key, request, now_ms()).await?;
         let running = lock(&self.shared.running);
         for id in &cancellation.stopping {
             if let Some(control) = running.get(id) {
-                control.stop(StopCause::Requested {
-                    reason: reason.to_owned(),
-                });
+                control.stop(StopCause::Requested(request.clone()));
             }
         }
         Ok(cancellation)
@@ -448,7 +448,7 @@ async fn run_handler(shared: &Shared, job: Job, lease: &Lease, control: &JobCont
             }
             _ = beat.tick() => match shared.store.heartbeat(lease, shared.config.lease, now_ms()).await {
                 Ok(Heartbeat::Ok) => {}
-                Ok(Heartbeat::CancelRequested { reason }) => control.stop(StopCause::Requested { reason }),
+                Ok(Heartbeat::CancelRequested(request)) => control.stop(StopCause::Requested(request)),
                 Ok(Heartbeat::LeaseLost) => {
                     tracing::warn!("lost the job's lease; stopping it");
                     control.stop(StopCause::LeaseLost);
@@ -490,7 +490,7 @@ async fn record(shared: &Shared, lease: &Lease, control: &JobControl, ended: End
         // by the cancellation, most likely) runs again after the restart.
         (Some(StopCause::Shutdown), Ended::Returned(Finish::Succeeded(result))) => Finish::Succeeded(result),
         (Some(StopCause::Shutdown), _) => return requeue(shared, lease).await,
-        (Some(StopCause::Requested { reason }), Ended::Dropped) => Finish::Cancelled(reason),
+        (Some(StopCause::Requested(request)), Ended::Dropped) => Finish::Cancelled(request.to_string()),
         (_, Ended::Returned(finish)) => finish,
         (None, Ended::Dropped) => Finish::Failed("internal error: the job was aborted".to_owned()),
     };

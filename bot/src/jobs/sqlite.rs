@@ -16,11 +16,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::record::{Lifecycle, Record as _};
 use super::store::{
     Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Heartbeat, Job, JobEvent, JobFilter, JobId, JobState,
-    JobStore, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, StoreError, StoreFuture,
+    JobStore, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, StopRequest, StoreError, StoreFuture,
 };
 
 /// The database's file name inside the data directory.
@@ -87,6 +88,16 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // be part of this transaction.
     "CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
     CREATE INDEX jobs_delivery ON jobs (delivery_id) WHERE delivery_id IS NOT NULL;",
+    // 4: who asked a running job to stop (`cancel_by`, a GitHub login); `cancel_reason` keeps the
+    // words. Before, the words were all there was (`stopped by @login`): those rows get the login
+    // their words name, read the way the handler read them then.
+    "ALTER TABLE jobs ADD COLUMN cancel_by TEXT;
+    UPDATE jobs SET cancel_by = CASE
+        WHEN substr(trim(cancel_reason), 1, 12) = 'stopped by @' THEN substr(trim(cancel_reason), 13)
+        WHEN substr(trim(cancel_reason), 1, 1) = '@' THEN substr(trim(cancel_reason), 2)
+        ELSE trim(cancel_reason)
+    END
+    WHERE cancel_reason IS NOT NULL;",
 ];
 
 /// Rows deleted (or payloads emptied) per transaction while pruning: small enough that a delivery
@@ -100,7 +111,7 @@ const VACUUM_BATCH: u32 = 2048;
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 const JOB_COLUMNS: &str = "id, kind, repo, key, request, delivery_id, state, attempts, max_attempts, created_at, \
-     started_at, finished_at, lease_owner, lease_expires_at, cancel_reason, result, error";
+     started_at, finished_at, lease_owner, lease_expires_at, cancel_by, result, error";
 
 const DELIVERY_COLUMNS: &str = "id, event, received_at, payload, processed_at";
 
@@ -356,10 +367,22 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         finished_at: row.get(11)?,
         lease_owner: row.get(12)?,
         lease_expires_at: row.get(13)?,
-        cancel_requested: row.get(14)?,
+        cancel_requested: stop_request(row.get(14)?),
         result: optional_json_column(row, 15)?,
         error: row.get(16)?,
     })
+}
+
+/// The stop asked of a job, from its `cancel_by` column.
+fn stop_request(cancel_by: Option<String>) -> Option<StopRequest> {
+    cancel_by.map(|login| StopRequest::ByUser { login })
+}
+
+/// The columns a stop request is kept in: its words and who asked.
+fn stop_columns(request: &StopRequest) -> (String, &str) {
+    match request {
+        StopRequest::ByUser { login } => (request.to_string(), login.as_str()),
+    }
 }
 
 fn delivery_from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
@@ -397,9 +420,20 @@ fn insert_job(tx: &Transaction<'_>, job: &NewJob, delivery: Option<&DeliveryId>,
         ],
     )?;
     let id = JobId(tx.last_insert_rowid());
-    let data = json!({ "kind": job.kind, "key": job.key, "delivery": delivery });
-    insert_event(tx, id, "queued", &data, now)?;
+    let queued = Lifecycle::Queued {
+        kind: job.kind.clone(),
+        key: job.key.clone(),
+        delivery: delivery.cloned(),
+    };
+    insert_record(tx, id, &queued, now)?;
     Ok(id)
+}
+
+fn insert_record(tx: &Connection, id: JobId, record: &Lifecycle, now: i64) -> rusqlite::Result<u64> {
+    let (kind, data) = record
+        .to_row()
+        .map_err(|error| rusqlite::Error::ToSqlConversionFailure(Box::new(error)))?;
+    insert_event(tx, id, &kind, &data, now)
 }
 
 fn insert_event(tx: &Connection, id: JobId, kind: &str, data: &Value, now: i64) -> rusqlite::Result<u64> {
@@ -528,13 +562,11 @@ impl JobStore for SqliteStore {
                 params![id.0, now, worker, lease_end(now, lease_for)],
             )?;
             let job = load_job(&tx, id)?.ok_or(StoreError::UnknownJob(id))?;
-            insert_event(
-                &tx,
-                id,
-                "claimed",
-                &json!({ "worker": worker, "attempt": job.attempts }),
-                now,
-            )?;
+            let claimed = Lifecycle::Claimed {
+                worker: worker.clone(),
+                attempt: job.attempts,
+            };
+            insert_record(&tx, id, &claimed, now)?;
             tx.commit()?;
             let lease = Lease {
                 job: id,
@@ -552,15 +584,15 @@ impl JobStore for SqliteStore {
                 .query_row(
                     "UPDATE jobs SET lease_expires_at = ?4
                      WHERE id = ?1 AND state = 'running' AND lease_owner = ?2 AND attempts = ?3
-                     RETURNING cancel_reason",
+                     RETURNING cancel_by",
                     params![lease.job.0, lease.worker, lease.attempt, lease_end(now, lease_for)],
                     |row| row.get(0),
                 )
                 .optional()?;
-            Ok(match cancel {
+            Ok(match cancel.map(stop_request) {
                 None => Heartbeat::LeaseLost,
                 Some(None) => Heartbeat::Ok,
-                Some(Some(reason)) => Heartbeat::CancelRequested { reason },
+                Some(Some(request)) => Heartbeat::CancelRequested(request),
             })
         })
     }
@@ -591,13 +623,12 @@ impl JobStore for SqliteStore {
             if changed == 0 {
                 return Ok(Release::LeaseLost);
             }
-            insert_event(
-                &tx,
-                lease.job,
-                "finished",
-                &json!({ "state": state, "attempt": lease.attempt, "error": error }),
-                now,
-            )?;
+            let finished = Lifecycle::Finished {
+                state,
+                attempt: Some(lease.attempt),
+                error: error.map(str::to_owned),
+            };
+            insert_record(&tx, lease.job, &finished, now)?;
             tx.commit()?;
             Ok(Release::Done)
         })
@@ -609,23 +640,28 @@ impl JobStore for SqliteStore {
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let cancel: Option<Option<String>> = tx
                 .query_row(
-                    "SELECT cancel_reason FROM jobs
+                    "SELECT cancel_by FROM jobs
                      WHERE id = ?1 AND state = 'running' AND lease_owner = ?2 AND attempts = ?3",
                     params![lease.job.0, lease.worker, lease.attempt],
                     |row| row.get(0),
                 )
                 .optional()?;
-            match cancel {
+            match cancel.map(stop_request) {
                 None => return Ok(Release::LeaseLost),
-                Some(Some(reason)) => {
+                Some(Some(request)) => {
+                    let reason = request.to_string();
                     tx.execute(
                         "UPDATE jobs SET state = 'cancelled', finished_at = ?2, error = ?3,
                                 lease_owner = NULL, lease_expires_at = NULL
                          WHERE id = ?1",
                         params![lease.job.0, now, reason],
                     )?;
-                    let data = json!({ "state": JobState::Cancelled, "attempt": lease.attempt, "error": reason });
-                    insert_event(&tx, lease.job, "finished", &data, now)?;
+                    let finished = Lifecycle::Finished {
+                        state: JobState::Cancelled,
+                        attempt: Some(lease.attempt),
+                        error: Some(reason),
+                    };
+                    insert_record(&tx, lease.job, &finished, now)?;
                     tx.commit()?;
                     return Ok(Release::Cancelled);
                 }
@@ -636,8 +672,11 @@ impl JobStore for SqliteStore {
                          WHERE id = ?1",
                         [lease.job.0],
                     )?;
-                    let data = json!({ "worker": lease.worker, "attempt": lease.attempt });
-                    insert_event(&tx, lease.job, "requeued", &data, now)?;
+                    let requeued = Lifecycle::Requeued {
+                        worker: lease.worker.clone(),
+                        attempt: lease.attempt,
+                    };
+                    insert_record(&tx, lease.job, &requeued, now)?;
                 }
             }
             tx.commit()?;
@@ -645,14 +684,15 @@ impl JobStore for SqliteStore {
         })
     }
 
-    fn cancel(&self, key: &str, reason: &str, now: i64) -> StoreFuture<Cancellation> {
-        let (key, reason) = (key.to_owned(), reason.to_owned());
+    fn cancel(&self, key: &str, request: &StopRequest, now: i64) -> StoreFuture<Cancellation> {
+        let (key, request) = (key.to_owned(), request.clone());
         self.write(move |connection| {
+            let (reason, by) = stop_columns(&request);
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut cancellation = Cancellation::default();
             let targets: Vec<(i64, String, Option<String>)> = tx
                 .prepare_cached(
-                    "SELECT id, state, cancel_reason FROM jobs
+                    "SELECT id, state, cancel_by FROM jobs
                      WHERE key = ?1 AND state IN ('queued', 'running') ORDER BY id",
                 )?
                 .query_map([&key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
@@ -664,17 +704,22 @@ impl JobStore for SqliteStore {
                         "UPDATE jobs SET state = 'cancelled', finished_at = ?2, error = ?3 WHERE id = ?1",
                         params![id.0, now, reason],
                     )?;
-                    let data = json!({ "state": JobState::Cancelled, "error": reason });
-                    insert_event(&tx, id, "finished", &data, now)?;
+                    let finished = Lifecycle::Finished {
+                        state: JobState::Cancelled,
+                        attempt: None,
+                        error: Some(reason.clone()),
+                    };
+                    insert_record(&tx, id, &finished, now)?;
                     cancellation.cancelled.push(id);
                 } else {
-                    // A second stop keeps the first reason: that is what the worker may already act on.
+                    // A second stop keeps the first request: that is what the worker may already act on.
                     if asked.is_none() {
                         tx.execute(
-                            "UPDATE jobs SET cancel_reason = ?2 WHERE id = ?1",
-                            params![id.0, reason],
+                            "UPDATE jobs SET cancel_reason = ?2, cancel_by = ?3 WHERE id = ?1",
+                            params![id.0, reason, by],
                         )?;
-                        insert_event(&tx, id, "cancel_requested", &json!({ "reason": reason }), now)?;
+                        let asked = Lifecycle::CancelRequested { reason: reason.clone() };
+                        insert_record(&tx, id, &asked, now)?;
                     }
                     cancellation.stopping.push(id);
                 }
@@ -903,11 +948,14 @@ impl SqliteStore {
                 .collect::<rusqlite::Result<_>>()?;
             let mut recovery = Recovery::default();
             for job in expired {
-                let data = json!({ "worker": job.lease_owner, "attempt": job.attempts });
-                insert_event(&tx, job.id, "interrupted", &data, now)?;
-                let (state, error) = if let Some(reason) = job.cancel_requested {
+                let interrupted = Lifecycle::Interrupted {
+                    worker: job.lease_owner.clone(),
+                    attempt: job.attempts,
+                };
+                insert_record(&tx, job.id, &interrupted, now)?;
+                let (state, error) = if let Some(request) = &job.cancel_requested {
                     recovery.cancelled.push(job.id);
-                    (JobState::Cancelled, Some(reason))
+                    (JobState::Cancelled, Some(request.to_string()))
                 } else if job.attempts < job.max_attempts {
                     recovery.requeued.push(job.id);
                     (JobState::Queued, None)
@@ -923,8 +971,12 @@ impl SqliteStore {
                     params![job.id.0, state.as_str(), finished_at, error],
                 )?;
                 if state.is_final() {
-                    let data = json!({ "state": state, "attempt": job.attempts, "error": error });
-                    insert_event(&tx, job.id, "finished", &data, now)?;
+                    let finished = Lifecycle::Finished {
+                        state,
+                        attempt: Some(job.attempts),
+                        error,
+                    };
+                    insert_record(&tx, job.id, &finished, now)?;
                 }
             }
             tx.commit()?;

@@ -132,9 +132,9 @@ pub struct Job {
     pub finished_at: Option<i64>,
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<i64>,
-    /// Why a stop was asked while the job ran (`@agent stop`); its worker learns it at the next
+    /// Who asked the job to stop while it ran (`@agent stop`); its worker learns it at the next
     /// heartbeat.
-    pub cancel_requested: Option<String>,
+    pub cancel_requested: Option<StopRequest>,
     pub result: Option<Value>,
     /// Why the job failed or was cancelled, in plain words.
     pub error: Option<String>,
@@ -157,8 +157,9 @@ pub struct Claim {
     pub lease: Lease,
 }
 
-/// One line of a job's history: lifecycle changes recorded by the store (`queued`, `claimed`,
-/// `cancel_requested`, `requeued`, `interrupted`, `finished`) and whatever the handler appends.
+/// One line of a job's history as stored: lifecycle changes recorded by the store
+/// ([`crate::jobs::Lifecycle`]) and the handler's own records. [`JobEvent::record`] reads it as
+/// one writer's [`crate::jobs::Record`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobEvent {
     pub job_id: JobId,
@@ -205,8 +206,8 @@ pub enum Dispatch {
 pub enum Heartbeat {
     /// The lease is renewed.
     Ok,
-    /// The lease is renewed, and someone asked the job to stop, for this reason.
-    CancelRequested { reason: String },
+    /// The lease is renewed, and someone asked the job to stop.
+    CancelRequested(StopRequest),
     /// The lease is no longer this attempt's (it expired and the job was recovered, requeued or
     /// finished elsewhere): stop, and write nothing.
     LeaseLost,
@@ -228,7 +229,7 @@ pub enum Finish {
     Succeeded(Value),
     /// A plain-words reason.
     Failed(String),
-    /// A plain-words reason, e.g. "stopped by @alice".
+    /// A plain-words reason, e.g. "stopped by @alice" (a [`StopRequest`]'s words).
     Cancelled(String),
 }
 
@@ -238,6 +239,21 @@ impl Finish {
             Finish::Succeeded(_) => JobState::Succeeded,
             Finish::Failed(_) => JobState::Failed,
             Finish::Cancelled(_) => JobState::Cancelled,
+        }
+    }
+}
+
+/// Who asked a job to stop. Its words (`Display`) are the cancelled job's error.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum StopRequest {
+    /// `@agent stop`, by this GitHub login.
+    ByUser { login: String },
+}
+
+impl fmt::Display for StopRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopRequest::ByUser { login } => write!(f, "stopped by @{login}"),
         }
     }
 }
@@ -347,6 +363,9 @@ pub enum StoreError {
     /// The blocking task running the query died (a panic) or the runtime is shutting down.
     #[error("the job database task failed: {0}")]
     Task(String),
+    /// A record could not be written as JSON (a bug in its type, never in its content).
+    #[error("a job event could not be encoded: {0}")]
+    Encode(#[source] serde_json::Error),
 }
 
 /// The durable state of the bot: webhook deliveries, jobs with their leases, job events.
@@ -387,9 +406,9 @@ pub trait JobStore: Send + Sync + 'static {
     /// to stop is cancelled instead.
     fn requeue(&self, lease: &Lease, now: i64) -> StoreFuture<Release>;
 
-    /// `@agent stop` for a key: its queued jobs are cancelled at once with `reason`; a running one is
-    /// asked to stop.
-    fn cancel(&self, key: &str, reason: &str, now: i64) -> StoreFuture<Cancellation>;
+    /// `@agent stop` for a key: its queued jobs are cancelled at once (the request's words are their
+    /// error); a running one is asked to stop, and keeps the first request made.
+    fn cancel(&self, key: &str, request: &StopRequest, now: i64) -> StoreFuture<Cancellation>;
 
     /// Running jobs whose lease expired before `now` (their worker crashed or hung): queued again
     /// while attempts remain, else failed with a plain reason; cancelled if a stop had been asked.
@@ -399,7 +418,7 @@ pub trait JobStore: Send + Sync + 'static {
     /// worker of it is alive (a server that holds the data directory's lock, at start-up).
     fn recover_all(&self, now: i64) -> StoreFuture<Recovery>;
 
-    /// Appends to a job's history; returns the event's `seq`.
+    /// Appends to a job's history (a [`crate::jobs::Record`]'s columns); returns the event's `seq`.
     fn append_event(&self, id: JobId, kind: &str, data: Value, now: i64) -> StoreFuture<u64>;
 
     /// A job's history, in order.

@@ -45,6 +45,23 @@ fn delivery(id: &str) -> DeliveryId {
     DeliveryId(id.to_owned())
 }
 
+/// What the tests' handlers record.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", content = "data", rename_all = "snake_case")]
+enum Note {
+    Note { retried: bool },
+    Working {},
+}
+
+impl Record for Note {}
+
+/// `@agent stop` by `login`.
+fn stop_by(login: &str) -> StopRequest {
+    StopRequest::ByUser {
+        login: login.to_owned(),
+    }
+}
+
 #[tokio::test]
 async fn a_redelivery_is_recognised_also_after_reopening() {
     let dir = tempfile::tempdir().unwrap();
@@ -306,7 +323,7 @@ async fn cancel_stops_queued_jobs_at_once_and_asks_the_running_one() {
     let claim = store.claim("w1", LEASE, T0 + 3).await.unwrap().unwrap();
     assert_eq!(claim.job.id, running);
 
-    let cancellation = store.cancel("o/r#1", "stopped by @alice", T0 + 4).await.unwrap();
+    let cancellation = store.cancel("o/r#1", &stop_by("alice"), T0 + 4).await.unwrap();
     assert_eq!(
         cancellation,
         Cancellation {
@@ -319,24 +336,30 @@ async fn cancel_stops_queued_jobs_at_once_and_asks_the_running_one() {
     assert_eq!(job.error.as_deref(), Some("stopped by @alice"));
     let job = store.job(running).await.unwrap().unwrap();
     assert_eq!(job.state, JobState::Running);
-    assert_eq!(job.cancel_requested.as_deref(), Some("stopped by @alice"));
+    assert_eq!(job.cancel_requested, Some(stop_by("alice")));
     assert_eq!(store.job(elsewhere).await.unwrap().unwrap().state, JobState::Queued);
 
     assert_eq!(
         store.heartbeat(&claim.lease, LEASE, T0 + 5).await.unwrap(),
-        Heartbeat::CancelRequested {
-            reason: "stopped by @alice".to_owned()
-        }
+        Heartbeat::CancelRequested(stop_by("alice"))
     );
     // Asking again changes nothing but still names the running job.
-    let again = store.cancel("o/r#1", "stopped by @bob", T0 + 6).await.unwrap();
+    let again = store.cancel("o/r#1", &stop_by("bob"), T0 + 6).await.unwrap();
     assert_eq!(again.stopping, [running]);
     assert!(again.cancelled.is_empty());
+    let job = store.job(running).await.unwrap().unwrap();
+    assert_eq!(job.cancel_requested, Some(stop_by("alice")));
 
     let reason = Finish::Cancelled("stopped by @alice".to_owned());
     assert_eq!(store.finish(&claim.lease, reason, T0 + 7).await.unwrap(), Release::Done);
     assert_eq!(store.job(running).await.unwrap().unwrap().state, JobState::Cancelled);
-    assert!(store.cancel("o/r#1", "again", T0 + 8).await.unwrap().is_empty());
+    assert!(
+        store
+            .cancel("o/r#1", &stop_by("carol"), T0 + 8)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -398,7 +421,7 @@ async fn requeue_gives_the_attempt_back_unless_a_stop_was_asked() {
 
     let lease = store.claim("w2", LEASE, T0 + 2).await.unwrap().unwrap().lease;
     assert_eq!(lease.attempt, 1, "the requeued attempt was not counted");
-    store.cancel("o/r#1", "stopped by @alice", T0 + 3).await.unwrap();
+    store.cancel("o/r#1", &stop_by("alice"), T0 + 3).await.unwrap();
     assert_eq!(store.requeue(&lease, T0 + 4).await.unwrap(), Release::Cancelled);
     let job = store.job(id).await.unwrap().unwrap();
     assert_eq!(job.state, JobState::Cancelled);
@@ -451,7 +474,7 @@ async fn jobs_are_counted_by_state_and_listed_newest_first() {
     let lease = store.claim("w", LEASE, T0).await.unwrap().unwrap().lease;
     store.finish(&lease, Finish::Failed("no".to_owned()), T0).await.unwrap();
     store.claim("w", LEASE, T0).await.unwrap().unwrap();
-    store.cancel("x/y#3", "stop", T0).await.unwrap();
+    store.cancel("x/y#3", &stop_by("alice"), T0).await.unwrap();
 
     let counts = store.count_by_state().await.unwrap();
     let expected = [
@@ -730,14 +753,12 @@ async fn a_stop_reaches_the_running_handler_directly_and_through_the_heartbeat()
     let here = store.enqueue(new_job("o/r#1"), now_ms()).await.unwrap();
     pool.wake();
     let started = next_start(&mut starts).await;
-    let cancellation = pool.cancel("o/r#1", "stopped by @alice").await.unwrap();
+    let cancellation = pool.cancel("o/r#1", &stop_by("alice")).await.unwrap();
     assert_eq!(cancellation.stopping, [here]);
     within(started.control.token().cancelled()).await;
     assert_eq!(
         started.control.stop_cause(),
-        Some(StopCause::Requested {
-            reason: "stopped by @alice".to_owned()
-        })
+        Some(StopCause::Requested(stop_by("alice")))
     );
     assert_eq!(
         end_of(&mut events, here).await,
@@ -749,14 +770,9 @@ async fn a_stop_reaches_the_running_handler_directly_and_through_the_heartbeat()
     pool.wake();
     let started = next_start(&mut starts).await;
     assert_eq!(started.job.id, there);
-    store.cancel("o/r#2", "stopped by @bob", now_ms()).await.unwrap();
+    store.cancel("o/r#2", &stop_by("bob"), now_ms()).await.unwrap();
     within(started.control.token().cancelled()).await;
-    assert_eq!(
-        started.control.stop_cause(),
-        Some(StopCause::Requested {
-            reason: "stopped by @bob".to_owned()
-        })
-    );
+    assert_eq!(started.control.stop_cause(), Some(StopCause::Requested(stop_by("bob"))));
     assert_eq!(
         end_of(&mut events, there).await,
         EndOutcome::Finished(JobState::Cancelled)
@@ -775,7 +791,7 @@ async fn a_stop_reaches_the_running_handler_directly_and_through_the_heartbeat()
         .unwrap();
     pool.wake();
     let started = next_start(&mut starts).await;
-    pool.cancel("o/r#3", "stopped by @carol").await.unwrap();
+    pool.cancel("o/r#3", &stop_by("carol")).await.unwrap();
     assert_eq!(
         end_of(&mut events, stubborn).await,
         EndOutcome::Finished(JobState::Cancelled)
@@ -930,15 +946,17 @@ async fn a_job_whose_process_vanished_is_recovered_after_a_restart_and_completes
     let mut events = pool.subscribe();
     let started = next_start(&mut starts).await;
     assert_eq!((started.job.id, started.job.attempts), (id, 2));
-    started.control.event("note", json!({ "retried": true })).await.unwrap();
+    started.control.record(&Note::Note { retried: true }).await.unwrap();
     started.done.send(Finish::Succeeded(json!({ "pr": 1 }))).unwrap();
     assert_eq!(end_of(&mut events, id).await, EndOutcome::Finished(JobState::Succeeded));
 
-    let kinds: Vec<String> = store.events(id).await.unwrap().into_iter().map(|e| e.kind).collect();
+    let history = store.events(id).await.unwrap();
+    let kinds: Vec<&str> = history.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(
         kinds,
         ["queued", "claimed", "interrupted", "claimed", "note", "finished"]
     );
+    assert_eq!(history[4].record(), Some(Note::Note { retried: true }));
     pool.shutdown(Duration::from_secs(5)).await;
 }
 
@@ -1030,7 +1048,7 @@ async fn sigkill_child() {
         .unwrap();
     let handler: JobHandler = Arc::new(|job: Job, control: JobControl| {
         Box::pin(async move {
-            control.event("working", json!({})).await.unwrap();
+            control.record(&Note::Working {}).await.unwrap();
             {
                 let mut stdout = std::io::stdout().lock();
                 writeln!(stdout, "READY {}", job.id).unwrap();
@@ -1241,4 +1259,228 @@ fn a_database_of_schema_2_moves_to_incremental_vacuum() {
         .pragma_query_value(None, "auto_vacuum", |r| r.get(0))
         .unwrap();
     assert_eq!(mode, 2);
+}
+
+/// The store's entries as the store wrote them before they were typed (copied from its `json!`s),
+/// each with the record it reads as.
+fn lifecycle_rows() -> Vec<(&'static str, serde_json::Value, Lifecycle)> {
+    vec![
+        (
+            "queued",
+            json!({ "kind": "fix", "key": "o/r#1", "delivery": "d-1" }),
+            Lifecycle::Queued {
+                kind: "fix".into(),
+                key: "o/r#1".into(),
+                delivery: Some(delivery("d-1")),
+            },
+        ),
+        (
+            "queued",
+            json!({ "kind": "chore", "key": "o/r:deps", "delivery": null }),
+            Lifecycle::Queued {
+                kind: "chore".into(),
+                key: "o/r:deps".into(),
+                delivery: None,
+            },
+        ),
+        (
+            "claimed",
+            json!({ "worker": "w1", "attempt": 1 }),
+            Lifecycle::Claimed {
+                worker: "w1".into(),
+                attempt: 1,
+            },
+        ),
+        (
+            "cancel_requested",
+            json!({ "reason": "stopped by @alice" }),
+            Lifecycle::CancelRequested {
+                reason: "stopped by @alice".into(),
+            },
+        ),
+        (
+            "requeued",
+            json!({ "worker": "w1", "attempt": 2 }),
+            Lifecycle::Requeued {
+                worker: "w1".into(),
+                attempt: 2,
+            },
+        ),
+        (
+            "interrupted",
+            json!({ "worker": "w2", "attempt": 2 }),
+            Lifecycle::Interrupted {
+                worker: Some("w2".into()),
+                attempt: 2,
+            },
+        ),
+        (
+            "finished",
+            json!({ "state": "succeeded", "attempt": 1, "error": null }),
+            Lifecycle::Finished {
+                state: JobState::Succeeded,
+                attempt: Some(1),
+                error: None,
+            },
+        ),
+        (
+            "finished",
+            json!({ "state": "failed", "attempt": 3, "error": "interrupted 3 times (the worker stopped or crashed mid-job); not retrying" }),
+            Lifecycle::Finished {
+                state: JobState::Failed,
+                attempt: Some(3),
+                error: Some("interrupted 3 times (the worker stopped or crashed mid-job); not retrying".into()),
+            },
+        ),
+        // A queued job cancelled before it ran has no attempt.
+        (
+            "finished",
+            json!({ "state": "cancelled", "error": "stopped by @alice" }),
+            Lifecycle::Finished {
+                state: JobState::Cancelled,
+                attempt: None,
+                error: Some("stopped by @alice".into()),
+            },
+        ),
+    ]
+}
+
+#[test]
+fn the_stores_entries_of_before_they_were_typed_read_and_write_back_the_same() {
+    for (kind, data, record) in lifecycle_rows() {
+        let event = JobEvent {
+            job_id: JobId(1),
+            seq: 1,
+            at: T0,
+            kind: kind.to_owned(),
+            data: data.clone(),
+        };
+        assert_eq!(event.record::<Lifecycle>().as_ref(), Some(&record), "{kind} {data}");
+        assert_eq!(record.to_row().unwrap(), (kind.to_owned(), data));
+    }
+}
+
+#[tokio::test]
+async fn every_lifecycle_entry_is_written_in_the_shape_it_always_had() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    store
+        .record_delivery(&delivery("d-1"), "issue_comment", Bytes::from_static(b"{}"), T0)
+        .await
+        .unwrap();
+    let Dispatch::Created(created) = store
+        .process_delivery(&delivery("d-1"), vec![new_job("o/r#1"), new_job("o/r#1")], T0)
+        .await
+        .unwrap()
+    else {
+        panic!("the delivery was processed before");
+    };
+    let (first, second) = (created[0], created[1]);
+    let lease = store.claim("w1", LEASE, T0 + 1).await.unwrap().unwrap().lease;
+    assert_eq!(store.requeue(&lease, T0 + 2).await.unwrap(), Release::Done);
+    store.claim("w1", LEASE, T0 + 3).await.unwrap().unwrap();
+    store.cancel("o/r#1", &stop_by("alice"), T0 + 4).await.unwrap();
+    store.recover(T0 + 3 + LEASE_MS).await.unwrap();
+
+    let rows = |events: Vec<JobEvent>| -> Vec<(String, serde_json::Value)> {
+        events.into_iter().map(|e| (e.kind, e.data)).collect()
+    };
+    let row = |kind: &str, data: serde_json::Value| (kind.to_owned(), data);
+    assert_eq!(
+        rows(store.events(first).await.unwrap()),
+        [
+            row("queued", json!({ "kind": "fix", "key": "o/r#1", "delivery": "d-1" })),
+            row("claimed", json!({ "worker": "w1", "attempt": 1 })),
+            row("requeued", json!({ "worker": "w1", "attempt": 1 })),
+            row("claimed", json!({ "worker": "w1", "attempt": 1 })),
+            row("cancel_requested", json!({ "reason": "stopped by @alice" })),
+            row("interrupted", json!({ "worker": "w1", "attempt": 1 })),
+            row(
+                "finished",
+                json!({ "state": "cancelled", "attempt": 1, "error": "stopped by @alice" })
+            ),
+        ]
+    );
+    assert_eq!(
+        rows(store.events(second).await.unwrap()),
+        [
+            row("queued", json!({ "kind": "fix", "key": "o/r#1", "delivery": "d-1" })),
+            row(
+                "finished",
+                json!({ "state": "cancelled", "error": "stopped by @alice" })
+            ),
+        ]
+    );
+}
+
+/// A server upgraded while a stop was asked of a running job: what the store of schema 3 wrote
+/// (the stop's words only, `stopped by @alice`) reads as who asked, and the job ends as before.
+#[test]
+fn stops_asked_before_the_upgrade_name_who_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let connection = rusqlite::Connection::open(dir.path().join(FILE_NAME)).unwrap();
+    for migration in &sqlite::MIGRATIONS[..3] {
+        connection.execute_batch(migration).unwrap();
+    }
+    connection.pragma_update(None, "user_version", 3).unwrap();
+    // Rows as the old store wrote them: a running job asked to stop by `@agent stop`, and two
+    // with words the old handler read the same way (`@bob`, and a bare name).
+    for (key, reason) in [("o/r#1", "stopped by @alice"), ("o/r#2", "@bob"), ("o/r#3", "carol")] {
+        connection
+            .execute(
+                "INSERT INTO jobs (kind, repo, key, request, state, attempts, max_attempts, created_at,
+                                   started_at, lease_owner, lease_expires_at, cancel_reason)
+                 VALUES ('fix', 'o/r', ?1, '{}', 'running', 1, 3, ?2, ?2, 'w1', ?3, ?4)",
+                rusqlite::params![key, T0, T0 + LEASE_MS, reason],
+            )
+            .unwrap();
+    }
+    connection
+        .execute(
+            "INSERT INTO job_events (job_id, seq, at, kind, data)
+             VALUES (1, 1, ?1, 'cancel_requested', '{\"reason\":\"stopped by @alice\"}')",
+            [T0],
+        )
+        .unwrap();
+    drop(connection);
+
+    let store = open(dir.path());
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let lease = Lease {
+        job: JobId(1),
+        worker: "w1".into(),
+        attempt: 1,
+    };
+    assert_eq!(
+        runtime.block_on(store.heartbeat(&lease, LEASE, T0 + 1)).unwrap(),
+        Heartbeat::CancelRequested(stop_by("alice"))
+    );
+    let asked: Vec<Option<StopRequest>> = (1..=3)
+        .map(|id| {
+            runtime
+                .block_on(store.job(JobId(id)))
+                .unwrap()
+                .unwrap()
+                .cancel_requested
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        [Some(stop_by("alice")), Some(stop_by("bob")), Some(stop_by("carol"))]
+    );
+    let events = runtime.block_on(store.events(JobId(1))).unwrap();
+    assert_eq!(
+        events[0].record::<Lifecycle>(),
+        Some(Lifecycle::CancelRequested {
+            reason: "stopped by @alice".into()
+        })
+    );
+    // Its worker is gone: recovery cancels it with the same words as before.
+    let recovery = runtime.block_on(store.recover_all(T0 + 2)).unwrap();
+    assert_eq!(recovery.cancelled, [JobId(1), JobId(2), JobId(3)]);
+    let job = runtime.block_on(store.job(JobId(1))).unwrap().unwrap();
+    assert_eq!(
+        (job.state, job.error.as_deref()),
+        (JobState::Cancelled, Some("stopped by @alice"))
+    );
 }
