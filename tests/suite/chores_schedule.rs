@@ -70,7 +70,7 @@ async fn a_weekly_schedule_fires_once_in_its_time_zone_and_waits_for_its_chore()
             schedule: "0 6 * * mon".into()
         }
     );
-    assert_eq!(request.installation_id, Some(github.installation_id()));
+    assert_eq!(request.installation_id.map(|id| id.0), Some(github.installation_id()));
     assert_eq!(request.repo.default_branch, "main");
     let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-11-30T05:01:00Z"), 3).await;
     assert!(tick.queued.is_empty(), "{tick:?}");

@@ -277,7 +277,7 @@ async fn a_fix_request_is_acknowledged_run_once_and_counted() {
     let started = h.next_start().await;
     assert_eq!(started.request.kind, JobKind::Fix);
     assert_eq!(started.request.instructions.as_deref(), Some("the test"));
-    assert_eq!(started.request.number, PR);
+    assert_eq!(started.request.subject.number().map(|n| n.0), Some(PR));
     assert_eq!(started.request.requested_by.login, "alice");
     assert_eq!(started.request.delivery_id.as_deref(), Some("d-fix-1"));
     assert_eq!(

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use secrecy::ExposeSecret;
 
 use crate::config::{Config, ConfigErrors, LoadOptions};
-use crate::github::{Auth, ClientOptions, GithubAccess, GithubClient};
+use crate::github::{Auth, ClientOptions, GithubAccess, GithubClient, IssueNumber};
 use crate::handlers::{Services, job_handler};
 use crate::instance::instance_id;
 use crate::intake::{DispatchSettings, Dispatcher};
@@ -27,7 +27,7 @@ use crate::jobs::{
     DeliveryId, Job, JobFilter, JobState, JobStore, NewJob, PoolConfig, SqliteStore, WorkerPool, now_ms,
 };
 use crate::prompts::Prompts;
-use crate::triggers::{JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, TriggerConfig};
+use crate::triggers::{JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, Subject, TriggerConfig};
 use crate::workspace::mirror::MirrorCache;
 use crate::workspace::pool::{PoolLimits, WorkspacePool};
 
@@ -453,17 +453,13 @@ async fn chore_request(
         kind: JobKind::Chore(crate::triggers::Chore::Deps),
         repo,
         installation_id: None,
-        number: 0,
-        is_pull_request: false,
+        subject: Subject::Repository,
         requested_by: Requester {
             login: text(&payload["sender"]["login"]).unwrap_or_else(|| "github-actions".to_owned()),
             id: payload["sender"]["id"].as_u64(),
             association: None,
         },
-        reply_to: ReplyTarget::Issue {
-            number: 0,
-            comment_id: None,
-        },
+        reply_to: ReplyTarget::Nowhere,
         source: JobSource::Workflow {
             event: action.event_name.clone(),
         },
@@ -531,8 +527,7 @@ fn explicit_request(
         kind,
         repo,
         installation_id: None,
-        number,
-        is_pull_request,
+        subject: Subject::issue_or_pull(IssueNumber(number), is_pull_request),
         requested_by: Requester {
             login: text(&payload["sender"]["login"]).unwrap_or_else(|| "github-actions".to_owned()),
             id: payload["sender"]["id"].as_u64(),

@@ -49,7 +49,7 @@ struct Group {
 
 /// The chore, from its request to its pull requests.
 pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
-    let asked = !matches!(env.request.source, JobSource::Schedule { .. }) && env.request.number != 0;
+    let asked = !matches!(env.request.source, JobSource::Schedule { .. }) && env.request.subject.number().is_some();
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
     let deps = &repo_config.deps;

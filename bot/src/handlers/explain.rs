@@ -4,7 +4,7 @@
 
 use crate::agent::Outcome;
 use crate::config::repo::EffectiveSettings;
-use crate::github::{CommitSha, IssueNumber, PullRequest};
+use crate::github::{CommitSha, PullRequest};
 use crate::jobs::Finish;
 use crate::prompts::{PromptError, Template};
 use crate::report::{JobEnd, StopCause};
@@ -25,8 +25,8 @@ const MAX_CONTEXT_DIFF_BYTES: usize = 30 * 1024;
 pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
-    if env.request.is_pull_request {
-        let pull = env.github.get_pull(&env.repo, IssueNumber(env.request.number)).await?;
+    if let Some(number) = env.request.subject.pull_request() {
+        let pull = env.github.get_pull(&env.repo, number).await?;
         let targets = super::start_reporting(env, Some(&pull.head.sha)).await?;
         match on_pull_request(env, &pull, &settings, &targets).await {
             Ok(done) => Ok(done),
@@ -80,7 +80,7 @@ async fn on_issue(
     settings: &EffectiveSettings,
     targets: &Targets,
 ) -> Result<(Finish, Spent), HandlerError> {
-    let issue = env.github.get_issue(&env.repo, IssueNumber(env.request.number)).await?;
+    let issue = env.github.get_issue(&env.repo, env.number()?).await?;
     let token = env.github.token().await?;
     let remote = RemoteRepo {
         url: super::parse_clone_url(&env.request.repo.clone_url)?,
@@ -139,7 +139,7 @@ async fn answer(
         .clone()
         .filter(|text| !text.trim().is_empty())
         .unwrap_or_else(|| {
-            if env.request.is_pull_request {
+            if env.request.subject.is_pull_request() {
                 "Explain what this pull request changes, how, and why it is done this way.".to_owned()
             } else {
                 "Explain what this issue is about and which code it concerns.".to_owned()

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::agent::Outcome;
 use crate::agent::events::EventSink;
 use crate::config::repo::EffectiveSettings;
-use crate::github::{CommitSha, Issue, IssueNumber, NewPull, PullRequest};
+use crate::github::{CommitSha, Issue, NewPull, PullRequest};
 use crate::jobs::Finish;
 use crate::prompts::{PromptError, Template};
 use crate::report::{self, BranchRef, CommitRef, JobEnd, StopCause, TestDelta};
@@ -34,7 +34,7 @@ use super::{HandlerError, JobEnv};
 
 /// `@agent fix` on a pull request.
 pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
-    let number = IssueNumber(env.request.number);
+    let number = env.number()?;
     let pull = env.github.get_pull(&env.repo, number).await?;
     if pull.state != "open" {
         env.reply("This pull request is closed, so I will not change it. Reopen it and ask again.")
@@ -198,7 +198,7 @@ fn issue_context(env: &JobEnv, issue: &Issue) -> Result<String, PromptError> {
 
 /// `@agent fix` on an issue (or an assignment or label): a new branch and a pull request.
 pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
-    let number = IssueNumber(env.request.number);
+    let number = env.number()?;
     let issue = env.github.get_issue(&env.repo, number).await?;
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
@@ -487,16 +487,16 @@ fn commit_message(env: &JobEnv, summary: &str) -> String {
         .and_then(|text| text.lines().find(|l| !l.trim().is_empty()))
     {
         Some(line) => format!("fix {}", line.trim()),
-        None => format!("fix what was asked in #{}", env.request.number),
+        None => format!("fix what was asked in {}", env.request.subject),
     };
     let subject: String = subject.chars().take(72).collect();
     let body: String = summary.chars().take(4000).collect();
     format!(
-        "pitcrew: {subject}\n\n{}\n\nRequested by @{} in {}#{}.",
+        "pitcrew: {subject}\n\n{}\n\nRequested by @{} in {}{}.",
         body.trim(),
         env.request.requested_by.login,
         env.repo,
-        env.request.number
+        env.request.subject
     )
 }
 

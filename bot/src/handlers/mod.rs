@@ -29,7 +29,7 @@ use crate::llm::Model;
 use crate::prompts::{PromptError, Prompts, Template};
 use crate::report;
 use crate::tools::ReviewFinding;
-use crate::triggers::{JobKind, JobRequest, ReplyTarget};
+use crate::triggers::{JobKind, JobRequest, ReplyTarget, Subject};
 use crate::workspace::mirror::{MirrorCache, RemoteRepo, Target};
 use crate::workspace::pool::{Lease, WorkspacePool};
 
@@ -93,6 +93,18 @@ pub struct JobEnv {
 }
 
 impl JobEnv {
+    /// The issue or pull request the job is about; an error for a job about a commit or the whole
+    /// repository (the trigger never asks for that; a stored request from elsewhere gets words).
+    pub fn number(&self) -> Result<IssueNumber, HandlerError> {
+        self.request.subject.number().ok_or_else(|| {
+            HandlerError::Other(format!(
+                "`{}` needs an issue or a pull request, not {}",
+                self.request.kind.as_str(),
+                self.request.subject
+            ))
+        })
+    }
+
     /// The job's id as reports show it.
     pub fn job_id(&self) -> String {
         self.job.id.to_string()
@@ -134,9 +146,11 @@ impl JobEnv {
         }
     }
 
-    /// Posts `body` where the request came from: the review thread, else the conversation.
+    /// Posts `body` where the request came from: the review thread, else the conversation; a job
+    /// with nowhere to answer (a scheduled chore, a commit's triage) posts nothing.
     pub async fn reply(&self, body: &str) -> Result<(), GithubError> {
         match &self.request.reply_to {
+            ReplyTarget::Nowhere => {}
             ReplyTarget::ReviewThread {
                 pull_number,
                 comment_id,
@@ -172,7 +186,7 @@ impl JobEnv {
         let Some(text) = text else {
             return Ok(RepoConfig::default());
         };
-        if self.request.number == 0 {
+        if self.request.subject.number().is_none() {
             let (config, problems) = RepoConfig::parse_lenient(&text);
             for problem in &problems {
                 tracing::warn!(job = %self.job.id, repo = %self.repo, %problem, "ignored a problem in the repository's configuration");
@@ -227,7 +241,7 @@ impl Services {
                 );
             }
         };
-        let installation = request.installation_id.map(InstallationId);
+        let installation = request.installation_id;
         let Some(github) = self.github.client(installation) else {
             return (
                 Finish::Failed("the request names no GitHub App installation".into()),
@@ -252,12 +266,15 @@ impl Services {
             kind: env.job.kind.clone(),
         };
         let _ = env.control.record(&started).await;
-        let result = match (&env.request.kind, env.request.is_pull_request) {
-            (JobKind::Fix, true) => fix::on_pull_request(&env).await,
-            (JobKind::Fix, false) => fix::on_issue(&env).await,
-            (JobKind::Review, true) => review::on_pull_request(&env).await,
+        let result = match (&env.request.kind, &env.request.subject) {
+            (JobKind::Fix, Subject::PullRequest { .. }) => fix::on_pull_request(&env).await,
+            (JobKind::Fix, Subject::Issue { .. }) => fix::on_issue(&env).await,
+            (JobKind::Fix, subject) => Err(HandlerError::Other(format!(
+                "`fix` needs an issue or a pull request, not {subject}"
+            ))),
+            (JobKind::Review, Subject::PullRequest { .. }) => review::on_pull_request(&env).await,
             // The trigger refuses these; a stored request from elsewhere still gets plain words.
-            (JobKind::Review, false) => Err(HandlerError::Other("`review` works on pull requests only".into())),
+            (JobKind::Review, _) => Err(HandlerError::Other("`review` works on pull requests only".into())),
             (JobKind::Explain, _) => explain::run(&env).await,
             (JobKind::Triage, _) => triage::run(&env).await,
             (JobKind::Chore(_), _) => chore::run(&env).await,
@@ -327,6 +344,13 @@ pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) 
     };
     let body = report::progress::live(&info, &Default::default(), Some("starting"));
     let comment = match &env.request.reply_to {
+        ReplyTarget::Nowhere => {
+            return Err(HandlerError::Other(format!(
+                "`{}` needs a conversation to report in, and {} has none",
+                env.request.kind.as_str(),
+                env.request.subject
+            )));
+        }
         ReplyTarget::ReviewThread {
             pull_number,
             comment_id,

@@ -14,7 +14,7 @@ use git2::Oid;
 use crate::agent::Outcome;
 use crate::agent::events::EventSink;
 use crate::config::repo::EffectiveSettings;
-use crate::github::{GithubError, IssueNumber, NewReview, PullRequest, ReviewEvent};
+use crate::github::{GithubError, NewReview, PullRequest, ReviewEvent};
 use crate::jobs::Finish;
 use crate::prompts::Template;
 use crate::report::{self, JobEnd, StopCause};
@@ -35,7 +35,7 @@ pub const MAX_PROMPT_DIFF_BYTES: usize = 60 * 1024;
 
 /// `@agent review` on a pull request.
 pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
-    let pull = env.github.get_pull(&env.repo, IssueNumber(env.request.number)).await?;
+    let pull = env.github.get_pull(&env.repo, env.number()?).await?;
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
     let targets = super::start_reporting(env, Some(&pull.head.sha)).await?;

@@ -24,7 +24,7 @@ use crate::report::triage::{self as text, CHECK_NAME, Evidence, FailedJob, Triag
 use crate::report::{self, JobInfo, RequestedBy};
 use crate::session::AgentSession;
 use crate::triage::{Analysis, Class, Classification};
-use crate::triggers::{CiFailure, Conclusion, JobKind, JobRequest, JobSource, ReplyTarget};
+use crate::triggers::{CiFailure, Conclusion, JobKind, JobRequest, JobSource, ReplyTarget, Subject};
 use crate::workspace::mirror::{RemoteRepo, Target};
 
 use super::live::Targets;
@@ -261,14 +261,14 @@ async fn summarise(env: &JobEnv, triage: Triage, report: String, fix_job: Option
 async fn commit_and_pull(env: &JobEnv) -> Result<(String, Option<PullRequest>), HandlerError> {
     let request = &env.request;
     if request.ci().is_none() {
-        let pull = env.github.get_pull(&env.repo, IssueNumber(request.number)).await?;
+        let pull = env.github.get_pull(&env.repo, env.number()?).await?;
         return Ok((pull.head.sha.as_str().to_owned(), Some(pull)));
     }
     let Some(sha) = request.head_sha.clone() else {
         return Err(HandlerError::Other("the CI failure names no commit".into()));
     };
-    let number = if request.number != 0 {
-        Some(request.number)
+    let number = if let Some(number) = request.subject.number() {
+        Some(number.0)
     } else {
         // GitHub leaves a fork's pull requests out of CI payloads: ask which PR has this head.
         match env.github.pulls_for_commit(&env.repo, &sha).await {
@@ -733,8 +733,7 @@ async fn start_fix(env: &JobEnv, triage: &Triage, pull: Option<&PullRequest>) ->
         kind: JobKind::Fix,
         repo: env.request.repo.clone(),
         installation_id: env.request.installation_id,
-        number: pull.number.0,
-        is_pull_request: true,
+        subject: Subject::PullRequest { number: pull.number },
         requested_by: env.request.requested_by.clone(),
         reply_to: ReplyTarget::Issue {
             number: pull.number.0,

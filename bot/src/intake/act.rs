@@ -14,9 +14,7 @@ use tokio::time::Instant;
 
 use super::dispatch::DispatchSettings;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
-use crate::github::{
-    CommentId, GithubAccess, GithubClient, GithubError, InstallationId, IssueNumber, Login, Reaction, RepoName,
-};
+use crate::github::{CommentId, GithubAccess, GithubClient, GithubError, IssueNumber, Login, Reaction, RepoName};
 use crate::jobs::{DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, StopRequest, WorkerPool, now_ms};
 use crate::report::replies;
 use crate::triggers::{
@@ -57,7 +55,7 @@ async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSetting
     if body.is_some_and(|body| !body.contains('@')) {
         return Ok(None);
     }
-    let Some(client) = ctx.github.client(event_ctx.installation_id.map(InstallationId)) else {
+    let Some(client) = ctx.github.client(event_ctx.installation_id) else {
         return Ok(None);
     };
     let full_name = event_ctx.repo.full_name();
@@ -169,7 +167,7 @@ async fn act(
     triggers: &TriggerConfig,
     repo_settings: Option<&TriggerSettings>,
 ) -> Result<(), Retry> {
-    let Some(client) = ctx.github.client(request.installation_id.map(InstallationId)) else {
+    let Some(client) = ctx.github.client(request.installation_id) else {
         tracing::warn!(delivery = %id, "the delivery names no App installation, so pitcrew cannot act on it; dropped");
         return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
     };
@@ -419,6 +417,7 @@ async fn react_eyes(client: &GithubClient, repo: &RepoName, event: &Event) {
 /// Posts `body` where the request was made. Best effort (logged): the delivery is already processed.
 async fn post(client: &GithubClient, repo: &RepoName, target: &ReplyTarget, body: &str) {
     let result = match target {
+        ReplyTarget::Nowhere => return,
         ReplyTarget::Issue { number, .. } => client
             .create_issue_comment(repo, IssueNumber(*number), body)
             .await

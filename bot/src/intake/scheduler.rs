@@ -17,7 +17,7 @@ use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
 use crate::config::schedule::{Schedule, ScheduleError, time_zone};
 use crate::github::{AppAuth, GithubClient, GithubError, InstallationId, RepoName, RepoNameError, Repository};
 use crate::jobs::{JobFilter, JobId, JobState, JobStore, NewJob, StoreError, WorkerPool};
-use crate::triggers::{Chore, JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, chore_key};
+use crate::triggers::{Chore, JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, Subject, chore_key};
 
 /// How often due schedules are checked.
 const INTERVAL: Duration = Duration::from_secs(60);
@@ -278,18 +278,14 @@ async fn consider(
     let request = JobRequest {
         kind: JobKind::Chore(Chore::Deps),
         repo: repo_ref,
-        installation_id: Some(known.installation.0),
-        number: 0,
-        is_pull_request: false,
+        installation_id: Some(known.installation),
+        subject: Subject::Repository,
         requested_by: Requester {
             login: SCHEDULE_LOGIN.into(),
             id: None,
             association: None,
         },
-        reply_to: ReplyTarget::Issue {
-            number: 0,
-            comment_id: None,
-        },
+        reply_to: ReplyTarget::Nowhere,
         source: JobSource::Schedule {
             schedule: schedule.to_string(),
         },

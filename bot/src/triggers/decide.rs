@@ -8,7 +8,9 @@ use super::event::{
     Actor, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event, IssueRef,
     RepoRef, ReviewContext, WorkflowRun,
 };
+use super::subject::Subject;
 use crate::config::command::{CommandKind, EnabledCommands};
+use crate::github::{CommitSha, InstallationId, IssueNumber};
 
 /// The trigger settings of one installation or repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,13 +83,42 @@ pub struct Requester {
 
 /// Where the bot answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", from = "ReplyTargetWire")]
 pub enum ReplyTarget {
     /// The issue or PR conversation; `comment_id` is the triggering comment (for a reaction).
     Issue { number: u64, comment_id: Option<u64> },
     /// A review thread on a PR's diff. `comment_id` is the thread's first comment: GitHub's reply
     /// endpoint does not accept replies to replies.
     ReviewThread { pull_number: u64, comment_id: u64 },
+    /// No conversation to answer in (a scheduled chore, a CI failure of a commit no pull request
+    /// points at): the check run and the job's result are the report.
+    Nowhere,
+}
+
+/// A reply target as stored, by this version or an earlier one (which wrote `Nowhere` as an
+/// issue numbered 0).
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ReplyTargetWire {
+    Issue { number: u64, comment_id: Option<u64> },
+    ReviewThread { pull_number: u64, comment_id: u64 },
+    Nowhere,
+}
+
+impl From<ReplyTargetWire> for ReplyTarget {
+    fn from(wire: ReplyTargetWire) -> Self {
+        match wire {
+            ReplyTargetWire::Issue { number: 0, .. } | ReplyTargetWire::Nowhere => ReplyTarget::Nowhere,
+            ReplyTargetWire::Issue { number, comment_id } => ReplyTarget::Issue { number, comment_id },
+            ReplyTargetWire::ReviewThread {
+                pull_number,
+                comment_id,
+            } => ReplyTarget::ReviewThread {
+                pull_number,
+                comment_id,
+            },
+        }
+    }
 }
 
 /// What started a job.
@@ -134,13 +165,13 @@ pub struct CiFailure {
 
 /// A job as the store keeps it (JSON in the job database) and a worker reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "JobRequestWire")]
 pub struct JobRequest {
     pub kind: JobKind,
     pub repo: RepoRef,
-    pub installation_id: Option<u64>,
-    /// The PR or issue number.
-    pub number: u64,
-    pub is_pull_request: bool,
+    pub installation_id: Option<InstallationId>,
+    /// The pull request, issue, commit or repository the job is about.
+    pub subject: Subject,
     pub requested_by: Requester,
     pub reply_to: ReplyTarget,
     pub source: JobSource,
@@ -153,18 +184,66 @@ pub struct JobRequest {
     pub delivery_id: Option<String>,
 }
 
+/// A job request as stored, by this version (with `subject`) or an earlier one (with `number`,
+/// 0 for none, and `is_pull_request`): jobs queued before an upgrade still run after it.
+#[derive(Deserialize)]
+struct JobRequestWire {
+    kind: JobKind,
+    repo: RepoRef,
+    installation_id: Option<InstallationId>,
+    #[serde(default)]
+    subject: Option<Subject>,
+    #[serde(default)]
+    number: Option<u64>,
+    #[serde(default)]
+    is_pull_request: Option<bool>,
+    requested_by: Requester,
+    reply_to: ReplyTarget,
+    source: JobSource,
+    instructions: Option<String>,
+    review_comment: Option<ReviewContext>,
+    head_sha: Option<String>,
+    delivery_id: Option<String>,
+}
+
+impl From<JobRequestWire> for JobRequest {
+    fn from(wire: JobRequestWire) -> Self {
+        let subject = match (wire.subject, wire.number) {
+            (Some(subject), _) => subject,
+            (None, Some(number)) if number != 0 => {
+                Subject::issue_or_pull(IssueNumber(number), wire.is_pull_request.unwrap_or(false))
+            }
+            (None, _) => match (&wire.source, &wire.head_sha) {
+                (JobSource::Ci(_), Some(sha)) => Subject::Commit {
+                    sha: CommitSha(sha.clone()),
+                },
+                _ => Subject::Repository,
+            },
+        };
+        JobRequest {
+            kind: wire.kind,
+            repo: wire.repo,
+            installation_id: wire.installation_id,
+            subject,
+            requested_by: wire.requested_by,
+            reply_to: wire.reply_to,
+            source: wire.source,
+            instructions: wire.instructions,
+            review_comment: wire.review_comment,
+            head_sha: wire.head_sha,
+            delivery_id: wire.delivery_id,
+        }
+    }
+}
+
 impl JobRequest {
-    /// The serialisation key: at most one job runs per PR or issue at a time. A CI failure that
-    /// names no pull request (`number` 0) is keyed by its commit.
+    /// The serialisation key: at most one job runs per PR, issue or commit at a time; one chore run
+    /// per repository, whoever asked.
     pub fn key(&self) -> String {
         if let JobKind::Chore(chore) = &self.kind {
-            // One chore run per repository at a time, whoever asked.
             return chore_key(&self.repo, *chore);
         }
-        match (&self.source, &self.head_sha) {
-            (JobSource::Ci(_), Some(sha)) if self.number == 0 => format!("{}@{sha}", self.repo.full_name()),
-            _ => job_key(&self.repo, self.number),
-        }
+        self.subject.key(&self.repo.full_name())
     }
 
     /// The CI failure this job looks at, if CI started it.
@@ -177,7 +256,7 @@ impl JobRequest {
 
     /// A fix asked for on an issue ends in a new pull request linked to it; on a PR it pushes to it.
     pub fn opens_pull_request(&self) -> bool {
-        self.kind == JobKind::Fix && !self.is_pull_request
+        self.kind == JobKind::Fix && !self.subject.is_pull_request()
     }
 }
 
@@ -187,10 +266,6 @@ pub fn chore_key(repo: &RepoRef, chore: Chore) -> String {
         Chore::Deps => "deps",
     };
     format!("{}:{name}", repo.full_name())
-}
-
-fn job_key(repo: &RepoRef, number: u64) -> String {
-    format!("{}/{}#{number}", repo.owner, repo.name)
 }
 
 /// Whether the caller must ask GitHub before acting.
@@ -224,9 +299,8 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     pub repo: RepoRef,
-    pub installation_id: Option<u64>,
-    pub number: u64,
-    pub is_pull_request: bool,
+    pub installation_id: Option<InstallationId>,
+    pub subject: Subject,
     pub requested_by: Requester,
     pub reply_to: ReplyTarget,
     pub permission: PermissionGate,
@@ -236,7 +310,7 @@ pub struct Request {
 
 impl Request {
     pub fn key(&self) -> String {
-        job_key(&self.repo, self.number)
+        self.subject.key(&self.repo.full_name())
     }
 
     /// The short, polite answer to someone without write access.
@@ -379,8 +453,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
     let mut request = Request {
         repo: comment.ctx.repo.clone(),
         installation_id: comment.ctx.installation_id,
-        number: issue.number,
-        is_pull_request: issue.is_pull_request,
+        subject: Subject::issue_or_pull(IssueNumber(issue.number), issue.is_pull_request),
         requested_by: Requester {
             login: comment.author.login.clone(),
             id: comment.author.id,
@@ -411,8 +484,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
                         kind,
                         repo: comment.ctx.repo.clone(),
                         installation_id: comment.ctx.installation_id,
-                        number: issue.number,
-                        is_pull_request: issue.is_pull_request,
+                        subject: request.subject.clone(),
                         requested_by: request.requested_by.clone(),
                         reply_to: reply_to.clone(),
                         source: source.clone(),
@@ -440,7 +512,7 @@ fn job_action(job: JobRequest, cfg: &TriggerConfig) -> Action {
             message: format!("`{}` is turned off in this repository.", job.kind.as_str()),
         };
     }
-    if matches!(job.kind, JobKind::Review | JobKind::Triage) && !job.is_pull_request {
+    if matches!(job.kind, JobKind::Review | JobKind::Triage) && !job.subject.is_pull_request() {
         return Action::Invalid {
             message: format!("`{}` works on pull requests only.", job.kind.as_str()),
         };
@@ -487,8 +559,9 @@ fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerCo
         kind: JobKind::Fix,
         repo: ctx.repo.clone(),
         installation_id: ctx.installation_id,
-        number: issue.number,
-        is_pull_request: false,
+        subject: Subject::Issue {
+            number: IssueNumber(issue.number),
+        },
         requested_by: requested_by.clone(),
         reply_to: reply_to.clone(),
         source,
@@ -500,8 +573,9 @@ fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerCo
     Decision::Act(Box::new(Request {
         repo: ctx.repo.clone(),
         installation_id: ctx.installation_id,
-        number: issue.number,
-        is_pull_request: false,
+        subject: Subject::Issue {
+            number: IssueNumber(issue.number),
+        },
         requested_by,
         reply_to,
         // Assigning and labelling take only triage access, and the payload has no association for
@@ -605,22 +679,33 @@ fn ci_failure(ctx: &Context, report: CiReport, cfg: &TriggerConfig) -> Decision 
             failure.event, failure.id
         ));
     }
-    let number = failure.pull_requests.first().copied().unwrap_or(0);
+    let (subject, reply_to) = match failure.pull_requests.first().copied() {
+        Some(number) => (
+            Subject::PullRequest {
+                number: IssueNumber(number),
+            },
+            ReplyTarget::Issue {
+                number,
+                comment_id: None,
+            },
+        ),
+        None => (
+            Subject::Commit {
+                sha: CommitSha(head_sha.clone()),
+            },
+            ReplyTarget::Nowhere,
+        ),
+    };
     let requested_by = Requester {
         login: ctx.sender.login.clone(),
         id: ctx.sender.id,
         association: None,
     };
-    let reply_to = ReplyTarget::Issue {
-        number,
-        comment_id: None,
-    };
     let job = JobRequest {
         kind: JobKind::Triage,
         repo: ctx.repo.clone(),
         installation_id: ctx.installation_id,
-        number,
-        is_pull_request: number != 0,
+        subject: subject.clone(),
         requested_by: requested_by.clone(),
         reply_to: reply_to.clone(),
         source: JobSource::Ci(failure),
@@ -632,8 +717,7 @@ fn ci_failure(ctx: &Context, report: CiReport, cfg: &TriggerConfig) -> Decision 
     Decision::Act(Box::new(Request {
         repo: ctx.repo.clone(),
         installation_id: ctx.installation_id,
-        number,
-        is_pull_request: number != 0,
+        subject,
         requested_by,
         reply_to,
         permission: PermissionGate::Trusted,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::json::{Field, FieldError, Node};
-use crate::github::{Login, LoginError};
+use crate::github::{InstallationId, Login, LoginError};
 
 /// The events pitcrew stores and acts on, by `X-GitHub-Event`: the webhook route answers every other
 /// signed delivery 202 and drops it, and `ping` it answers at once. [`Event::parse`] reads a few more
@@ -148,7 +148,7 @@ impl fmt::Display for AuthorAssociation {
 pub struct Context {
     pub repo: RepoRef,
     /// `installation.id`; absent on plain repository webhooks.
-    pub installation_id: Option<u64>,
+    pub installation_id: Option<InstallationId>,
     pub sender: Actor,
 }
 
@@ -314,7 +314,7 @@ pub enum Event {
     /// The App was installed, removed, suspended, or given other repositories.
     InstallationChanged {
         action: String,
-        installation_id: u64,
+        installation_id: InstallationId,
         account: Option<String>,
         repositories_added: Vec<String>,
         repositories_removed: Vec<String>,
@@ -494,7 +494,10 @@ fn actor(node: &Node<'_>) -> Field<Actor> {
 fn context(root: &Node<'_>) -> Field<Context> {
     Ok(Context {
         repo: repo(&root.field("repository")?)?,
-        installation_id: root.opt("installation").map(|i| i.u64("id")).transpose()?,
+        installation_id: root
+            .opt("installation")
+            .map(|i| i.u64("id").map(InstallationId))
+            .transpose()?,
         sender: actor(&root.field("sender")?)?,
     })
 }
@@ -663,7 +666,7 @@ fn installation(root: &Node<'_>, action: &str) -> Field<Event> {
     };
     Ok(Event::InstallationChanged {
         action: action.to_owned(),
-        installation_id: installation.u64("id")?,
+        installation_id: InstallationId(installation.u64("id")?),
         account: installation.opt("account").map(|a| a.string("login")).transpose()?,
         repositories_added: added,
         repositories_removed: removed,

@@ -9,6 +9,7 @@ pub mod command;
 pub mod decide;
 pub mod event;
 mod json;
+pub mod subject;
 
 #[cfg(test)]
 mod tests;
@@ -22,3 +23,4 @@ pub use event::{
     Actor, ActorKind, AppRef, AuthorAssociation, CI_EVENTS, CheckRun, CheckSuite, CommentEvent, Conclusion, Context,
     Event, EventError, HANDLED_EVENTS, IssueRef, RepoRef, ReviewContext, WorkflowRun, read_payload,
 };
+pub use subject::Subject;

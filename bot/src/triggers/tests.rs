@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::config::command::CommandKind;
+use crate::github::{CommitSha, InstallationId, IssueNumber};
+use crate::triggers::{ReplyTarget, Subject};
 
 const WEBHOOKS: &str = "webhooks";
 
@@ -147,7 +149,7 @@ fn a_comment_on_an_issue() {
     assert!(!c.issue.is_pull_request);
     assert_eq!(c.issue.number, 1);
     assert_eq!(c.body, "You are totally right! I'll get this fixed right away.");
-    assert_eq!(c.ctx.installation_id, Some(1));
+    assert_eq!(c.ctx.installation_id, Some(InstallationId(1)));
     assert_eq!(c.ctx.repo.full_name(), "Codertocat/Hello-World");
     assert!(!c.ctx.repo.private);
 }
@@ -248,7 +250,7 @@ fn fix_with_instructions_on_a_pull_request() {
     };
     assert_eq!(job.kind, JobKind::Fix);
     assert_eq!(job.instructions.as_deref(), Some("the flaky test"));
-    assert!(job.is_pull_request);
+    assert!(job.subject.is_pull_request());
     assert!(!job.opens_pull_request());
     assert_eq!(job.key(), "ehuss/triagebot-test#111");
     assert_eq!(job.delivery_id.as_deref(), Some("d-1"));
@@ -286,8 +288,10 @@ fn the_stored_job_request_json() {
         "private": false
       },
       "installation_id": null,
-      "number": 111,
-      "is_pull_request": true,
+      "subject": {
+        "type": "pull_request",
+        "number": 111
+      },
       "requested_by": {
         "login": "ehuss",
         "id": 43198,
@@ -441,7 +445,7 @@ fn fix_from_a_review_comment_carries_the_diff_context() {
         job.head_sha.as_deref(),
         Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
     );
-    assert_eq!(job.installation_id, Some(1));
+    assert_eq!(job.installation_id, Some(InstallationId(1)));
     assert_eq!(job.source, JobSource::ReviewComment { comment_id: 284312630 });
     let review = job.review_comment.as_ref().unwrap();
     assert_eq!((review.path.as_str(), review.line), ("README.md", Some(265)));
@@ -493,7 +497,7 @@ fn an_issue_assigned_to_the_bot_asks_for_a_fix_in_a_new_pr() {
         assert_eq!(job.kind, JobKind::Fix);
         assert!(job.opens_pull_request(), "{login}");
         assert_eq!(job.source, JobSource::Assigned);
-        assert_eq!(job.installation_id, Some(1));
+        assert_eq!(job.installation_id, Some(InstallationId(1)));
         assert_eq!(
             job.reply_to,
             ReplyTarget::Issue {
@@ -537,7 +541,7 @@ fn an_issue_labeled_with_the_trigger_label_asks_for_a_fix() {
         }
     );
     assert!(job.opens_pull_request());
-    assert_eq!(job.installation_id, Some(7777777));
+    assert_eq!(job.installation_id, Some(InstallationId(7777777)));
     assert!(matches!(with_label(Some("bug")), Decision::Ignore { .. }));
     assert!(matches!(with_label(None), Decision::Ignore { .. }));
 }
@@ -642,7 +646,7 @@ fn installation_changes() {
         panic!()
     };
     assert_eq!(action, "added");
-    assert!(installation_id > 0);
+    assert!(installation_id.0 > 0);
     assert!(account.is_some());
     assert!(!repositories_added.is_empty());
 }
@@ -743,8 +747,8 @@ fn a_failed_check_run_asks_for_a_triage_of_its_commit_on_its_pull_request() {
     let (gate, job) = triage_job(decide_on(&event, &payload));
     assert_eq!(gate, PermissionGate::Trusted);
     assert_eq!(
-        (job.kind.clone(), job.number, job.is_pull_request),
-        (JobKind::Triage, 2, true)
+        (job.kind.clone(), job.subject.clone()),
+        (JobKind::Triage, Subject::PullRequest { number: IssueNumber(2) })
     );
     assert_eq!(
         job.head_sha.as_deref(),
@@ -773,14 +777,23 @@ fn a_failed_suite_or_workflow_run_asks_for_a_triage_and_passing_ones_do_not() {
     assert!(matches!(decide_on(&event, &payload), Decision::Ignore { .. }));
     payload["check_suite"]["conclusion"] = json!("timed_out");
     let (_, job) = triage_job(decide_on(&event, &payload));
-    assert_eq!((job.ci().unwrap().event.as_str(), job.number), ("check_suite", 2));
+    assert_eq!(
+        (job.ci().unwrap().event.as_str(), job.subject.number()),
+        ("check_suite", Some(IssueNumber(2)))
+    );
 
     let (event, mut payload) = load("workflow_run/completed.with-pull-requests.payload.json");
     assert!(matches!(decide_on(&event, &payload), Decision::Ignore { .. }));
     payload["workflow_run"]["conclusion"] = json!("failure");
     // The example's PR is another repository's: the triage is keyed by the commit, with no PR.
     let (_, job) = triage_job(decide_on(&event, &payload));
-    assert_eq!((job.number, job.is_pull_request), (0, false));
+    assert_eq!(
+        job.subject,
+        Subject::Commit {
+            sha: CommitSha("3484a3fb816e0859fd6e1cea078d76385ff50625".into())
+        }
+    );
+    assert_eq!(job.reply_to, ReplyTarget::Nowhere);
     assert_eq!(job.key(), "octo-org/octo-repo@3484a3fb816e0859fd6e1cea078d76385ff50625");
     // GitHub's example names its run with an empty string: no name.
     assert_eq!(job.ci().unwrap().name, None);
@@ -847,5 +860,73 @@ fn a_comment_whose_author_login_is_malformed_is_ignored() {
         let (event, mut payload) = pr_comment_saying("@agent fix the tests");
         payload["comment"]["user"]["login"] = json!(login);
         assert_eq!(comment(Event::parse(&event, &payload).unwrap()).author.login, login);
+    }
+}
+
+/// Job requests queued by an earlier version (a `number`, 0 for none, and `is_pull_request`; a reply
+/// target "issue 0") still run after an upgrade, as what they were about.
+#[test]
+fn job_requests_stored_by_an_earlier_version_keep_their_subject() {
+    let stored = |number: u64, is_pull_request: bool, source: Value, head_sha: Value| {
+        json!({
+            "kind": "triage",
+            "repo": {"owner": "o", "name": "r", "clone_url": "https://github.com/o/r.git",
+                     "default_branch": "main", "private": false},
+            "installation_id": 7,
+            "number": number,
+            "is_pull_request": is_pull_request,
+            "requested_by": {"login": "alice", "id": 1, "association": null},
+            "reply_to": {"type": "issue", "number": number, "comment_id": null},
+            "source": source,
+            "instructions": null,
+            "review_comment": null,
+            "head_sha": head_sha,
+            "delivery_id": "d1"
+        })
+    };
+    let read = |value: Value| serde_json::from_value::<JobRequest>(value).unwrap();
+    let comment = json!({"type": "comment", "comment_id": 5});
+    let pull = read(stored(12, true, comment.clone(), Value::Null));
+    assert_eq!(
+        pull.subject,
+        Subject::PullRequest {
+            number: IssueNumber(12)
+        }
+    );
+    assert_eq!(
+        pull.reply_to,
+        ReplyTarget::Issue {
+            number: 12,
+            comment_id: None
+        }
+    );
+    assert_eq!(pull.key(), "o/r#12");
+    let issue = read(stored(3, false, comment, Value::Null));
+    assert_eq!(issue.subject, Subject::Issue { number: IssueNumber(3) });
+    let ci = json!({"type": "ci", "event": "workflow_run", "id": 9, "name": null, "head_branch": "main",
+                    "pull_requests": [], "html_url": null});
+    let commit = read(stored(0, false, ci, json!("abc123")));
+    assert_eq!(
+        commit.subject,
+        Subject::Commit {
+            sha: CommitSha("abc123".into())
+        }
+    );
+    assert_eq!(commit.reply_to, ReplyTarget::Nowhere);
+    assert_eq!(commit.key(), "o/r@abc123");
+    let mut chore = stored(
+        0,
+        false,
+        json!({"type": "schedule", "schedule": "0 5 * * 1"}),
+        Value::Null,
+    );
+    chore["kind"] = json!({"chore": "deps"});
+    let chore = read(chore);
+    assert_eq!(chore.subject, Subject::Repository);
+    assert_eq!(chore.key(), "o/r:deps");
+    // What this version writes reads back the same.
+    for request in [pull, issue, commit, chore] {
+        let again = read(serde_json::to_value(&request).unwrap());
+        assert_eq!(again, request);
     }
 }
