@@ -19,7 +19,7 @@ use bytes::Bytes;
 use secrecy::ExposeSecret;
 
 use crate::config::{Config, ConfigErrors, LoadOptions};
-use crate::github::{Auth, ClientOptions, GithubAccess, GithubClient, IssueNumber};
+use crate::github::{Auth, ClientOptions, CommitSha, GithubAccess, GithubClient, IssueNumber};
 use crate::handlers::{Services, job_handler};
 use crate::instance::instance_id;
 use crate::intake::{DispatchSettings, Dispatcher};
@@ -502,7 +502,11 @@ fn explicit_request(
         private: repository["private"].as_bool().unwrap_or(false),
     };
     let (number, is_pull_request, head_sha) = if let Some(number) = payload["pull_request"]["number"].as_u64() {
-        (number, true, text(&payload["pull_request"]["head"]["sha"]))
+        (
+            number,
+            true,
+            text(&payload["pull_request"]["head"]["sha"]).map(CommitSha),
+        )
     } else if let Some(number) = payload["issue"]["number"].as_u64() {
         (number, payload["issue"]["pull_request"].is_object(), None)
     } else if let Some(number) = payload["inputs"]["number"]
@@ -534,7 +538,7 @@ fn explicit_request(
             association: None,
         },
         reply_to: ReplyTarget::Issue {
-            number,
+            number: IssueNumber(number),
             comment_id: None,
         },
         source: JobSource::Workflow {

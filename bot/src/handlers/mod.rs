@@ -156,18 +156,11 @@ impl JobEnv {
                 comment_id,
             } => {
                 self.github
-                    .reply_to_review_comment(
-                        &self.repo,
-                        IssueNumber(*pull_number),
-                        crate::github::CommentId(*comment_id),
-                        body,
-                    )
+                    .reply_to_review_comment(&self.repo, *pull_number, *comment_id, body)
                     .await?;
             }
             ReplyTarget::Issue { number, .. } => {
-                self.github
-                    .create_issue_comment(&self.repo, IssueNumber(*number), body)
-                    .await?;
+                self.github.create_issue_comment(&self.repo, *number, body).await?;
             }
         }
         Ok(())
@@ -357,20 +350,12 @@ pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) 
         } => {
             let reply = env
                 .github
-                .reply_to_review_comment(
-                    &env.repo,
-                    IssueNumber(*pull_number),
-                    crate::github::CommentId(*comment_id),
-                    &body,
-                )
+                .reply_to_review_comment(&env.repo, *pull_number, *comment_id, &body)
                 .await?;
             ProgressComment::Review(reply.id)
         }
         ReplyTarget::Issue { number, .. } => {
-            let comment = env
-                .github
-                .create_issue_comment(&env.repo, IssueNumber(*number), &body)
-                .await?;
+            let comment = env.github.create_issue_comment(&env.repo, *number, &body).await?;
             ProgressComment::Issue(comment.id)
         }
     };

@@ -264,7 +264,7 @@ async fn commit_and_pull(env: &JobEnv) -> Result<(String, Option<PullRequest>), 
         let pull = env.github.get_pull(&env.repo, env.number()?).await?;
         return Ok((pull.head.sha.as_str().to_owned(), Some(pull)));
     }
-    let Some(sha) = request.head_sha.clone() else {
+    let Some(sha) = request.head_sha.as_ref().map(|sha| sha.as_str().to_owned()) else {
         return Err(HandlerError::Other("the CI failure names no commit".into()));
     };
     let number = if let Some(number) = request.subject.number() {
@@ -736,7 +736,7 @@ async fn start_fix(env: &JobEnv, triage: &Triage, pull: Option<&PullRequest>) ->
         subject: Subject::PullRequest { number: pull.number },
         requested_by: env.request.requested_by.clone(),
         reply_to: ReplyTarget::Issue {
-            number: pull.number.0,
+            number: pull.number,
             comment_id: None,
         },
         source: JobSource::Ci(env.request.ci().cloned().unwrap_or_else(|| CiFailure {
@@ -744,12 +744,12 @@ async fn start_fix(env: &JobEnv, triage: &Triage, pull: Option<&PullRequest>) ->
             id: u64::try_from(env.job.id.0).unwrap_or_default(),
             name: None,
             head_branch: Some(pull.head.branch.clone()),
-            pull_requests: vec![pull.number.0],
+            pull_requests: vec![pull.number],
             html_url: None,
         })),
         instructions: Some(text::fix_instructions(triage)),
         review_comment: None,
-        head_sha: Some(triage.head_sha.clone()),
+        head_sha: Some(CommitSha(triage.head_sha.clone())),
         delivery_id: None,
     };
     let key = request.key();
@@ -760,7 +760,7 @@ async fn start_fix(env: &JobEnv, triage: &Triage, pull: Option<&PullRequest>) ->
             .filter(|job| job.kind == "fix")
             .filter_map(|job| {
                 let request = serde_json::from_value::<JobRequest>(job.request.clone()).ok()?;
-                matches!(request.source, JobSource::Ci(_)).then_some((job.id.0, request.head_sha))
+                matches!(request.source, JobSource::Ci(_)).then_some((job.id.0, request.head_sha.map(|sha| sha.0)))
             })
             .collect(),
         Err(error) => return (None, format!("Did not start a fix: the job store failed ({error}).")),

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::dispatch::DispatchSettings;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
-use crate::github::{CommentId, GithubAccess, GithubClient, GithubError, IssueNumber, Login, Reaction, RepoName};
+use crate::github::{GithubAccess, GithubClient, GithubError, Login, Reaction, RepoName};
 use crate::jobs::{DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, StopRequest, WorkerPool, now_ms};
 use crate::report::replies;
 use crate::triggers::{
@@ -394,18 +394,16 @@ async fn react_eyes(client: &GithubClient, repo: &RepoName, event: &Event) {
     let result = match event {
         Event::Comment(comment) if comment.review.is_some() => {
             client
-                .add_review_comment_reaction(repo, CommentId(comment.comment_id), Reaction::Eyes)
+                .add_review_comment_reaction(repo, comment.comment_id, Reaction::Eyes)
                 .await
         }
         Event::Comment(comment) => {
             client
-                .add_issue_comment_reaction(repo, CommentId(comment.comment_id), Reaction::Eyes)
+                .add_issue_comment_reaction(repo, comment.comment_id, Reaction::Eyes)
                 .await
         }
         Event::IssueAssigned { issue, .. } | Event::IssueLabeled { issue, .. } => {
-            client
-                .add_issue_reaction(repo, IssueNumber(issue.number), Reaction::Eyes)
-                .await
+            client.add_issue_reaction(repo, issue.number, Reaction::Eyes).await
         }
         _ => return,
     };
@@ -418,15 +416,12 @@ async fn react_eyes(client: &GithubClient, repo: &RepoName, event: &Event) {
 async fn post(client: &GithubClient, repo: &RepoName, target: &ReplyTarget, body: &str) {
     let result = match target {
         ReplyTarget::Nowhere => return,
-        ReplyTarget::Issue { number, .. } => client
-            .create_issue_comment(repo, IssueNumber(*number), body)
-            .await
-            .map(drop),
+        ReplyTarget::Issue { number, .. } => client.create_issue_comment(repo, *number, body).await.map(drop),
         ReplyTarget::ReviewThread {
             pull_number,
             comment_id,
         } => client
-            .reply_to_review_comment(repo, IssueNumber(*pull_number), CommentId(*comment_id), body)
+            .reply_to_review_comment(repo, *pull_number, *comment_id, body)
             .await
             .map(drop),
     };

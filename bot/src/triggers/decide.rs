@@ -10,7 +10,7 @@ use super::event::{
 };
 use super::subject::Subject;
 use crate::config::command::{CommandKind, EnabledCommands};
-use crate::github::{CommitSha, InstallationId, IssueNumber};
+use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber};
 
 /// The trigger settings of one installation or repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,10 +86,16 @@ pub struct Requester {
 #[serde(tag = "type", rename_all = "snake_case", from = "ReplyTargetWire")]
 pub enum ReplyTarget {
     /// The issue or PR conversation; `comment_id` is the triggering comment (for a reaction).
-    Issue { number: u64, comment_id: Option<u64> },
+    Issue {
+        number: IssueNumber,
+        comment_id: Option<CommentId>,
+    },
     /// A review thread on a PR's diff. `comment_id` is the thread's first comment: GitHub's reply
     /// endpoint does not accept replies to replies.
-    ReviewThread { pull_number: u64, comment_id: u64 },
+    ReviewThread {
+        pull_number: IssueNumber,
+        comment_id: CommentId,
+    },
     /// No conversation to answer in (a scheduled chore, a CI failure of a commit no pull request
     /// points at): the check run and the job's result are the report.
     Nowhere,
@@ -100,15 +106,24 @@ pub enum ReplyTarget {
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ReplyTargetWire {
-    Issue { number: u64, comment_id: Option<u64> },
-    ReviewThread { pull_number: u64, comment_id: u64 },
+    Issue {
+        number: IssueNumber,
+        comment_id: Option<CommentId>,
+    },
+    ReviewThread {
+        pull_number: IssueNumber,
+        comment_id: CommentId,
+    },
     Nowhere,
 }
 
 impl From<ReplyTargetWire> for ReplyTarget {
     fn from(wire: ReplyTargetWire) -> Self {
         match wire {
-            ReplyTargetWire::Issue { number: 0, .. } | ReplyTargetWire::Nowhere => ReplyTarget::Nowhere,
+            ReplyTargetWire::Issue {
+                number: IssueNumber(0), ..
+            }
+            | ReplyTargetWire::Nowhere => ReplyTarget::Nowhere,
             ReplyTargetWire::Issue { number, comment_id } => ReplyTarget::Issue { number, comment_id },
             ReplyTargetWire::ReviewThread {
                 pull_number,
@@ -126,10 +141,10 @@ impl From<ReplyTargetWire> for ReplyTarget {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum JobSource {
     Comment {
-        comment_id: u64,
+        comment_id: CommentId,
     },
     ReviewComment {
-        comment_id: u64,
+        comment_id: CommentId,
     },
     Assigned,
     Labeled {
@@ -159,7 +174,7 @@ pub struct CiFailure {
     pub head_branch: Option<String>,
     /// Every pull request of this repository whose head is the commit (the job's `number` is the
     /// first); empty for a fork's pull request, which GitHub does not list here.
-    pub pull_requests: Vec<u64>,
+    pub pull_requests: Vec<IssueNumber>,
     pub html_url: Option<String>,
 }
 
@@ -179,7 +194,7 @@ pub struct JobRequest {
     /// The diff position of the review comment that asked, if one did.
     pub review_comment: Option<ReviewContext>,
     /// The PR head the request was made against, when the payload said.
-    pub head_sha: Option<String>,
+    pub head_sha: Option<CommitSha>,
     /// The webhook delivery that asked (`X-GitHub-Delivery`).
     pub delivery_id: Option<String>,
 }
@@ -202,7 +217,7 @@ struct JobRequestWire {
     source: JobSource,
     instructions: Option<String>,
     review_comment: Option<ReviewContext>,
-    head_sha: Option<String>,
+    head_sha: Option<CommitSha>,
     delivery_id: Option<String>,
 }
 
@@ -214,9 +229,7 @@ impl From<JobRequestWire> for JobRequest {
                 Subject::issue_or_pull(IssueNumber(number), wire.is_pull_request.unwrap_or(false))
             }
             (None, _) => match (&wire.source, &wire.head_sha) {
-                (JobSource::Ci(_), Some(sha)) => Subject::Commit {
-                    sha: CommitSha(sha.clone()),
-                },
+                (JobSource::Ci(_), Some(sha)) => Subject::Commit { sha: sha.clone() },
                 _ => Subject::Repository,
             },
         };
@@ -453,7 +466,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
     let mut request = Request {
         repo: comment.ctx.repo.clone(),
         installation_id: comment.ctx.installation_id,
-        subject: Subject::issue_or_pull(IssueNumber(issue.number), issue.is_pull_request),
+        subject: Subject::issue_or_pull(issue.number, issue.is_pull_request),
         requested_by: Requester {
             login: comment.author.login.clone(),
             id: comment.author.id,
@@ -559,9 +572,7 @@ fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerCo
         kind: JobKind::Fix,
         repo: ctx.repo.clone(),
         installation_id: ctx.installation_id,
-        subject: Subject::Issue {
-            number: IssueNumber(issue.number),
-        },
+        subject: Subject::Issue { number: issue.number },
         requested_by: requested_by.clone(),
         reply_to: reply_to.clone(),
         source,
@@ -573,9 +584,7 @@ fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerCo
     Decision::Act(Box::new(Request {
         repo: ctx.repo.clone(),
         installation_id: ctx.installation_id,
-        subject: Subject::Issue {
-            number: IssueNumber(issue.number),
-        },
+        subject: Subject::Issue { number: issue.number },
         requested_by,
         reply_to,
         // Assigning and labelling take only triage access, and the payload has no association for
@@ -586,7 +595,7 @@ fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerCo
 }
 
 /// What a completed CI event reports, or why it is not worth a triage.
-type CiReport = Result<(CiFailure, String), String>;
+type CiReport = Result<(CiFailure, CommitSha), String>;
 
 fn failed(conclusion: Option<&Conclusion>) -> bool {
     conclusion.is_some_and(Conclusion::is_failure)
@@ -681,20 +690,13 @@ fn ci_failure(ctx: &Context, report: CiReport, cfg: &TriggerConfig) -> Decision 
     }
     let (subject, reply_to) = match failure.pull_requests.first().copied() {
         Some(number) => (
-            Subject::PullRequest {
-                number: IssueNumber(number),
-            },
+            Subject::PullRequest { number },
             ReplyTarget::Issue {
                 number,
                 comment_id: None,
             },
         ),
-        None => (
-            Subject::Commit {
-                sha: CommitSha(head_sha.clone()),
-            },
-            ReplyTarget::Nowhere,
-        ),
+        None => (Subject::Commit { sha: head_sha.clone() }, ReplyTarget::Nowhere),
     };
     let requested_by = Requester {
         login: ctx.sender.login.clone(),

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::json::{Field, FieldError, Node};
-use crate::github::{InstallationId, Login, LoginError};
+use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber, Login, LoginError};
 
 /// The events pitcrew stores and acts on, by `X-GitHub-Event`: the webhook route answers every other
 /// signed delivery 202 and drops it, and `ping` it answers at once. [`Event::parse`] reads a few more
@@ -155,12 +155,12 @@ pub struct Context {
 /// An issue or a pull request (GitHub numbers them in one sequence).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IssueRef {
-    pub number: u64,
+    pub number: IssueNumber,
     pub title: String,
     pub body: Option<String>,
     pub is_pull_request: bool,
     /// The PR head, when the payload has it (review comments do, issue comments on a PR do not).
-    pub head_sha: Option<String>,
+    pub head_sha: Option<CommitSha>,
     pub head_ref: Option<String>,
 }
 
@@ -174,16 +174,16 @@ pub struct ReviewContext {
     /// `LEFT` (the old file) or `RIGHT` (the new one).
     pub side: Option<String>,
     pub diff_hunk: String,
-    pub commit_id: String,
+    pub commit_id: CommitSha,
     /// The thread's first comment when this one is a reply.
-    pub in_reply_to: Option<u64>,
+    pub in_reply_to: Option<CommentId>,
 }
 
 /// A new comment on an issue or a pull request, or a new review comment on a diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommentEvent {
     pub ctx: Context,
-    pub comment_id: u64,
+    pub comment_id: CommentId,
     pub body: String,
     pub author: Actor,
     pub author_association: AuthorAssociation,
@@ -246,10 +246,10 @@ pub struct WorkflowRun {
     pub id: u64,
     pub name: Option<String>,
     pub conclusion: Option<Conclusion>,
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     pub head_branch: Option<String>,
     /// PRs of this repository whose head is this run's commit.
-    pub pull_requests: Vec<u64>,
+    pub pull_requests: Vec<IssueNumber>,
     pub html_url: Option<String>,
     pub run_attempt: Option<u64>,
 }
@@ -260,11 +260,11 @@ pub struct CheckRun {
     pub id: u64,
     pub name: String,
     pub conclusion: Option<Conclusion>,
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     pub head_branch: Option<String>,
     pub check_suite_id: Option<u64>,
     pub app: Option<AppRef>,
-    pub pull_requests: Vec<u64>,
+    pub pull_requests: Vec<IssueNumber>,
     pub html_url: Option<String>,
 }
 
@@ -273,10 +273,10 @@ pub struct CheckSuite {
     pub ctx: Context,
     pub id: u64,
     pub conclusion: Option<Conclusion>,
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     pub head_branch: Option<String>,
     pub app: Option<AppRef>,
-    pub pull_requests: Vec<u64>,
+    pub pull_requests: Vec<IssueNumber>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -300,13 +300,13 @@ pub enum Event {
     },
     PullRequestClosed {
         ctx: Context,
-        number: u64,
+        number: IssueNumber,
         merged: bool,
     },
     PullRequestSynchronize {
         ctx: Context,
-        number: u64,
-        head_sha: String,
+        number: IssueNumber,
+        head_sha: CommitSha,
     },
     WorkflowRunCompleted(Box<WorkflowRun>),
     CheckRunCompleted(Box<CheckRun>),
@@ -444,7 +444,7 @@ fn parse_known(event: &str, action: Option<&str>, root: &Node<'_>, name: &str) -
             let pr = root.field("pull_request")?;
             Ok(Event::PullRequestClosed {
                 ctx: context(root)?,
-                number: pr.u64("number")?,
+                number: IssueNumber(pr.u64("number")?),
                 merged: pr.opt_bool("merged")?.unwrap_or(false),
             })
         }
@@ -452,8 +452,8 @@ fn parse_known(event: &str, action: Option<&str>, root: &Node<'_>, name: &str) -
             let pr = root.field("pull_request")?;
             Ok(Event::PullRequestSynchronize {
                 ctx: context(root)?,
-                number: pr.u64("number")?,
-                head_sha: pr.field("head")?.string("sha")?,
+                number: IssueNumber(pr.u64("number")?),
+                head_sha: CommitSha(pr.field("head")?.string("sha")?),
             })
         }
         ("workflow_run", Some("completed")) => workflow_run(root).map(|run| Event::WorkflowRunCompleted(Box::new(run))),
@@ -504,7 +504,7 @@ fn context(root: &Node<'_>) -> Field<Context> {
 
 fn issue(node: &Node<'_>) -> Field<IssueRef> {
     Ok(IssueRef {
-        number: node.u64("number")?,
+        number: IssueNumber(node.u64("number")?),
         title: node.string("title")?,
         body: node.opt_string("body")?,
         // Issue payloads mark a PR by the presence of `issue.pull_request`.
@@ -524,7 +524,7 @@ fn issue_comment(root: &Node<'_>) -> Field<Event> {
     let comment = root.field("comment")?;
     Ok(Event::Comment(Box::new(CommentEvent {
         ctx: context(root)?,
-        comment_id: comment.u64("id")?,
+        comment_id: CommentId(comment.u64("id")?),
         body: comment.opt_string("body")?.unwrap_or_default(),
         author: actor(&comment.field("user")?)?,
         author_association: association(&comment)?,
@@ -538,11 +538,11 @@ fn review_comment(root: &Node<'_>) -> Field<Event> {
     let pr = root.field("pull_request")?;
     let head = pr.field("head")?;
     let issue = IssueRef {
-        number: pr.u64("number")?,
+        number: IssueNumber(pr.u64("number")?),
         title: pr.string("title")?,
         body: pr.opt_string("body")?,
         is_pull_request: true,
-        head_sha: Some(head.string("sha")?),
+        head_sha: Some(CommitSha(head.string("sha")?)),
         head_ref: Some(head.string("ref")?),
     };
     let review = ReviewContext {
@@ -554,12 +554,12 @@ fn review_comment(root: &Node<'_>) -> Field<Event> {
         start_line: comment.opt_u64("start_line")?,
         side: comment.opt_string("side")?,
         diff_hunk: comment.string("diff_hunk")?,
-        commit_id: comment.string("commit_id")?,
-        in_reply_to: comment.opt_u64("in_reply_to_id")?,
+        commit_id: CommitSha(comment.string("commit_id")?),
+        in_reply_to: comment.opt_u64("in_reply_to_id")?.map(CommentId),
     };
     Ok(Event::Comment(Box::new(CommentEvent {
         ctx: context(root)?,
-        comment_id: comment.u64("id")?,
+        comment_id: CommentId(comment.u64("id")?),
         body: comment.opt_string("body")?.unwrap_or_default(),
         author: actor(&comment.field("user")?)?,
         author_association: association(&comment)?,
@@ -574,7 +574,7 @@ fn conclusion(node: &Node<'_>) -> Field<Option<Conclusion>> {
 
 /// PR numbers from a `pull_requests` list. GitHub also lists PRs of *other* repositories whose head
 /// branch has the same name (forks), so only those based in this repository are kept.
-fn pull_numbers(list: &Node<'_>, repo_id: Option<u64>) -> Field<Vec<u64>> {
+fn pull_numbers(list: &Node<'_>, repo_id: Option<u64>) -> Field<Vec<IssueNumber>> {
     let mut numbers = Vec::new();
     for pr in list.list("pull_requests")? {
         let base_repo = match pr.opt("base").and_then(|b| b.opt("repo")) {
@@ -586,7 +586,7 @@ fn pull_numbers(list: &Node<'_>, repo_id: Option<u64>) -> Field<Vec<u64>> {
         {
             continue;
         }
-        numbers.push(pr.u64("number")?);
+        numbers.push(IssueNumber(pr.u64("number")?));
     }
     Ok(numbers)
 }
@@ -613,7 +613,7 @@ fn workflow_run(root: &Node<'_>) -> Field<WorkflowRun> {
         id: run.u64("id")?,
         name: run.opt_string("name")?,
         conclusion: conclusion(&run)?,
-        head_sha: run.string("head_sha")?,
+        head_sha: CommitSha(run.string("head_sha")?),
         head_branch: run.opt_string("head_branch")?,
         pull_requests: pull_numbers(&run, repo_id(root)?)?,
         html_url: run.opt_string("html_url")?,
@@ -629,7 +629,7 @@ fn check_run(root: &Node<'_>) -> Field<CheckRun> {
         id: run.u64("id")?,
         name: run.string("name")?,
         conclusion: conclusion(&run)?,
-        head_sha: run.string("head_sha")?,
+        head_sha: CommitSha(run.string("head_sha")?),
         head_branch: suite
             .as_ref()
             .map(|s| s.opt_string("head_branch"))
@@ -648,7 +648,7 @@ fn check_suite(root: &Node<'_>) -> Field<CheckSuite> {
         ctx: context(root)?,
         id: suite.u64("id")?,
         conclusion: conclusion(&suite)?,
-        head_sha: suite.string("head_sha")?,
+        head_sha: CommitSha(suite.string("head_sha")?),
         head_branch: suite.opt_string("head_branch")?,
         app: app(&suite)?,
         pull_requests: pull_numbers(&suite, repo_id(root)?)?,

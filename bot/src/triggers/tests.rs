@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::config::command::CommandKind;
-use crate::github::{CommitSha, InstallationId, IssueNumber};
+use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber};
 use crate::triggers::{ReplyTarget, Subject};
 
 const WEBHOOKS: &str = "webhooks";
@@ -129,8 +129,8 @@ fn a_comment_on_a_pull_request() {
         "issue_comment/rust-lang-triagebot/07-webhook-issue111_comment_created.json",
     ));
     assert!(c.issue.is_pull_request);
-    assert_eq!(c.issue.number, 111);
-    assert_eq!(c.comment_id, 1459205742);
+    assert_eq!(c.issue.number, IssueNumber(111));
+    assert_eq!(c.comment_id, CommentId(1459205742));
     assert_eq!(c.body, "a custom message\n\ncc @octocat");
     assert_eq!(c.author.login, "ehuss");
     assert_eq!(c.author.kind, ActorKind::User);
@@ -147,7 +147,7 @@ fn a_comment_on_a_pull_request() {
 fn a_comment_on_an_issue() {
     let c = comment(parse("issue_comment/created.with-installation.payload.json"));
     assert!(!c.issue.is_pull_request);
-    assert_eq!(c.issue.number, 1);
+    assert_eq!(c.issue.number, IssueNumber(1));
     assert_eq!(c.body, "You are totally right! I'll get this fixed right away.");
     assert_eq!(c.ctx.installation_id, Some(InstallationId(1)));
     assert_eq!(c.ctx.repo.full_name(), "Codertocat/Hello-World");
@@ -158,9 +158,9 @@ fn a_comment_on_an_issue() {
 fn a_review_comment_carries_its_diff_position() {
     let c = comment(parse("pull_request_review_comment/created.payload.json"));
     assert!(c.issue.is_pull_request);
-    assert_eq!(c.issue.number, 2);
+    assert_eq!(c.issue.number, IssueNumber(2));
     assert_eq!(
-        c.issue.head_sha.as_deref(),
+        c.issue.head_sha.as_ref().map(CommitSha::as_str),
         Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
     );
     assert_eq!(c.issue.head_ref.as_deref(), Some("changes"));
@@ -172,7 +172,7 @@ fn a_review_comment_carries_its_diff_position() {
             start_line: None,
             side: Some("RIGHT".to_owned()),
             diff_hunk: "@@ -1 +1 @@\n-# Hello-World".to_owned(),
-            commit_id: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".to_owned(),
+            commit_id: CommitSha("ec26c3e57ca3a959ca5aad62de7213c562f8c821".to_owned()),
             in_reply_to: None,
         })
     );
@@ -187,7 +187,7 @@ fn an_outdated_review_comment_falls_back_to_original_line() {
     let c = comment(Event::parse(&event, &payload).unwrap());
     let review = c.review.unwrap();
     assert_eq!(review.line, Some(12));
-    assert_eq!(review.in_reply_to, Some(42));
+    assert_eq!(review.in_reply_to, Some(CommentId(42)));
 }
 
 #[test]
@@ -257,8 +257,8 @@ fn fix_with_instructions_on_a_pull_request() {
     assert_eq!(
         job.reply_to,
         ReplyTarget::Issue {
-            number: 111,
-            comment_id: Some(1459205742)
+            number: IssueNumber(111),
+            comment_id: Some(CommentId(1459205742))
         }
     );
     assert_eq!(
@@ -434,19 +434,24 @@ fn fix_from_a_review_comment_carries_the_diff_context() {
     assert_eq!(
         request.reply_to,
         ReplyTarget::ReviewThread {
-            pull_number: 2,
-            comment_id: 284312630
+            pull_number: IssueNumber(2),
+            comment_id: CommentId(284312630)
         }
     );
     let jobs: Vec<_> = Decision::Act(Box::new(request)).jobs().into_iter().cloned().collect();
     let job = &jobs[0];
     assert_eq!(job.instructions.as_deref(), Some("use a named constant here"));
     assert_eq!(
-        job.head_sha.as_deref(),
+        job.head_sha.as_ref().map(CommitSha::as_str),
         Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
     );
     assert_eq!(job.installation_id, Some(InstallationId(1)));
-    assert_eq!(job.source, JobSource::ReviewComment { comment_id: 284312630 });
+    assert_eq!(
+        job.source,
+        JobSource::ReviewComment {
+            comment_id: CommentId(284312630)
+        }
+    );
     let review = job.review_comment.as_ref().unwrap();
     assert_eq!((review.path.as_str(), review.line), ("README.md", Some(265)));
     assert_eq!(review.diff_hunk, "@@ -1 +1 @@\n-# Hello-World");
@@ -457,8 +462,8 @@ fn fix_from_a_review_comment_carries_the_diff_context() {
     assert_eq!(
         request.reply_to,
         ReplyTarget::ReviewThread {
-            pull_number: 2,
-            comment_id: 1000
+            pull_number: IssueNumber(2),
+            comment_id: CommentId(1000)
         }
     );
 }
@@ -469,7 +474,7 @@ fn an_issue_assigned_to_the_bot_asks_for_a_fix_in_a_new_pr() {
         panic!()
     };
     assert_eq!(assignee.login, "Codertocat");
-    assert_eq!(issue.number, 1);
+    assert_eq!(issue.number, IssueNumber(1));
     assert!(!issue.is_pull_request);
 
     let (event, payload) = load("issues/assigned.with-installation.payload.json");
@@ -501,7 +506,7 @@ fn an_issue_assigned_to_the_bot_asks_for_a_fix_in_a_new_pr() {
         assert_eq!(
             job.reply_to,
             ReplyTarget::Issue {
-                number: 1,
+                number: IssueNumber(1),
                 comment_id: None
             }
         );
@@ -517,7 +522,7 @@ fn an_issue_labeled_with_the_trigger_label_asks_for_a_fix() {
     let Event::IssueLabeled { label, issue, .. } = parse("issues/labeled.payload.json") else {
         panic!()
     };
-    assert_eq!((label.as_str(), issue.number), ("bug", 1));
+    assert_eq!((label.as_str(), issue.number), ("bug", IssueNumber(1)));
 
     let (event, payload) = load("issues/octocrab/issues_labeled_webhook_event.json");
     let parsed = Event::parse(&event, &payload).unwrap();
@@ -556,20 +561,20 @@ fn a_failed_workflow_run() {
     assert_eq!(run.id, 289782451);
     assert_eq!(run.conclusion, Some(Conclusion::Failure));
     assert!(run.conclusion.as_ref().unwrap().is_failure());
-    assert_eq!(run.head_sha, "3484a3fb816e0859fd6e1cea078d76385ff50625");
+    assert_eq!(run.head_sha.as_str(), "3484a3fb816e0859fd6e1cea078d76385ff50625");
     assert_eq!(run.head_branch.as_deref(), Some("master"));
     assert_eq!(run.run_attempt, Some(1));
     assert_eq!(run.ctx.repo.full_name(), "octo-org/octo-repo");
     // The example lists PR #2 of Codertocat/Hello-World (another repository, as GitHub does for
     // forks with the same branch name): not this repository's PR #2.
-    assert_eq!(run.pull_requests, Vec::<u64>::new());
+    assert_eq!(run.pull_requests, Vec::<IssueNumber>::new());
 
     let repo_id = payload["repository"]["id"].clone();
     payload["workflow_run"]["pull_requests"][0]["base"]["repo"]["id"] = repo_id;
     let Event::WorkflowRunCompleted(run) = Event::parse(&event, &payload).unwrap() else {
         panic!()
     };
-    assert_eq!(run.pull_requests, vec![2]);
+    assert_eq!(run.pull_requests, vec![IssueNumber(2)]);
 
     let Event::WorkflowRunCompleted(run) = parse("workflow_run/completed.payload.json") else {
         panic!()
@@ -596,7 +601,7 @@ fn a_completed_check_run_names_its_app() {
             slug: Some("github-actions".to_owned())
         })
     );
-    assert_eq!(run.pull_requests, vec![2]);
+    assert_eq!(run.pull_requests, vec![IssueNumber(2)]);
     assert_eq!(run.head_branch.as_deref(), Some("changes"));
     assert_eq!(run.check_suite_id, Some(118578147));
     assert!(matches!(parse("check_run/created.payload.json"), Event::Ignored { .. }));
@@ -604,7 +609,10 @@ fn a_completed_check_run_names_its_app() {
     let Event::CheckSuiteCompleted(suite) = parse("check_suite/completed.payload.json") else {
         panic!()
     };
-    assert_eq!((suite.id, suite.pull_requests.as_slice()), (118578147, &[2][..]));
+    assert_eq!(
+        (suite.id, suite.pull_requests.as_slice()),
+        (118578147, &[IssueNumber(2)][..])
+    );
     assert_eq!(suite.conclusion, Some(Conclusion::Success));
     assert_eq!(suite.app.unwrap().id, 29310);
 }
@@ -751,7 +759,7 @@ fn a_failed_check_run_asks_for_a_triage_of_its_commit_on_its_pull_request() {
         (JobKind::Triage, Subject::PullRequest { number: IssueNumber(2) })
     );
     assert_eq!(
-        job.head_sha.as_deref(),
+        job.head_sha.as_ref().map(CommitSha::as_str),
         Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
     );
     assert_eq!(job.key(), "Codertocat/Hello-World#2");
@@ -764,7 +772,7 @@ fn a_failed_check_run_asks_for_a_triage_of_its_commit_on_its_pull_request() {
             ci.name.as_deref(),
             ci.pull_requests.as_slice()
         ),
-        ("check_run", 128620228, Some("Octocoders-linter"), &[2][..])
+        ("check_run", 128620228, Some("Octocoders-linter"), &[IssueNumber(2)][..])
     );
     // The request survives the job store's JSON.
     let stored: JobRequest = serde_json::from_value(serde_json::to_value(&job).unwrap()).unwrap();
@@ -896,7 +904,7 @@ fn job_requests_stored_by_an_earlier_version_keep_their_subject() {
     assert_eq!(
         pull.reply_to,
         ReplyTarget::Issue {
-            number: 12,
+            number: IssueNumber(12),
             comment_id: None
         }
     );
