@@ -278,7 +278,7 @@ async fn a_fix_request_is_acknowledged_run_once_and_counted() {
     assert_eq!(started.request.kind, JobKind::Fix);
     assert_eq!(started.request.instructions.as_deref(), Some("the test"));
     assert_eq!(started.request.subject.number().map(|n| n.0), Some(PR));
-    assert_eq!(started.request.requested_by.login, "alice");
+    assert_eq!(started.request.requested_by.login.as_str(), "alice");
     assert_eq!(started.request.delivery_id.as_deref(), Some("d-fix-1"));
     assert_eq!(
         wait_for_end(&mut ends, started.job).await,

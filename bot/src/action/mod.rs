@@ -19,7 +19,7 @@ use bytes::Bytes;
 use secrecy::ExposeSecret;
 
 use crate::config::{Config, ConfigErrors, LoadOptions};
-use crate::github::{Auth, ClientOptions, CommitSha, GithubAccess, GithubClient, IssueNumber};
+use crate::github::{Auth, ClientOptions, CommitSha, GithubAccess, GithubClient, IssueNumber, Login, RepoName};
 use crate::handlers::{Services, job_handler};
 use crate::instance::instance_id;
 use crate::intake::{DispatchSettings, Dispatcher};
@@ -208,7 +208,7 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
         };
         let job = NewJob {
             kind: request.kind.as_str().to_owned(),
-            repo: request.repo.full_name(),
+            repo: request.repo.name.to_string(),
             key: request.key(),
             request: serde_json::to_value(&request).map_err(|e| ActionError::Setup(e.to_string()))?,
             delivery: None,
@@ -405,6 +405,12 @@ fn workflow_command(line: &str) {
     let _ = stdout.flush();
 }
 
+/// Who the workflow ran for: the event's sender, or `github-actions` when it names none.
+fn sender_login(payload: &serde_json::Value) -> Result<Login, ActionError> {
+    let login = payload["sender"]["login"].as_str().unwrap_or("github-actions");
+    Login::parse(login).map_err(|e| ActionError::Environment(format!("the event's sender: {e}")))
+}
+
 /// `mode: chore`: the dependency chore on the workflow's repository (a `schedule` or
 /// `workflow_dispatch` event names no pull request). The repository comes from the event when it
 /// says (most events do), else from `GITHUB_REPOSITORY` and the API.
@@ -421,8 +427,8 @@ async fn chore_request(
         text(&repository["clone_url"]),
     ) {
         (Some(owner), Some(name), Some(clone_url)) => RepoRef {
-            owner,
-            name,
+            name: RepoName::new(&owner, &name)
+                .map_err(|e| ActionError::Environment(format!("the event's repository: {e}")))?,
             clone_url,
             default_branch: text(&repository["default_branch"]).unwrap_or_else(|| "main".to_owned()),
             private: repository["private"].as_bool().unwrap_or(false),
@@ -431,8 +437,8 @@ async fn chore_request(
             let (owner, name) = action.repository.split_once('/').ok_or_else(|| {
                 ActionError::Environment(format!("GITHUB_REPOSITORY {:?} is not owner/name", action.repository))
             })?;
-            let repo_name = crate::github::RepoName::new(owner, name)
-                .map_err(|e| ActionError::Environment(format!("GITHUB_REPOSITORY: {e}")))?;
+            let repo_name =
+                RepoName::new(owner, name).map_err(|e| ActionError::Environment(format!("GITHUB_REPOSITORY: {e}")))?;
             let client = github
                 .client(None)
                 .ok_or_else(|| ActionError::Setup("no GitHub client for the workflow's token".into()))?;
@@ -441,8 +447,7 @@ async fn chore_request(
                 .await
                 .map_err(|e| ActionError::Setup(format!("reading the repository {repo_name}: {e}")))?;
             RepoRef {
-                owner: owner.to_owned(),
-                name: name.to_owned(),
+                name: repo_name,
                 clone_url: found.clone_url,
                 default_branch: found.default_branch,
                 private: found.private,
@@ -455,7 +460,7 @@ async fn chore_request(
         installation_id: None,
         subject: Subject::Repository,
         requested_by: Requester {
-            login: text(&payload["sender"]["login"]).unwrap_or_else(|| "github-actions".to_owned()),
+            login: sender_login(payload)?,
             id: payload["sender"]["id"].as_u64(),
             association: None,
         },
@@ -495,8 +500,11 @@ fn explicit_request(
     let repository = &payload["repository"];
     let text = |value: &serde_json::Value| value.as_str().map(str::to_owned);
     let repo = RepoRef {
-        owner: text(&repository["owner"]["login"]).ok_or_else(|| missing("repository.owner.login"))?,
-        name: text(&repository["name"]).ok_or_else(|| missing("repository.name"))?,
+        name: RepoName::new(
+            &text(&repository["owner"]["login"]).ok_or_else(|| missing("repository.owner.login"))?,
+            &text(&repository["name"]).ok_or_else(|| missing("repository.name"))?,
+        )
+        .map_err(|e| ActionError::Environment(format!("the event's repository: {e}")))?,
         clone_url: text(&repository["clone_url"]).ok_or_else(|| missing("repository.clone_url"))?,
         default_branch: text(&repository["default_branch"]).unwrap_or_else(|| "main".to_owned()),
         private: repository["private"].as_bool().unwrap_or(false),
@@ -533,7 +541,7 @@ fn explicit_request(
         installation_id: None,
         subject: Subject::issue_or_pull(IssueNumber(number), is_pull_request),
         requested_by: Requester {
-            login: text(&payload["sender"]["login"]).unwrap_or_else(|| "github-actions".to_owned()),
+            login: sender_login(payload)?,
             id: payload["sender"]["id"].as_u64(),
             association: None,
         },

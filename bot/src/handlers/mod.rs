@@ -140,7 +140,7 @@ impl JobEnv {
         report::JobInfo {
             id: self.job_id(),
             kind: self.request.kind.kind(),
-            requested_by: report::RequestedBy::User(self.request.requested_by.login.clone()),
+            requested_by: report::RequestedBy::User(self.request.requested_by.login.to_string()),
             instructions: self.request.instructions.clone(),
             check_run_url: None,
         }
@@ -241,10 +241,7 @@ impl Services {
                 session::Spent::default(),
             );
         };
-        let repo = match RepoName::new(&request.repo.owner, &request.repo.name) {
-            Ok(repo) => repo,
-            Err(error) => return (Finish::Failed(error.to_string()), session::Spent::default()),
-        };
+        let repo = request.repo.name.clone();
         let env = JobEnv {
             services: self,
             job,

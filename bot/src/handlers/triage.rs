@@ -784,7 +784,7 @@ async fn start_fix(env: &JobEnv, triage: &Triage, pull: Option<&PullRequest>) ->
     };
     let job = NewJob {
         kind: "fix".into(),
-        repo: env.request.repo.full_name(),
+        repo: env.request.repo.name.to_string(),
         key,
         request: value,
         delivery: None,

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::dispatch::DispatchSettings;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
-use crate::github::{GithubAccess, GithubClient, GithubError, Login, Reaction, RepoName};
+use crate::github::{GithubAccess, GithubClient, GithubError, Reaction, RepoName};
 use crate::jobs::{DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, StopRequest, WorkerPool, now_ms};
 use crate::report::replies;
 use crate::triggers::{
@@ -58,7 +58,7 @@ async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSetting
     let Some(client) = ctx.github.client(event_ctx.installation_id) else {
         return Ok(None);
     };
-    let full_name = event_ctx.repo.full_name();
+    let full_name = event_ctx.repo.name.to_string();
     let cached = ctx
         .repo_configs
         .lock()
@@ -69,11 +69,9 @@ async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSetting
     let config = match cached {
         Some(config) => config,
         None => {
-            let Ok(repo) = RepoName::new(&event_ctx.repo.owner, &event_ctx.repo.name) else {
-                return Ok(None);
-            };
+            let repo = &event_ctx.repo.name;
             let text = match client
-                .get_file(&repo, REPO_CONFIG_PATH, &event_ctx.repo.default_branch)
+                .get_file(repo, REPO_CONFIG_PATH, &event_ctx.repo.default_branch)
                 .await
             {
                 Ok(text) => text,
@@ -171,20 +169,20 @@ async fn act(
         tracing::warn!(delivery = %id, "the delivery names no App installation, so pitcrew cannot act on it; dropped");
         return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
     };
-    let repo = match RepoName::new(&request.repo.owner, &request.repo.name) {
-        Ok(repo) => repo,
-        Err(error) => {
-            tracing::warn!(delivery = %id, error = %error, "the delivery's repository name is not valid; dropped");
-            return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
-        }
-    };
+    let repo = request.repo.name.clone();
     match permission(ctx, id, &client, &repo, &request, repo_settings).await? {
         Permission::Granted => {}
         Permission::Refused => {
             let login = &request.requested_by.login;
             tracing::info!(delivery = %id, repo = %repo, user = %login, "request refused: no write access");
             mark_processed(ctx, id, Vec::new()).await?;
-            post(&client, &repo, &request.reply_to, &replies::not_permitted(login)).await;
+            post(
+                &client,
+                &repo,
+                &request.reply_to,
+                &replies::not_permitted(login.as_str()),
+            )
+            .await;
             return Ok(());
         }
         Permission::Unknowable => return mark_processed(ctx, id, Vec::new()).await.map(|_| ()),
@@ -226,31 +224,24 @@ async fn permission(
     match request.permission {
         PermissionGate::Trusted => Ok(Permission::Granted),
         PermissionGate::Refuse => Ok(Permission::Refused),
-        PermissionGate::NeedsPermissionCheck if repo_settings.is_some_and(|s| !s.allows_user(login)) => {
+        PermissionGate::NeedsPermissionCheck if repo_settings.is_some_and(|s| !s.allows_user(login.as_str())) => {
             Ok(Permission::Refused)
         }
-        PermissionGate::NeedsPermissionCheck => match Login::parse(login) {
-            // The event parser ignores deliveries with a malformed login; a request that still has
-            // one (a delivery stored before that check) is dropped without asking GitHub about it.
+        // The login was checked against GitHub's rules when the payload was read.
+        PermissionGate::NeedsPermissionCheck => match client.collaborator_permission(repo, login).await {
+            Ok(permission) => Ok(granted(match repo_settings {
+                Some(settings) => settings.min_permission.allows(permission),
+                None => permission.may_write(),
+            })),
+            Err(error) if is_transient(&error) => {
+                Err(Retry(format!("checking the permission of the requester: {error}")))
+            }
             Err(error) => {
-                tracing::warn!(delivery = %id, error = %error, "the requester's login is not valid; dropped");
+                tracing::warn!(delivery = %id, repo = %repo, error = %error,
+                    "could not check the requester's permission (the repository may be gone or the App uninstalled); dropped");
+                ctx.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Ok(Permission::Unknowable)
             }
-            Ok(valid) => match client.collaborator_permission(repo, &valid).await {
-                Ok(permission) => Ok(granted(match repo_settings {
-                    Some(settings) => settings.min_permission.allows(permission),
-                    None => permission.may_write(),
-                })),
-                Err(error) if is_transient(&error) => {
-                    Err(Retry(format!("checking the permission of the requester: {error}")))
-                }
-                Err(error) => {
-                    tracing::warn!(delivery = %id, repo = %repo, error = %error,
-                    "could not check the requester's permission (the repository may be gone or the App uninstalled); dropped");
-                    ctx.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    Ok(Permission::Unknowable)
-                }
-            },
         },
     }
 }
@@ -273,7 +264,9 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
     for action in &request.actions {
         match action {
             Action::Stop { key } => {
-                let stop = StopRequest::ByUser { login: login.clone() };
+                let stop = StopRequest::ByUser {
+                    login: login.to_string(),
+                };
                 let cancellation = ctx
                     .pool
                     .cancel(key, &stop)
@@ -284,7 +277,7 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
                 planned.texts.push(if cancellation.is_empty() {
                     replies::NOTHING_TO_STOP.to_owned()
                 } else {
-                    replies::stopped_by(Some(login))
+                    replies::stopped_by(Some(login.as_str()))
                 });
             }
             Action::Help => planned.texts.push(replies::help(trigger, replies::COMMANDS)),
@@ -295,7 +288,7 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
             Action::Run(job) => match serde_json::to_value(job.as_ref()) {
                 Ok(value) => planned.jobs.push(NewJob {
                     kind: job.kind.as_str().to_owned(),
-                    repo: job.repo.full_name(),
+                    repo: job.repo.name.to_string(),
                     key: job.key(),
                     request: value,
                     delivery: Some(id.clone()),

@@ -342,14 +342,14 @@ fn serial_key(event: &Event) -> Option<String> {
         Event::IssueAssigned { ctx, issue, .. } | Event::IssueLabeled { ctx, issue, .. } => (ctx, issue.number),
         // The failures of one commit arrive together (a check run per job, a suite, a workflow run):
         // one at a time, so that the first queues the triage and the others find it.
-        Event::WorkflowRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.full_name(), run.head_sha)),
-        Event::CheckRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.full_name(), run.head_sha)),
+        Event::WorkflowRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.name, run.head_sha)),
+        Event::CheckRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.name, run.head_sha)),
         Event::CheckSuiteCompleted(suite) => {
-            return Some(format!("{}@{}", suite.ctx.repo.full_name(), suite.head_sha));
+            return Some(format!("{}@{}", suite.ctx.repo.name, suite.head_sha));
         }
         _ => return None,
     };
-    Some(format!("{}#{number}", ctx.repo.full_name()))
+    Some(format!("{}#{number}", ctx.repo.name))
 }
 
 #[cfg(test)]

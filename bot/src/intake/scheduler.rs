@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
 use crate::config::schedule::{Schedule, ScheduleError, time_zone};
-use crate::github::{AppAuth, GithubClient, GithubError, InstallationId, RepoName, RepoNameError, Repository};
+use crate::github::{
+    AppAuth, GithubClient, GithubError, InstallationId, Login, LoginError, RepoName, RepoNameError, Repository,
+};
 use crate::jobs::{JobFilter, JobId, JobState, JobStore, NewJob, StoreError, WorkerPool};
 use crate::triggers::{Chore, JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, Subject, chore_key};
 
@@ -32,10 +34,10 @@ pub const SCHEDULE_LOGIN: &str = "pitcrew-schedule";
 /// Why a repository's schedule could not be read or used.
 #[derive(Debug, thiserror::Error)]
 enum ScheduleProblem {
-    #[error("`{0}` is not owner/name")]
-    NotOwnerName(String),
     #[error(transparent)]
     RepoName(#[from] RepoNameError),
+    #[error(transparent)]
+    Login(#[from] LoginError),
     #[error("reading {REPO_CONFIG_PATH}: {0}")]
     ReadConfig(#[source] GithubError),
     #[error(transparent)]
@@ -215,11 +217,7 @@ async fn schedule_of(
     client: &GithubClient,
     repo: &Repository,
 ) -> Result<Option<(Schedule, jiff::tz::TimeZone)>, ScheduleProblem> {
-    let (owner, name) = repo
-        .full_name
-        .split_once('/')
-        .ok_or_else(|| ScheduleProblem::NotOwnerName(repo.full_name.clone()))?;
-    let repo_name = RepoName::new(owner, name)?;
+    let repo_name: RepoName = repo.full_name.parse()?;
     let text = client
         .get_file(&repo_name, REPO_CONFIG_PATH, &repo.default_branch)
         .await
@@ -248,13 +246,8 @@ async fn consider(
         return Ok(());
     };
     let repo = &known.repo;
-    let (owner, name) = repo
-        .full_name
-        .split_once('/')
-        .ok_or_else(|| ScheduleProblem::NotOwnerName(repo.full_name.clone()))?;
     let repo_ref = RepoRef {
-        owner: owner.to_owned(),
-        name: name.to_owned(),
+        name: repo.full_name.parse()?,
         clone_url: repo.clone_url.clone(),
         default_branch: repo.default_branch.clone(),
         private: repo.private,
@@ -281,7 +274,7 @@ async fn consider(
         installation_id: Some(known.installation),
         subject: Subject::Repository,
         requested_by: Requester {
-            login: SCHEDULE_LOGIN.into(),
+            login: Login::parse(SCHEDULE_LOGIN)?,
             id: None,
             association: None,
         },

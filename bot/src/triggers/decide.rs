@@ -10,7 +10,7 @@ use super::event::{
 };
 use super::subject::Subject;
 use crate::config::command::{CommandKind, EnabledCommands};
-use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber};
+use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber, Login};
 
 /// The trigger settings of one installation or repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl JobKind {
 /// Who asked. `association` is `None` when the payload does not say (assignments, labels).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Requester {
-    pub login: String,
+    pub login: Login,
     /// The account's numeric id, when the payload gave it.
     #[serde(default)]
     pub id: Option<u64>,
@@ -256,7 +256,7 @@ impl JobRequest {
         if let JobKind::Chore(chore) = &self.kind {
             return chore_key(&self.repo, *chore);
         }
-        self.subject.key(&self.repo.full_name())
+        self.subject.key(&self.repo.name)
     }
 
     /// The CI failure this job looks at, if CI started it.
@@ -278,7 +278,7 @@ pub fn chore_key(repo: &RepoRef, chore: Chore) -> String {
     let name = match chore {
         Chore::Deps => "deps",
     };
-    format!("{}:{name}", repo.full_name())
+    format!("{}:{name}", repo.name)
 }
 
 /// Whether the caller must ask GitHub before acting.
@@ -323,15 +323,14 @@ pub struct Request {
 
 impl Request {
     pub fn key(&self) -> String {
-        self.subject.key(&self.repo.full_name())
+        self.subject.key(&self.repo.name)
     }
 
     /// The short, polite answer to someone without write access.
     pub fn refusal_message(&self) -> String {
         format!(
             "Sorry @{}, only people with write access to {} can ask me to do things here.",
-            self.requested_by.login,
-            self.repo.full_name()
+            self.requested_by.login, self.repo.name
         )
     }
 }
@@ -383,7 +382,7 @@ pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
         Event::Ping { zen, .. } => Decision::Pong { zen: zen.clone() },
         Event::Comment(comment) => decide_comment(comment, cfg),
         Event::IssueAssigned { ctx, issue, assignee } => {
-            if !is_self(&assignee.login, &cfg.bot_login) {
+            if !is_self(assignee.login.as_str(), &cfg.bot_login) {
                 return ignore(format!(
                     "issue #{} assigned to {}, not to the bot",
                     issue.number, assignee.login
@@ -426,7 +425,7 @@ fn is_self(login: &str, bot_login: &str) -> bool {
 }
 
 fn is_bot(actor: &Actor, cfg: &TriggerConfig) -> bool {
-    actor.is_bot() || is_self(&actor.login, &cfg.bot_login)
+    actor.is_bot() || is_self(actor.login.as_str(), &cfg.bot_login)
 }
 
 fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::json::{Field, FieldError, Node};
-use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber, Login, LoginError};
+use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber, Login, RepoName, RepoNameError};
 
 /// The events pitcrew stores and acts on, by `X-GitHub-Event`: the webhook route answers every other
 /// signed delivery 202 and drops it, and `ping` it answers at once. [`Event::parse`] reads a few more
@@ -35,20 +35,49 @@ pub struct EventError {
     pub problem: String,
 }
 
-/// The repository an event happened in; also stored in job requests.
+/// The repository an event happened in; also stored in job requests (as `owner` and `name`, the
+/// shape earlier versions wrote).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RepoRefWire", into = "RepoRefWire")]
 pub struct RepoRef {
-    pub owner: String,
-    pub name: String,
+    /// `owner/name`, checked against GitHub's rules when the payload was read.
+    pub name: RepoName,
     pub clone_url: String,
     pub default_branch: String,
     pub private: bool,
 }
 
-impl RepoRef {
-    /// `owner/name`.
-    pub fn full_name(&self) -> String {
-        format!("{}/{}", self.owner, self.name)
+#[derive(Serialize, Deserialize)]
+struct RepoRefWire {
+    owner: String,
+    name: String,
+    clone_url: String,
+    default_branch: String,
+    private: bool,
+}
+
+impl TryFrom<RepoRefWire> for RepoRef {
+    type Error = RepoNameError;
+
+    fn try_from(wire: RepoRefWire) -> Result<Self, Self::Error> {
+        Ok(RepoRef {
+            name: RepoName::new(&wire.owner, &wire.name)?,
+            clone_url: wire.clone_url,
+            default_branch: wire.default_branch,
+            private: wire.private,
+        })
+    }
+}
+
+impl From<RepoRef> for RepoRefWire {
+    fn from(repo: RepoRef) -> Self {
+        RepoRefWire {
+            owner: repo.name.owner().to_owned(),
+            name: repo.name.name().to_owned(),
+            clone_url: repo.clone_url,
+            default_branch: repo.default_branch,
+            private: repo.private,
+        }
     }
 }
 
@@ -63,7 +92,7 @@ pub enum ActorKind {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {
-    pub login: String,
+    pub login: Login,
     /// The account's numeric id (for its `ID+login@users.noreply.github.com` commit address).
     pub id: Option<u64>,
     pub kind: ActorKind,
@@ -72,7 +101,7 @@ pub struct Actor {
 impl Actor {
     /// GitHub marks App accounts both ways: `type: Bot` and a login ending in `[bot]`.
     pub fn is_bot(&self) -> bool {
-        self.kind == ActorKind::Bot || self.login.ends_with("[bot]")
+        self.kind == ActorKind::Bot || self.login.is_bot()
     }
 }
 
@@ -350,34 +379,21 @@ impl Event {
             Some(action) => format!("{event}.{action}"),
             None => event.to_owned(),
         };
-        let parsed = parse_known(event, action.as_deref(), &root, &name).map_err(|err| located(&name, err))?;
-        // Logins go into API paths (the permission check) and replies: a payload with an empty or
-        // malformed one is not acted on at all. Ignored rather than an error: the delivery is
-        // authentic, GitHub (or whoever holds the secret) just sent something pitcrew will not use.
-        if let Some((path, error)) = parsed.invalid_login() {
-            tracing::warn!(event = %name, path, %error, "delivery ignored: a login in it is not valid");
-            return Ok(Event::Ignored {
-                reason: format!("{name}: {path}: {error}"),
-            });
+        match parse_known(event, action.as_deref(), &root, &name) {
+            Ok(parsed) => Ok(parsed),
+            // Logins and repository names go into API paths (the permission check) and replies: a
+            // payload with an empty or malformed one is not acted on at all. Ignored rather than an
+            // error: the delivery is authentic, GitHub (or whoever holds the secret) just sent
+            // something pitcrew will not use.
+            Err(err) if err.refused => {
+                tracing::warn!(event = %name, path = %err.path, error = %err.problem,
+                    "delivery ignored: a login or repository name in it is not valid");
+                Ok(Event::Ignored {
+                    reason: format!("{name}: {}: {}", err.path, err.problem),
+                })
+            }
+            Err(err) => Err(located(&name, err)),
         }
-        Ok(parsed)
-    }
-
-    /// The first login of the event that GitHub's rules refuse, with where it is in the payload.
-    fn invalid_login(&self) -> Option<(&'static str, LoginError)> {
-        let mut logins: Vec<(&'static str, &str)> = Vec::new();
-        if let Some(ctx) = self.context() {
-            logins.push(("$.sender.login", &ctx.sender.login));
-            logins.push(("$.repository.owner.login", &ctx.repo.owner));
-        }
-        match self {
-            Event::Comment(comment) => logins.push(("$.comment.user.login", &comment.author.login)),
-            Event::IssueAssigned { assignee, .. } => logins.push(("$.assignee.login", &assignee.login)),
-            _ => {}
-        }
-        logins
-            .into_iter()
-            .find_map(|(path, login)| Login::parse(login).err().map(|error| (path, error)))
     }
 
     /// The shared context, for events that have one.
@@ -467,9 +483,9 @@ fn parse_known(event: &str, action: Option<&str>, root: &Node<'_>, name: &str) -
 }
 
 fn repo(node: &Node<'_>) -> Field<RepoRef> {
+    let owner = node.field("owner")?.parsed("login", Login::parse)?;
     Ok(RepoRef {
-        owner: node.field("owner")?.string("login")?,
-        name: node.string("name")?,
+        name: node.parsed("name", |name| RepoName::new(owner.as_str(), name))?,
         clone_url: node.string("clone_url")?,
         default_branch: node.string("default_branch")?,
         private: node.bool("private")?,
@@ -485,7 +501,7 @@ fn actor(node: &Node<'_>) -> Field<Actor> {
         None => ActorKind::Other(String::new()),
     };
     Ok(Actor {
-        login: node.string("login")?,
+        login: node.parsed("login", Login::parse)?,
         id: node.opt_u64("id")?,
         kind,
     })

@@ -8,6 +8,9 @@ use serde_json::Value;
 pub(crate) struct FieldError {
     pub path: String,
     pub problem: String,
+    /// The value has the right type but is an identifier GitHub's rules refuse (a login, a
+    /// repository name): the delivery is authentic and ignored, not malformed.
+    pub refused: bool,
 }
 
 pub(crate) type Field<T> = Result<T, FieldError>;
@@ -38,6 +41,7 @@ impl<'a> Node<'a> {
         FieldError {
             path: self.path.clone(),
             problem,
+            refused: false,
         }
     }
 
@@ -45,7 +49,18 @@ impl<'a> Node<'a> {
         FieldError {
             path: format!("{}.{name}", self.path),
             problem: "missing".to_owned(),
+            refused: false,
         }
+    }
+
+    /// A string field read into a checked identifier; a value `parse` refuses is a refused field.
+    pub fn parsed<T, E: std::fmt::Display>(&self, name: &str, parse: impl FnOnce(&str) -> Result<T, E>) -> Field<T> {
+        let text = self.str(name)?;
+        parse(text).map_err(|error| FieldError {
+            path: format!("{}.{name}", self.path),
+            problem: error.to_string(),
+            refused: true,
+        })
     }
 
     /// A field that must be present and not null.
@@ -66,6 +81,7 @@ impl<'a> Node<'a> {
         FieldError {
             path: format!("{}.{name}", self.path),
             problem: problem.to_owned(),
+            refused: false,
         }
     }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::config::command::CommandKind;
-use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber};
+use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber, Login};
 use crate::triggers::{ReplyTarget, Subject};
 
 const WEBHOOKS: &str = "webhooks";
@@ -132,10 +132,10 @@ fn a_comment_on_a_pull_request() {
     assert_eq!(c.issue.number, IssueNumber(111));
     assert_eq!(c.comment_id, CommentId(1459205742));
     assert_eq!(c.body, "a custom message\n\ncc @octocat");
-    assert_eq!(c.author.login, "ehuss");
+    assert_eq!(c.author.login.as_str(), "ehuss");
     assert_eq!(c.author.kind, ActorKind::User);
     assert_eq!(c.author_association, AuthorAssociation::Owner);
-    assert_eq!(c.ctx.repo.full_name(), "ehuss/triagebot-test");
+    assert_eq!(c.ctx.repo.name.to_string(), "ehuss/triagebot-test");
     assert_eq!(c.ctx.repo.default_branch, "main");
     assert_eq!(c.ctx.repo.clone_url, "https://github.com/ehuss/triagebot-test.git");
     assert_eq!(c.ctx.installation_id, None);
@@ -150,7 +150,7 @@ fn a_comment_on_an_issue() {
     assert_eq!(c.issue.number, IssueNumber(1));
     assert_eq!(c.body, "You are totally right! I'll get this fixed right away.");
     assert_eq!(c.ctx.installation_id, Some(InstallationId(1)));
-    assert_eq!(c.ctx.repo.full_name(), "Codertocat/Hello-World");
+    assert_eq!(c.ctx.repo.name.to_string(), "Codertocat/Hello-World");
     assert!(!c.ctx.repo.private);
 }
 
@@ -264,7 +264,7 @@ fn fix_with_instructions_on_a_pull_request() {
     assert_eq!(
         job.requested_by,
         Requester {
-            login: "ehuss".to_owned(),
+            login: Login::parse("ehuss").unwrap(),
             id: Some(43_198),
             association: Some(AuthorAssociation::Owner)
         }
@@ -365,7 +365,7 @@ fn stop_and_help() {
             key: "ehuss/triagebot-test#111".to_owned()
         }]
     );
-    assert_eq!(request.requested_by.login, "ehuss");
+    assert_eq!(request.requested_by.login.as_str(), "ehuss");
 
     let (event, payload) = pr_comment_saying("@agent help");
     let request = act(decide_on(&event, &payload));
@@ -473,7 +473,7 @@ fn an_issue_assigned_to_the_bot_asks_for_a_fix_in_a_new_pr() {
     let Event::IssueAssigned { assignee, issue, .. } = parse("issues/assigned.payload.json") else {
         panic!()
     };
-    assert_eq!(assignee.login, "Codertocat");
+    assert_eq!(assignee.login.as_str(), "Codertocat");
     assert_eq!(issue.number, IssueNumber(1));
     assert!(!issue.is_pull_request);
 
@@ -491,7 +491,7 @@ fn an_issue_assigned_to_the_bot_asks_for_a_fix_in_a_new_pr() {
         assert_eq!(
             request.requested_by,
             Requester {
-                login: "Codertocat".to_owned(),
+                login: Login::parse("Codertocat").unwrap(),
                 id: Some(21_031_067),
                 association: None
             }
@@ -564,7 +564,7 @@ fn a_failed_workflow_run() {
     assert_eq!(run.head_sha.as_str(), "3484a3fb816e0859fd6e1cea078d76385ff50625");
     assert_eq!(run.head_branch.as_deref(), Some("master"));
     assert_eq!(run.run_attempt, Some(1));
-    assert_eq!(run.ctx.repo.full_name(), "octo-org/octo-repo");
+    assert_eq!(run.ctx.repo.name.to_string(), "octo-org/octo-repo");
     // The example lists PR #2 of Codertocat/Hello-World (another repository, as GitHub does for
     // forks with the same branch name): not this repository's PR #2.
     assert_eq!(run.pull_requests, Vec::<IssueNumber>::new());
@@ -627,7 +627,7 @@ fn ping_is_answered() {
         (zen.as_str(), *hook_id),
         ("Anything added dilutes everything else.", 109948940)
     );
-    assert_eq!(repo.as_ref().unwrap().full_name(), "Octocoders/Hello-World");
+    assert_eq!(repo.as_ref().unwrap().name.to_string(), "Octocoders/Hello-World");
     assert_eq!(
         decide(&event, &cfg()),
         Decision::Pong {
@@ -763,7 +763,7 @@ fn a_failed_check_run_asks_for_a_triage_of_its_commit_on_its_pull_request() {
         Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
     );
     assert_eq!(job.key(), "Codertocat/Hello-World#2");
-    assert_eq!(job.requested_by.login, "Codertocat");
+    assert_eq!(job.requested_by.login.as_str(), "Codertocat");
     let ci = job.ci().unwrap();
     assert_eq!(
         (
@@ -867,8 +867,33 @@ fn a_comment_whose_author_login_is_malformed_is_ignored() {
     for login in ["renovate[bot]", "pitcrew[bot]", "octo-cat"] {
         let (event, mut payload) = pr_comment_saying("@agent fix the tests");
         payload["comment"]["user"]["login"] = json!(login);
-        assert_eq!(comment(Event::parse(&event, &payload).unwrap()).author.login, login);
+        assert_eq!(
+            comment(Event::parse(&event, &payload).unwrap()).author.login.as_str(),
+            login
+        );
     }
+}
+
+#[test]
+fn a_delivery_whose_repository_name_is_malformed_is_ignored() {
+    // The repository's owner and name go into every API path the job builds.
+    for (path, value) in [
+        ("name", json!("a b")),
+        ("name", json!("..")),
+        ("owner", json!({"login": "a/b"})),
+    ] {
+        let (event, mut payload) = pr_comment_saying("@agent fix the tests");
+        payload["repository"][path] = value.clone();
+        match Event::parse(&event, &payload).unwrap() {
+            Event::Ignored { reason } => assert!(reason.contains("$.repository."), "{value}: {reason}"),
+            other => panic!("{value} was not ignored: {other:?}"),
+        }
+    }
+    // A name of the wrong type is a malformed payload, not an ignored one.
+    let (event, mut payload) = pr_comment_saying("@agent fix the tests");
+    payload["repository"]["name"] = json!(7);
+    let error = Event::parse(&event, &payload).unwrap_err();
+    assert_eq!(error.path, "$.repository.name");
 }
 
 /// Job requests queued by an earlier version (a `number`, 0 for none, and `is_pull_request`; a reply
