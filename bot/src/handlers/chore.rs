@@ -132,7 +132,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         let outcome = match run_group(&chore, group, existing.is_some()).await {
             Ok(outcome) => outcome,
             Err(error) => {
-                tracing::warn!(job = %env.job.id, branch = %group.branch, %error, "a dependency pull request failed");
+                tracing::warn!(branch = %group.branch, %error, "a dependency pull request failed");
                 problems.push(format!("`{}`: {}", group.branch, super::public_error(&error)));
                 failed_groups += 1;
                 // Its branch is not closed as superseded: its updates are still wanted.
@@ -247,7 +247,7 @@ async fn declined(env: &JobEnv, branch: &str, table: &str) -> bool {
     match env.github.closed_pulls_from(&env.repo, branch).await {
         Ok(pulls) => pulls.iter().any(|p| !p.merged && p.body.contains(table)),
         Err(error) => {
-            tracing::warn!(job = %env.job.id, %error, "could not list the branch's closed pull requests");
+            tracing::warn!(%error, "could not list the branch's closed pull requests");
             false
         }
     }

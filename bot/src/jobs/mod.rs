@@ -11,7 +11,10 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub use pool::{EndOutcome, JobControl, JobEnd, JobHandler, PoolConfig, ShutdownReport, StopCause, WorkerPool, now_ms};
+pub use pool::{
+    EndOutcome, JobControl, JobEnd, JobHandler, PoolConfig, ShutdownReport, StopCause, WorkerPool, now_ms,
+    record_subject,
+};
 pub use sqlite::{FILE_NAME, SCHEMA_VERSION, SqliteStore};
 pub use store::{
     Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Heartbeat, Job, JobEvent, JobFilter, JobId, JobState,
