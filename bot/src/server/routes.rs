@@ -5,6 +5,9 @@
 //! size (`max_body`), its time (`body_timeout`), and the bytes all unverified bodies may hold at once
 //! (`unverified`, a semaphore of bytes): past that the route answers 503 rather than buffer more. The
 //! HMAC is computed as the bytes arrive, so a verified body is never read twice.
+//!
+//! Every route runs in a span naming the request's method and path (not its headers: the signature
+//! is one), a verified delivery's answer in the delivery's span, and a handler's panic answers 500.
 
 use std::sync::Arc;
 use std::time::Duration;
