@@ -191,7 +191,7 @@ async fn deliver(
         let outcome = match run_group(chore, group, existing.is_some()).await {
             Ok(outcome) => outcome,
             Err(error) => {
-                tracing::warn!(job = %env.job.id, branch = %group.branch, %error, "a dependency pull request failed");
+                tracing::warn!(branch = %group.branch, %error, "a dependency pull request failed");
                 problems.push(format!("`{}`: {}", group.branch, super::public_error(&error)));
                 delivered.failed += 1;
                 // Its branch is not closed as superseded: its updates are still wanted.
@@ -346,7 +346,7 @@ async fn declined(env: &JobEnv, branch: &str, table: &str) -> bool {
     match env.github.closed_pulls_from(&env.repo, branch).await {
         Ok(pulls) => pulls.iter().any(|p| !p.merged && p.body.contains(table)),
         Err(error) => {
-            tracing::warn!(job = %env.job.id, %error, "could not list the branch's closed pull requests");
+            tracing::warn!(%error, "could not list the branch's closed pull requests");
             false
         }
     }

@@ -468,7 +468,7 @@ async fn commit_failed(
     tests: (report::TestRun, report::TestRun),
     settings: &EffectiveSettings,
 ) -> Result<(Finish, Spent), HandlerError> {
-    tracing::error!(job = %env.job.id, %error, "committing the change failed");
+    tracing::error!(%error, "committing the change failed");
     let end = JobEnd::Stopped {
         cause: StopCause::Commit {
             message: error.to_string(),

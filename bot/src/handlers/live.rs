@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tracing::Instrument as _;
 
 use crate::agent::events::{AgentEvent, EventSink};
 use crate::github::{
@@ -89,7 +90,8 @@ enum Update {
 impl Live {
     pub fn start(targets: Targets) -> Arc<Live> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(forward(targets, rx));
+        // In the job's span, like the rest of the job (a task does not inherit it).
+        let task = tokio::spawn(forward(targets, rx).in_current_span());
         Arc::new(Live { tx, task })
     }
 

@@ -182,7 +182,7 @@ impl JobEnv {
         if self.request.subject.number().is_none() {
             let (config, problems) = RepoConfig::parse_lenient(&text);
             for problem in &problems {
-                tracing::warn!(job = %self.job.id, repo = %self.repo, %problem, "ignored a problem in the repository's configuration");
+                tracing::warn!(%problem, "ignored a problem in the repository's configuration");
             }
             return Ok(config);
         }
@@ -234,6 +234,9 @@ impl Services {
                 );
             }
         };
+        if let Some(subject) = subject(&request) {
+            crate::jobs::record_subject(&subject);
+        }
         let installation = request.installation_id;
         let Some(github) = self.github.client(installation) else {
             return (
@@ -275,7 +278,7 @@ impl Services {
             Err(error) => {
                 // Said on GitHub in plain words; the full chain goes to the log.
                 let reference = format!("job-{}", env.job.id);
-                tracing::error!(job = %env.job.id, %error, "job failed");
+                tracing::error!(%error, "job failed");
                 let cause = report::StopCause::Internal {
                     reference: reference.clone(),
                 };
@@ -284,6 +287,17 @@ impl Services {
                 (Finish::Failed(public_error(&error)), session::Spent::default())
             }
         }
+    }
+}
+
+/// What a job is about, for its log span: the commit a triage of failed CI looks at, else the pull
+/// request or issue (`#12`); a scheduled chore is about its repository alone.
+fn subject(request: &JobRequest) -> Option<String> {
+    match (&request.kind, &request.head_sha, &request.subject) {
+        (JobKind::Triage, Some(sha), _) if request.ci().is_some() => Some(sha.to_string()),
+        (_, _, Subject::PullRequest { number } | Subject::Issue { number }) => Some(format!("#{number}")),
+        (_, _, Subject::Commit { sha }) => Some(sha.to_string()),
+        (_, head_sha, Subject::Repository) => head_sha.as_ref().map(ToString::to_string),
     }
 }
 
@@ -427,7 +441,7 @@ pub(crate) async fn report_failure(env: &JobEnv, targets: &Targets, error: Handl
     if let HandlerError::Reported(_) = error {
         return error;
     }
-    tracing::error!(job = %env.job.id, %error, "job failed");
+    tracing::error!(%error, "job failed");
     let words = public_error(&error);
     // The sandbox's and the provider's messages are safe to show and say it best; anything else gets
     // the reference to find it in the log, and its public words under the report.

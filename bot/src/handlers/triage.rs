@@ -150,7 +150,7 @@ async fn explain_root_cause(
         }
         Ok(None) => Spent::default(),
         Err(error) => {
-            tracing::warn!(job = %env.job.id, %error, "the root-cause analysis failed");
+            tracing::warn!(%error, "the root-cause analysis failed");
             triage.actions.push(format!(
                 "The root-cause analysis failed: {}",
                 super::public_error(&error)
@@ -277,7 +277,7 @@ async fn commit_and_pull(env: &JobEnv) -> Result<(String, Option<PullRequest>), 
                 .find(|p| p.open && p.head_sha == sha)
                 .map(|p| p.number),
             Err(error) => {
-                tracing::warn!(job = %env.job.id, %error, "could not look up the pull requests of the commit");
+                tracing::warn!(%error, "could not look up the pull requests of the commit");
                 None
             }
         }
@@ -404,7 +404,7 @@ async fn base_history(env: &JobEnv, workflow: &str, base: &str, head_sha: &str) 
     let runs = match env.github.recent_workflow_runs(&env.repo, base, 30).await {
         Ok(runs) => runs,
         Err(error) => {
-            tracing::warn!(job = %env.job.id, %error, "could not read the base branch's workflow runs");
+            tracing::warn!(%error, "could not read the base branch's workflow runs");
             return None;
         }
     };
@@ -550,7 +550,7 @@ async fn existing_check_run(env: &JobEnv, head_sha: &str) -> Option<CheckRunSumm
     {
         Ok(runs) => runs.into_iter().find(|run| run.name == CHECK_NAME),
         Err(error) => {
-            tracing::warn!(job = %env.job.id, %error, "could not list the commit's check runs");
+            tracing::warn!(%error, "could not list the commit's check runs");
             None
         }
     }
@@ -830,7 +830,7 @@ async fn post_comment(
     match result {
         Ok(url) => Some(url).filter(|u| !u.is_empty()),
         Err(error) => {
-            tracing::warn!(job = %env.job.id, %error, "could not post the triage comment");
+            tracing::warn!(%error, "could not post the triage comment");
             None
         }
     }

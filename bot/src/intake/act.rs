@@ -116,7 +116,7 @@ pub(super) async fn handle(ctx: Arc<Ctx>, id: DeliveryId, event: Arc<Result<Even
     let event = match event.as_ref() {
         Ok(event) => event,
         Err(error) => {
-            tracing::warn!(delivery = %id, error = %error, "the payload does not have its event's shape; dropped");
+            tracing::warn!(error = %error, "the payload does not have its event's shape; dropped");
             return mark_processed(&ctx, &id, Vec::new()).await.map(|_| ());
         }
     };
@@ -127,7 +127,7 @@ pub(super) async fn handle(ctx: Arc<Ctx>, id: DeliveryId, event: Arc<Result<Even
     };
     match decide(event, &triggers).with_delivery(&id.0) {
         Decision::Ignore { reason } => {
-            tracing::debug!(delivery = %id, reason, "nothing to do");
+            tracing::debug!(reason, "nothing to do");
             mark_processed(&ctx, &id, Vec::new()).await.map(|_| ())
         }
         Decision::Pong { .. } => mark_processed(&ctx, &id, Vec::new()).await.map(|_| ()),
@@ -166,15 +166,15 @@ async fn act(
     repo_settings: Option<&TriggerSettings>,
 ) -> Result<(), Retry> {
     let Some(client) = ctx.github.client(request.installation_id) else {
-        tracing::warn!(delivery = %id, "the delivery names no App installation, so pitcrew cannot act on it; dropped");
+        tracing::warn!("the delivery names no App installation, so pitcrew cannot act on it; dropped");
         return mark_processed(ctx, id, Vec::new()).await.map(|_| ());
     };
     let repo = request.repo.name.clone();
-    match permission(ctx, id, &client, &repo, &request, repo_settings).await? {
+    match permission(ctx, &client, &repo, &request, repo_settings).await? {
         Permission::Granted => {}
         Permission::Refused => {
             let login = &request.requested_by.login;
-            tracing::info!(delivery = %id, repo = %repo, user = %login, "request refused: no write access");
+            tracing::info!(repo = %repo, user = %login, "request refused: no write access");
             mark_processed(ctx, id, Vec::new()).await?;
             post(
                 &client,
@@ -203,7 +203,7 @@ enum Permission {
     Granted,
     /// No write access (or not on the repository's allow list): answered with a refusal.
     Refused,
-    /// It cannot be known (a malformed login, the repository gone, the App uninstalled): the
+    /// It cannot be known (the repository gone, the App uninstalled): the
     /// delivery is dropped without an answer.
     Unknowable,
 }
@@ -213,7 +213,6 @@ enum Permission {
 /// `Err` only for a transient GitHub failure, to try again later.
 async fn permission(
     ctx: &Ctx,
-    id: &DeliveryId,
     client: &GithubClient,
     repo: &RepoName,
     request: &Request,
@@ -237,7 +236,7 @@ async fn permission(
                 Err(Retry(format!("checking the permission of the requester: {error}")))
             }
             Err(error) => {
-                tracing::warn!(delivery = %id, repo = %repo, error = %error,
+                tracing::warn!(repo = %repo, error = %error,
                     "could not check the requester's permission (the repository may be gone or the App uninstalled); dropped");
                 ctx.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Ok(Permission::Unknowable)
@@ -272,7 +271,7 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
                     .cancel(key, &stop)
                     .await
                     .map_err(|error| Retry(format!("stopping the jobs of {key}: {error}")))?;
-                tracing::info!(delivery = %id, key, cancelled = ?cancellation.cancelled,
+                tracing::info!(key, cancelled = ?cancellation.cancelled,
                     stopping = ?cancellation.stopping, "stop asked");
                 planned.texts.push(if cancellation.is_empty() {
                     replies::NOTHING_TO_STOP.to_owned()
@@ -283,7 +282,7 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
             Action::Help => planned.texts.push(replies::help(trigger, replies::COMMANDS)),
             Action::Invalid { message } => planned.texts.push(message.clone()),
             Action::Run(job) if duplicate_triage(ctx, job).await? => {
-                tracing::info!(delivery = %id, key = %job.key(), "a triage of this commit is already queued");
+                tracing::info!(key = %job.key(), "a triage of this commit is already queued");
             }
             Action::Run(job) => match serde_json::to_value(job.as_ref()) {
                 Ok(value) => planned.jobs.push(NewJob {
@@ -295,7 +294,7 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
                     max_attempts: ctx.settings.job_attempts.max(1),
                 }),
                 Err(error) => {
-                    tracing::error!(delivery = %id, error = %error, "could not encode a job request; skipped");
+                    tracing::error!(error = %error, "could not encode a job request; skipped");
                 }
             },
         }
@@ -322,14 +321,14 @@ async fn store_jobs(ctx: &Ctx, id: &DeliveryId, request: &Request, jobs: Vec<New
     match mark_processed(ctx, id, jobs).await? {
         Dispatch::Created(created) => {
             if !created.is_empty() {
-                tracing::info!(delivery = %id, jobs = ?created, key = %request.key(), "jobs queued");
+                tracing::info!(jobs = ?created, key = %request.key(), "jobs queued");
                 ctx.pool.wake();
             }
             Ok(Stored::Here)
         }
         Dispatch::AlreadyProcessed => {
             // Another process got there first and has answered.
-            tracing::info!(delivery = %id, "the delivery was already processed");
+            tracing::info!("the delivery was already processed");
             Ok(Stored::ByAnother)
         }
     }

@@ -13,11 +13,13 @@ use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::{Instrument as _, Span};
 
 use super::act::{Ctx, Retry, handle};
 use crate::backoff::{self, Jitter};
 use crate::github::GithubAccess;
 use crate::jobs::{Delivery, DeliveryId, JobStore, WorkerPool, now_ms};
+use crate::logging;
 use crate::triggers::{Event, EventError, TriggerConfig};
 
 /// How the dispatcher works.
@@ -149,8 +151,8 @@ struct Backoff {
 struct Loop {
     ctx: Arc<Ctx>,
     tasks: JoinSet<Result<(), Retry>>,
-    /// Task → (delivery, serialisation key).
-    running: HashMap<tokio::task::Id, (DeliveryId, String)>,
+    /// Task → (delivery, serialisation key, the delivery's span, which its end is logged in too).
+    running: HashMap<tokio::task::Id, (DeliveryId, String, Span)>,
     busy_keys: HashSet<String>,
     backoff: HashMap<DeliveryId, Backoff>,
     /// Each pending delivery, parsed once: under a backlog every scan sees the same deliveries
@@ -176,6 +178,17 @@ impl Parsed {
             key,
             event: Arc::new(event),
         }
+    }
+
+    /// The span the delivery's handling runs in, with its repository when the payload named one.
+    fn span(&self, delivery: &Delivery) -> Span {
+        let span = logging::delivery_span(&delivery.id.0, &delivery.event);
+        if let Ok(event) = self.event.as_ref()
+            && let Some(ctx) = event.context()
+        {
+            logging::record_repo(&span, &ctx.repo.name.to_string());
+        }
+        span
     }
 }
 
@@ -250,7 +263,7 @@ impl Loop {
             }
         };
         let now = Instant::now();
-        let in_hand: HashSet<DeliveryId> = self.running.values().map(|(id, _)| id.clone()).collect();
+        let in_hand: HashSet<DeliveryId> = self.running.values().map(|(id, _, _)| id.clone()).collect();
         // Keys an older delivery holds, in hand or waiting for its retry: younger ones wait behind it.
         let mut blocked = self.busy_keys.clone();
         // Deliveries another process handled meanwhile are no longer listed: forget their parse.
@@ -279,10 +292,11 @@ impl Loop {
             blocked.insert(key.clone());
             self.busy_keys.insert(key.clone());
             let id = delivery.id.clone();
+            let span = parsed.span(delivery);
             let handle = self
                 .tasks
-                .spawn(handle(Arc::clone(&self.ctx), id.clone(), Arc::clone(&parsed.event)));
-            self.running.insert(handle.id(), (id, key));
+                .spawn(handle(Arc::clone(&self.ctx), id.clone(), Arc::clone(&parsed.event)).instrument(span.clone()));
+            self.running.insert(handle.id(), (id, key, span));
         }
     }
 
@@ -298,10 +312,15 @@ impl Loop {
                 (error.id(), Err(retry))
             }
         };
-        let Some((id, key)) = self.running.remove(&task) else {
+        let Some((id, key, span)) = self.running.remove(&task) else {
             return;
         };
         self.busy_keys.remove(&key);
+        self.settle(id, result).instrument(span).await;
+    }
+
+    /// Forgets a delivery handled to its end, or schedules its retry (gives up after the last).
+    async fn settle(&mut self, id: DeliveryId, result: Result<(), Retry>) {
         match result {
             Ok(()) => {
                 self.backoff.remove(&id);
@@ -310,19 +329,26 @@ impl Loop {
             Err(Retry(reason)) => {
                 let tries = self.backoff.get(&id).map_or(0, |b| b.tries) + 1;
                 if tries >= self.ctx.settings.max_tries {
-                    tracing::error!(delivery = %id, tries, reason,
-                        "giving up on a delivery that kept failing; it is dropped (redeliver it from the App's settings)");
+                    tracing::error!(
+                        tries,
+                        reason,
+                        "giving up on a delivery that kept failing; it is dropped (redeliver it from the App's settings)"
+                    );
                     self.backoff.remove(&id);
                     self.parsed.remove(&id);
                     self.ctx.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     if let Err(error) = self.ctx.store.process_delivery(&id, Vec::new(), now_ms()).await {
-                        tracing::error!(delivery = %id, error = %error, "could not mark the delivery dropped");
+                        tracing::error!(error = %error, "could not mark the delivery dropped");
                     }
                     return;
                 }
                 let delay = self.ctx.settings.backoff(tries);
-                tracing::warn!(delivery = %id, tries, reason, retry_in_ms = delay.as_millis() as u64,
-                    "could not handle the delivery; trying again later");
+                tracing::warn!(
+                    tries,
+                    reason,
+                    retry_in_ms = delay.as_millis() as u64,
+                    "could not handle the delivery; trying again later"
+                );
                 self.backoff.insert(
                     id,
                     Backoff {

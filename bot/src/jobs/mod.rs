@@ -12,7 +12,10 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub use pool::{EndOutcome, JobControl, JobEnd, JobHandler, PoolConfig, ShutdownReport, StopCause, WorkerPool, now_ms};
+pub use pool::{
+    EndOutcome, JobControl, JobEnd, JobHandler, PoolConfig, ShutdownReport, StopCause, WorkerPool, now_ms,
+    record_subject,
+};
 pub use record::{Lifecycle, Record};
 pub use sqlite::{FILE_NAME, SCHEMA_VERSION, SqliteStore};
 pub use store::{

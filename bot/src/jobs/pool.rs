@@ -341,9 +341,7 @@ async fn dispatch(shared: Arc<Shared>) {
             .await;
         match claimed {
             Ok(Some(claim)) => {
-                // Everything the job does is logged inside its span: the ids are on every line.
-                let span = tracing::info_span!("job", job = %claim.job.id, kind = %claim.job.kind,
-                    repo = %claim.job.repo, key = %claim.job.key, attempt = claim.lease.attempt);
+                let span = job_span(&claim);
                 span.in_scope(|| tracing::info!("job started"));
                 tokio::spawn(supervise(Arc::clone(&shared), claim, permit).instrument(span));
                 // Look again at once: more jobs may be waiting.
@@ -359,6 +357,26 @@ async fn dispatch(shared: Arc<Shared>) {
             }
         }
     }
+}
+
+/// The span everything a job does is logged in — its supervisor (heartbeats, the end), its
+/// handler, and the tasks the handler spawns, which instrument themselves with the current span —
+/// so that its ids are on every line, with the delivery that asked for it when one did. `subject`
+/// (what the job is about: `#12`, a commit) is the handler's to record ([`record_subject`]): the
+/// pool does not read requests.
+fn job_span(claim: &Claim) -> tracing::Span {
+    let job = &claim.job;
+    // At the error level, so that it is on whatever the filter: a span says what a line is about,
+    // not how much it matters, and a warning logged under `RUST_LOG=warn` still names its job.
+    tracing::error_span!("job", job = %job.id, kind = %job.kind, repo = %job.repo, key = %job.key,
+        attempt = claim.lease.attempt, subject = tracing::field::Empty,
+        delivery = job.delivery.as_ref().map(|delivery| delivery.0.as_str()))
+}
+
+/// Records what the running job is about (its pull request or issue, `#12`; the commit a CI triage
+/// looks at) on its span. Call it from the handler, inside the job's span.
+pub fn record_subject(subject: &str) {
+    tracing::Span::current().record("subject", subject);
 }
 
 /// Waits for a wake-up, the poll interval, or shutdown. `Notify` keeps one wake-up that arrives while

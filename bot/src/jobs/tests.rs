@@ -839,6 +839,54 @@ async fn a_panicking_handler_fails_its_job_and_the_pool_goes_on() {
 }
 
 #[tokio::test]
+async fn a_jobs_lines_carry_its_ids_from_its_start_to_its_end() {
+    // A current-thread runtime: the pool's tasks log on this thread, into the capture.
+    let (logs, _guard) = crate::logging::capture::json();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    store
+        .record_delivery(&delivery("d-7"), "issue_comment", Bytes::new(), now_ms())
+        .await
+        .unwrap();
+    let Dispatch::Created(ids) = store
+        .process_delivery(&delivery("d-7"), vec![new_job("o/r#7")], now_ms())
+        .await
+        .unwrap()
+    else {
+        panic!("the delivery was not processed before");
+    };
+    let handler: JobHandler = Arc::new(|_job: Job, _control: JobControl| {
+        Box::pin(async {
+            record_subject("#7");
+            tracing::warn!(step = "testing", "at work");
+            Finish::Succeeded(json!("ok"))
+        })
+    });
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(1));
+    let mut events = pool.subscribe();
+    assert_eq!(
+        end_of(&mut events, ids[0]).await,
+        EndOutcome::Finished(JobState::Succeeded)
+    );
+    pool.shutdown(Duration::from_secs(5)).await;
+
+    let span = json!({
+        "name": "job", "job": ids[0].to_string(), "kind": "fix", "repo": "o/r", "key": "o/r#7",
+        "attempt": 1, "subject": "#7", "delivery": "d-7",
+    });
+    let at_work = &logs.with_message("at work")[0];
+    assert_eq!(at_work["span"], span);
+    assert_eq!(at_work["spans"], json!([span]));
+    assert_eq!(at_work["fields"]["step"], "testing");
+    // Before the handler said what the job is about, and after it returned.
+    let started = &logs.with_message("job started")[0];
+    let mut unsubjected = span.clone();
+    unsubjected.as_object_mut().unwrap().remove("subject");
+    assert_eq!(started["span"], unsubjected);
+    assert_eq!(logs.with_message("job ended")[0]["span"], span);
+}
+
+#[tokio::test]
 async fn a_lost_lease_stops_the_handler_and_its_result_is_not_written() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(open(dir.path()));

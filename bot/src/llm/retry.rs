@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::EventStream;
 use super::error::LlmError;
@@ -97,7 +98,8 @@ pub trait Attempt: Send + Sync + 'static {
 pub fn drive(attempt: impl Attempt, policy: RetryPolicy, cancel: CancellationToken) -> EventStream {
     let (tx, rx) = mpsc::channel(64);
     let sink = EventSink { tx };
-    tokio::spawn(async move {
+    // What it logs is the caller's (a job's): in the caller's span, which a task does not inherit.
+    tokio::spawn(Instrument::in_current_span(async move {
         let outcome = tokio::select! {
             biased;
             () = cancel.cancelled() => Err(LlmError::Cancelled),
@@ -106,7 +108,7 @@ pub fn drive(attempt: impl Attempt, policy: RetryPolicy, cancel: CancellationTok
         let last = outcome.map(StreamEvent::Completed);
         // The receiver may be gone already; nobody is left to tell.
         let _ = sink.tx.send(last).await;
-    });
+    }));
     Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     }))

@@ -5,6 +5,9 @@
 //! size (`max_body`), its time (`body_timeout`), and the bytes all unverified bodies may hold at once
 //! (`unverified`, a semaphore of bytes): past that the route answers 503 rather than buffer more. The
 //! HMAC is computed as the bytes arrive, so a verified body is never read twice.
+//!
+//! Every route runs in a span naming the request's method and path (not its headers: the signature
+//! is one), a verified delivery's answer in the delivery's span, and a handler's panic answers 500.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,11 +23,15 @@ use futures_util::StreamExt;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+use tracing::Instrument as _;
 
 use super::signature::Verifier;
-use super::webhook::{Rejection, check_declared_size, content_length, parse_verified, signature_header};
+use super::webhook::{Delivery, Rejection, check_declared_size, content_length, parse_verified, signature_header};
 use crate::github::ApiStats;
 use crate::jobs::{DeliveryId, JobStore, Recorded, now_ms};
+use crate::logging;
 use crate::metrics::{self, DeliveryOutcome, Metrics, UNVERIFIED_EVENT};
 use crate::triggers::HANDLED_EVENTS;
 
@@ -62,7 +69,7 @@ impl std::fmt::Debug for ServerState {
 
 /// The server's routes.
 pub fn router(state: Arc<ServerState>) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route(
             "/webhook",
             // Our limit is `max_body`, enforced while reading; axum's 2 MB default would refuse real
@@ -71,7 +78,37 @@ pub fn router(state: Arc<ServerState>) -> Router {
         )
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
-        .with_state(state)
+        .with_state(state);
+    edge(routes)
+}
+
+/// What every route runs under: a span per request with its method and path — never its headers
+/// (the webhook's signature is one) nor its body — and a panic in a handler answered 500 (and logged)
+/// instead of dropping the connection.
+fn edge(routes: Router) -> Router {
+    // The trace layer goes outside: its span holds the panic's line, and it sees the 500.
+    routes
+        .layer(CatchPanicLayer::custom(panicked))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<Body>| {
+                // At the error level, like the delivery's and the job's spans: on whatever the filter.
+                tracing::error_span!("request", method = %request.method(), path = %request.uri().path())
+            }),
+        )
+}
+
+/// The answer to a request whose handler panicked.
+fn panicked(payload: Box<dyn std::any::Any + Send>) -> Response {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message");
+    tracing::error!(panic = message, "the route panicked; answered 500");
+    json_response(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        json!({ "error": "internal error; the server's log says more" }),
+    )
 }
 
 fn json_response(status: StatusCode, body: Value) -> Response {
@@ -236,19 +273,27 @@ async fn webhook(State(state): State<Arc<ServerState>>, headers: HeaderMap, body
     };
     // Verified: what it holds is GitHub's, and no longer counts against strangers.
     drop(held);
-    let kind = delivery.kind();
+    let span = logging::delivery_span(&delivery.id, &delivery.event);
+    if let Some(repo) = &delivery.repository {
+        logging::record_repo(&span, repo);
+    }
+    accept(&state, delivery).instrument(span).await
+}
+
+/// Answers a verified delivery: stored for the dispatcher, or answered and dropped.
+async fn accept(state: &ServerState, delivery: Delivery) -> Response {
     if delivery.event == "ping" {
         state.metrics.record_delivery("ping", DeliveryOutcome::Ping);
         let zen = serde_json::from_slice::<Value>(&delivery.body)
             .ok()
             .and_then(|payload| payload.get("zen").and_then(Value::as_str).map(str::to_owned))
             .unwrap_or_default();
-        tracing::info!(delivery = %delivery.id, "ping");
+        tracing::info!("ping");
         return json_response(StatusCode::OK, json!({ "ok": true, "zen": zen }));
     }
     if !HANDLED_EVENTS.contains(&delivery.event.as_str()) {
         state.metrics.record_delivery(&delivery.event, DeliveryOutcome::Ignored);
-        tracing::debug!(delivery = %delivery.id, event = %kind, "event ignored");
+        tracing::debug!(action = delivery.action.as_deref(), "event ignored");
         return json_response(StatusCode::ACCEPTED, json!({ "ignored": delivery.event }));
     }
     let id = DeliveryId(delivery.id.clone());
@@ -261,7 +306,7 @@ async fn webhook(State(state): State<Arc<ServerState>>, headers: HeaderMap, body
             state
                 .metrics
                 .record_delivery(&delivery.event, DeliveryOutcome::Accepted);
-            tracing::info!(delivery = %id, event = %kind, "delivery stored");
+            tracing::info!(action = delivery.action.as_deref(), "delivery stored");
             state.dispatch.notify_one();
             json_response(StatusCode::ACCEPTED, json!({ "accepted": id.0 }))
         }
@@ -269,14 +314,17 @@ async fn webhook(State(state): State<Arc<ServerState>>, headers: HeaderMap, body
             state
                 .metrics
                 .record_delivery(&delivery.event, DeliveryOutcome::Duplicate);
-            tracing::info!(delivery = %id, event = %kind, "redelivery of a stored delivery; not run again");
+            tracing::info!(
+                action = delivery.action.as_deref(),
+                "redelivery of a stored delivery; not run again"
+            );
             json_response(StatusCode::OK, json!({ "duplicate": true }))
         }
         Err(error) => {
             state
                 .metrics
                 .record_delivery(&delivery.event, DeliveryOutcome::StoreFailed);
-            tracing::error!(delivery = %id, event = %kind, error = %error,
+            tracing::error!(action = delivery.action.as_deref(), error = %error,
                 "could not store the delivery; it is lost unless redelivered from the App's settings");
             json_response(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -315,4 +363,113 @@ async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
     let github = state.github_stats.as_ref().map(|stats| stats.snapshot());
     let text = state.metrics.render(jobs.as_ref(), github.as_ref());
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "a failing test should panic")]
+
+    use axum::http::Request;
+
+    use super::*;
+    use crate::jobs::SqliteStore;
+    use crate::logging::capture;
+    use crate::server::signature::{self, SIGNATURE_HEADER};
+    use crate::server::webhook::{DELIVERY_HEADER, EVENT_HEADER};
+
+    async fn call(router: &mut Router, request: Request<Body>) -> (StatusCode, Value) {
+        let response = tower_service::Service::call(router, request).await.unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 64 * 1024).await.unwrap();
+        (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    }
+
+    async fn blows_up() -> &'static str {
+        panic!("the handler blew up")
+    }
+
+    #[tokio::test]
+    async fn a_panicking_route_answers_500_and_the_router_goes_on() {
+        let (logs, _guard) = capture::json();
+        let mut router = edge(
+            Router::new()
+                .route("/boom", get(blows_up))
+                .route("/fine", get(|| async { axum::Json(json!({ "fine": true })) })),
+        );
+
+        let boom = Request::get("/boom?token=abc").body(Body::empty()).unwrap();
+        assert_eq!(
+            call(&mut router, boom).await,
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({ "error": "internal error; the server's log says more" })
+            )
+        );
+        let panicked = &logs.with_message("the route panicked; answered 500")[0];
+        assert_eq!(panicked["fields"]["panic"], "the handler blew up");
+        assert_eq!(panicked["level"], "ERROR");
+        // The path without its query: what a client puts there is not for the log.
+        assert_eq!(
+            panicked["span"],
+            json!({ "name": "request", "method": "GET", "path": "/boom" })
+        );
+
+        let fine = Request::get("/fine").body(Body::empty()).unwrap();
+        assert_eq!(call(&mut router, fine).await, (StatusCode::OK, json!({ "fine": true })));
+    }
+
+    #[tokio::test]
+    async fn a_delivery_is_logged_in_its_span_and_no_header_is_logged() {
+        let (logs, _guard) = capture::json();
+        let dir = tempfile::tempdir().unwrap();
+        let secret = SecretString::from("It's a Secret to Everybody");
+        let dispatch = Arc::new(Notify::new());
+        let state = Arc::new(ServerState {
+            store: Arc::new(SqliteStore::open(dir.path()).unwrap()),
+            secret: secret.clone(),
+            max_body: super::super::webhook::DEFAULT_MAX_BODY,
+            unverified: Arc::new(Semaphore::new(1 << 20)),
+            body_timeout: Duration::from_secs(30),
+            metrics: Arc::new(Metrics::new()),
+            dispatch: Arc::clone(&dispatch),
+            github_stats: None,
+        });
+        let mut router = router(state);
+        let body = std::fs::read(crate::llm::fixture_path(
+            "webhooks/issue_comment/created.with-installation.payload.json",
+        ))
+        .unwrap();
+        let signature = signature::sign(&secret, &body);
+        let request = Request::post("/webhook")
+            .header(EVENT_HEADER, "issue_comment")
+            .header(DELIVERY_HEADER, "d-1234")
+            .header(SIGNATURE_HEADER, &signature)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body))
+            .unwrap();
+
+        assert_eq!(
+            call(&mut router, request).await,
+            (StatusCode::ACCEPTED, json!({ "accepted": "d-1234" }))
+        );
+        let stored = &logs.with_message("delivery stored")[0];
+        assert_eq!(
+            stored["span"],
+            json!({ "name": "delivery", "delivery": "d-1234", "event": "issue_comment", "repo": "Codertocat/Hello-World" })
+        );
+        assert_eq!(
+            stored["spans"],
+            json!([{ "name": "request", "method": "POST", "path": "/webhook" }, stored["span"]])
+        );
+        assert_eq!(stored["fields"]["action"], "created");
+        // Every line at debug, the trace layer's included: not a header among them.
+        let text = logs.text();
+        assert!(!text.is_empty());
+        for secretish in [signature.as_str(), SIGNATURE_HEADER, "application/json"] {
+            assert!(
+                !text.to_lowercase().contains(&secretish.to_lowercase()),
+                "{secretish} logged: {text}"
+            );
+        }
+    }
 }

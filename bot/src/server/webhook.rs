@@ -29,6 +29,8 @@ pub struct Delivery {
     pub action: Option<String>,
     /// The payload's `installation.id` (GitHub App deliveries).
     pub installation_id: Option<u64>,
+    /// The payload's `repository.full_name` (`owner/name`), when it is about one: for logs.
+    pub repository: Option<String>,
     pub body: Bytes,
 }
 
@@ -149,6 +151,11 @@ pub fn parse_verified(headers: &HeaderMap, body: Bytes) -> Result<Delivery, Reje
             .get("installation")
             .and_then(|i| i.get("id"))
             .and_then(Value::as_u64),
+        repository: payload
+            .get("repository")
+            .and_then(|r| r.get("full_name"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         body,
     })
 }
@@ -238,6 +245,7 @@ mod tests {
         assert_eq!(delivery.event, "issue_comment");
         assert_eq!(delivery.action.as_deref(), Some("created"));
         assert_eq!(delivery.installation_id, Some(1));
+        assert_eq!(delivery.repository.as_deref(), Some("Codertocat/Hello-World"));
         assert_eq!(delivery.kind(), "issue_comment.created");
         assert_eq!(delivery.body, body);
     }

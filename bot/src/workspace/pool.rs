@@ -124,7 +124,10 @@ impl WorkspacePool {
         let job_mirror = mirror.clone();
         let pool = self.clone();
         let name = full_name.clone();
+        // What it logs is the caller's (a job's): in the caller's span, which a thread does not inherit.
+        let span = tracing::Span::current();
         let result = tokio::task::spawn_blocking(move || -> Result<Lease, WorkspaceError> {
+            let _span = span.enter();
             let users = lock(&users_lock, FlockArg::LockShared)?;
             // The fetch lock (shared) keeps a concurrent fetch from moving refs mid-checkout.
             let _fetch = lock(job_mirror.lock_path(), FlockArg::LockShared)?;

@@ -18,6 +18,7 @@ use futures_util::StreamExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::shell::{
     Ended, OutputStream, Prepared, Scan, bootstrap_script, kill_command, nonce, oom_command, parse_pair, per_command,
@@ -743,14 +744,15 @@ impl Drop for DockerSession {
         let (workspace, restore) = (self.workspace.clone(), self.restore);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn(async move {
+                // In the span of the job that dropped it, which a task does not inherit.
+                runtime.spawn(Instrument::in_current_span(async move {
                     match remove_container(&docker, &container).await {
                         Ok(()) => restore_owner(&workspace, restore).await,
                         Err(err) => {
                             tracing::warn!(%container, error = %err, "removing the dropped sandbox's container")
                         }
                     }
-                });
+                }));
             }
             Err(_) => {
                 tracing::warn!(
@@ -813,7 +815,8 @@ impl Drop for Pending {
             self.container.clone(),
             self.keepalive,
         );
-        runtime.spawn(async move {
+        // In the span of the job whose command was cancelled, which a task does not inherit.
+        runtime.spawn(Instrument::in_current_span(async move {
             let mut slot = slot.lock().await;
             if !slot.dirty {
                 return;
@@ -836,7 +839,7 @@ impl Drop for Pending {
                 Ok(Err(err)) => tracing::debug!(%container, error = %err, "killing a cancelled command's processes"),
                 Err(_) => tracing::debug!(%container, "killing a cancelled command's processes timed out"),
             }
-        });
+        }));
     }
 }
 
