@@ -619,19 +619,30 @@ impl FakeGithub {
         read(&self.shared.lock().state)
     }
 
-    /// Every check run, oldest first.
+    /// Every check run, oldest first (marked seen).
     pub fn check_runs(&self) -> Vec<CheckRun> {
-        self.state(|s| s.check_runs.values().cloned().collect())
+        self.state(|s| s.all_check_runs().into_iter().cloned().collect())
     }
 
-    /// The comments on issue or pull request `number`, oldest first.
+    /// The comments on issue or pull request `number`, oldest first (marked seen).
     pub fn comments_on(&self, repo: &str, number: u64) -> Vec<IssueComment> {
         self.state(|s| s.comments_on(repo, number).into_iter().cloned().collect())
     }
 
-    /// Every review, oldest first.
+    /// Every review, oldest first (marked seen, with their comments).
     pub fn reviews(&self) -> Vec<Review> {
-        self.state(|s| s.reviews.values().cloned().collect())
+        self.state(|s| s.all_reviews().into_iter().cloned().collect())
+    }
+
+    /// The pull requests of `repo`, by number (marked seen).
+    pub fn pull_requests(&self, repo: &str) -> Vec<Issue> {
+        self.state(|s| s.pull_requests(repo).into_iter().cloned().collect())
+    }
+
+    /// The outputs the API wrote or changed that no lookup returned since (see [`GithubState`]):
+    /// what a test left unchecked.
+    pub fn unseen_outputs(&self) -> Vec<String> {
+        self.state(GithubState::unseen_outputs)
     }
 
     /// How many installation tokens were asked for.
@@ -639,20 +650,25 @@ impl FakeGithub {
         self.state(|s| s.token_requests)
     }
 
-    /// Every request so far, in arrival order.
+    /// Every request so far, in arrival order (what they wrote is then seen).
     pub fn requests(&self) -> Vec<GithubRequest> {
-        self.shared.lock().requests.clone()
+        let inner = self.shared.lock();
+        inner.state.saw_answers(answers(&inner.requests));
+        inner.requests.clone()
     }
 
-    /// The requests to operation `operation_id` (e.g. `checks/update`), in order.
+    /// The requests to operation `operation_id` (e.g. `checks/update`), in order (what they wrote
+    /// is then seen).
     pub fn requests_to(&self, operation_id: &str) -> Vec<GithubRequest> {
-        self.shared
-            .lock()
+        let inner = self.shared.lock();
+        let requests: Vec<GithubRequest> = inner
             .requests
             .iter()
             .filter(|r| r.operation.as_deref() == Some(operation_id))
             .cloned()
-            .collect()
+            .collect();
+        inner.state.saw_answers(answers(&requests));
+        requests
     }
 
     /// Every violation so far: requests GitHub's description does not allow, or operations the
@@ -784,6 +800,13 @@ impl Drop for FakeGithub {
             panic!("{}", describe_violations(&violations));
         }
     }
+}
+
+/// (operation, answer) of each request.
+fn answers(requests: &[GithubRequest]) -> impl Iterator<Item = (&str, &Value)> {
+    requests
+        .iter()
+        .filter_map(|r| r.operation.as_deref().map(|operation| (operation, &r.response)))
 }
 
 fn describe_violations(violations: &[String]) -> String {

@@ -4,7 +4,11 @@
 //!
 //! Like the scripted model, the server runs on its own thread with its own tokio runtime, bound to
 //! `127.0.0.1:0`; dropping the [`GitServer`] stops it and removes the repositories. Every request is
-//! recorded ([`GitServer::requests`]) so tests can count fetches.
+//! recorded ([`GitServer::requests`]) so tests can count fetches, and every push with the ref
+//! updates it asked for ([`GitServer::pushes`]). A push is an output the test should look at: the
+//! lookups ([`GitServer::pushes`], [`GitServer::requests`], and [`GitServer::rev_parse`] and
+//! [`GitServer::show`] for the refs they read) mark pushes seen, and [`GitServer::unseen_pushes`]
+//! lists the others.
 //!
 //! ```no_run
 //! use pitcrew_tests::git_server::GitServer;
@@ -72,6 +76,34 @@ impl GitRequest {
     }
 }
 
+/// One push (`POST …/git-receive-pack`) the server received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Push {
+    /// `owner/name`.
+    pub repo: String,
+    /// The ref updates the client asked for (the server may have refused some: a lease that did
+    /// not hold). Empty when the request was compressed and could not be read.
+    pub updates: Vec<RefUpdate>,
+}
+
+/// `old new name` of a push command; an all-zero id is an absent ref (created or deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefUpdate {
+    pub old: String,
+    pub new: String,
+    pub name: String,
+}
+
+impl Push {
+    fn touches(&self, repo: &str, reference: &str) -> bool {
+        self.repo == repo
+            && self
+                .updates
+                .iter()
+                .any(|u| u.name == reference || u.name.strip_prefix("refs/heads/") == Some(reference))
+    }
+}
+
 /// Decides whether a Basic-auth password is a valid token.
 pub type TokenCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
@@ -79,6 +111,8 @@ struct Shared {
     accepts: TokenCheck,
     root: PathBuf,
     requests: Mutex<Vec<GitRequest>>,
+    /// Every push, with whether a lookup has returned it.
+    pushes: Mutex<Vec<(Push, bool)>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -93,6 +127,19 @@ impl Shared {
     fn requests(&self) -> MutexGuard<'_, Vec<GitRequest>> {
         // A test that panicked while holding the lock leaves consistent data behind.
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn pushes(&self) -> MutexGuard<'_, Vec<(Push, bool)>> {
+        self.pushes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks seen the pushes `which` selects.
+    fn saw(&self, which: impl Fn(&Push) -> bool) {
+        for (push, seen) in self.pushes().iter_mut() {
+            if which(push) {
+                *seen = true;
+            }
+        }
     }
 }
 
@@ -133,6 +180,7 @@ impl GitServer {
             accepts,
             root: root.path().to_owned(),
             requests: Mutex::new(Vec::new()),
+            pushes: Mutex::new(Vec::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let server = ServerThread::start("git-server", app, 2)?;
@@ -149,9 +197,26 @@ impl GitServer {
         self.root.path().join(format!("{full_name}.git"))
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order (every push is then seen).
     pub fn requests(&self) -> Vec<GitRequest> {
+        self.shared.saw(|_| true);
         self.shared.requests().clone()
+    }
+
+    /// Every push received so far, in arrival order (marked seen).
+    pub fn pushes(&self) -> Vec<Push> {
+        self.shared.saw(|_| true);
+        self.shared.pushes().iter().map(|(push, _)| push.clone()).collect()
+    }
+
+    /// The pushes no lookup has returned: what a test left unchecked.
+    pub fn unseen_pushes(&self) -> Vec<Push> {
+        self.shared
+            .pushes()
+            .iter()
+            .filter(|(_, seen)| !seen)
+            .map(|(push, _)| push.clone())
+            .collect()
     }
 
     /// How many authorized fetches (see [`GitRequest::is_fetch`]) hit `full_name` so far.
@@ -208,15 +273,27 @@ impl GitServer {
         self.commit_onto(full_name, base, &format!("refs/pull/{number}/head"), files, message)
     }
 
-    /// The id `reference` points at, if it exists.
+    /// The id `reference` points at, if it exists (the pushes to it are then seen).
     pub fn rev_parse(&self, full_name: &str, reference: &str) -> Option<String> {
+        self.shared.saw(|push| push.touches(full_name, reference));
+        self.resolve(full_name, reference)
+    }
+
+    /// The text of `path` at `reference` (a branch or ref name), if both exist (the pushes to
+    /// the ref are then seen).
+    pub fn show(&self, full_name: &str, reference: &str, path: &str) -> Option<String> {
+        self.shared.saw(|push| push.touches(full_name, reference));
+        git(&self.repo_path(full_name), &["show", &format!("{reference}:{path}")]).ok()
+    }
+
+    fn resolve(&self, full_name: &str, reference: &str) -> Option<String> {
         git(&self.repo_path(full_name), &["rev-parse", "--verify", "-q", reference])
             .ok()
             .map(|out| out.trim().to_owned())
     }
 
     fn has_ref(&self, full_name: &str, reference: &str) -> bool {
-        self.rev_parse(full_name, reference).is_some()
+        self.resolve(full_name, reference).is_some()
     }
 
     fn commit_onto(
@@ -302,7 +379,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .map(|(user, _)| user);
     let response = match &user {
         None => plain(StatusCode::UNAUTHORIZED, "authentication required\n", true),
-        Some(user) => match run_backend(&shared.root, user, request).await {
+        Some(user) => match run_backend(&shared, user, request).await {
             Ok(response) => response,
             Err(error) => plain(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -338,7 +415,14 @@ fn plain(status: StatusCode, text: &str, challenge: bool) -> Response {
 
 /// Runs the CGI program: streams the request body to its stdin, parses its headers, streams the
 /// rest of its stdout back as the response body.
-async fn run_backend(root: &Path, user: &str, request: Request) -> io::Result<Response> {
+async fn run_backend(shared: &Arc<Shared>, user: &str, request: Request) -> io::Result<Response> {
+    let root = &shared.root;
+    // A push: its commands are read off the body as it streams to the backend.
+    let push_to = (request.method() == axum::http::Method::POST)
+        .then(|| request.uri().path().strip_suffix(".git/git-receive-pack"))
+        .flatten()
+        .map(|repo| repo.trim_start_matches('/').to_owned());
+    let compressed = request.headers().contains_key(header::CONTENT_ENCODING);
     let headers = request.headers();
     let header = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let mut command = tokio::process::Command::new(HTTP_BACKEND);
@@ -373,11 +457,36 @@ async fn run_backend(root: &Path, user: &str, request: Request) -> io::Result<Re
     let mut stdin = child.stdin.take().ok_or_else(|| io::Error::other("no stdin"))?;
     let stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout"))?;
     let mut body = request.into_body().into_data_stream();
+    let recorder = Arc::clone(shared);
     tokio::spawn(async move {
+        // The commands come first, before the pack: recorded as soon as they are in, so before
+        // the backend can answer.
+        let mut commands = push_to.map(|repo| (repo, Vec::new()));
+        if compressed && let Some((repo, _)) = commands.take() {
+            recorder.pushes().push((
+                Push {
+                    repo,
+                    updates: Vec::new(),
+                },
+                false,
+            ));
+        }
         while let Some(Ok(chunk)) = body.next().await {
+            if let Some((_, head)) = &mut commands {
+                head.extend_from_slice(&chunk);
+                if let Some(updates) = push_commands(head)
+                    && let Some((repo, _)) = commands.take()
+                {
+                    recorder.pushes().push((Push { repo, updates }, false));
+                }
+            }
             if stdin.write_all(&chunk).await.is_err() {
                 return;
             }
+        }
+        if let Some((repo, head)) = commands {
+            let updates = push_commands(&head).unwrap_or_default();
+            recorder.pushes().push((Push { repo, updates }, false));
         }
         // Dropping stdin closes it: the backend sees the end of the body.
     });
@@ -421,6 +530,31 @@ async fn run_backend(root: &Path, user: &str, request: Request) -> io::Result<Re
     });
     *response.body_mut() = Body::from_stream(stream);
     Ok(response)
+}
+
+/// The ref updates at the start of a receive-pack request (pkt-lines up to the first flush), or
+/// `None` while the flush has not arrived.
+fn push_commands(head: &[u8]) -> Option<Vec<RefUpdate>> {
+    let mut updates = Vec::new();
+    let mut rest = head;
+    loop {
+        let length = usize::from_str_radix(std::str::from_utf8(rest.get(..4)?).ok()?, 16).ok()?;
+        if length == 0 {
+            return Some(updates);
+        }
+        let line = rest.get(4..length)?;
+        rest = &rest[length..];
+        let line = line.split(|b| *b == 0).next().unwrap_or_default();
+        let line = String::from_utf8_lossy(line);
+        let mut words = line.trim_end().split(' ');
+        if let (Some(old), Some(new), Some(name)) = (words.next(), words.next(), words.next()) {
+            updates.push(RefUpdate {
+                old: old.to_owned(),
+                new: new.to_owned(),
+                name: name.to_owned(),
+            });
+        }
+    }
 }
 
 /// `Basic base64(user:password)` → (user, password).
@@ -494,5 +628,42 @@ mod tests {
         assert!(!failed.status.success());
         assert!(server.requests().iter().any(|r| r.status == 401 && r.has_authorization));
         assert_eq!(server.fetch_count("acme/demo"), 1);
+    }
+
+    #[test]
+    fn records_each_push_with_its_ref_updates_until_a_lookup_sees_it() {
+        let server = GitServer::start("tok");
+        let main = server.create_repo("acme/demo", &[("a.txt", "one\n")]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("clone");
+        let authed = server.url("acme/demo").replace("http://", "http://x-access-token:tok@");
+        git(dir.path(), &["clone", "-q", &authed, &dest.to_string_lossy()]).unwrap();
+        commit_files(&dest, &[("a.txt", "two\n")], "two").unwrap();
+        let new = git(&dest, &["rev-parse", "HEAD"]).unwrap().trim().to_owned();
+        git(&dest, &["push", "-q", "origin", "HEAD:refs/heads/fix", "HEAD:main"]).unwrap();
+        let unseen = server.unseen_pushes();
+        assert_eq!(unseen.len(), 1, "{unseen:#?}");
+        let mut updates = unseen[0].updates.clone();
+        updates.sort_by(|a, b| a.name.cmp(&b.name));
+        let zero = "0".repeat(40);
+        assert_eq!(
+            updates,
+            [
+                RefUpdate {
+                    old: zero,
+                    new: new.clone(),
+                    name: "refs/heads/fix".to_owned()
+                },
+                RefUpdate {
+                    old: main,
+                    new,
+                    name: "refs/heads/main".to_owned()
+                },
+            ]
+        );
+        // Reading one of its refs is looking at the push.
+        assert_eq!(server.show("acme/demo", "fix", "a.txt").as_deref(), Some("two\n"));
+        assert!(server.unseen_pushes().is_empty());
+        assert_eq!(server.pushes().len(), 1);
     }
 }

@@ -7,25 +7,21 @@
 //! npm registry.
 
 use std::process::Command;
-use std::time::Duration;
 
 use pitcrew::jobs::{JobFilter, JobState};
-use pitcrew::server::RunningServer;
 use pitcrew_tests::cargo_registry::CargoRegistry;
-use pitcrew_tests::chore_fixture::{LIB, MANIFEST, calcutil, cargo_config, fmtutil, locked, lockfile, run};
+use pitcrew_tests::chore_fixture::{LIB, MANIFEST, calcutil, cargo_config, fmtutil, locked, lockfile};
 use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
 use pitcrew_tests::git_server::GitServer;
 use pitcrew_tests::package_registry::PackageRegistry;
-use pitcrew_tests::scenario::{Comment, comment_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
-use pitcrew_tests::server_config::ServerOverrides;
 use serde_json::json;
 use tempfile::TempDir;
 
+use super::harness::Bot;
+
 const REPO: &str = "acme/tally";
 const ISSUE: u64 = 3;
-const SECRET: &str = "the chore test's webhook secret";
-const WAIT: Duration = Duration::from_secs(240);
 
 fn script() -> Script {
     Script::new()
@@ -42,402 +38,361 @@ fn script() -> Script {
 
 /// `pitcrew serve` against the fake GitHub with the scripted model and `key` = `value` set (the
 /// registry under test).
-async fn serve(github: &FakeGithub, model: &ScriptedModel, key: &str, value: String) -> (RunningServer, TempDir) {
-    let data = TempDir::new().unwrap();
-    let overrides = ServerOverrides::new(github, SECRET, data.path())
-        .model(model)
-        .set(key, value);
-    (super::serving::serve(&overrides).await, data)
-}
-
-/// The pull requests of the repository in the fake.
-fn pull_requests(github: &FakeGithub) -> Vec<Issue> {
-    github.state(|s| {
-        s.issues
-            .iter()
-            .filter(|((repo, _), i)| repo == REPO && i.pull.is_some())
-            .map(|(_, i)| i.clone())
-            .collect()
-    })
+async fn serve(github: FakeGithub, git: GitServer, model: ScriptedModel, key: &str, value: String) -> Bot {
+    Bot::start(github, git, model, |overrides| overrides.set(key, value)).await
 }
 
 struct World {
-    github: FakeGithub,
-    git: GitServer,
-    model: ScriptedModel,
+    bot: Bot,
     registry: Option<CargoRegistry>,
-    server: RunningServer,
-    _data: TempDir,
 }
 
 impl World {
-    async fn ask(&self, delivery: &str) {
-        let body = "@agent chore deps";
-        let id = self.github.add_issue_comment(REPO, ISSUE, "alice", body);
-        let comment = Comment {
-            id,
-            login: "alice",
-            user_id: 4242,
-            association: "OWNER",
-            body,
-        };
-        let payload = comment_payload(
-            REPO,
-            &self.git.url(REPO),
-            ISSUE,
-            &comment,
-            Some(self.github.installation_id()),
-        );
-        let (status, text) = super::webhook::post(
-            &self.server.url(),
-            SECRET,
-            "issue_comment",
-            delivery,
-            serde_json::to_vec(&payload).unwrap(),
-            None,
-        )
-        .await;
-        assert_eq!(status, 202, "{text}");
+    /// Alice asks for the chore on the tracking issue; returns her comment's id.
+    async fn ask(&self, delivery: &str) -> u64 {
+        self.bot
+            .comment((REPO, ISSUE), delivery, ("alice", "OWNER"), "@agent chore deps")
+            .await
     }
 
-    /// Waits for every job to end; returns the last one's state.
+    /// Waits for every job to end; the last one must have succeeded.
     async fn settled(&self) -> JobState {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let jobs = self.server.store().jobs(&JobFilter::default()).await.unwrap();
-            let waiting = self.server.store().unprocessed_deliveries(10).await.unwrap();
-            if waiting.is_empty() && !jobs.is_empty() && jobs.iter().all(|j| j.state.is_final()) {
-                let last = &jobs[0];
-                assert_eq!(last.state, JobState::Succeeded, "{last:#?}");
-                return last.state;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the chore never ended: {jobs:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        self.bot.settled().await;
+        let jobs = self.bot.store().jobs(&JobFilter::default()).await.unwrap();
+        let last = jobs.first().expect("no job was made");
+        assert_eq!(last.state, JobState::Succeeded, "{last:#?}");
+        last.state
     }
 
+    /// The text of `path` on `branch` of the repository.
     fn branch_file(&self, branch: &str, path: &str) -> String {
-        run(
-            &self.git.repo_path(REPO),
-            "git",
-            &["show", &format!("refs/heads/{branch}:{path}")],
-            &[],
-        )
+        self.bot
+            .git
+            .show(REPO, &format!("refs/heads/{branch}"), path)
+            .unwrap_or_else(|| panic!("no {path} on {branch}"))
+    }
+
+    fn pull_requests(&self) -> Vec<Issue> {
+        self.bot.github.pull_requests(REPO)
     }
 
     fn bot_comments(&self) -> Vec<String> {
-        let bot = self.github.bot_login();
-        self.github
-            .comments_on(REPO, ISSUE)
-            .into_iter()
-            .filter(|c| c.user == bot)
-            .map(|c| c.body)
-            .collect()
+        self.bot.bot_comments_on(REPO, ISSUE)
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_runs_update_them() {
-    let registry = CargoRegistry::start();
-    registry
-        .publish("calcutil", "1.0.0", &calcutil("1.0.0", "add"), &[])
-        .unwrap();
-    registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &[]).unwrap();
-    let lock = lockfile(&registry);
-    assert_eq!(locked(&lock, "calcutil"), ["1.0.0"]);
-    // Newer versions: one inside the range, two majors, one of which renames `add`.
-    registry
-        .publish("calcutil", "1.1.0", &calcutil("1.1.0", "add"), &[])
-        .unwrap();
-    registry
-        .publish("calcutil", "2.0.0", &calcutil("2.0.0", "sum"), &[])
-        .unwrap();
-    registry.publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &[]).unwrap();
+#[test]
+fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_runs_update_them() {
+    super::harness::run_test(|| async move {
+        let registry = CargoRegistry::start();
+        registry
+            .publish("calcutil", "1.0.0", &calcutil("1.0.0", "add"), &[])
+            .unwrap();
+        registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &[]).unwrap();
+        let lock = lockfile(&registry);
+        assert_eq!(locked(&lock, "calcutil"), ["1.0.0"]);
+        // Newer versions: one inside the range, two majors, one of which renames `add`.
+        registry
+            .publish("calcutil", "1.1.0", &calcutil("1.1.0", "add"), &[])
+            .unwrap();
+        registry
+            .publish("calcutil", "2.0.0", &calcutil("2.0.0", "sum"), &[])
+            .unwrap();
+        registry.publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &[]).unwrap();
 
-    let github = FakeGithub::start();
-    let git = GitServer::start_with(github.token_check());
-    let repo_config = "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = true\n";
-    git.create_repo(
-        REPO,
-        &[
-            ("Cargo.toml", MANIFEST),
-            ("Cargo.lock", &lock),
-            ("src/lib.rs", LIB),
-            (".cargo/config.toml", &cargo_config(&registry)),
-            (".github/pitcrew.toml", repo_config),
-        ],
-    )
-    .unwrap();
-    github.add_repo(
-        Repo::new(REPO)
-            .default_branch("main")
-            .clone_url(&git.url(REPO))
-            .git_dir(git.repo_path(REPO)),
-    );
-    github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
-    github.set_permission(REPO, "alice", Permission::Admin);
-    let model = ScriptedModel::start(script());
-    let (server, data) = serve(&github, &model, "chores.cargo_index", registry.index_url()).await;
-    let world = World {
-        github,
-        git,
-        model,
-        registry: Some(registry),
-        server,
-        _data: data,
-    };
+        let github = FakeGithub::start();
+        let git = GitServer::start_with(github.token_check());
+        let repo_config = "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = true\n";
+        git.create_repo(
+            REPO,
+            &[
+                ("Cargo.toml", MANIFEST),
+                ("Cargo.lock", &lock),
+                ("src/lib.rs", LIB),
+                (".cargo/config.toml", &cargo_config(&registry)),
+                (".github/pitcrew.toml", repo_config),
+            ],
+        )
+        .unwrap();
+        github.add_repo(
+            Repo::new(REPO)
+                .default_branch("main")
+                .clone_url(&git.url(REPO))
+                .git_dir(git.repo_path(REPO)),
+        );
+        github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
+        github.set_permission(REPO, "alice", Permission::Admin);
+        let model = ScriptedModel::start(script());
+        let index = registry.index_url();
+        let world = World {
+            bot: serve(github, git, model, "chores.cargo_index", index).await,
+            registry: Some(registry),
+        };
 
-    world.ask("chore-1").await;
-    world.settled().await;
-    world.github.assert_no_violations();
+        let chore_1 = world.ask("chore-1").await;
+        world.settled().await;
+        world.bot.github.assert_no_violations();
 
-    // Two pull requests: the lockfile refresh inside the ranges, and the majors.
-    let pulls = pull_requests(&world.github);
-    assert_eq!(pulls.len(), 2, "{pulls:#?}");
-    let by_branch = |branch: &str| {
-        pulls
+        // Two pull requests: the lockfile refresh inside the ranges, and the majors.
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 2, "{pulls:#?}");
+        let by_branch = |branch: &str| {
+            pulls
+                .iter()
+                .find(|p| p.pull.as_ref().unwrap().head.ref_name == branch)
+                .unwrap_or_else(|| panic!("no pull request from {branch}: {pulls:#?}"))
+                .clone()
+        };
+        let compatible = by_branch("pitcrew/deps-cargo");
+        assert_eq!(compatible.title, "chore(deps): update calcutil to 1.1.0");
+        assert!(
+            compatible
+                .body
+                .as_deref()
+                .unwrap_or_default()
+                .contains("| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile |"),
+            "{:?}",
+            compatible.body
+        );
+        assert!(
+            compatible
+                .body
+                .as_deref()
+                .unwrap_or_default()
+                .contains("**Tests:** pass on the updated dependencies."),
+            "{:?}",
+            compatible.body
+        );
+        assert_eq!(compatible.pull.as_ref().unwrap().base.ref_name, "main");
+        let lock = world.branch_file("pitcrew/deps-cargo", "Cargo.lock");
+        assert_eq!(locked(&lock, "calcutil"), ["1.1.0"]);
+        assert_eq!(world.branch_file("pitcrew/deps-cargo", "Cargo.toml"), MANIFEST);
+
+        // The majors broke the build; the agent reverted calcutil and kept fmtutil.
+        let major = by_branch("pitcrew/deps-cargo-major");
+        assert_eq!(major.title, "chore(deps): update fmtutil to 0.4.0 (major)");
+        assert!(
+            major
+                .body
+                .as_deref()
+                .unwrap_or_default()
+                .contains("| `fmtutil` | `0.3.1` → `0.4.0` | **major** |"),
+            "{:?}",
+            major.body
+        );
+        assert!(
+            major
+                .body
+                .as_deref()
+                .unwrap_or_default()
+                .contains("Reverted because they could not be made to work: `calcutil`."),
+            "{:?}",
+            major.body
+        );
+        assert!(
+            major
+                .body
+                .as_deref()
+                .unwrap_or_default()
+                .contains("pass after pitcrew adapted the code"),
+            "{:?}",
+            major.body
+        );
+        assert!(
+            major
+                .body
+                .as_deref()
+                .unwrap_or_default()
+                .contains("renamed `add` to `sum`"),
+            "{:?}",
+            major.body
+        );
+        let manifest = world.branch_file("pitcrew/deps-cargo-major", "Cargo.toml");
+        assert!(manifest.contains("calcutil = \"1.0\"\nfmtutil = \"0.4\""), "{manifest}");
+        let lock = world.branch_file("pitcrew/deps-cargo-major", "Cargo.lock");
+        assert_eq!(locked(&lock, "fmtutil"), ["0.4.0"]);
+        // The agent was told what changed and what failed.
+        let prompt = world.bot.model.requests()[0].body["messages"]
+            .as_array()
+            .unwrap()
             .iter()
-            .find(|p| p.pull.as_ref().unwrap().head.ref_name == branch)
-            .unwrap_or_else(|| panic!("no pull request from {branch}: {pulls:#?}"))
-            .clone()
-    };
-    let compatible = by_branch("pitcrew/deps-cargo");
-    assert_eq!(compatible.title, "chore(deps): update calcutil to 1.1.0");
-    assert!(
-        compatible
-            .body
-            .as_deref()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
             .unwrap_or_default()
-            .contains("| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile |"),
-        "{:?}",
-        compatible.body
-    );
-    assert!(
-        compatible
-            .body
-            .as_deref()
-            .unwrap_or_default()
-            .contains("**Tests:** pass on the updated dependencies."),
-        "{:?}",
-        compatible.body
-    );
-    assert_eq!(compatible.pull.as_ref().unwrap().base.ref_name, "main");
-    let lock = world.branch_file("pitcrew/deps-cargo", "Cargo.lock");
-    assert_eq!(locked(&lock, "calcutil"), ["1.1.0"]);
-    assert_eq!(world.branch_file("pitcrew/deps-cargo", "Cargo.toml"), MANIFEST);
+            .to_owned();
+        assert!(
+            prompt.contains("cargo calcutil: 1.0.0 -> 2.0.0 (major, in Cargo.toml"),
+            "{prompt}"
+        );
+        assert!(prompt.contains("The project's tests fail after the update"), "{prompt}");
+        world.bot.model.assert_script_consumed();
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(
+            answer.contains("(opened)") && answer.contains(&format!("#{}", compatible.number)),
+            "{answer}"
+        );
 
-    // The majors broke the build; the agent reverted calcutil and kept fmtutil.
-    let major = by_branch("pitcrew/deps-cargo-major");
-    assert_eq!(major.title, "chore(deps): update fmtutil to 0.4.0 (major)");
-    assert!(
-        major
-            .body
-            .as_deref()
-            .unwrap_or_default()
-            .contains("| `fmtutil` | `0.3.1` → `0.4.0` | **major** |"),
-        "{:?}",
-        major.body
-    );
-    assert!(
-        major
-            .body
-            .as_deref()
-            .unwrap_or_default()
-            .contains("Reverted because they could not be made to work: `calcutil`."),
-        "{:?}",
-        major.body
-    );
-    assert!(
-        major
-            .body
-            .as_deref()
-            .unwrap_or_default()
-            .contains("pass after pitcrew adapted the code"),
-        "{:?}",
-        major.body
-    );
-    assert!(
-        major
-            .body
-            .as_deref()
-            .unwrap_or_default()
-            .contains("renamed `add` to `sum`"),
-        "{:?}",
-        major.body
-    );
-    let manifest = world.branch_file("pitcrew/deps-cargo-major", "Cargo.toml");
-    assert!(manifest.contains("calcutil = \"1.0\"\nfmtutil = \"0.4\""), "{manifest}");
-    let lock = world.branch_file("pitcrew/deps-cargo-major", "Cargo.lock");
-    assert_eq!(locked(&lock, "fmtutil"), ["0.4.0"]);
-    // The agent was told what changed and what failed.
-    let prompt = world.model.requests()[0].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    assert!(
-        prompt.contains("cargo calcutil: 1.0.0 -> 2.0.0 (major, in Cargo.toml"),
-        "{prompt}"
-    );
-    assert!(prompt.contains("The project's tests fail after the update"), "{prompt}");
-    world.model.assert_script_consumed();
-    let answer = world.bot_comments().pop().unwrap();
-    assert!(
-        answer.contains("(opened)") && answer.contains(&format!("#{}", compatible.number)),
-        "{answer}"
-    );
-
-    // A week later: a newer calcutil 1.x, and the repository no longer wants majors. The open pull
-    // request is updated in place and the majors' one is closed.
-    world
-        .registry
-        .as_ref()
-        .unwrap()
-        .publish("calcutil", "1.2.0", &calcutil("1.2.0", "add"), &[])
-        .unwrap();
-    world.github.add_file(
-        REPO,
-        "main",
-        ".github/pitcrew.toml",
-        "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = false\n",
-    );
-    world.ask("chore-2").await;
-    world.settled().await;
-    world.github.assert_no_violations();
-    let after = pull_requests(&world.github);
-    assert_eq!(after.len(), 2, "no new pull request: {after:#?}");
-    let updated = after.iter().find(|p| p.number == compatible.number).unwrap();
-    assert_eq!(updated.title, "chore(deps): update calcutil to 1.2.0");
-    assert_eq!(updated.state, "open");
-    assert_eq!(
-        locked(&world.branch_file("pitcrew/deps-cargo", "Cargo.lock"), "calcutil"),
-        ["1.2.0"]
-    );
-    let closed = after.iter().find(|p| p.number == major.number).unwrap();
-    assert_eq!(closed.state, "closed");
-    let answer = world.bot_comments().pop().unwrap();
-    assert!(answer.contains("(updated)"), "{answer}");
-    world.server.shutdown(Duration::from_secs(5)).await;
+        // A week later: a newer calcutil 1.x, and the repository no longer wants majors. The open pull
+        // request is updated in place and the majors' one is closed.
+        world
+            .registry
+            .as_ref()
+            .unwrap()
+            .publish("calcutil", "1.2.0", &calcutil("1.2.0", "add"), &[])
+            .unwrap();
+        world.bot.github.add_file(
+            REPO,
+            "main",
+            ".github/pitcrew.toml",
+            "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = false\n",
+        );
+        let chore_2 = world.ask("chore-2").await;
+        world.settled().await;
+        world.bot.github.assert_no_violations();
+        let after = world.pull_requests();
+        assert_eq!(after.len(), 2, "no new pull request: {after:#?}");
+        let updated = after.iter().find(|p| p.number == compatible.number).unwrap();
+        assert_eq!(updated.title, "chore(deps): update calcutil to 1.2.0");
+        assert_eq!(updated.state, "open");
+        assert_eq!(
+            locked(&world.branch_file("pitcrew/deps-cargo", "Cargo.lock"), "calcutil"),
+            ["1.2.0"]
+        );
+        let closed = after.iter().find(|p| p.number == major.number).unwrap();
+        assert_eq!(closed.state, "closed");
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("(updated)"), "{answer}");
+        let closing = world.bot.bot_comments_on(REPO, major.number);
+        assert_eq!(closing.len(), 1, "{closing:#?}");
+        assert!(
+            closing[0].starts_with("Closing: a newer dependency run found nothing left"),
+            "{closing:#?}"
+        );
+        for ask in [chore_1, chore_2] {
+            assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        }
+        world.bot
+    });
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_npm_lockfile_is_refreshed_inside_its_ranges_by_real_npm() {
+#[test]
+fn an_npm_lockfile_is_refreshed_inside_its_ranges_by_real_npm() {
     if Command::new("npm").arg("--version").output().is_err() {
         println!("SKIPPED: this test needs npm");
         return;
     }
-    let registry = PackageRegistry::start();
-    registry.npm_publish("left-pad", "1.1.0", &[]).unwrap();
-    let package_json = "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\",\n  \"dependencies\": {\n    \"left-pad\": \"^1.1.0\"\n  }\n}\n";
-    let project = TempDir::new().unwrap();
-    std::fs::write(project.path().join("package.json"), package_json).unwrap();
-    let npm_home = TempDir::new().unwrap();
-    let lock = Command::new("npm")
-        .args([
-            "install",
-            "--package-lock-only",
-            "--ignore-scripts",
-            "--no-audit",
-            "--no-fund",
-            "--registry",
-        ])
-        .arg(registry.npm_url())
-        .current_dir(project.path())
-        .env("npm_config_cache", npm_home.path().join("cache"))
-        .env("npm_config_userconfig", npm_home.path().join("npmrc"))
-        .output()
+    super::harness::run_test(|| async move {
+        let registry = PackageRegistry::start();
+        registry.npm_publish("left-pad", "1.1.0", &[]).unwrap();
+        let package_json = "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\",\n  \"dependencies\": {\n    \"left-pad\": \"^1.1.0\"\n  }\n}\n";
+        let project = TempDir::new().unwrap();
+        std::fs::write(project.path().join("package.json"), package_json).unwrap();
+        let npm_home = TempDir::new().unwrap();
+        let lock = Command::new("npm")
+            .args([
+                "install",
+                "--package-lock-only",
+                "--ignore-scripts",
+                "--no-audit",
+                "--no-fund",
+                "--registry",
+            ])
+            .arg(registry.npm_url())
+            .current_dir(project.path())
+            .env("npm_config_cache", npm_home.path().join("cache"))
+            .env("npm_config_userconfig", npm_home.path().join("npmrc"))
+            .output()
+            .unwrap();
+        assert!(lock.status.success(), "{}", String::from_utf8_lossy(&lock.stderr));
+        let package_lock = std::fs::read_to_string(project.path().join("package-lock.json")).unwrap();
+        // Newer: one inside `^1.1.0`, one major (not wanted by default).
+        registry.npm_publish("left-pad", "1.2.0", &[]).unwrap();
+        registry.npm_publish("left-pad", "2.0.0", &[]).unwrap();
+
+        let github = FakeGithub::start();
+        let git = GitServer::start_with(github.token_check());
+        git.create_repo(
+            REPO,
+            &[
+                ("package.json", package_json),
+                ("package-lock.json", &package_lock),
+                (".github/pitcrew.toml", "[agent]\ntest_command = \"true\"\n"),
+            ],
+        )
         .unwrap();
-    assert!(lock.status.success(), "{}", String::from_utf8_lossy(&lock.stderr));
-    let package_lock = std::fs::read_to_string(project.path().join("package-lock.json")).unwrap();
-    // Newer: one inside `^1.1.0`, one major (not wanted by default).
-    registry.npm_publish("left-pad", "1.2.0", &[]).unwrap();
-    registry.npm_publish("left-pad", "2.0.0", &[]).unwrap();
+        github.add_repo(
+            Repo::new(REPO)
+                .default_branch("main")
+                .clone_url(&git.url(REPO))
+                .git_dir(git.repo_path(REPO)),
+        );
+        github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
+        github.set_permission(REPO, "alice", Permission::Admin);
+        let model = ScriptedModel::start(Script::new());
+        let world = World {
+            bot: serve(github, git, model, "chores.npm_registry", registry.npm_url()).await,
+            registry: None,
+        };
+        let npm_1 = world.ask("npm-1").await;
+        world.settled().await;
+        world.bot.github.assert_no_violations();
 
-    let github = FakeGithub::start();
-    let git = GitServer::start_with(github.token_check());
-    git.create_repo(
-        REPO,
-        &[
-            ("package.json", package_json),
-            ("package-lock.json", &package_lock),
-            (".github/pitcrew.toml", "[agent]\ntest_command = \"true\"\n"),
-        ],
-    )
-    .unwrap();
-    github.add_repo(
-        Repo::new(REPO)
-            .default_branch("main")
-            .clone_url(&git.url(REPO))
-            .git_dir(git.repo_path(REPO)),
-    );
-    github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
-    github.set_permission(REPO, "alice", Permission::Admin);
-    let model = ScriptedModel::start(Script::new());
-    let (server, data) = serve(&github, &model, "chores.npm_registry", registry.npm_url()).await;
-    let world = World {
-        github,
-        git,
-        model,
-        registry: None,
-        server,
-        _data: data,
-    };
-    world.ask("npm-1").await;
-    world.settled().await;
-    world.github.assert_no_violations();
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        assert_eq!(pulls[0].title, "chore(deps): update left-pad to 1.2.0");
+        assert_eq!(pulls[0].pull.as_ref().unwrap().head.ref_name, "pitcrew/deps-npm");
+        let body = pulls[0].body.clone().unwrap_or_default();
+        assert!(
+            body.contains("| `left-pad` | `1.1.0` → `1.2.0` | lockfile | lockfile |"),
+            "{body}"
+        );
+        let lock: serde_json::Value =
+            serde_json::from_str(&world.branch_file("pitcrew/deps-npm", "package-lock.json")).unwrap();
+        assert_eq!(lock["packages"]["node_modules/left-pad"]["version"], "1.2.0");
+        assert_eq!(world.branch_file("pitcrew/deps-npm", "package.json"), package_json);
+        assert!(world.bot.model.requests().is_empty());
 
-    let pulls = pull_requests(&world.github);
-    assert_eq!(pulls.len(), 1, "{pulls:#?}");
-    assert_eq!(pulls[0].title, "chore(deps): update left-pad to 1.2.0");
-    assert_eq!(pulls[0].pull.as_ref().unwrap().head.ref_name, "pitcrew/deps-npm");
-    let body = pulls[0].body.clone().unwrap_or_default();
-    assert!(
-        body.contains("| `left-pad` | `1.1.0` → `1.2.0` | lockfile | lockfile |"),
-        "{body}"
-    );
-    let lock: serde_json::Value =
-        serde_json::from_str(&world.branch_file("pitcrew/deps-npm", "package-lock.json")).unwrap();
-    assert_eq!(lock["packages"]["node_modules/left-pad"]["version"], "1.2.0");
-    assert_eq!(world.branch_file("pitcrew/deps-npm", "package.json"), package_json);
-    assert!(world.model.requests().is_empty());
-
-    // Someone closes it without merging: the same updates are not proposed again…
-    let number = pulls[0].number;
-    world
-        .github
-        .update_issue(REPO, number, |i| "closed".clone_into(&mut i.state));
-    let branch_before = world.git.rev_parse(REPO, "refs/heads/pitcrew/deps-npm");
-    world.ask("npm-2").await;
-    world.settled().await;
-    assert_eq!(
-        pull_requests(&world.github).len(),
-        1,
-        "no new pull request for the same updates"
-    );
-    assert_eq!(
-        world.git.rev_parse(REPO, "refs/heads/pitcrew/deps-npm"),
-        branch_before,
-        "and nothing pushed"
-    );
-    let answer = world.bot_comments().pop().unwrap();
-    assert!(answer.contains("was closed without merging"), "{answer}");
-    // …until a newer version changes them.
-    registry.npm_publish("left-pad", "1.3.0", &[]).unwrap();
-    world.ask("npm-3").await;
-    world.settled().await;
-    let pulls = pull_requests(&world.github);
-    assert_eq!(pulls.len(), 2, "{pulls:#?}");
-    assert!(
-        pulls
-            .iter()
-            .any(|p| p.title == "chore(deps): update left-pad to 1.3.0" && p.state == "open")
-    );
-    world.github.assert_no_violations();
-    world.server.shutdown(Duration::from_secs(5)).await;
+        // Someone closes it without merging: the same updates are not proposed again…
+        let number = pulls[0].number;
+        world
+            .bot
+            .github
+            .update_issue(REPO, number, |i| "closed".clone_into(&mut i.state));
+        let branch_before = world.bot.git.rev_parse(REPO, "refs/heads/pitcrew/deps-npm");
+        let npm_2 = world.ask("npm-2").await;
+        world.settled().await;
+        assert_eq!(
+            world.pull_requests().len(),
+            1,
+            "no new pull request for the same updates"
+        );
+        assert_eq!(
+            world.bot.git.rev_parse(REPO, "refs/heads/pitcrew/deps-npm"),
+            branch_before,
+            "and nothing pushed"
+        );
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("was closed without merging"), "{answer}");
+        // …until a newer version changes them.
+        registry.npm_publish("left-pad", "1.3.0", &[]).unwrap();
+        let npm_3 = world.ask("npm-3").await;
+        world.settled().await;
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 2, "{pulls:#?}");
+        assert!(
+            pulls
+                .iter()
+                .any(|p| p.title == "chore(deps): update left-pad to 1.3.0" && p.state == "open")
+        );
+        let lock: serde_json::Value =
+            serde_json::from_str(&world.branch_file("pitcrew/deps-npm", "package-lock.json")).unwrap();
+        assert_eq!(lock["packages"]["node_modules/left-pad"]["version"], "1.3.0");
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update left-pad to 1.3.0 (opened)"), "{answer}");
+        for ask in [npm_1, npm_2, npm_3] {
+            assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        }
+        world.bot.github.assert_no_violations();
+        world.bot
+    });
 }

@@ -9,6 +9,7 @@ mod docker_proxy;
 mod fake_github;
 mod fix_job;
 mod git_workspace;
+mod harness;
 mod llm_providers;
 mod review_job;
 mod run_command;

@@ -175,6 +175,25 @@ impl Harness {
         Arc::clone(self.server().store())
     }
 
+    /// Waits until the dispatcher has dealt with every stored delivery, woken each time it is done
+    /// with one.
+    async fn deliveries_dealt_with(&self) {
+        let mut settled = self.server().deliveries_settled();
+        let store = self.store();
+        let dealt_with = async {
+            loop {
+                settled.borrow_and_update();
+                if store.unprocessed_deliveries(10).await.unwrap().is_empty() {
+                    return;
+                }
+                settled.changed().await.expect("the dispatcher stopped");
+            }
+        };
+        tokio::time::timeout(WAIT, dealt_with)
+            .await
+            .expect("the deliveries were never dispatched");
+    }
+
     fn job_ends(&self) -> broadcast::Receiver<JobEnd> {
         self.server().pool().subscribe()
     }
@@ -472,15 +491,8 @@ async fn a_comment_whose_author_login_is_malformed_is_ignored_without_asking_git
             .await;
         assert_eq!(status, 202, "{login:?}: {text}");
     }
+    h.deliveries_dealt_with().await;
     let store = h.store();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !store.unprocessed_deliveries(10).await.unwrap().is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the deliveries were never dispatched"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     let asked: Vec<String> = h
         .github
         .requests()
@@ -758,15 +770,8 @@ async fn the_failures_of_one_commit_queue_at_most_one_more_triage() {
             .await;
         assert_eq!(status, 202, "{text}");
     }
+    h.deliveries_dealt_with().await;
     let store = h.store();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !store.unprocessed_deliveries(10).await.unwrap().is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the deliveries were never dispatched"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     let jobs = store.jobs(&JobFilter::default()).await.unwrap();
     let states: Vec<(String, JobState)> = jobs.iter().map(|j| (j.kind.clone(), j.state)).collect();
     assert_eq!(

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -72,6 +72,7 @@ pub struct Dispatcher {
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
     dropped: Arc<std::sync::atomic::AtomicU64>,
+    settled: watch::Receiver<u64>,
 }
 
 impl Dispatcher {
@@ -85,6 +86,7 @@ impl Dispatcher {
         let wake = Arc::new(Notify::new());
         let stop = CancellationToken::new();
         let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (settled_tx, settled) = watch::channel(0);
         let ctx = Arc::new(Ctx {
             store,
             pool,
@@ -93,13 +95,21 @@ impl Dispatcher {
             repo_configs: Mutex::new(HashMap::new()),
             dropped: Arc::clone(&dropped),
         });
-        let task = tokio::spawn(run(ctx, Arc::clone(&wake), stop.clone()));
+        let task = tokio::spawn(run(ctx, Arc::clone(&wake), stop.clone(), settled_tx));
         Dispatcher {
             wake,
             stop,
             task: Some(task),
             dropped,
+            settled,
         }
+    }
+
+    /// How many times handling a delivery ended (handled, given up on, or set to be retried),
+    /// changing after each: what waits for the stored deliveries to be dealt with follows it
+    /// rather than polling the store.
+    pub fn settled(&self) -> watch::Receiver<u64> {
+        self.settled.clone()
     }
 
     /// How many deliveries were given up on: after their retries, or at once when GitHub refused for
@@ -159,6 +169,8 @@ struct Loop {
     /// again, and parsing them again took the CPU the webhook route needs. The handling (and its
     /// retries) uses the same parse.
     parsed: HashMap<DeliveryId, Parsed>,
+    /// Counts each end of handling a delivery ([`Dispatcher::settled`]).
+    settled: watch::Sender<u64>,
 }
 
 /// A stored delivery read into its event, with the key that serialises it.
@@ -192,7 +204,7 @@ impl Parsed {
     }
 }
 
-async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken) {
+async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken, settled: watch::Sender<u64>) {
     let poll = ctx.settings.poll_interval;
     let mut state = Loop {
         ctx,
@@ -201,6 +213,7 @@ async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken) {
         busy_keys: HashSet::new(),
         backoff: HashMap::new(),
         parsed: HashMap::new(),
+        settled,
     };
     let mut scan = true;
     loop {
@@ -317,6 +330,7 @@ impl Loop {
         };
         self.busy_keys.remove(&key);
         self.settle(id, result).instrument(span).await;
+        self.settled.send_modify(|count| *count += 1);
     }
 
     /// Forgets a delivery handled to its end, or schedules its retry (gives up after the last).

@@ -361,6 +361,22 @@ impl RunningServer {
         &self.store
     }
 
+    /// Changes each time the dispatcher is done with a delivery (see [`Dispatcher::settled`]): with
+    /// the pool's job ends, what tells a waiter that the store may have settled.
+    ///
+    /// # Panics
+    /// Never: the dispatcher is only taken by `shutdown`, which consumes the server.
+    #[expect(
+        clippy::expect_used,
+        reason = "the dispatcher is present until shutdown consumes self"
+    )]
+    pub fn deliveries_settled(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.dispatcher
+            .as_ref()
+            .expect("the dispatcher lives until shutdown")
+            .settled()
+    }
+
     /// The worker pool (to follow job ends with `subscribe`, or see what runs).
     ///
     /// # Panics

@@ -22,7 +22,7 @@ pub(crate) fn handle(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Opt
                 return Some(Reply::not_found(ctx));
             }
             let comments = state
-                .comments_on(&repo.full_name, number)
+                .comments_of(&repo.full_name, number)
                 .into_iter()
                 .map(|c| issue_comment_json(c, repo, ctx))
                 .collect();
@@ -107,7 +107,7 @@ pub(crate) fn issue_json(state: &GithubState, issue: &Issue, repo: &Repo, ctx: &
     body["assignees"] = issue.assignees.iter().map(|a| user_json(a, ctx)).collect();
     body["assignee"] = issue.assignees.first().map_or(Value::Null, |a| user_json(a, ctx));
     body["milestone"] = Value::Null;
-    body["comments"] = json!(state.comments_on(&repo.full_name, issue.number).len());
+    body["comments"] = json!(state.comments_of(&repo.full_name, issue.number).len());
     body["created_at"] = json!(issue.created_at);
     body["updated_at"] = json!(issue.updated_at);
     body["closed_at"] = if issue.state == "closed" {

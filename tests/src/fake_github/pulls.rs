@@ -213,7 +213,7 @@ fn pull_json(state: &GithubState, issue: &Issue, repo: &Repo, ctx: &Ctx<'_>) -> 
     body["draft"] = json!(pull.draft);
     body["maintainer_can_modify"] = json!(pull.maintainer_can_modify);
     body["author_association"] = json!(association(state, repo, &issue.user));
-    body["comments"] = json!(state.comments_on(&repo.full_name, n).len());
+    body["comments"] = json!(state.comments_of(&repo.full_name, n).len());
     body["review_comments"] = json!(
         state
             .review_comments

@@ -9,15 +9,30 @@
 //! (contents, tags), `checks.rs`, `issues.rs` (and issue comments), `reactions.rs` and `pulls.rs`
 //! (and review comments, reviews). What an operation gets and gives is in `context.rs`.
 
-use super::context::{Ctx, Reply};
-use super::state::{GithubState, Repo};
+use super::context::{Ctx, Payload, Reply};
+use super::state::{GithubState, OUTPUT_OPERATIONS, Repo};
 use super::{actions, apps, checks, git, issues, pulls, reactions, repos};
 
 /// An area's operations on one repository: its answer, or `None` when the operation is not its own.
 type Area = fn(&mut GithubState, &Repo, &Ctx<'_>) -> Option<Reply>;
 
-/// Answers the operation, or `None` when the fake does not implement it.
+/// Answers the operation, or `None` when the fake does not implement it. A successful write of an
+/// output (see [`OUTPUT_OPERATIONS`]) is recorded for the test to look at.
 pub(crate) fn handle(state: &mut GithubState, ctx: &Ctx<'_>) -> Option<Reply> {
+    let reply = answer(state, ctx)?;
+    let written = OUTPUT_OPERATIONS
+        .iter()
+        .find(|operation| **operation == ctx.op.operation_id)
+        .filter(|_| (200..300).contains(&reply.status));
+    if let (Some(operation), Payload::Json(body)) = (written, &reply.payload)
+        && let Some(id) = body["id"].as_u64()
+    {
+        state.wrote(id, operation);
+    }
+    Some(reply)
+}
+
+fn answer(state: &mut GithubState, ctx: &Ctx<'_>) -> Option<Reply> {
     if let Some(reply) = apps::handle_app(state, ctx) {
         return Some(reply);
     }

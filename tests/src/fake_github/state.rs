@@ -3,7 +3,15 @@
 //! jobs with their logs, and issued tokens. Tests read it through `&GithubState` (in
 //! [`FakeGithub::state`](super::FakeGithub::state) and `wait_until` predicates); it changes only
 //! through the API and the fake's own methods.
+//!
+//! What a client writes through the API (comments, reviews, review comments, check runs,
+//! reactions, issues and pull requests, created or changed) is an *output*: the test should look
+//! at each. The public lookups below ([`GithubState::comments_on`], [`GithubState::check_runs_named`],
+//! [`GithubState::pull_requests`]…) mark what they return as seen; [`GithubState::unseen_outputs`]
+//! lists the outputs written (or changed) since they were last looked at. The fake's routes read
+//! through the crate-private twins, which mark nothing.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -698,7 +706,29 @@ pub struct GithubState {
     last_id: u64,
     /// Ids a test chose, which generated ids skip.
     chosen_ids: BTreeSet<u64>,
+    /// The outputs written through the API: object id → the operation that last wrote it.
+    written: BTreeMap<u64, &'static str>,
+    /// The outputs a lookup returned since their last write (reads take `&self`).
+    seen: RefCell<BTreeSet<u64>>,
 }
+
+/// The operations whose object (its `id` in the answer) is an output the test should look at.
+pub(crate) const OUTPUT_OPERATIONS: [&str; 14] = [
+    "issues/create-comment",
+    "issues/update-comment",
+    "issues/update",
+    "pulls/create",
+    "pulls/update",
+    "pulls/create-review",
+    "pulls/create-review-comment",
+    "pulls/create-reply-for-review-comment",
+    "pulls/update-review-comment",
+    "checks/create",
+    "checks/update",
+    "reactions/create-for-issue",
+    "reactions/create-for-issue-comment",
+    "reactions/create-for-pull-request-review-comment",
+];
 
 impl GithubState {
     /// A fresh id; ids are unique across everything in the fake, as comment ids are on GitHub.
@@ -791,36 +821,188 @@ impl GithubState {
             .unwrap_or(Permission::None)
     }
 
-    /// Comments on issue or pull request `number`, oldest first.
+    /// Comments on issue or pull request `number`, oldest first (marked seen).
     pub fn comments_on(&self, repo: &str, number: u64) -> Vec<&IssueComment> {
+        self.saw(self.comments_of(repo, number), |c| c.id)
+    }
+
+    /// [`GithubState::comments_on`] for the fake's routes: marks nothing.
+    pub(crate) fn comments_of(&self, repo: &str, number: u64) -> Vec<&IssueComment> {
         self.issue_comments
             .values()
             .filter(|c| c.repo == repo && c.issue_number == number)
             .collect()
     }
 
-    /// Reactions on issue comment `id`.
+    /// Reactions on issue comment `id` (marked seen).
     pub fn reactions_on_issue_comment(&self, id: u64) -> Vec<&Reaction> {
-        self.reactions
+        let reactions = self
+            .reactions
             .iter()
             .filter(|r| r.target == ReactionTarget::IssueComment(id))
-            .collect()
+            .collect();
+        self.saw(reactions, |r| r.id)
     }
 
-    /// Reactions on review comment `id`.
+    /// Reactions on review comment `id` (marked seen).
     pub fn reactions_on_review_comment(&self, id: u64) -> Vec<&Reaction> {
-        self.reactions
+        let reactions = self
+            .reactions
             .iter()
             .filter(|r| r.target == ReactionTarget::ReviewComment(id))
+            .collect();
+        self.saw(reactions, |r| r.id)
+    }
+
+    /// Reactions on issue or pull request `number` itself (marked seen).
+    pub fn reactions_on_issue(&self, repo: &str, number: u64) -> Vec<&Reaction> {
+        let reactions = self
+            .reactions
+            .iter()
+            .filter(
+                |r| matches!(&r.target, ReactionTarget::Issue { repo: on, number: n } if on == repo && *n == number),
+            )
+            .collect();
+        self.saw(reactions, |r| r.id)
+    }
+
+    /// Check runs named `name` on `repo`, oldest first (marked seen).
+    pub fn check_runs_named(&self, repo: &str, name: &str) -> Vec<&CheckRun> {
+        let runs = self
+            .check_runs
+            .values()
+            .filter(|c| c.repo == repo && c.name == name)
+            .collect();
+        self.saw(runs, |c| c.id)
+    }
+
+    /// Every check run of the bot, oldest first (marked seen).
+    pub fn all_check_runs(&self) -> Vec<&CheckRun> {
+        self.saw(self.check_runs.values().collect(), |c| c.id)
+    }
+
+    /// The pull requests of `repo`, by number (marked seen).
+    pub fn pull_requests(&self, repo: &str) -> Vec<&Issue> {
+        let pulls = self
+            .issues
+            .iter()
+            .filter(|((on, _), issue)| on == repo && issue.pull.is_some())
+            .map(|(_, issue)| issue)
+            .collect();
+        self.saw(pulls, |i| i.id)
+    }
+
+    /// Issue or pull request `number` of `repo` (marked seen).
+    pub fn issue_seen(&self, repo: &str, number: u64) -> Option<&Issue> {
+        let issue = self.issue(repo, number);
+        if let Some(issue) = issue {
+            self.seen.borrow_mut().insert(issue.id);
+        }
+        issue
+    }
+
+    /// Every review, oldest first, with their comments (marked seen).
+    pub fn all_reviews(&self) -> Vec<&Review> {
+        let reviews = self.saw(self.reviews.values().collect(), |r| r.id);
+        let mut seen = self.seen.borrow_mut();
+        for review in &reviews {
+            seen.extend(review.comment_ids.iter().copied());
+        }
+        drop(seen);
+        reviews
+    }
+
+    /// The review comments on pull request `number`, oldest first (marked seen).
+    pub fn review_comments_on(&self, repo: &str, number: u64) -> Vec<&ReviewComment> {
+        let comments = self
+            .review_comments
+            .values()
+            .filter(|c| c.repo == repo && c.pull_number == number)
+            .collect();
+        self.saw(comments, |c| c.id)
+    }
+
+    /// Marks seen what request answers created or changed: a test that read those requests looked
+    /// at their outputs.
+    pub(crate) fn saw_answers<'r>(&self, answers: impl Iterator<Item = (&'r str, &'r Value)>) {
+        let mut seen = self.seen.borrow_mut();
+        for (operation, answer) in answers {
+            if OUTPUT_OPERATIONS.contains(&operation)
+                && let Some(id) = answer["id"].as_u64()
+            {
+                seen.insert(id);
+            }
+        }
+    }
+
+    /// Marks `items` seen; returns them.
+    fn saw<'a, T>(&self, items: Vec<&'a T>, id: impl Fn(&T) -> u64) -> Vec<&'a T> {
+        self.seen.borrow_mut().extend(items.iter().map(|item| id(item)));
+        items
+    }
+
+    /// Records that `operation` wrote the object `id` (an output, unseen until looked up again).
+    pub(crate) fn wrote(&mut self, id: u64, operation: &'static str) {
+        self.written.insert(id, operation);
+        self.seen.get_mut().remove(&id);
+    }
+
+    /// The outputs written or changed since a lookup last returned them, each described.
+    pub fn unseen_outputs(&self) -> Vec<String> {
+        let seen = self.seen.borrow();
+        self.written
+            .iter()
+            .filter(|(id, _)| !seen.contains(id))
+            .map(|(id, operation)| format!("{operation} → {}", self.describe(*id)))
             .collect()
     }
 
-    /// Check runs named `name` on `repo`, oldest first.
-    pub fn check_runs_named(&self, repo: &str, name: &str) -> Vec<&CheckRun> {
-        self.check_runs
-            .values()
-            .filter(|c| c.repo == repo && c.name == name)
-            .collect()
+    /// What object `id` is, in a line.
+    fn describe(&self, id: u64) -> String {
+        let short = |text: &str| text.chars().take(160).collect::<String>();
+        if let Some(c) = self.issue_comments.get(&id) {
+            return format!(
+                "comment {id} by {} on {}#{}: {:?}",
+                c.user,
+                c.repo,
+                c.issue_number,
+                short(&c.body)
+            );
+        }
+        if let Some(c) = self.review_comments.get(&id) {
+            return format!(
+                "review comment {id} by {} on {}#{} {}: {:?}",
+                c.user,
+                c.repo,
+                c.pull_number,
+                c.path,
+                short(&c.body)
+            );
+        }
+        if let Some(r) = self.reviews.get(&id) {
+            return format!(
+                "review {id} ({}) by {} on {}#{}: {:?}",
+                r.state,
+                r.user,
+                r.repo,
+                r.pull_number,
+                short(&r.body)
+            );
+        }
+        if let Some(r) = self.check_runs.get(&id) {
+            return format!(
+                "check run {id} {:?} on {} ({}, {:?})",
+                r.name, r.head_sha, r.status, r.conclusion
+            );
+        }
+        if let Some(r) = self.reactions.iter().find(|r| r.id == id) {
+            return format!("reaction {id} {:?} by {} on {:?}", r.content, r.user, r.target);
+        }
+        if let Some(((repo, number), i)) = self.issues.iter().find(|(_, i)| i.id == id) {
+            let kind = if i.pull.is_some() { "pull request" } else { "issue" };
+            return format!("{kind} {repo}#{number}: {:?}", short(&i.title));
+        }
+        format!("object {id} (since deleted)")
     }
 
     /// How many installation tokens were handed out.
