@@ -31,6 +31,11 @@
 //! condition on the state, woken by each change (it works on paused tokio time too: its timeout
 //! is measured on the wall clock).
 //!
+//! What a client writes (comments, reviews, review comments, check runs, reactions, issues and pull
+//! requests, created or changed) is an *output*; the lookups mark what they return as seen, and
+//! [`FakeGithub::unseen_outputs`] lists the rest, so a test harness can fail a test that left one
+//! unchecked.
+//!
 //! ```no_run
 //! use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
 //!
