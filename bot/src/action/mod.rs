@@ -513,7 +513,10 @@ fn explicit_request(
         (
             number,
             true,
-            text(&payload["pull_request"]["head"]["sha"]).map(CommitSha),
+            text(&payload["pull_request"]["head"]["sha"])
+                .map(|sha| CommitSha::parse(&sha))
+                .transpose()
+                .map_err(|e| ActionError::Environment(format!("the event's pull_request.head.sha: {e}")))?,
         )
     } else if let Some(number) = payload["issue"]["number"].as_u64() {
         (number, payload["issue"]["pull_request"].is_object(), None)

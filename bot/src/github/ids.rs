@@ -219,7 +219,26 @@ number_id!(
 #[serde(transparent)]
 pub struct CommitSha(pub String);
 
+/// Why a string is not a commit id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{input:?} is not a commit id: 40 (SHA-1) or 64 (SHA-256) hexadecimal digits expected")]
+pub struct CommitShaError {
+    pub input: String,
+}
+
 impl CommitSha {
+    /// A commit id from outside (a payload): 40 or 64 hexadecimal digits, kept in lower case. It
+    /// ends up in API paths, refs and `git` arguments: anything else never gets that far.
+    pub fn parse(input: &str) -> Result<Self, CommitShaError> {
+        if matches!(input.len(), 40 | 64) && input.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(CommitSha(input.to_ascii_lowercase()))
+        } else {
+            Err(CommitShaError {
+                input: input.chars().take(80).collect(),
+            })
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -234,6 +253,26 @@ impl fmt::Display for CommitSha {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commit_ids_are_forty_or_sixty_four_hex_digits() {
+        let sha1 = "ecdd80bb57125d7ba9641ffaa4d7d2c19d3f3091";
+        let parsed = |input: &str| CommitSha::parse(input).map(|sha| sha.to_string());
+        assert_eq!(parsed(sha1).as_deref(), Ok(sha1));
+        assert_eq!(parsed(&sha1.to_uppercase()).as_deref(), Ok(sha1));
+        let sha256 = "a".repeat(64);
+        assert_eq!(parsed(&sha256), Ok(sha256));
+        for bad in [
+            "",
+            "abc123",
+            &sha1[..39],
+            &format!("{sha1}0"),
+            "--upload-pack=evil-000000000000000000000",
+            "g".repeat(40).as_str(),
+        ] {
+            assert!(CommitSha::parse(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn logins_follow_githubs_rules() {

@@ -469,7 +469,7 @@ fn parse_known(event: &str, action: Option<&str>, root: &Node<'_>, name: &str) -
             Ok(Event::PullRequestSynchronize {
                 ctx: context(root)?,
                 number: IssueNumber(pr.u64("number")?),
-                head_sha: CommitSha(pr.field("head")?.string("sha")?),
+                head_sha: pr.field("head")?.parsed("sha", CommitSha::parse)?,
             })
         }
         ("workflow_run", Some("completed")) => workflow_run(root).map(|run| Event::WorkflowRunCompleted(Box::new(run))),
@@ -558,7 +558,7 @@ fn review_comment(root: &Node<'_>) -> Field<Event> {
         title: pr.string("title")?,
         body: pr.opt_string("body")?,
         is_pull_request: true,
-        head_sha: Some(CommitSha(head.string("sha")?)),
+        head_sha: Some(head.parsed("sha", CommitSha::parse)?),
         head_ref: Some(head.string("ref")?),
     };
     let review = ReviewContext {
@@ -570,7 +570,7 @@ fn review_comment(root: &Node<'_>) -> Field<Event> {
         start_line: comment.opt_u64("start_line")?,
         side: comment.opt_string("side")?,
         diff_hunk: comment.string("diff_hunk")?,
-        commit_id: CommitSha(comment.string("commit_id")?),
+        commit_id: comment.parsed("commit_id", CommitSha::parse)?,
         in_reply_to: comment.opt_u64("in_reply_to_id")?.map(CommentId),
     };
     Ok(Event::Comment(Box::new(CommentEvent {
@@ -629,7 +629,7 @@ fn workflow_run(root: &Node<'_>) -> Field<WorkflowRun> {
         id: run.u64("id")?,
         name: run.opt_string("name")?,
         conclusion: conclusion(&run)?,
-        head_sha: CommitSha(run.string("head_sha")?),
+        head_sha: run.parsed("head_sha", CommitSha::parse)?,
         head_branch: run.opt_string("head_branch")?,
         pull_requests: pull_numbers(&run, repo_id(root)?)?,
         html_url: run.opt_string("html_url")?,
@@ -645,7 +645,7 @@ fn check_run(root: &Node<'_>) -> Field<CheckRun> {
         id: run.u64("id")?,
         name: run.string("name")?,
         conclusion: conclusion(&run)?,
-        head_sha: CommitSha(run.string("head_sha")?),
+        head_sha: run.parsed("head_sha", CommitSha::parse)?,
         head_branch: suite
             .as_ref()
             .map(|s| s.opt_string("head_branch"))
@@ -664,7 +664,7 @@ fn check_suite(root: &Node<'_>) -> Field<CheckSuite> {
         ctx: context(root)?,
         id: suite.u64("id")?,
         conclusion: conclusion(&suite)?,
-        head_sha: CommitSha(suite.string("head_sha")?),
+        head_sha: suite.parsed("head_sha", CommitSha::parse)?,
         head_branch: suite.opt_string("head_branch")?,
         app: app(&suite)?,
         pull_requests: pull_numbers(&suite, repo_id(root)?)?,

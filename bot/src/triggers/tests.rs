@@ -896,6 +896,19 @@ fn a_delivery_whose_repository_name_is_malformed_is_ignored() {
     assert_eq!(error.path, "$.repository.name");
 }
 
+#[test]
+fn a_delivery_whose_commit_id_is_malformed_is_ignored() {
+    // A commit id goes into API paths, refs and `git` arguments.
+    for bad in ["abc123", "--upload-pack=touch /tmp/pwned", "HEAD", "refs/heads/main"] {
+        let (event, mut payload) = load("workflow_run/completed.with-pull-requests.payload.json");
+        payload["workflow_run"]["head_sha"] = json!(bad);
+        match Event::parse(&event, &payload).unwrap() {
+            Event::Ignored { reason } => assert!(reason.contains("$.workflow_run.head_sha"), "{bad}: {reason}"),
+            other => panic!("{bad} was not ignored: {other:?}"),
+        }
+    }
+}
+
 /// Job requests queued by an earlier version (a `number`, 0 for none, and `is_pull_request`; a reply
 /// target "issue 0") still run after an upgrade, as what they were about.
 #[test]
