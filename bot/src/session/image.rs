@@ -59,14 +59,22 @@ fn dev_container_or(workspace: &Workspace, default: &str) -> (String, ImageSourc
     (default.to_owned(), ImageSource::Default)
 }
 
+/// The largest configuration file read: a config file, not a data dump.
+const MAX_CONFIG_BYTES: u64 = 256 * 1024;
+
 fn read(workspace: &Workspace, path: &str) -> Option<String> {
+    use std::io::Read as _;
     let resolved = workspace.resolve_read(path).ok()?;
-    let metadata = std::fs::metadata(&resolved).ok()?;
-    // A config file, not a data dump.
-    if !metadata.is_file() || metadata.len() > 256 * 1024 {
+    // Opened beneath the workspace's handle, following no symlink: a tree changed since the
+    // resolution fails here instead of reading elsewhere; the checks are on what was opened.
+    let file = workspace.open(&resolved).ok()?;
+    let metadata = file.metadata().ok()?;
+    if !metadata.is_file() || metadata.len() > MAX_CONFIG_BYTES {
         return None;
     }
-    std::fs::read_to_string(Path::new(&resolved)).ok()
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// The `image` of a devcontainer.json, which is JSON with comments and trailing commas.
@@ -208,6 +216,13 @@ mod tests {
         std::fs::create_dir(dir.path().join(".github")).unwrap();
         std::fs::write(dir.path().join(".github/pitcrew.toml"), "[sandbox\nimage=").unwrap();
         std::os::unix::fs::symlink("/etc/hostname", dir.path().join(".devcontainer.json")).unwrap();
+        // A FIFO never blocks the choice (nothing writes to it), and it is not a file.
+        std::fs::create_dir(dir.path().join(".devcontainer")).unwrap();
+        nix::unistd::mkfifo(
+            &dir.path().join(".devcontainer/devcontainer.json"),
+            nix::sys::stat::Mode::S_IRWXU,
+        )
+        .unwrap();
         assert_eq!(
             local_run(dir.path(), &[]),
             ("debian:bookworm-slim".to_owned(), ImageSource::Default)
