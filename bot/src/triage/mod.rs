@@ -71,7 +71,7 @@ pub fn analyse(raw: &str) -> Analysis {
     let failing = log.failing_step();
     let text = failing.map(log::Step::text).unwrap_or_default();
     let findings = findings(&text);
-    let step = failing.map(|s| s.title.clone());
+    let step = failing.and_then(log::Step::name).map(str::to_owned);
     let classification = classify::classify(&log, step.as_deref(), &findings);
     Analysis {
         step,
