@@ -542,7 +542,11 @@ pub fn classify(
 ) -> (Classification, Vec<Place>) {
     let compile_errors = findings.iter().filter(|f| f.kind == FindingKind::CompileError).count();
     let test_failures = findings.iter().filter(|f| f.kind == FindingKind::TestFailure).count();
-    let step_name = |index: usize| log.steps.get(index).map_or("the failing step", |s| s.title.as_str());
+    let step_name = |index: usize| {
+        log.steps
+            .get(index)
+            .map_or("the failing step", |s| s.name().unwrap_or("the log"))
+    };
     let failing_name = failing.map_or("the failing step", step_name);
     let hits = scan(log, failing, found_at);
 
@@ -646,7 +650,9 @@ pub fn classify(
 fn scan(log: &JobLog, failing: Option<usize>, found_at: &[usize]) -> Vec<Hit> {
     let mut hits = Vec::new();
     for (index, step) in log.steps.iter().enumerate() {
-        let setup_step = step.title.starts_with("Run actions/") || mentions_download(&step.title.to_lowercase());
+        let name = step.name();
+        let setup_step =
+            name.is_some_and(|name| name.starts_with("Run actions/") || mentions_download(&name.to_lowercase()));
         let is_failing = Some(index) == failing;
         let tail_from = step.lines.len().saturating_sub(TAIL);
         for (at, line) in step.lines.iter().enumerate() {
@@ -679,7 +685,10 @@ fn scan(log: &JobLog, failing: Option<usize>, found_at: &[usize]) -> Vec<Hit> {
                 confidence: signature.confidence,
                 weight,
                 what: signature.what,
-                reason: format!("{} in `{}`: {}", signature.what, step.title, clip(line.trim())),
+                reason: match name {
+                    Some(name) => format!("{} in `{name}`: {}", signature.what, clip(line.trim())),
+                    None => format!("{}: {}", signature.what, clip(line.trim())),
+                },
                 at: (index, at),
             });
         }
@@ -789,7 +798,7 @@ mod tests {
                 .reasons
                 .first()
                 .unwrap()
-                .starts_with("the runner ran out of disk space in `Set up job`")
+                .starts_with("the runner ran out of disk space: No space left on device")
         );
     }
 }

@@ -133,7 +133,7 @@ pub fn analyse(raw: &str) -> Analysis {
     if classification.evidence.is_empty() && matches!(classification.class, Class::Code | Class::Flaky) {
         classification.evidence = findings.iter().flat_map(|f| f.evidence.iter().copied()).collect();
     }
-    let step = failing.map(|s| s.title.clone());
+    let step = failing.and_then(log::Step::name).map(str::to_owned);
     Analysis {
         step,
         findings,

@@ -753,3 +753,77 @@ fn missing_images_credentials_and_tools_are_configuration_with_their_line_as_a_f
         );
     }
 }
+
+// ---- The failing step (issue 16, item 5): which step `analyse` names, on real logs. ----
+
+/// A log of the triage corpus (`tests/fixtures/ci-logs/`), with its source in the `.toml` beside
+/// it.
+macro_rules! corpus_log {
+    ($name:literal) => {
+        include_str!(concat!("../../../tests/fixtures/ci-logs/", $name, ".log"))
+    };
+}
+
+#[test]
+fn output_without_step_headers_names_no_step() {
+    for raw in [
+        corpus_log!("flaky-linkerd-proxy-connection-reset"),
+        corpus_log!("infra-libcfgraph-circleci-killed"),
+        corpus_log!("infra-buildkite-pipeline-upload-stuck"),
+        corpus_log!("config-substrate-gitlab-image-manifest-unknown"),
+    ] {
+        let analysis = analyse(raw);
+        assert_eq!(analysis.step, None, "{}", analysis.excerpt);
+        assert!(!analysis.excerpt.is_empty());
+    }
+}
+
+#[test]
+fn the_step_named_is_the_one_the_runners_hook_wrapped() {
+    let analysis = analyse(corpus_log!("config-pytorch-aws-credentials"));
+    assert_eq!(
+        analysis.step.as_deref(),
+        Some("Run aws-actions/configure-aws-credentials@8df5847569e6427dd6c4fb1cf565c83acfa8afa7")
+    );
+    assert!(
+        analysis
+            .excerpt
+            .contains("Could not load credentials from any providers")
+    );
+}
+
+/// Actions steps around real output: each `(command, output, exit code)` as its own step.
+fn steps_log(steps: &[(&str, &str, i32)]) -> String {
+    let mut lines = vec!["Current runner version: '2.321.0'".to_owned()];
+    for (command, output, code) in steps {
+        lines.push(format!("##[group]Run {command}"));
+        lines.push((*command).to_owned());
+        lines.push("##[endgroup]".into());
+        lines.extend(output.lines().map(str::to_owned));
+        lines.push(format!("##[error]Process completed with exit code {code}."));
+    }
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| format!("2026-11-30T08:01:{:02}.{:07}Z {line}\n", i % 60, i * 1000))
+        .collect()
+}
+
+#[test]
+fn the_failing_step_is_the_last_one_whose_exit_ended_the_job_not_the_first_error() {
+    let dir = project(&[("main.py", "import nonexistent_module_for_pitcrew\n")]);
+    // A step allowed to fail (`continue-on-error`), then the one that failed the job.
+    let allowed = output_of(dir.path(), "ls /nonexistent-pitcrew-dir", &[]);
+    let failed = output_of(dir.path(), "python3 main.py", &[]);
+    let analysis = analyse(&steps_log(&[
+        ("ls /nonexistent-pitcrew-dir", &allowed, 2),
+        ("python3 main.py", &failed, 1),
+    ]));
+    assert_eq!(analysis.step.as_deref(), Some("Run python3 main.py"));
+    assert!(analysis.excerpt.contains("ModuleNotFoundError"), "{}", analysis.excerpt);
+    assert!(
+        !analysis.excerpt.contains("nonexistent-pitcrew-dir'"),
+        "{}",
+        analysis.excerpt
+    );
+}
