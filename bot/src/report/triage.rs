@@ -457,6 +457,7 @@ mod tests {
                     class,
                     confidence: 0.9,
                     reasons: vec![format!("reason for {name}")],
+                    evidence: Vec::new(),
                 },
                 excerpt: "running 2 tests\ntest adds ... FAILED\n".into(),
             },
@@ -472,6 +473,8 @@ mod tests {
             file: Some(file.into()),
             line: Some(line),
             message: message.into(),
+            attempts: 1,
+            evidence: Vec::new(),
         }
     }
 
