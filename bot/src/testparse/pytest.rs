@@ -22,6 +22,9 @@ pub(super) fn is_marker(line: &str) -> bool {
         || ((line.starts_with("FAILED ") || line.starts_with("ERROR ")) && line.contains(".py"))
         || (line.contains(".py::") && line.trim_end().ends_with("%]"))
         || consistent_failures(line).is_some()
+        // A log cut to its FAILURES or ERRORS (an excerpt pasted in an issue).
+        || (line.starts_with("==") && matches!(banner(line), Some("FAILURES" | "ERRORS")))
+        || section_header(line).is_some_and(|(error, head)| error && head.contains(".py"))
 }
 
 /// `4 failed, 2 passed, 1 skipped, 1 xfailed, 1 error in 0.10s`, framed in `=` or not (`-q`).
@@ -447,9 +450,12 @@ fn count_progress(line: &str, report: &mut TestReport) {
 /// library's. The failure is named after the exception's type.
 pub fn python_traceback(text: &str) -> Option<Failure> {
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines
+    let Some(start) = lines
         .iter()
-        .rposition(|l| l.trim_start() == "Traceback (most recent call last):")?;
+        .rposition(|l| l.trim_start() == "Traceback (most recent call last):")
+    else {
+        return fatal_exception(&lines);
+    };
     let mut places = Vec::new();
     let mut exception = None;
     for line in &lines[start + 1..] {
@@ -473,6 +479,19 @@ pub fn python_traceback(text: &str) -> Option<Failure> {
         failure.locate(place);
     }
     failure.message = text::message([exception]);
+    Some(failure)
+}
+
+/// A program that reports its fatal exception without a traceback (conda's
+/// `PackagesNotFoundError: The following packages are not available …`): the last line that opens
+/// with a named error (`…Error: message`, not a bare `Error:`).
+fn fatal_exception(lines: &[&str]) -> Option<Failure> {
+    let line = lines.iter().rev().map(|l| l.trim_end()).find(|l| {
+        let kind = l.split(':').next().unwrap_or(l);
+        is_exception_line(l) && kind.len() > "Error".len() && kind.ends_with("Error") && kind.len() < l.len()
+    })?;
+    let mut failure = Failure::named(line.split(':').next().unwrap_or(line));
+    failure.message = text::message([line]);
     Some(failure)
 }
 

@@ -146,8 +146,8 @@ pub fn analyse(raw: &str) -> Analysis {
     }
 }
 
-/// The failures in one step's clean text: compiler errors, then test failures, or else the
-/// generic fallback.
+/// The failures in one step's clean text: compiler errors, test failures and lint errors, or else
+/// a Python crash, or else the generic fallback.
 pub fn findings(text: &str) -> Vec<Finding> {
     let mut out: Vec<Finding> = compiler::parse(text)
         .into_iter()
@@ -184,31 +184,24 @@ pub fn findings(text: &str) -> Vec<Finding> {
         if out.iter().any(compiled_here) {
             continue;
         }
+        let message = if lint.code.is_empty() {
+            lint.message
+        } else {
+            format!("{} {}", lint.code, lint.message)
+        };
         out.push(Finding {
-            kind: FindingKind::LintError,
-            runner: None,
-            compiler: None,
-            test: None,
             file: Some(file),
             line: Some(lint.line),
-            message: if lint.code.is_empty() {
-                lint.message
-            } else {
-                format!("{} {}", lint.code, lint.message)
-            },
+            ..Finding::new(FindingKind::LintError, message)
         });
     }
     if out.is_empty()
         && let Some(crash) = testparse::python_traceback(text)
     {
         out.push(Finding {
-            kind: FindingKind::Generic,
-            runner: None,
-            compiler: None,
-            test: None,
             file: crash.file.as_deref().map(relative),
             line: crash.line,
-            message: crash.message,
+            ..Finding::new(FindingKind::Generic, crash.message)
         });
     }
     if out.is_empty()
