@@ -9,6 +9,7 @@ use crate::testparse::{self, Runner};
 
 pub mod classify;
 pub mod compiler;
+pub mod lint;
 pub mod log;
 pub mod paths;
 
@@ -33,7 +34,10 @@ const CONTEXT_AFTER: usize = 8;
 pub enum FindingKind {
     TestFailure,
     CompileError,
-    /// No parser recognised the output: the lines around its first error.
+    /// A linter's error (flake8, ruff, pylint, mypy, eslint): its file, line and `CODE message`.
+    LintError,
+    /// No parser recognised the output: a Python program's crash (its exception, placed at the
+    /// innermost frame of the project's code), or else the lines around its first error.
     Generic,
 }
 
@@ -142,8 +146,8 @@ pub fn analyse(raw: &str) -> Analysis {
     }
 }
 
-/// The failures in one step's clean text: compiler errors, then test failures, or else the
-/// generic fallback.
+/// The failures in one step's clean text: compiler errors, test failures and lint errors, or else
+/// a Python crash, or else the generic fallback.
 pub fn findings(text: &str) -> Vec<Finding> {
     let mut out: Vec<Finding> = compiler::parse(text)
         .into_iter()
@@ -170,6 +174,35 @@ pub fn findings(text: &str) -> Vec<Finding> {
                 ..Finding::new(FindingKind::TestFailure, failure.message)
             });
         }
+    }
+    // Lint errors; mypy's `path:line: error:` lines are read as compile errors already.
+    for lint in lint::parse(text) {
+        let file = relative(&lint.file);
+        let compiled_here = |f: &Finding| {
+            f.kind == FindingKind::CompileError && f.file.as_deref() == Some(file.as_str()) && f.line == Some(lint.line)
+        };
+        if out.iter().any(compiled_here) {
+            continue;
+        }
+        let message = if lint.code.is_empty() {
+            lint.message
+        } else {
+            format!("{} {}", lint.code, lint.message)
+        };
+        out.push(Finding {
+            file: Some(file),
+            line: Some(lint.line),
+            ..Finding::new(FindingKind::LintError, message)
+        });
+    }
+    if out.is_empty()
+        && let Some(crash) = testparse::python_traceback(text)
+    {
+        out.push(Finding {
+            file: crash.file.as_deref().map(relative),
+            line: crash.line,
+            ..Finding::new(FindingKind::Generic, crash.message)
+        });
     }
     if out.is_empty()
         && let Some(message) = around_first_error(text)
@@ -394,6 +427,7 @@ impl Analysis {
             let what = match f.kind {
                 FindingKind::TestFailure => "test failure",
                 FindingKind::CompileError => "compile error",
+                FindingKind::LintError => "lint error",
                 FindingKind::Generic => "error",
             };
             let by = f
