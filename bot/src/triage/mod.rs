@@ -9,6 +9,8 @@ use crate::testparse::{self, Runner};
 
 pub mod classify;
 pub mod compiler;
+#[cfg_attr(not(test), expect(dead_code, reason = "compiler.rs's parse is to call it"))]
+mod kotlin;
 pub mod log;
 pub mod paths;
 
