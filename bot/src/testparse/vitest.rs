@@ -7,6 +7,7 @@
 //!
 //! Failures come from the blocks and from the tree's `×` lines both: a cut log may hold only one
 //! of them. A skipped (`↓`) or passing (`✓`) test is never a failure, whatever its name says.
+
 use super::jest::project_frame;
 use super::text::{self, Lines, counts, indent, location};
 use super::{Failure, Runner, TestReport};
