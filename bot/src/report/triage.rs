@@ -455,6 +455,7 @@ mod tests {
                     class,
                     confidence: 0.9,
                     reasons: vec![format!("reason for {name}")],
+                    evidence: Vec::new(),
                 },
                 excerpt: "running 2 tests\ntest adds ... FAILED\n".into(),
             },
@@ -470,6 +471,8 @@ mod tests {
             file: Some(file.into()),
             line: Some(line),
             message: message.into(),
+            attempts: 1,
+            evidence: Vec::new(),
         }
     }
 

@@ -20,6 +20,8 @@ pub struct Step {
     pub lines: Vec<String>,
     /// The messages of its `##[error]` markers.
     pub errors: Vec<String>,
+    /// For each of `lines`, its 1-based line in the raw log.
+    pub numbers: Vec<usize>,
 }
 
 impl Step {
@@ -45,14 +47,17 @@ impl JobLog {
             title: "Set up job".into(),
             lines: Vec::new(),
             errors: Vec::new(),
+            numbers: Vec::new(),
         }];
-        for line in text.lines() {
+        for (number, line) in text.lines().enumerate() {
+            let number = number + 1;
             let line = strip_timestamp(line.trim_start_matches('\u{feff}'));
             if let Some(title) = line.strip_prefix("##[group]Run ") {
                 steps.push(Step {
                     title: format!("Run {}", title.trim()),
                     lines: Vec::new(),
                     errors: Vec::new(),
+                    numbers: Vec::new(),
                 });
                 continue;
             }
@@ -64,15 +69,21 @@ impl JobLog {
                 }
                 Some(Marker::Warning(message)) => step.lines.push(format!("Warning: {message}")),
                 Some(Marker::Group(title)) => step.lines.push(title.to_owned()),
-                Some(Marker::Hidden) => {}
+                Some(Marker::Hidden) => continue,
                 None => step.lines.push(line.to_owned()),
             }
+            step.numbers.push(number);
         }
         // A log that opens straight with a step has nothing before it worth a section.
         if steps.len() > 1 && steps[0].lines.iter().all(|l| l.trim().is_empty()) {
             steps.remove(0);
         }
         JobLog { steps }
+    }
+
+    /// The 1-based raw-log line of line `at` of step `step`.
+    pub fn line_number(&self, step: usize, at: usize) -> Option<usize> {
+        self.steps.get(step)?.numbers.get(at).copied()
     }
 
     /// The step that failed: the first one with an `##[error]` marker, or else the last one (a

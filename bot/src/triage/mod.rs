@@ -54,6 +54,33 @@ pub struct Finding {
     pub file: Option<String>,
     pub line: Option<u32>,
     pub message: String,
+    /// How often the log reports it (a test a rerun plugin ran three times is one finding, 3).
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// The 1-based lines of the log that show it.
+    #[serde(default)]
+    pub evidence: Vec<usize>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Finding {
+    /// A finding of `kind` saying `message`, placed nowhere yet.
+    pub fn new(kind: FindingKind, message: impl Into<String>) -> Self {
+        Finding {
+            kind,
+            runner: None,
+            compiler: None,
+            test: None,
+            file: None,
+            line: None,
+            message: message.into(),
+            attempts: 1,
+            evidence: Vec::new(),
+        }
+    }
 }
 
 /// The triage of one job log.
@@ -71,10 +98,44 @@ pub struct Analysis {
 pub fn analyse(raw: &str) -> Analysis {
     let log = JobLog::parse(raw);
     let failing = log.failing_step();
+    let failing_index = failing.and_then(|step| log.steps.iter().position(|s| std::ptr::eq(s, step)));
+    let lines: &[String] = failing.map_or(&[], |step| step.lines.as_slice());
     let text = failing.map(log::Step::text).unwrap_or_default();
-    let findings = findings(&text);
+    let mut findings = fold(findings(&text));
+    let mut found_at: Vec<Option<usize>> = findings.iter().map(|f| locate(f, lines)).collect();
+    let anchors: Vec<usize> = found_at.iter().flatten().copied().collect();
+    let (mut classification, places) = classify::classify(&log, failing_index, &findings, &anchors);
+    // The line that decided a configuration or infrastructure failure is a finding of its own when
+    // no finding shows it (it replaces the fallback's guess).
+    if matches!(classification.class, Class::Configuration | Class::Infrastructure)
+        && let Some(&(step, at)) = places.first()
+        && Some(step) == failing_index
+        && !found_at.contains(&Some(at))
+    {
+        if findings.iter().all(|f| f.kind == FindingKind::Generic) {
+            findings.clear();
+            found_at.clear();
+        }
+        findings.push(Finding::new(FindingKind::Generic, context(lines, at)));
+        found_at.push(Some(at));
+    }
+    for (finding, at) in findings.iter_mut().zip(&found_at) {
+        let mut shown: Vec<usize> = at.iter().copied().chain(place_of(finding, lines)).collect();
+        shown.sort_unstable();
+        shown.dedup();
+        finding.evidence = shown
+            .into_iter()
+            .filter_map(|at| log.line_number(failing_index?, at))
+            .collect();
+    }
+    classification.evidence = places
+        .iter()
+        .filter_map(|&(step, at)| log.line_number(step, at))
+        .collect();
+    if classification.evidence.is_empty() && matches!(classification.class, Class::Code | Class::Flaky) {
+        classification.evidence = findings.iter().flat_map(|f| f.evidence.iter().copied()).collect();
+    }
     let step = failing.map(|s| s.title.clone());
-    let classification = classify::classify(&log, step.as_deref(), &findings);
     Analysis {
         step,
         findings,
@@ -89,13 +150,10 @@ pub fn findings(text: &str) -> Vec<Finding> {
     let mut out: Vec<Finding> = compiler::parse(text)
         .into_iter()
         .map(|e| Finding {
-            kind: FindingKind::CompileError,
-            runner: None,
             compiler: Some(e.compiler),
-            test: None,
             file: Some(relative(&e.file)),
             line: Some(e.line),
-            message: e.message,
+            ..Finding::new(FindingKind::CompileError, e.message)
         })
         .collect();
     let compiled = !out.is_empty();
@@ -107,30 +165,99 @@ pub fn findings(text: &str) -> Vec<Finding> {
                 continue;
             }
             out.push(Finding {
-                kind: FindingKind::TestFailure,
                 runner: Some(report.runner),
-                compiler: None,
                 test: Some(failure.name),
                 file: failure.file.as_deref().map(relative),
                 line: failure.line,
-                message: failure.message,
+                ..Finding::new(FindingKind::TestFailure, failure.message)
             });
         }
     }
     if out.is_empty()
         && let Some(message) = around_first_error(text)
     {
-        out.push(Finding {
-            kind: FindingKind::Generic,
-            runner: None,
-            compiler: None,
-            test: None,
-            file: None,
-            line: None,
-            message,
-        });
+        out.push(Finding::new(FindingKind::Generic, message));
     }
     out
+}
+
+/// The same failure reported more than once (a rerun plugin, a runner printing its failures both
+/// as they happen and in a summary) folded into one, with its attempts counted; first seen first.
+fn fold(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
+    for finding in findings {
+        let same = |f: &Finding| {
+            f.kind == finding.kind
+                && match (&f.test, &finding.test) {
+                    (Some(a), Some(b)) => a == b,
+                    (None, None) => f.file == finding.file && f.line == finding.line && f.message == finding.message,
+                    _ => false,
+                }
+        };
+        match out.iter_mut().find(|f| same(f)) {
+            Some(kept) => {
+                kept.attempts += finding.attempts;
+                if kept.file.is_none() {
+                    kept.file = finding.file;
+                    kept.line = finding.line;
+                }
+                if kept.message.is_empty() {
+                    kept.message = finding.message;
+                }
+            }
+            None => out.push(finding),
+        }
+    }
+    out
+}
+
+/// The line of `lines` that shows `finding`: where its test is said to fail, its diagnostic's
+/// place, or its message's first line.
+fn locate(finding: &Finding, lines: &[String]) -> Option<usize> {
+    let first = |pred: &dyn Fn(&str) -> bool| lines.iter().position(|line| pred(line));
+    if let Some(test) = &finding.test {
+        let failing_word = |line: &str| {
+            ["FAIL", "panicked", "----", "●", "×", "✗", "ERROR", "Error", "error"]
+                .iter()
+                .any(|w| line.contains(w))
+        };
+        let short = test
+            .rsplit([':', '.', '/', ' ', '>'])
+            .find(|p| !p.is_empty())
+            .unwrap_or(test);
+        if let Some(at) = first(&|line| line.contains(test.as_str()) && failing_word(line))
+            .or_else(|| first(&|line| line.contains(test.as_str())))
+            .or_else(|| first(&|line| line.contains(short) && failing_word(line)))
+        {
+            return Some(at);
+        }
+    }
+    if let Some(at) = place_of(finding, lines) {
+        return Some(at);
+    }
+    let message = finding.message.lines().find(|l| !l.trim().is_empty())?.trim();
+    first(&|line| line.contains(message))
+}
+
+/// The line of `lines` that names the finding's file and line (`calc.py:10`, `x.cpp(253`).
+fn place_of(finding: &Finding, lines: &[String]) -> Option<usize> {
+    let (file, line) = (finding.file.as_ref()?, finding.line?);
+    let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    let places = [
+        format!("{name}:{line}"),
+        format!("{name}({line}"),
+        format!("{name}: ({line},"),
+    ];
+    lines
+        .iter()
+        .position(|text| places.iter().any(|p| text.contains(p.as_str())))
+}
+
+/// The lines around line `at`: a few before, more after.
+fn context(lines: &[String], at: usize) -> String {
+    let from = at.saturating_sub(CONTEXT_BEFORE);
+    let to = (at + CONTEXT_AFTER + 1).min(lines.len());
+    lines[from..to].join("\n").trim_end().to_owned()
 }
 
 /// The lines around the first line that mentions an error. The runner's own closing
