@@ -90,6 +90,10 @@ enum Kind {
     Infrastructure,
     /// Infrastructure or flaky, by where it happened.
     Network,
+    /// A timeout that is network trouble only when the line is about a download.
+    DownloadTimeout,
+    /// A test that fails by timing: hung, or failing after it completed.
+    Flaky,
     /// A sign of the code failing, used when no parser found anything.
     Code,
 }
@@ -292,6 +296,55 @@ const SIGNATURES: &[Signature] = &[
     ),
     sig(
         &[
+            "failed to come online",
+            "runner-container-hooks] fatal",
+            "pipeline upload not yet applied",
+            "failed to upload and process pipeline",
+            "the job was not acquired by runner",
+            "exceeded the maximum execution time",
+        ],
+        Kind::Runner,
+        0.85,
+        "the CI service or its runner failed",
+    ),
+    sig(
+        &[
+            "exit value 137",
+            "exit status 137",
+            "exited with code 137",
+            "exit code: 137",
+            "exited with 137",
+        ],
+        Kind::Runner,
+        0.8,
+        "a process was killed (SIGKILL, exit code 137), usually by the out-of-memory killer",
+    ),
+    sig(
+        &[
+            "pluginvalidationerror",
+            "packagesnotfounderror",
+            "the following packages are not available",
+            "> could not find ",
+        ],
+        Kind::Configuration,
+        0.75,
+        "a dependency or plugin the job needs is not available",
+    ),
+    sig_and(
+        &["apt-get update", "apt-get install", "apt update"],
+        &["non-zero exit status", "returned non-zero", "failed to fetch"],
+        Kind::Infrastructure,
+        0.75,
+        "the system's package repositories failed",
+    ),
+    sig(
+        &["panic: test timed out after", "fail in goroutine after"],
+        Kind::Flaky,
+        0.65,
+        "a test hung or failed after it had finished (timing)",
+    ),
+    sig(
+        &[
             "api rate limit exceeded",
             "429 too many requests",
             "secondary rate limit",
@@ -376,6 +429,12 @@ const SIGNATURES: &[Signature] = &[
         Kind::Network,
         0.75,
         "a server answered with a 5xx error",
+    ),
+    sig(
+        &["timed out", "timeout"],
+        Kind::DownloadTimeout,
+        0.7,
+        "a download timed out",
     ),
     sig(
         &[
@@ -609,7 +668,9 @@ fn scan(log: &JobLog, failing: Option<usize>, found_at: &[usize]) -> Vec<Hit> {
                 Kind::Configuration => Class::Configuration,
                 Kind::Runner | Kind::Infrastructure => Class::Infrastructure,
                 Kind::Network if setup_step || downloading(step, at) => Class::Infrastructure,
-                Kind::Network => Class::Flaky,
+                Kind::Network | Kind::Flaky => Class::Flaky,
+                Kind::DownloadTimeout if mentions_download(&lower) => Class::Infrastructure,
+                Kind::DownloadTimeout => continue,
                 Kind::Code => Class::Code,
             };
             hits.push(Hit {

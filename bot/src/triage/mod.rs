@@ -260,22 +260,103 @@ fn context(lines: &[String], at: usize) -> String {
     lines[from..to].join("\n").trim_end().to_owned()
 }
 
-/// The lines around the first line that mentions an error. The runner's own closing
-/// `Process completed with exit code N.` is taken only when nothing else mentions one.
+/// The lines around the decisive error line of `text` (see [`decisive_line`]).
 fn around_first_error(text: &str) -> Option<String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let is_error = |line: &&str| {
-        let lower = line.to_lowercase();
-        lower.contains("error") || lower.contains("fatal") || lower.contains("failed")
-    };
-    let boilerplate = |line: &&str| line.starts_with("Error: Process completed with exit code");
-    let at = lines
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = decisive_line(&lines)?;
+    Some(context(&lines, at))
+}
+
+/// The line that says why the output failed, when no parser understood it. Jobs print warnings and
+/// retried errors all along and fail at the end: the decisive line is the first of the last run of
+/// error lines (an error with its follow-ups, a compiler's errors before its summary). The runner's
+/// own verdict (`Process completed with exit code N.`, `Done. Your build exited with 1.`) is taken
+/// only when nothing else says more.
+pub(crate) fn decisive_line(lines: &[String]) -> Option<usize> {
+    /// Error lines this far apart belong to one run.
+    const RUN_GAP: usize = 15;
+    let strong: Vec<usize> = lines
         .iter()
-        .position(|l| is_error(l) && !boilerplate(l))
-        .or_else(|| lines.iter().position(boilerplate))?;
-    let from = at.saturating_sub(CONTEXT_BEFORE);
-    let to = (at + CONTEXT_AFTER + 1).min(lines.len());
-    Some(lines[from..to].join("\n").trim_end().to_owned())
+        .enumerate()
+        .filter(|(_, line)| is_error_line(line) && !is_verdict(line))
+        .map(|(at, _)| at)
+        .collect();
+    let Some(&last) = strong.last() else {
+        return lines.iter().position(|line| is_verdict(line));
+    };
+    let mut first = last;
+    for &at in strong.iter().rev().skip(1) {
+        if first - at > RUN_GAP {
+            break;
+        }
+        first = at;
+    }
+    Some(first)
+}
+
+/// A line that reports an error (not a warning, not a count of zero errors).
+fn is_error_line(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    let lower = trimmed.to_lowercase();
+    if lower.contains("0 errors") || lower.contains("no errors") || lower.starts_with("warning") {
+        return false;
+    }
+    const STARTS: &[&str] = &[
+        "error",
+        "fatal",
+        "failed",
+        "failure",
+        "build failed",
+        "traceback",
+        "panic:",
+        "npm err!",
+        "err!",
+        "e: ",
+        "exception",
+        "cmake error",
+        "killed",
+        "🚨 error",
+        "> task",
+        "* what went wrong",
+        "make: ***",
+        "ninja: build stopped",
+        "[error]",
+    ];
+    const ANYWHERE: &[&str] = &[
+        ": error",
+        ": fatal error",
+        " error:",
+        "error ts",
+        "error c",
+        "exception:",
+        "error response from daemon",
+        "] error ",
+        "command failed",
+        "not found",
+        "no such file",
+        "permission denied",
+        "cannot ",
+        "could not ",
+        "couldn't ",
+        "unable to ",
+        "failed to ",
+        " failed",
+        "timed out",
+    ];
+    STARTS.iter().any(|p| lower.starts_with(p)) || ANYWHERE.iter().any(|p| lower.contains(p))
+}
+
+/// A runner's closing verdict: says the job failed, not why.
+fn is_verdict(line: &str) -> bool {
+    let lower = line.trim().to_lowercase();
+    lower.starts_with("error: process completed with exit code")
+        || lower.starts_with("done. your build exited with")
+        || lower.starts_with("exited with code")
+        || lower.contains("user command error: exit status")
+        || lower.starts_with("🚨 error: the command exited with status")
+        || (lower.starts_with("the command \"") && lower.contains("\" exited with"))
+        || lower.starts_with("error: job failed")
+        || lower.starts_with("##[error]process completed")
 }
 
 /// A path made relative to the checkout when the runner printed it absolute: GitHub-hosted
