@@ -540,7 +540,10 @@ pub fn classify(
     findings: &[Finding],
     found_at: &[usize],
 ) -> (Classification, Vec<Place>) {
-    let compile_errors = findings.iter().filter(|f| f.kind == FindingKind::CompileError).count();
+    let compile_errors = findings
+        .iter()
+        .filter(|f| matches!(f.kind, FindingKind::CompileError | FindingKind::LintError))
+        .count();
     let test_failures = findings.iter().filter(|f| f.kind == FindingKind::TestFailure).count();
     let step_name = |index: usize| {
         log.steps
@@ -603,11 +606,15 @@ pub fn classify(
         return found;
     }
     if compile_errors > 0 {
-        return found(
-            Class::Code,
-            0.9,
-            format!("{compile_errors} compile error(s) in `{failing_name}`"),
-        );
+        let lint = findings.iter().filter(|f| f.kind == FindingKind::LintError).count();
+        let what = if lint == 0 {
+            format!("{compile_errors} compile error(s) in `{failing_name}`")
+        } else if lint == compile_errors {
+            format!("{lint} lint error(s) in `{failing_name}`")
+        } else {
+            format!("{compile_errors} compile and lint error(s) in `{failing_name}`")
+        };
+        return found(Class::Code, 0.9, what);
     }
     if let Some((mut flaky, places)) = best(&|h| h.class == Class::Flaky && h.weight >= IN_FAILING_STEP) {
         if test_failures > 0 {

@@ -60,7 +60,8 @@ pub fn parse(text: &str) -> Vec<CompileError> {
             .or_else(|| tsc(line))
             .or_else(|| javac(line, below))
             .or_else(|| maven_javac(line, below))
-            .or_else(|| cc(line));
+            .or_else(|| cc(line))
+            .or_else(|| super::kotlin::kotlinc(line));
         if let Some(error) = found
             && !out.contains(&error)
         {

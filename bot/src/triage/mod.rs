@@ -9,6 +9,7 @@ use crate::testparse::{self, Runner};
 
 pub mod classify;
 pub mod compiler;
+mod kotlin;
 pub mod lint;
 pub mod log;
 pub mod paths;
