@@ -91,8 +91,8 @@ pub fn findings(text: &str) -> Vec<Finding> {
             runner: None,
             compiler: Some(e.compiler),
             test: None,
-            file: Some(relative(&e.file)),
-            line: Some(e.line),
+            file: e.file.as_deref().map(relative),
+            line: e.line,
             message: e.message,
         })
         .collect();
