@@ -1399,6 +1399,25 @@ mod triage {
         let out = pitcrew(&dir, &["triage", "--log", "job.log", "--json"], &[]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let analysis: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // The evidence: the log's lines that say the test failed and where.
+        let log = std::fs::read_to_string(dir.join("job.log")).unwrap();
+        let clean = |line: &str| {
+            let mut out = String::new();
+            let mut chars = line.chars();
+            while let Some(c) = chars.next() {
+                if c == '\u{1b}' {
+                    chars.by_ref().find(char::is_ascii_alphabetic);
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        };
+        let line_of = |needle: &str| 1 + log.lines().position(|l| clean(l).contains(needle)).unwrap();
+        let evidence = [
+            line_of("test_calc.py:10: AssertionError"),
+            line_of("FAILED test_calc.py::test_adds_wrong"),
+        ];
         assert_eq!(
             analysis["findings"],
             serde_json::json!([{
@@ -1409,8 +1428,11 @@ mod triage {
                 "file": "test_calc.py",
                 "line": 10,
                 "message": "assert 4 == 5\n+  where 4 = add(2, 2)",
+                "attempts": 1,
+                "evidence": evidence,
             }])
         );
+        assert_eq!(analysis["classification"]["evidence"], serde_json::json!(evidence));
         assert_eq!(analysis["classification"]["class"], "code");
         assert_eq!(analysis["step"], "Run python3 -m pytest");
 

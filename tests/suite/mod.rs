@@ -16,6 +16,7 @@ mod run_command;
 mod scripted_model;
 mod serve;
 mod serving;
+mod triage_corpus;
 mod triage_job;
 mod webhook;
 mod workspace_pool;

@@ -506,6 +506,7 @@ fn unread(job: &ActionsJob) -> Analysis {
             class: Class::Unknown,
             confidence: 0.0,
             reasons: vec!["no log to read".into()],
+            evidence: Vec::new(),
         },
         excerpt: String::new(),
     }

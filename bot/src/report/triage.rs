@@ -137,6 +137,7 @@ fn finding_line(finding: &Finding) -> String {
     let what = match (&finding.test, finding.kind) {
         (Some(test), _) => markdown::code_span(test),
         (None, FindingKind::CompileError) => "compile error".to_owned(),
+        (None, FindingKind::LintError) => "lint error".to_owned(),
         (None, FindingKind::TestFailure) => "test failure".to_owned(),
         (None, FindingKind::Generic) => "error".to_owned(),
     };
@@ -322,6 +323,7 @@ fn finding_kind_words(kind: FindingKind) -> &'static str {
     match kind {
         FindingKind::TestFailure => "Test failure",
         FindingKind::CompileError => "Compile error",
+        FindingKind::LintError => "Lint error",
         FindingKind::Generic => "Error",
     }
 }
@@ -455,6 +457,7 @@ mod tests {
                     class,
                     confidence: 0.9,
                     reasons: vec![format!("reason for {name}")],
+                    evidence: Vec::new(),
                 },
                 excerpt: "running 2 tests\ntest adds ... FAILED\n".into(),
             },
@@ -470,6 +473,8 @@ mod tests {
             file: Some(file.into()),
             line: Some(line),
             message: message.into(),
+            attempts: 1,
+            evidence: Vec::new(),
         }
     }
 

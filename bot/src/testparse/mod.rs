@@ -19,6 +19,7 @@ mod text;
 mod vitest;
 
 pub use junit::JunitError;
+pub use pytest::python_traceback;
 pub use text::strip_ansi;
 
 /// The test runner whose output was read.

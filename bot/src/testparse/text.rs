@@ -42,6 +42,8 @@ pub fn strip_ansi(text: &str) -> String {
                 _ => {}
             },
             '\r' => {
+                // `\r\n`, and `\r\r\n` (a CRLF written through a terminal that adds its own CR).
+                while chars.next_if_eq(&'\r').is_some() {}
                 if chars.peek() == Some(&'\n') {
                     continue;
                 }
@@ -173,6 +175,7 @@ mod tests {
         assert_eq!(strip_ansi("\u{1b}]8;;http://x\u{7}link\u{1b}]8;;\u{7}"), "link");
         assert_eq!(strip_ansi("\u{1b}]8;;http://x\u{1b}\\link"), "link");
         assert_eq!(strip_ansi("a\r\nb\r\n"), "a\nb\n");
+        assert_eq!(strip_ansi("a\r\r\nb\r\r\n"), "a\nb\n");
         assert_eq!(strip_ansi("one\n[  1%]\r[ 50%]\r[100%]\ndone"), "one\n[100%]\ndone");
         assert_eq!(strip_ansi("trailing\r"), "trailing");
     }

@@ -1,26 +1,33 @@
-//! Why a job failed: the code, a flaky test, the infrastructure or the configuration, from known
-//! signatures in its log and from the findings parsed out of its failing step.
+//! Why a job failed: the code, a flaky test, the infrastructure or the configuration, decided from
+//! the failing step's decisive lines and the findings parsed out of it.
+//!
+//! Evidence is weighed by where it is: a signature in the failing step near a finding or in the
+//! step's last lines (where the failure that ended the job is) counts fully; elsewhere in the
+//! failing step it counts less, and in other steps barely — except the runner's own verdicts (lost,
+//! shut down, out of disk), which end the job wherever they appear. Lines that report a passing or
+//! skipped test never count, whatever the test's name says.
 //!
 //! Signatures (matched case-insensitively on clean lines):
-//! - Configuration: `Input required and not supplied` (an action input, usually from a secret
-//!   that is not set), `Invalid workflow file`, `The workflow is not valid`, `Unable to resolve
-//!   action`, and a line naming a secret as `not set`, `missing`, `empty` or `not found`.
-//! - Infrastructure, wherever it appears: `No space left on device`, `The runner has received a
-//!   shutdown signal`, `lost communication with the server`, out-of-memory kills (exit code 137
-//!   or SIGKILL, `out of memory`, `Cannot allocate memory`, `oom-kill`).
-//! - Network trouble (`connection reset by peer`, `ECONNRESET`, `ETIMEDOUT`, `timed out`,
-//!   `Could not resolve host`, `Temporary failure in name resolution`, registry 5xx such as
-//!   `502 Bad Gateway`, `503 Service Unavailable`): infrastructure when it happened while setting
-//!   up or downloading (a `Run actions/…`, install or fetch step, or a line about a download, a
-//!   registry or an index), flaky when it happened while the tests ran.
-//! - Code: failing tests or compile errors parsed from the failing step.
+//! - Configuration: a required action input not supplied, an invalid workflow or action, a secret
+//!   not set, credentials that could not be loaded, an image or tag that does not exist, a tool or
+//!   library the workflow should provide that is missing (`command not found`, CMake's `NOTFOUND`),
+//!   a package that does not exist in its registry.
+//! - Infrastructure, wherever it appears: out of disk, a runner shut down or lost, out of memory
+//!   (exit code 137, the OOM killer).
+//! - Network trouble (resets, refused or timed-out connections, DNS failures, registry 5xx, rate
+//!   limits): infrastructure when it happened while setting up or downloading (a set-up step, or a
+//!   line about a download, a registry, an index or a package host), flaky while the tests ran.
+//!   A bare "timed out" is not network trouble: a test's own timeout is the code's.
+//! - Code: compile, lint and test failures parsed from the failing step; without them, a panic, an
+//!   assertion or an uncaught exception among the decisive lines.
 //!
-//! Configuration and infrastructure beat findings (a runner that died mid-test leaves partial test
-//! output); flaky signatures beat test failures but not compile errors, which never flake.
+//! Configuration and infrastructure found at the failure beat findings (a runner that died
+//! mid-test leaves partial test output); flaky signs beat test failures but not compile errors,
+//! which never flake. `unknown` only when nothing decisive is found, and then it says why.
 
 use serde::{Deserialize, Serialize};
 
-use super::log::JobLog;
+use super::log::{JobLog, Step};
 use super::{Finding, FindingKind};
 
 /// What a failure is down to.
@@ -59,6 +66,9 @@ pub struct Classification {
     pub confidence: f32,
     /// One line per piece of evidence, strongest first.
     pub reasons: Vec<String>,
+    /// The 1-based lines of the log that decided it (the decisive signature's, or the findings').
+    #[serde(default)]
+    pub evidence: Vec<usize>,
 }
 
 /// What a matched signature says.
@@ -67,117 +77,342 @@ struct Signature {
     any: &'static [&'static str],
     /// And, when not empty, one of these too.
     and_any: &'static [&'static str],
-    kind: SignatureKind,
+    kind: Kind,
     confidence: f32,
     what: &'static str,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum SignatureKind {
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
     Configuration,
+    /// The runner's own verdict: decides wherever it is.
+    Runner,
     Infrastructure,
     /// Infrastructure or flaky, by where it happened.
     Network,
+    /// A timeout that is network trouble only when the line is about a download.
+    DownloadTimeout,
+    /// A test that fails by timing: hung, or failing after it completed.
+    Flaky,
+    /// A sign of the code failing, used when no parser found anything.
+    Code,
 }
 
+const fn sig(any: &'static [&'static str], kind: Kind, confidence: f32, what: &'static str) -> Signature {
+    Signature {
+        any,
+        and_any: &[],
+        kind,
+        confidence,
+        what,
+    }
+}
+
+const fn sig_and(
+    any: &'static [&'static str],
+    and_any: &'static [&'static str],
+    kind: Kind,
+    confidence: f32,
+    what: &'static str,
+) -> Signature {
+    Signature {
+        any,
+        and_any,
+        kind,
+        confidence,
+        what,
+    }
+}
+
+/// In order: the first that matches a line is that line's signature.
 const SIGNATURES: &[Signature] = &[
-    Signature {
-        any: &["input required and not supplied"],
-        and_any: &[],
-        kind: SignatureKind::Configuration,
-        confidence: 0.9,
-        what: "an action input is required and not supplied (often a secret that is not set)",
-    },
-    Signature {
-        any: &["invalid workflow file", "the workflow is not valid"],
-        and_any: &[],
-        kind: SignatureKind::Configuration,
-        confidence: 0.95,
-        what: "the workflow file is invalid",
-    },
-    Signature {
-        any: &["unable to resolve action"],
-        and_any: &[],
-        kind: SignatureKind::Configuration,
-        confidence: 0.9,
-        what: "the workflow uses an action that does not resolve",
-    },
-    Signature {
-        any: &["secret"],
-        and_any: &["not set", "missing", "is empty", "not found", "not provided"],
-        kind: SignatureKind::Configuration,
-        confidence: 0.85,
-        what: "a secret is missing",
-    },
-    Signature {
-        any: &["no space left on device"],
-        and_any: &[],
-        kind: SignatureKind::Infrastructure,
-        confidence: 0.95,
-        what: "the runner ran out of disk space",
-    },
-    Signature {
-        any: &["the runner has received a shutdown signal"],
-        and_any: &[],
-        kind: SignatureKind::Infrastructure,
-        confidence: 0.95,
-        what: "the runner was shut down during the job",
-    },
-    Signature {
-        any: &["lost communication with the server"],
-        and_any: &[],
-        kind: SignatureKind::Infrastructure,
-        confidence: 0.95,
-        what: "the runner lost communication with GitHub",
-    },
-    Signature {
-        any: &[
+    sig(
+        &["input required and not supplied"],
+        Kind::Configuration,
+        0.9,
+        "an action input is required and not supplied (often a secret that is not set)",
+    ),
+    sig(
+        &["invalid workflow file", "the workflow is not valid"],
+        Kind::Configuration,
+        0.95,
+        "the workflow file is invalid",
+    ),
+    sig(
+        &[
+            "unable to resolve action",
+            "can't find 'action.yml'",
+            "can't find 'action.yaml'",
+        ],
+        Kind::Configuration,
+        0.9,
+        "the workflow uses an action that does not resolve",
+    ),
+    sig_and(
+        &["secret"],
+        &[
+            "not set",
+            "missing",
+            "is empty",
+            "not found",
+            "not provided",
+            "is required",
+        ],
+        Kind::Configuration,
+        0.85,
+        "a secret is missing",
+    ),
+    sig(
+        &[
+            "unable to locate credentials",
+            "could not load credentials",
+            "nocredentialproviders",
+            "no valid credential sources",
+            "credentials could not be loaded",
+            "could not find default credentials",
+            "the security token included in the request is invalid",
+            "could not read username for",
+            "permission denied (publickey)",
+            "resource not accessible by integration",
+            "bad credentials",
+            "authentication failed for",
+            "unauthorized: authentication required",
+            "401 unauthorized",
+        ],
+        Kind::Configuration,
+        0.85,
+        "credentials are missing or refused",
+    ),
+    sig(
+        &[
+            "manifest unknown",
+            "pull access denied",
+            "repository does not exist or may require 'docker login'",
+            "failed to resolve reference",
+        ],
+        Kind::Configuration,
+        0.85,
+        "an image or tag that does not exist",
+    ),
+    sig_and(
+        &["manifest for"],
+        &["not found"],
+        Kind::Configuration,
+        0.85,
+        "an image or tag that does not exist",
+    ),
+    sig(
+        &[
+            "-notfound",
+            "could not find a package configuration file",
+            "could not find toolchain",
+        ],
+        Kind::Configuration,
+        0.8,
+        "a tool or library the build needs is not installed",
+    ),
+    sig_and(
+        &["could not find"],
+        &["(missing:", "cmake", "package configuration"],
+        Kind::Configuration,
+        0.8,
+        "a tool or library the build needs is not installed",
+    ),
+    sig(
+        &[
+            "command not found",
+            "is not recognized as an internal or external command",
+            "executable file not found in $path",
+        ],
+        Kind::Configuration,
+        0.7,
+        "a tool the job runs is not installed",
+    ),
+    sig(
+        &[
+            "no matching distribution found for",
+            "could not find a version that satisfies the requirement",
+            "npm err! code e404",
+            "npm error code e404",
+            "err_pnpm_fetch_404",
+            "404 not found - get https://registry",
+            "could not find artifact",
+            "no matching version found for",
+            "failed to select a version for the requirement",
+            "no matching package named",
+        ],
+        Kind::Configuration,
+        0.7,
+        "a dependency that its registry does not have",
+    ),
+    sig(
+        &[
+            "no space left on device",
+            "not enough space on the disk",
+            "disk quota exceeded",
+        ],
+        Kind::Runner,
+        0.95,
+        "the runner ran out of disk space",
+    ),
+    sig(
+        &["the runner has received a shutdown signal"],
+        Kind::Runner,
+        0.95,
+        "the runner was shut down during the job",
+    ),
+    sig(
+        &[
+            "lost communication with the server",
+            "the hosted runner encountered an error",
+            "the self-hosted runner lost communication",
+            "runner lost communication",
+        ],
+        Kind::Runner,
+        0.95,
+        "the runner lost communication with GitHub",
+    ),
+    sig(
+        &[
             "out of memory",
             "cannot allocate memory",
             "oom-kill",
             "oomkilled",
             "memory allocation of",
+            "javascript heap out of memory",
+            "java.lang.outofmemoryerror",
+            "std::bad_alloc",
         ],
-        and_any: &[],
-        kind: SignatureKind::Infrastructure,
-        confidence: 0.85,
-        what: "the job ran out of memory",
-    },
-    Signature {
-        any: &["exit code 137", "signal: 9, sigkill", "killed"],
-        and_any: &["exit code 137", "sigkill"],
-        kind: SignatureKind::Infrastructure,
-        confidence: 0.8,
-        what: "a process was killed (SIGKILL, exit code 137), usually by the out-of-memory killer",
-    },
-    Signature {
-        any: &["connection reset by peer", "econnreset", "connection reset"],
-        and_any: &[],
-        kind: SignatureKind::Network,
-        confidence: 0.75,
-        what: "a connection was reset",
-    },
-    Signature {
-        any: &["etimedout", "timed out", "timeout expired", "operation timed out"],
-        and_any: &[],
-        kind: SignatureKind::Network,
-        confidence: 0.65,
-        what: "an operation timed out",
-    },
-    Signature {
-        any: &[
+        Kind::Runner,
+        0.85,
+        "the job ran out of memory",
+    ),
+    sig_and(
+        &["exit code 137", "signal: 9, sigkill", "killed"],
+        &["exit code 137", "sigkill"],
+        Kind::Runner,
+        0.8,
+        "a process was killed (SIGKILL, exit code 137), usually by the out-of-memory killer",
+    ),
+    sig(
+        &[
+            "failed to come online",
+            "runner-container-hooks] fatal",
+            "pipeline upload not yet applied",
+            "failed to upload and process pipeline",
+            "the job was not acquired by runner",
+            "exceeded the maximum execution time",
+        ],
+        Kind::Runner,
+        0.85,
+        "the CI service or its runner failed",
+    ),
+    sig(
+        &[
+            "exit value 137",
+            "exit status 137",
+            "exited with code 137",
+            "exit code: 137",
+            "exited with 137",
+        ],
+        Kind::Runner,
+        0.8,
+        "a process was killed (SIGKILL, exit code 137), usually by the out-of-memory killer",
+    ),
+    sig(
+        &[
+            "pluginvalidationerror",
+            "packagesnotfounderror",
+            "the following packages are not available",
+            "> could not find ",
+        ],
+        Kind::Configuration,
+        0.75,
+        "a dependency or plugin the job needs is not available",
+    ),
+    sig_and(
+        &["apt-get update", "apt-get install", "apt update"],
+        &["non-zero exit status", "returned non-zero", "failed to fetch"],
+        Kind::Infrastructure,
+        0.75,
+        "the system's package repositories failed",
+    ),
+    sig(
+        &["panic: test timed out after", "fail in goroutine after"],
+        Kind::Flaky,
+        0.65,
+        "a test hung or failed after it had finished (timing)",
+    ),
+    sig(
+        &[
+            "api rate limit exceeded",
+            "429 too many requests",
+            "secondary rate limit",
+            "toomanyrequests",
+        ],
+        Kind::Infrastructure,
+        0.8,
+        "a service refused for its rate limit",
+    ),
+    sig(
+        &[
+            "connection reset by peer",
+            "econnreset",
+            "connection reset",
+            "broken pipe",
+        ],
+        Kind::Network,
+        0.75,
+        "a connection was reset",
+    ),
+    sig(
+        &[
+            "etimedout",
+            "connection timed out",
+            "connect timed out",
+            "read timed out",
+            "operation timed out",
+            "i/o timeout",
+            "tls handshake timeout",
+            "timeout was reached",
+            "readtimeouterror",
+            "connecttimeouterror",
+            "sockettimeoutexception",
+            "connect timeout",
+            "network timeout",
+            "request timed out",
+            "timed out while waiting for the connection",
+        ],
+        Kind::Network,
+        0.7,
+        "a connection timed out",
+    ),
+    sig(
+        &["connection refused", "econnrefused", "failed to connect to"],
+        Kind::Network,
+        0.65,
+        "a connection was refused",
+    ),
+    sig(
+        &[
             "could not resolve host",
             "temporary failure in name resolution",
             "name or service not known",
             "getaddrinfo enotfound",
+            "getaddrinfo eai_again",
+            "no such host",
+            "nodename nor servname provided",
+            "could not resolve hostname",
+            "name resolution failed",
+            "unknownhostexception",
+            "dns error",
         ],
-        and_any: &[],
-        kind: SignatureKind::Network,
-        confidence: 0.75,
-        what: "a host name did not resolve",
-    },
-    Signature {
-        any: &[
+        Kind::Network,
+        0.75,
+        "a host name did not resolve",
+    ),
+    sig(
+        &[
             "500 internal server error",
             "502 bad gateway",
             "503 service unavailable",
@@ -186,113 +421,310 @@ const SIGNATURES: &[Signature] = &[
             "status code: 503",
             "status code 502",
             "status code 503",
+            "status code 500",
+            "http status 503",
+            "received status code 5",
+            "returned error: 5",
         ],
-        and_any: &[],
-        kind: SignatureKind::Network,
-        confidence: 0.75,
-        what: "a server answered with a 5xx error",
-    },
+        Kind::Network,
+        0.75,
+        "a server answered with a 5xx error",
+    ),
+    sig(
+        &["timed out", "timeout"],
+        Kind::DownloadTimeout,
+        0.7,
+        "a download timed out",
+    ),
+    sig(
+        &[
+            "panicked at",
+            "assertion failed",
+            "assertionerror",
+            "traceback (most recent call last)",
+            "uncaught exception",
+            "unhandled exception",
+            "segmentation fault",
+            "error[e",
+            "undefined reference to",
+            "fatal error:",
+            "exception in thread",
+        ],
+        Kind::Code,
+        0.6,
+        "the code failed",
+    ),
 ];
 
-/// Words of a step title or line that say it sets up, installs or downloads.
+/// Words of a step title or line that say it sets up, installs or downloads (whole words).
 const DOWNLOAD_WORDS: &[&str] = &[
     "download",
+    "downloading",
+    "downloaded",
     "fetch",
+    "fetching",
     "install",
+    "installing",
     "registry",
-    "index",
     "pull",
-    "crates.io",
-    "npmjs",
-    "pypi",
-    "apt-get",
+    "pulling",
+    "apt",
     "setup",
-    "set up",
     "checkout",
     "restore",
     "cache",
+    "pip",
+    "npm",
+    "yarn",
+    "pnpm",
+    "bundle",
+    "updating",
+    "resolving",
+    "resolve",
+    "mirror",
 ];
+
+/// Hosts and phrases that say the same wherever they are in a line.
+const DOWNLOAD_PHRASES: &[&str] = &[
+    "set up",
+    "crates.io",
+    "index.crates",
+    "npmjs",
+    "pypi",
+    "pythonhosted",
+    "huggingface",
+    "hf.co",
+    "maven.org",
+    "gradle.org",
+    "proxy.golang.org",
+    "sum.golang.org",
+    "go mod",
+    "ghcr.io",
+    "docker.io",
+    "registry-1",
+    "objects.githubusercontent.com",
+    "releases/download",
+    "archive.ubuntu.com",
+    "azure.archive",
+    "deb.debian.org",
+];
+
+/// How much a sign counts, by where it is.
+const DECISIVE: f32 = 1.0;
+const IN_FAILING_STEP: f32 = 0.6;
+const ELSEWHERE: f32 = 0.25;
+/// Lines around a finding, and lines at the end of the failing step, that are decisive.
+const NEAR: usize = 12;
+const TAIL: usize = 30;
 
 /// A signature seen in the log.
 struct Hit {
     class: Class,
+    kind: Kind,
     confidence: f32,
+    weight: f32,
+    what: &'static str,
     reason: String,
+    /// (step, line) of the log.
+    at: (usize, usize),
 }
 
-/// Classifies a job from its log and the findings of its failing step (titled `failing_step`).
-pub fn classify(log: &JobLog, failing_step: Option<&str>, findings: &[Finding]) -> Classification {
+/// Where in the log a classification's evidence is: a step's index and a line of it.
+pub type Place = (usize, usize);
+
+/// Classifies a job from its log, its failing step (an index into `log.steps`), the findings
+/// parsed out of that step and the lines of the step where they were found.
+pub fn classify(
+    log: &JobLog,
+    failing: Option<usize>,
+    findings: &[Finding],
+    found_at: &[usize],
+) -> (Classification, Vec<Place>) {
     let compile_errors = findings.iter().filter(|f| f.kind == FindingKind::CompileError).count();
     let test_failures = findings.iter().filter(|f| f.kind == FindingKind::TestFailure).count();
-    let mut hits: Vec<Hit> = Vec::new();
-    for step in &log.steps {
-        let setup_step = step.title.starts_with("Run actions/") || mentions_download(&step.title);
-        for line in &step.lines {
-            let lower = line.to_lowercase();
-            let Some(signature) = SIGNATURES.iter().find(|s| matches(s, &lower)) else {
-                continue;
-            };
-            let class = match signature.kind {
-                SignatureKind::Configuration => Class::Configuration,
-                SignatureKind::Infrastructure => Class::Infrastructure,
-                SignatureKind::Network if setup_step || mentions_download(&lower) => Class::Infrastructure,
-                SignatureKind::Network => Class::Flaky,
-            };
-            let reason = format!("{} in `{}`: {}", signature.what, step.title, clip(line.trim()));
+    let step_name = |index: usize| {
+        log.steps
+            .get(index)
+            .map_or("the failing step", |s| s.name().unwrap_or("the log"))
+    };
+    let failing_name = failing.map_or("the failing step", step_name);
+    let hits = scan(log, failing, found_at);
+
+    let best = |pred: &dyn Fn(&Hit) -> bool| -> Option<(Classification, Vec<Place>)> {
+        let mut chosen: Vec<&Hit> = hits.iter().filter(|h| pred(h)).collect();
+        chosen.sort_by(|a, b| (b.confidence * b.weight).total_cmp(&(a.confidence * a.weight)));
+        let first = chosen.first()?;
+        let class = first.class;
+        let of_class: Vec<&&Hit> = chosen.iter().filter(|h| h.class == class).collect();
+        let mut reasons: Vec<String> = Vec::new();
+        let mut places = Vec::new();
+        for hit in &of_class {
             // Each signature counts once: a reset retried ten times is still one reason.
-            if !hits.iter().any(|h| h.reason.starts_with(signature.what)) {
-                hits.push(Hit {
-                    class,
-                    confidence: signature.confidence,
-                    reason,
-                });
+            if !reasons.iter().any(|r| r.starts_with(hit.what)) {
+                reasons.push(hit.reason.clone());
+                places.push(hit.at);
             }
         }
-    }
-    let strongest = |class: Class| {
-        let mut of_class: Vec<&Hit> = hits.iter().filter(|h| h.class == class).collect();
-        of_class.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
-        let confidence = of_class.first()?.confidence;
-        // More independent signs of the same class make it surer, never certain.
-        let confidence = (confidence + 0.03 * (of_class.len() - 1) as f32).min(0.99);
-        Some(Classification {
-            class,
-            confidence,
-            reasons: of_class.iter().map(|h| h.reason.clone()).collect(),
-        })
+        let weight = if first.weight >= DECISIVE { 0.0 } else { 0.15 };
+        let confidence = (first.confidence - weight + 0.03 * (reasons.len() - 1) as f32).clamp(0.3, 0.99);
+        Some((
+            Classification {
+                class,
+                confidence,
+                reasons,
+                evidence: Vec::new(),
+            },
+            places,
+        ))
     };
-    if let Some(found) = strongest(Class::Configuration).or_else(|| strongest(Class::Infrastructure)) {
+    let found = |class: Class, confidence: f32, reason: String| {
+        (
+            Classification {
+                class,
+                confidence,
+                reasons: vec![reason],
+                evidence: Vec::new(),
+            },
+            Vec::new(),
+        )
+    };
+    let has_findings = compile_errors + test_failures > 0;
+
+    // The runner's own verdict ends the job wherever it is said.
+    if let Some(found) = best(&|h| h.kind == Kind::Runner) {
         return found;
     }
-    let step = failing_step.unwrap_or("the failing step");
-    if compile_errors > 0 {
-        return Classification {
-            class: Class::Code,
-            confidence: 0.9,
-            reasons: vec![format!("{compile_errors} compile error(s) in `{step}`")],
-        };
+    // Configuration and infrastructure at the failure; in the failing step when nothing else is.
+    let setup = |h: &Hit| matches!(h.class, Class::Configuration | Class::Infrastructure) && h.kind != Kind::Code;
+    if let Some(found) = best(&|h| setup(h) && h.weight >= DECISIVE) {
+        return found;
     }
-    if let Some(mut flaky) = strongest(Class::Flaky) {
+    if !has_findings && let Some(found) = best(&|h| setup(h) && h.weight >= IN_FAILING_STEP) {
+        return found;
+    }
+    if compile_errors > 0 {
+        return found(
+            Class::Code,
+            0.9,
+            format!("{compile_errors} compile error(s) in `{failing_name}`"),
+        );
+    }
+    if let Some((mut flaky, places)) = best(&|h| h.class == Class::Flaky && h.weight >= IN_FAILING_STEP) {
         if test_failures > 0 {
             flaky.confidence = (flaky.confidence - 0.1).max(0.5);
             flaky.reasons.push(format!(
                 "{test_failures} failing test(s), which may be the same network trouble"
             ));
         }
-        return flaky;
+        return (flaky, places);
     }
     if test_failures > 0 {
-        return Classification {
-            class: Class::Code,
-            confidence: 0.8,
-            reasons: vec![format!("{test_failures} failing test(s) in `{step}`")],
-        };
+        return found(
+            Class::Code,
+            0.8,
+            format!("{test_failures} failing test(s) in `{failing_name}`"),
+        );
     }
-    Classification {
-        class: Class::Unknown,
-        confidence: 0.2,
-        reasons: vec![format!("no failing test, compile error or known signature in `{step}`")],
+    if let Some(found) = best(&|h| h.kind == Kind::Code && h.weight >= IN_FAILING_STEP) {
+        return found;
     }
+    // Signs elsewhere in the log, when the failing step says nothing.
+    if let Some(found) = best(&|h| h.kind != Kind::Code) {
+        return found;
+    }
+    found(
+        Class::Unknown,
+        0.2,
+        format!(
+            "no failing test, compile error or known signature in `{failing_name}`{}",
+            if failing.is_some_and(|i| log.steps[i].lines.iter().all(|l| l.trim().is_empty())) {
+                " (it printed nothing)"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
+/// Every signature of the log, weighed by where it is.
+fn scan(log: &JobLog, failing: Option<usize>, found_at: &[usize]) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    for (index, step) in log.steps.iter().enumerate() {
+        let name = step.name();
+        let setup_step =
+            name.is_some_and(|name| name.starts_with("Run actions/") || mentions_download(&name.to_lowercase()));
+        let is_failing = Some(index) == failing;
+        let tail_from = step.lines.len().saturating_sub(TAIL);
+        for (at, line) in step.lines.iter().enumerate() {
+            if reports_a_passing_or_skipped_test(line) {
+                continue;
+            }
+            let lower = line.to_lowercase();
+            let Some(signature) = SIGNATURES.iter().find(|s| matches(s, &lower)) else {
+                continue;
+            };
+            let weight = if !is_failing {
+                ELSEWHERE
+            } else if at >= tail_from || found_at.iter().any(|f| f.abs_diff(at) <= NEAR) {
+                DECISIVE
+            } else {
+                IN_FAILING_STEP
+            };
+            let class = match signature.kind {
+                Kind::Configuration => Class::Configuration,
+                Kind::Runner | Kind::Infrastructure => Class::Infrastructure,
+                Kind::Network if setup_step || downloading(step, at) => Class::Infrastructure,
+                Kind::Network | Kind::Flaky => Class::Flaky,
+                Kind::DownloadTimeout if mentions_download(&lower) => Class::Infrastructure,
+                Kind::DownloadTimeout => continue,
+                Kind::Code => Class::Code,
+            };
+            hits.push(Hit {
+                class,
+                kind: signature.kind,
+                confidence: signature.confidence,
+                weight,
+                what: signature.what,
+                reason: match name {
+                    Some(name) => format!("{} in `{name}`: {}", signature.what, clip(line.trim())),
+                    None => format!("{}: {}", signature.what, clip(line.trim())),
+                },
+                at: (index, at),
+            });
+        }
+    }
+    hits
+}
+
+/// Whether the line at `at` of `step`, or one just before it, is about downloading or installing.
+fn downloading(step: &Step, at: usize) -> bool {
+    let from = at.saturating_sub(2);
+    step.lines[from..=at]
+        .iter()
+        .any(|line| mentions_download(&line.to_lowercase()))
+}
+
+/// A test runner's line about a test that passed or was skipped: its name says nothing about why
+/// the job failed.
+fn reports_a_passing_or_skipped_test(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    let ends = |suffixes: &[&str]| suffixes.iter().any(|s| trimmed.ends_with(s));
+    (trimmed.starts_with("test ") && ends(&[" ... ok", " ... ignored"]))
+        || trimmed.starts_with("--- PASS")
+        || trimmed.starts_with("--- SKIP")
+        || trimmed.starts_with("✓")
+        || trimmed.starts_with("✔")
+        || trimmed.starts_with("√")
+        || trimmed.starts_with("↓")
+        || trimmed.starts_with("○")
+        || trimmed.starts_with("PASS ")
+        || trimmed.starts_with("SKIP ")
+        || trimmed.contains(" PASSED")
+        || trimmed.contains(" SKIPPED")
+        || trimmed.contains(" XFAIL")
+        || trimmed.contains("[skipped]")
+        || trimmed.contains(" skipped ")
+        || ends(&[" skipped", " PASSED", " passed", " (skipped)"])
 }
 
 fn matches(signature: &Signature, lower: &str) -> bool {
@@ -300,9 +732,11 @@ fn matches(signature: &Signature, lower: &str) -> bool {
         && (signature.and_any.is_empty() || signature.and_any.iter().any(|p| lower.contains(p)))
 }
 
-fn mentions_download(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    DOWNLOAD_WORDS.iter().any(|w| lower.contains(w))
+fn mentions_download(lower: &str) -> bool {
+    DOWNLOAD_PHRASES.iter().any(|p| lower.contains(p))
+        || lower
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| DOWNLOAD_WORDS.contains(&word))
 }
 
 /// A line short enough for a reason.
@@ -320,7 +754,9 @@ mod tests {
     use super::*;
 
     fn class_of(log: &str) -> Classification {
-        classify(&JobLog::parse(log), None, &[])
+        let log = JobLog::parse(log);
+        let failing = log.steps.len().checked_sub(1);
+        classify(&log, failing, &[], &[]).0
     }
 
     #[test]
@@ -362,7 +798,7 @@ mod tests {
                 .reasons
                 .first()
                 .unwrap()
-                .starts_with("the runner ran out of disk space in `Set up job`")
+                .starts_with("the runner ran out of disk space: No space left on device")
         );
     }
 }

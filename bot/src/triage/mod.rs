@@ -9,6 +9,7 @@ use crate::testparse::{self, Runner};
 
 pub mod classify;
 pub mod compiler;
+pub mod lint;
 pub mod log;
 pub mod paths;
 
@@ -33,7 +34,10 @@ const CONTEXT_AFTER: usize = 8;
 pub enum FindingKind {
     TestFailure,
     CompileError,
-    /// No parser recognised the output: the lines around its first error.
+    /// A linter's error (flake8, ruff, pylint, mypy, eslint): its file, line and `CODE message`.
+    LintError,
+    /// No parser recognised the output: a Python program's crash (its exception, placed at the
+    /// innermost frame of the project's code), or else the lines around its first error.
     Generic,
 }
 
@@ -52,6 +56,33 @@ pub struct Finding {
     pub file: Option<String>,
     pub line: Option<u32>,
     pub message: String,
+    /// How often the log reports it (a test a rerun plugin ran three times is one finding, 3).
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// The 1-based lines of the log that show it.
+    #[serde(default)]
+    pub evidence: Vec<usize>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Finding {
+    /// A finding of `kind` saying `message`, placed nowhere yet.
+    pub fn new(kind: FindingKind, message: impl Into<String>) -> Self {
+        Finding {
+            kind,
+            runner: None,
+            compiler: None,
+            test: None,
+            file: None,
+            line: None,
+            message: message.into(),
+            attempts: 1,
+            evidence: Vec::new(),
+        }
+    }
 }
 
 /// The triage of one job log.
@@ -69,10 +100,44 @@ pub struct Analysis {
 pub fn analyse(raw: &str) -> Analysis {
     let log = JobLog::parse(raw);
     let failing = log.failing_step();
+    let failing_index = failing.and_then(|step| log.steps.iter().position(|s| std::ptr::eq(s, step)));
+    let lines: &[String] = failing.map_or(&[], |step| step.lines.as_slice());
     let text = failing.map(log::Step::text).unwrap_or_default();
-    let findings = findings(&text);
-    let step = failing.map(|s| s.title.clone());
-    let classification = classify::classify(&log, step.as_deref(), &findings);
+    let mut findings = fold(findings(&text));
+    let mut found_at: Vec<Option<usize>> = findings.iter().map(|f| locate(f, lines)).collect();
+    let anchors: Vec<usize> = found_at.iter().flatten().copied().collect();
+    let (mut classification, places) = classify::classify(&log, failing_index, &findings, &anchors);
+    // The line that decided a configuration or infrastructure failure is a finding of its own when
+    // no finding shows it (it replaces the fallback's guess).
+    if matches!(classification.class, Class::Configuration | Class::Infrastructure)
+        && let Some(&(step, at)) = places.first()
+        && Some(step) == failing_index
+        && !found_at.contains(&Some(at))
+    {
+        if findings.iter().all(|f| f.kind == FindingKind::Generic) {
+            findings.clear();
+            found_at.clear();
+        }
+        findings.push(Finding::new(FindingKind::Generic, context(lines, at)));
+        found_at.push(Some(at));
+    }
+    for (finding, at) in findings.iter_mut().zip(&found_at) {
+        let mut shown: Vec<usize> = at.iter().copied().chain(place_of(finding, lines)).collect();
+        shown.sort_unstable();
+        shown.dedup();
+        finding.evidence = shown
+            .into_iter()
+            .filter_map(|at| log.line_number(failing_index?, at))
+            .collect();
+    }
+    classification.evidence = places
+        .iter()
+        .filter_map(|&(step, at)| log.line_number(step, at))
+        .collect();
+    if classification.evidence.is_empty() && matches!(classification.class, Class::Code | Class::Flaky) {
+        classification.evidence = findings.iter().flat_map(|f| f.evidence.iter().copied()).collect();
+    }
+    let step = failing.and_then(log::Step::name).map(str::to_owned);
     Analysis {
         step,
         findings,
@@ -81,19 +146,16 @@ pub fn analyse(raw: &str) -> Analysis {
     }
 }
 
-/// The failures in one step's clean text: compiler errors, then test failures, or else the
-/// generic fallback.
+/// The failures in one step's clean text: compiler errors, test failures and lint errors, or else
+/// a Python crash, or else the generic fallback.
 pub fn findings(text: &str) -> Vec<Finding> {
     let mut out: Vec<Finding> = compiler::parse(text)
         .into_iter()
         .map(|e| Finding {
-            kind: FindingKind::CompileError,
-            runner: None,
             compiler: Some(e.compiler),
-            test: None,
             file: e.file.as_deref().map(relative),
             line: e.line,
-            message: e.message,
+            ..Finding::new(FindingKind::CompileError, e.message)
         })
         .collect();
     let compiled = !out.is_empty();
@@ -105,48 +167,227 @@ pub fn findings(text: &str) -> Vec<Finding> {
                 continue;
             }
             out.push(Finding {
-                kind: FindingKind::TestFailure,
                 runner: Some(report.runner),
-                compiler: None,
                 test: Some(failure.name),
                 file: failure.file.as_deref().map(relative),
                 line: failure.line,
-                message: failure.message,
+                ..Finding::new(FindingKind::TestFailure, failure.message)
             });
         }
+    }
+    // Lint errors; mypy's `path:line: error:` lines are read as compile errors already.
+    for lint in lint::parse(text) {
+        let file = relative(&lint.file);
+        let compiled_here = |f: &Finding| {
+            f.kind == FindingKind::CompileError && f.file.as_deref() == Some(file.as_str()) && f.line == Some(lint.line)
+        };
+        if out.iter().any(compiled_here) {
+            continue;
+        }
+        let message = if lint.code.is_empty() {
+            lint.message
+        } else {
+            format!("{} {}", lint.code, lint.message)
+        };
+        out.push(Finding {
+            file: Some(file),
+            line: Some(lint.line),
+            ..Finding::new(FindingKind::LintError, message)
+        });
+    }
+    if out.is_empty()
+        && let Some(crash) = testparse::python_traceback(text)
+    {
+        out.push(Finding {
+            file: crash.file.as_deref().map(relative),
+            line: crash.line,
+            ..Finding::new(FindingKind::Generic, crash.message)
+        });
     }
     if out.is_empty()
         && let Some(message) = around_first_error(text)
     {
-        out.push(Finding {
-            kind: FindingKind::Generic,
-            runner: None,
-            compiler: None,
-            test: None,
-            file: None,
-            line: None,
-            message,
-        });
+        out.push(Finding::new(FindingKind::Generic, message));
     }
     out
 }
 
-/// The lines around the first line that mentions an error. The runner's own closing
-/// `Process completed with exit code N.` is taken only when nothing else mentions one.
-fn around_first_error(text: &str) -> Option<String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let is_error = |line: &&str| {
-        let lower = line.to_lowercase();
-        lower.contains("error") || lower.contains("fatal") || lower.contains("failed")
-    };
-    let boilerplate = |line: &&str| line.starts_with("Error: Process completed with exit code");
-    let at = lines
+/// The same failure reported more than once (a rerun plugin, a runner printing its failures both
+/// as they happen and in a summary) folded into one, with its attempts counted; first seen first.
+fn fold(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
+    for finding in findings {
+        let same = |f: &Finding| {
+            f.kind == finding.kind
+                && match (&f.test, &finding.test) {
+                    (Some(a), Some(b)) => a == b,
+                    (None, None) => f.file == finding.file && f.line == finding.line && f.message == finding.message,
+                    _ => false,
+                }
+        };
+        match out.iter_mut().find(|f| same(f)) {
+            Some(kept) => {
+                kept.attempts += finding.attempts;
+                if kept.file.is_none() {
+                    kept.file = finding.file;
+                    kept.line = finding.line;
+                }
+                if kept.message.is_empty() {
+                    kept.message = finding.message;
+                }
+            }
+            None => out.push(finding),
+        }
+    }
+    out
+}
+
+/// The line of `lines` that shows `finding`: where its test is said to fail, its diagnostic's
+/// place, or its message's first line.
+fn locate(finding: &Finding, lines: &[String]) -> Option<usize> {
+    let first = |pred: &dyn Fn(&str) -> bool| lines.iter().position(|line| pred(line));
+    if let Some(test) = &finding.test {
+        let failing_word = |line: &str| {
+            ["FAIL", "panicked", "----", "●", "×", "✗", "ERROR", "Error", "error"]
+                .iter()
+                .any(|w| line.contains(w))
+        };
+        let short = test
+            .rsplit([':', '.', '/', ' ', '>'])
+            .find(|p| !p.is_empty())
+            .unwrap_or(test);
+        if let Some(at) = first(&|line| line.contains(test.as_str()) && failing_word(line))
+            .or_else(|| first(&|line| line.contains(test.as_str())))
+            .or_else(|| first(&|line| line.contains(short) && failing_word(line)))
+        {
+            return Some(at);
+        }
+    }
+    if let Some(at) = place_of(finding, lines) {
+        return Some(at);
+    }
+    let message = finding.message.lines().find(|l| !l.trim().is_empty())?.trim();
+    first(&|line| line.contains(message))
+}
+
+/// The line of `lines` that names the finding's file and line (`calc.py:10`, `x.cpp(253`).
+fn place_of(finding: &Finding, lines: &[String]) -> Option<usize> {
+    let (file, line) = (finding.file.as_ref()?, finding.line?);
+    let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    let places = [
+        format!("{name}:{line}"),
+        format!("{name}({line}"),
+        format!("{name}: ({line},"),
+    ];
+    lines
         .iter()
-        .position(|l| is_error(l) && !boilerplate(l))
-        .or_else(|| lines.iter().position(boilerplate))?;
+        .position(|text| places.iter().any(|p| text.contains(p.as_str())))
+}
+
+/// The lines around line `at`: a few before, more after.
+fn context(lines: &[String], at: usize) -> String {
     let from = at.saturating_sub(CONTEXT_BEFORE);
     let to = (at + CONTEXT_AFTER + 1).min(lines.len());
-    Some(lines[from..to].join("\n").trim_end().to_owned())
+    lines[from..to].join("\n").trim_end().to_owned()
+}
+
+/// The lines around the decisive error line of `text` (see [`decisive_line`]).
+fn around_first_error(text: &str) -> Option<String> {
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = decisive_line(&lines)?;
+    Some(context(&lines, at))
+}
+
+/// The line that says why the output failed, when no parser understood it. Jobs print warnings and
+/// retried errors all along and fail at the end: the decisive line is the first of the last run of
+/// error lines (an error with its follow-ups, a compiler's errors before its summary). The runner's
+/// own verdict (`Process completed with exit code N.`, `Done. Your build exited with 1.`) is taken
+/// only when nothing else says more.
+pub(crate) fn decisive_line(lines: &[String]) -> Option<usize> {
+    /// Error lines this far apart belong to one run.
+    const RUN_GAP: usize = 15;
+    let strong: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| is_error_line(line) && !is_verdict(line))
+        .map(|(at, _)| at)
+        .collect();
+    let Some(&last) = strong.last() else {
+        return lines.iter().position(|line| is_verdict(line));
+    };
+    let mut first = last;
+    for &at in strong.iter().rev().skip(1) {
+        if first - at > RUN_GAP {
+            break;
+        }
+        first = at;
+    }
+    Some(first)
+}
+
+/// A line that reports an error (not a warning, not a count of zero errors).
+fn is_error_line(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    let lower = trimmed.to_lowercase();
+    if lower.contains("0 errors") || lower.contains("no errors") || lower.starts_with("warning") {
+        return false;
+    }
+    const STARTS: &[&str] = &[
+        "error",
+        "fatal",
+        "failed",
+        "failure",
+        "build failed",
+        "traceback",
+        "panic:",
+        "npm err!",
+        "err!",
+        "e: ",
+        "exception",
+        "cmake error",
+        "killed",
+        "🚨 error",
+        "> task",
+        "* what went wrong",
+        "make: ***",
+        "ninja: build stopped",
+        "[error]",
+    ];
+    const ANYWHERE: &[&str] = &[
+        ": error",
+        ": fatal error",
+        " error:",
+        "error ts",
+        "error c",
+        "exception:",
+        "error response from daemon",
+        "] error ",
+        "command failed",
+        "not found",
+        "no such file",
+        "permission denied",
+        "cannot ",
+        "could not ",
+        "couldn't ",
+        "unable to ",
+        "failed to ",
+        " failed",
+        "timed out",
+    ];
+    STARTS.iter().any(|p| lower.starts_with(p)) || ANYWHERE.iter().any(|p| lower.contains(p))
+}
+
+/// A runner's closing verdict: says the job failed, not why.
+fn is_verdict(line: &str) -> bool {
+    let lower = line.trim().to_lowercase();
+    lower.starts_with("error: process completed with exit code")
+        || lower.starts_with("done. your build exited with")
+        || lower.starts_with("exited with code")
+        || lower.contains("user command error: exit status")
+        || lower.starts_with("🚨 error: the command exited with status")
+        || (lower.starts_with("the command \"") && lower.contains("\" exited with"))
+        || lower.starts_with("error: job failed")
+        || lower.starts_with("##[error]process completed")
 }
 
 /// A path made relative to the checkout when the runner printed it absolute: GitHub-hosted
@@ -186,6 +427,7 @@ impl Analysis {
             let what = match f.kind {
                 FindingKind::TestFailure => "test failure",
                 FindingKind::CompileError => "compile error",
+                FindingKind::LintError => "lint error",
                 FindingKind::Generic => "error",
             };
             let by = f

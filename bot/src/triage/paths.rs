@@ -115,6 +115,8 @@ mod tests {
             file: Some(file.into()),
             line: Some(1),
             message: String::new(),
+            attempts: 1,
+            evidence: Vec::new(),
         }
     }
 

@@ -11,6 +11,17 @@ use pitcrew_tests::ci_log::{actions_log, failing_output as output_of};
 
 use super::*;
 
+/// The findings without the log lines that show them (checked on their own).
+fn unplaced(findings: &[Finding]) -> Vec<Finding> {
+    findings
+        .iter()
+        .map(|f| Finding {
+            evidence: Vec::new(),
+            ..f.clone()
+        })
+        .collect()
+}
+
 /// Writes `files` into a fresh temporary directory.
 fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -59,7 +70,7 @@ fn a_failing_cargo_test_is_a_code_failure_at_its_assertion() {
     let analysis = analyse(&actions_log("cargo test --offline", &output, 101));
     assert_eq!(analysis.step.as_deref(), Some("Run cargo test --offline"));
     assert_eq!(
-        analysis.findings,
+        unplaced(&analysis.findings),
         [Finding {
             kind: FindingKind::TestFailure,
             runner: Some(Runner::Cargo),
@@ -68,6 +79,8 @@ fn a_failing_cargo_test_is_a_code_failure_at_its_assertion() {
             file: Some("src/lib.rs".into()),
             line: Some(14),
             message: "assertion `left == right` failed: two and two\n  left: 4\n right: 5".into(),
+            attempts: 1,
+            evidence: Vec::new(),
         }]
     );
     assert_eq!(analysis.classification.class, Class::Code);
@@ -97,7 +110,7 @@ fn a_rustc_type_error_is_a_compile_error_at_its_line() {
     );
     let analysis = analyse(&actions_log("rustc bad.rs", &output, 1));
     assert_eq!(
-        analysis.findings,
+        unplaced(&analysis.findings),
         [Finding {
             kind: FindingKind::CompileError,
             runner: None,
@@ -106,6 +119,8 @@ fn a_rustc_type_error_is_a_compile_error_at_its_line() {
             file: Some("bad.rs".into()),
             line: Some(3),
             message: "error[E0308]: mismatched types".into(),
+            attempts: 1,
+            evidence: Vec::new(),
         }]
     );
     assert_eq!(analysis.classification.class, Class::Code);
@@ -148,6 +163,8 @@ fn javac_error(file: &str, line: u32, message: &str) -> Finding {
         file: Some(file.into()),
         line: Some(line),
         message: message.into(),
+        attempts: 1,
+        evidence: Vec::new(),
     }
 }
 
@@ -163,7 +180,7 @@ fn javac_errors_are_compile_errors_at_their_lines_with_their_symbol() {
     let analysis = analyse(&actions_log(command, &output, 1));
     let file = "src/main/java/com/example/Calc.java";
     assert_eq!(
-        analysis.findings,
+        unplaced(&analysis.findings),
         [
             javac_error(file, 8, "error: cannot find symbol\nsymbol:   variable y"),
             javac_error(file, 12, "error: incompatible types: int cannot be converted to String"),
@@ -190,7 +207,7 @@ fn a_failing_pytest_is_a_code_failure_at_its_assertion() {
     );
     let analysis = analyse(&actions_log("python3 -m pytest", &output, 1));
     assert_eq!(
-        analysis.findings,
+        unplaced(&analysis.findings),
         [Finding {
             kind: FindingKind::TestFailure,
             runner: Some(Runner::Pytest),
@@ -199,6 +216,8 @@ fn a_failing_pytest_is_a_code_failure_at_its_assertion() {
             file: Some("test_calc.py".into()),
             line: Some(10),
             message: "assert 4 == 5\n+  where 4 = add(2, 2)".into(),
+            attempts: 1,
+            evidence: Vec::new(),
         }]
     );
     assert_eq!(analysis.classification.class, Class::Code);
@@ -423,9 +442,11 @@ fn a_failing_maven_build_is_a_code_failure_at_its_tests() {
         file: Some(file.into()),
         line: Some(line),
         message: message.into(),
+        attempts: 1,
+        evidence: Vec::new(),
     };
     assert_eq!(
-        analysis.findings,
+        unplaced(&analysis.findings),
         [
             finding(
                 "com.example.CalcTest.addsWrong",
@@ -479,7 +500,7 @@ fn a_maven_compile_failure_is_one_finding_per_javac_error() {
     assert!(output.contains(&format!("[WARNING] {absolute}:[")), "{output}");
     let mut analysis = analyse(&actions_log("mvn -B -ntp test", &output, 1));
     assert_eq!(
-        analysis.findings,
+        unplaced(&analysis.findings),
         [
             javac_error(&absolute, 8, "cannot find symbol\nsymbol:   variable y"),
             javac_error(
@@ -519,7 +540,7 @@ fn a_maven_compile_failure_is_one_finding_per_javac_error() {
     );
     let analysis = analyse(&actions_log("mvn -B -ntp test", &output, 1));
     assert_eq!(
-        analysis.findings,
+        unplaced(&analysis.findings),
         [javac_error(
             &format!("{}/{calc_test}", module.display()),
             10,
@@ -578,11 +599,13 @@ fn a_failing_go_test_is_a_code_failure_at_its_assertion_and_panic() {
         file: Some(file.into()),
         line: Some(line),
         message: message.into(),
+        attempts: 1,
+        evidence: Vec::new(),
     };
     // `t.Errorf` lines name the file only; a panic's frame is absolute.
     let calc = format!("{}/calc.go", dir.path().canonicalize().unwrap().display());
     assert_eq!(
-        analysis.findings,
+        unplaced(&analysis.findings),
         [
             finding("TestAddWrong", "calc_test.go", 13, "Add(2, 2) = 4, want 5"),
             finding("TestDiv", &calc, 8, "panic: runtime error: integer divide by zero"),
@@ -624,5 +647,183 @@ fn a_windows_runners_maven_paths_resolve_against_the_checkout() {
             "cart/src/test/java/com/shop/cart/CartTest.java",
             "cart/src/test/java/com/shop/cart/DiscountTest.java",
         ]
+    );
+}
+
+#[test]
+fn a_test_reported_by_each_rerun_is_one_finding_with_its_attempts_and_its_lines() {
+    let log = "##[group]Run pytest --reruns 2\n\
+               tests/test_net.py::test_fetch RERUN\n\
+               tests/test_net.py::test_fetch RERUN\n\
+               tests/test_net.py::test_fetch FAILED\n\
+               =========================== short test summary info ============================\n\
+               FAILED tests/test_net.py::test_fetch - assert 500 == 200\n\
+               ==================== 1 failed, 3 passed, 2 rerun in 1.20s =====================\n\
+               ##[error]Process completed with exit code 1.\n";
+    let analysis = analyse(log);
+    let fetch: Vec<&Finding> = analysis
+        .findings
+        .iter()
+        .filter(|f| f.test.as_deref() == Some("tests/test_net.py::test_fetch"))
+        .collect();
+    assert_eq!(fetch.len(), 1, "{:#?}", analysis.findings);
+    assert!(!fetch[0].evidence.is_empty());
+    // The evidence is lines of the log as given (1-based, the step header is line 1).
+    let lines: Vec<&str> = log.lines().collect();
+    for n in &fetch[0].evidence {
+        assert!(lines[n - 1].contains("test_fetch"), "line {n}: {}", lines[n - 1]);
+    }
+    assert_eq!(analysis.classification.class, Class::Code);
+}
+
+#[test]
+fn a_skipped_tests_name_says_nothing_about_the_failure() {
+    let output = " ✓ src/config.test.ts > loads the defaults\n \
+                  ↓ src/webhook.test.ts > fails without the missing webhook secret [skipped]\n \
+                  × src/math.test.ts > adds 12ms\n   → expected 3 to be 4\n";
+    let analysis = analyse(&actions_log("npx vitest run", output, 1));
+    assert_ne!(
+        analysis.classification.class,
+        Class::Configuration,
+        "{:?}",
+        analysis.classification
+    );
+}
+
+#[test]
+fn where_a_network_failure_happened_decides_its_class() {
+    let dns = analyse(&actions_log(
+        "pip install -r requirements.txt",
+        "Collecting requests\n  WARNING: Retrying (Retry(total=4)) after connection broken by \
+         'NewConnectionError(': Failed to establish a new connection: [Errno -3] Temporary failure in name \
+         resolution')': /simple/requests/\nERROR: Could not find a version that satisfies the requirement requests\n",
+        1,
+    ));
+    assert_eq!(
+        dns.classification.class,
+        Class::Infrastructure,
+        "{:?}",
+        dns.classification
+    );
+    // A test's own timeout is the code's, not the network's.
+    let own = analyse(&actions_log(
+        "cargo test",
+        "running 1 test\ntest waits ... FAILED\n\nfailures:\n\n---- waits stdout ----\nthread 'waits' panicked at \
+         src/lib.rs:9:5:\ntimed out waiting for the worker\n\nfailures:\n    waits\n\ntest result: FAILED. 0 passed; 1 \
+         failed; 0 ignored; 0 measured; 0 filtered out; finished in 5.00s\n",
+        101,
+    ));
+    assert_eq!(own.classification.class, Class::Code, "{:?}", own.classification);
+}
+
+#[test]
+fn missing_images_credentials_and_tools_are_configuration_with_their_line_as_a_finding() {
+    for (step, output, decisive) in [
+        (
+            "docker run ghcr.io/acme/builder:2.9",
+            "Unable to find image 'ghcr.io/acme/builder:2.9' locally\ndocker: Error response from daemon: manifest \
+             unknown.\nSee 'docker run --help'.\n",
+            "manifest unknown",
+        ),
+        (
+            "aws s3 sync dist s3://acme-site",
+            "upload failed: dist/index.html to s3://acme-site/index.html Unable to locate credentials\n",
+            "Unable to locate credentials",
+        ),
+        (
+            "cmake -B build",
+            "-- Looking for pthread.h - found\nCMake Error at CMakeLists.txt:12 (find_package):\n  Could NOT find \
+             OpenSSL, try to set the path to OpenSSL root folder (missing: OPENSSL_CRYPTO_LIBRARY) (found version \
+             \"3.0.2\")\n-- Configuring incomplete, errors occurred!\n",
+            "Could NOT find OpenSSL",
+        ),
+    ] {
+        let analysis = analyse(&actions_log(step, output, 1));
+        assert_eq!(
+            analysis.classification.class,
+            Class::Configuration,
+            "{step}: {:?}",
+            analysis.classification
+        );
+        assert!(!analysis.classification.evidence.is_empty(), "{step}");
+        assert!(
+            analysis.findings.iter().any(|f| f.message.contains(decisive)),
+            "{step}: {:#?}",
+            analysis.findings
+        );
+    }
+}
+
+// ---- The failing step (issue 16, item 5): which step `analyse` names, on real logs. ----
+
+/// A log of the triage corpus (`tests/fixtures/ci-logs/`), with its source in the `.toml` beside
+/// it.
+macro_rules! corpus_log {
+    ($name:literal) => {
+        include_str!(concat!("../../../tests/fixtures/ci-logs/", $name, ".log"))
+    };
+}
+
+#[test]
+fn output_without_step_headers_names_no_step() {
+    for raw in [
+        corpus_log!("flaky-linkerd-proxy-connection-reset"),
+        corpus_log!("infra-libcfgraph-circleci-killed"),
+        corpus_log!("infra-buildkite-pipeline-upload-stuck"),
+        corpus_log!("config-substrate-gitlab-image-manifest-unknown"),
+    ] {
+        let analysis = analyse(raw);
+        assert_eq!(analysis.step, None, "{}", analysis.excerpt);
+        assert!(!analysis.excerpt.is_empty());
+    }
+}
+
+#[test]
+fn the_step_named_is_the_one_the_runners_hook_wrapped() {
+    let analysis = analyse(corpus_log!("config-pytorch-aws-credentials"));
+    assert_eq!(
+        analysis.step.as_deref(),
+        Some("Run aws-actions/configure-aws-credentials@8df5847569e6427dd6c4fb1cf565c83acfa8afa7")
+    );
+    assert!(
+        analysis
+            .excerpt
+            .contains("Could not load credentials from any providers")
+    );
+}
+
+/// Actions steps around real output: each `(command, output, exit code)` as its own step.
+fn steps_log(steps: &[(&str, &str, i32)]) -> String {
+    let mut lines = vec!["Current runner version: '2.321.0'".to_owned()];
+    for (command, output, code) in steps {
+        lines.push(format!("##[group]Run {command}"));
+        lines.push((*command).to_owned());
+        lines.push("##[endgroup]".into());
+        lines.extend(output.lines().map(str::to_owned));
+        lines.push(format!("##[error]Process completed with exit code {code}."));
+    }
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| format!("2026-11-30T08:01:{:02}.{:07}Z {line}\n", i % 60, i * 1000))
+        .collect()
+}
+
+#[test]
+fn the_failing_step_is_the_last_one_whose_exit_ended_the_job_not_the_first_error() {
+    let dir = project(&[("main.py", "import nonexistent_module_for_pitcrew\n")]);
+    // A step allowed to fail (`continue-on-error`), then the one that failed the job.
+    let allowed = output_of(dir.path(), "ls /nonexistent-pitcrew-dir", &[]);
+    let failed = output_of(dir.path(), "python3 main.py", &[]);
+    let analysis = analyse(&steps_log(&[
+        ("ls /nonexistent-pitcrew-dir", &allowed, 2),
+        ("python3 main.py", &failed, 1),
+    ]));
+    assert_eq!(analysis.step.as_deref(), Some("Run python3 main.py"));
+    assert!(analysis.excerpt.contains("ModuleNotFoundError"), "{}", analysis.excerpt);
+    assert!(
+        !analysis.excerpt.contains("nonexistent-pitcrew-dir'"),
+        "{}",
+        analysis.excerpt
     );
 }
