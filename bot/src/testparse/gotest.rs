@@ -11,6 +11,7 @@ use std::hash::Hash;
 
 use serde::Deserialize;
 
+use super::libtest::unprefixed_text;
 use super::text::{self, indent, location};
 use super::{Failure, Runner, TestReport};
 
@@ -19,10 +20,10 @@ pub(super) fn is_json_event(line: &str) -> bool {
 }
 
 pub(super) fn is_text_marker(line: &str) -> bool {
-    let trimmed = line.trim_start();
-    trimmed.starts_with("=== RUN ")
-        || trimmed.starts_with("--- FAIL: ")
-        || trimmed.starts_with("--- PASS: ")
+    let line = super::libtest::unprefixed(line);
+    after_marker(line, "=== RUN ").is_some()
+        || result_line(line).is_some_and(|(_, outcome)| outcome != Outcome::Skipped)
+        || timeout_panic(line).is_some()
         || package_line(line).is_some()
 }
 
@@ -242,9 +243,27 @@ fn parse_json(text: &str) -> Option<TestReport> {
     Some(finish(run, complete))
 }
 
-/// `ok  \tpkg\t0.01s`, `FAIL\tpkg\t0.01s`, `FAIL\tpkg [build failed]`, `?   \tpkg\t[no test files]`.
+/// `ok  \tpkg\t0.01s`, `FAIL\tpkg\t0.01s`, `FAIL\tpkg [build failed]`, `?   \tpkg\t[no test files]`;
+/// or with the tabs turned into spaces (`ok      pkg     0.004s`, as pasted or as a build tool
+/// relays it), when the package is followed by its duration or a note.
 fn package_line(line: &str) -> Option<(&str, Outcome, bool)> {
-    let (status, rest) = line.split_once('\t')?;
+    let (status, rest) = match line.split_once('\t') {
+        Some(split) => split,
+        None => {
+            let (status, rest) = line.split_once("  ")?;
+            let mut fields = rest.split_whitespace();
+            fields.next()?;
+            let noted = fields.next().is_some_and(|next| {
+                next.starts_with('[')
+                    || next == "(cached)"
+                    || next.strip_suffix('s').is_some_and(|d| d.parse::<f64>().is_ok())
+            });
+            if !noted {
+                return None;
+            }
+            (status, rest.trim_start())
+        }
+    };
     let outcome = match status.trim_end() {
         "ok" => Outcome::Passed,
         "FAIL" => Outcome::Failed,
@@ -252,34 +271,40 @@ fn package_line(line: &str) -> Option<(&str, Outcome, bool)> {
         _ => return None,
     };
     let field = rest.split('\t').next()?;
+    let field = field.split("  ").next().unwrap_or(field);
     let (name, note) = field.split_once(" [").unwrap_or((field, ""));
     let name = name.trim();
     (!name.is_empty() && !name.contains(' ')).then_some((name, outcome, note.starts_with("build failed")))
 }
 
 fn parse_text(text: &str) -> Option<TestReport> {
+    let text = unprefixed_text(text);
     let mut run = Run::default();
     // Tests belong to the package whose result line comes after them.
     let mut package = 0;
     let mut current: Option<usize> = None;
     let mut pending: Vec<String> = Vec::new();
     let mut verbose = false;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
+    let mut timeout: Option<Timeout> = None;
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
         let started = ["=== RUN", "=== CONT", "=== NAME", "=== PAUSE"]
             .iter()
-            .find_map(|p| trimmed.strip_prefix(p));
+            .find_map(|marker| after_marker(line, marker));
         if let Some(name) = started {
             run.build.close();
             verbose = true;
             current = Some(run.test(package, name.trim()));
-        } else if let Some((name, outcome)) = result_line(trimmed) {
+        } else if let Some((name, outcome)) = result_line(line) {
             run.build.close();
             let test = run.test(package, name);
             run.tests[test].outcome = Some(outcome);
             current = Some(test);
         } else if let Some((name, outcome, build_failed)) = package_line(line) {
             run.build.close();
+            if let Some(timeout) = timeout.take() {
+                timeout.fail(&mut run, package);
+            }
             if run.packages.len() <= package {
                 run.packages.resize_with(package + 1, Package::default);
             }
@@ -291,6 +316,29 @@ fn parse_text(text: &str) -> Option<TestReport> {
             };
             package += 1;
             current = None;
+        } else if let Some(message) = timeout_panic(line) {
+            // `running tests:` and one tab-indented `TestX (10m0s)` per test, since go 1.20.
+            let mut running = Vec::new();
+            if lines.next_if(|next| next.trim() == "running tests:").is_some() {
+                while let Some(name) = lines.peek().and_then(|next| running_test(next)) {
+                    running.push(name.to_owned());
+                    lines.next();
+                }
+            }
+            timeout = Some(Timeout {
+                message: message.to_owned(),
+                running,
+            });
+            match current {
+                Some(index) => run.tests[index].output.push(line.to_owned()),
+                None => pending.push(line.to_owned()),
+            }
+        } else if let Some(name) = failed_after_completion(line) {
+            // `t.Error` from a goroutine the test left running: the test fails, late.
+            let test = run.test(package, name);
+            run.tests[test].outcome = Some(Outcome::Failed);
+            run.tests[test].output.push(line.trim_start().to_owned());
+            current = Some(test);
         } else if line == "PASS" || line == "FAIL" || run.build.take(line) {
             // Nothing more to learn.
         } else if let Some(index) = current {
@@ -298,6 +346,9 @@ fn parse_text(text: &str) -> Option<TestReport> {
         } else {
             pending.push(line.to_owned());
         }
+    }
+    if let Some(timeout) = timeout.take() {
+        timeout.fail(&mut run, package);
     }
     if run.tests.is_empty() && run.packages.is_empty() {
         return None;
@@ -307,17 +358,94 @@ fn parse_text(text: &str) -> Option<TestReport> {
     Some(finish(run, complete))
 }
 
-/// `--- FAIL: TestX/sub (0.00s)`
-fn result_line(trimmed: &str) -> Option<(&str, Outcome)> {
-    let (outcome, rest) = if let Some(rest) = trimmed.strip_prefix("--- FAIL: ") {
-        (Outcome::Failed, rest)
-    } else if let Some(rest) = trimmed.strip_prefix("--- PASS: ") {
-        (Outcome::Passed, rest)
-    } else {
-        (Outcome::Skipped, trimmed.strip_prefix("--- SKIP: ")?)
-    };
-    let name = rest.rsplit_once(" (").map_or(rest, |(name, _)| name).trim();
-    (!name.is_empty()).then_some((name, outcome))
+/// The test binary's `panic: test timed out after 10m0s`, and the tests it lists as running.
+struct Timeout {
+    message: String,
+    running: Vec<String>,
+}
+
+impl Timeout {
+    /// Fails the tests that were running when the binary was killed: the ones listed, or, from a
+    /// go too old to list them, the ones of `package` that started and never ended.
+    fn fail(self, run: &mut Run, package: usize) {
+        let tests: Vec<usize> = if self.running.is_empty() {
+            (0..run.tests.len())
+                .filter(|&i| run.tests[i].package == package && run.tests[i].outcome.is_none())
+                .collect()
+        } else {
+            self.running.iter().map(|name| run.test(package, name)).collect()
+        };
+        for index in tests {
+            let test = &mut run.tests[index];
+            if test.outcome != Some(Outcome::Passed) {
+                test.outcome = Some(Outcome::Failed);
+                if !test.output.iter().any(|line| line.contains(&self.message)) {
+                    test.output.insert(0, self.message.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The rest of `line` after the first `marker` in it: go's markers may follow a prefix (a
+/// timestamp, a `[package]` tag, a build tool's prefix) and subtests' are indented.
+fn after_marker<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    line.find(marker).map(|i| &line[i + marker.len()..])
+}
+
+/// `panic: test timed out after 10m0s`, wherever it starts in the line.
+fn timeout_panic(line: &str) -> Option<&str> {
+    let at = line.find("panic: test timed out after ")?;
+    Some(line[at..].trim_end())
+}
+
+/// `\tTestX/sub (10m0s)` in the list of the tests running when the binary timed out.
+fn running_test(line: &str) -> Option<&str> {
+    if !line.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let (name, duration) = line.trim().rsplit_once(" (")?;
+    (is_test_name(name) && duration.ends_with("s)")).then_some(name)
+}
+
+/// `panic: Fail in goroutine after TestX has completed` (or `Log in goroutine …`).
+fn failed_after_completion(line: &str) -> Option<&str> {
+    let rest = ["panic: Fail in goroutine after ", "panic: Log in goroutine after "]
+        .iter()
+        .find_map(|marker| after_marker(line, marker))?;
+    let name = rest.strip_suffix(" has completed")?;
+    is_test_name(name).then_some(name)
+}
+
+/// A name `go test` gives a test: `TestX`, `ExampleX`, `BenchmarkX` or `FuzzX`, and its
+/// subtests after slashes, without spaces.
+fn is_test_name(name: &str) -> bool {
+    ["Test", "Example", "Benchmark", "Fuzz"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        && !name.contains(char::is_whitespace)
+}
+
+/// `--- FAIL: TestX/sub (0.00s)`, indented for a subtest or behind a prefix
+/// (`2024-05-01 10:00:00 --- FAIL: TestX (0.01s)`, `[pkg] --- FAIL: …`).
+fn result_line(line: &str) -> Option<(&str, Outcome)> {
+    for (marker, outcome) in [
+        ("--- FAIL: ", Outcome::Failed),
+        ("--- PASS: ", Outcome::Passed),
+        ("--- SKIP: ", Outcome::Skipped),
+    ] {
+        let Some(at) = line.find(marker) else { continue };
+        let rest = &line[at + marker.len()..];
+        let name = rest.rsplit_once(" (").map_or(rest, |(name, _)| name).trim();
+        let at_start = line[..at].trim().is_empty();
+        // Behind a prefix only a test's name with its duration is taken for the marker.
+        let timed = is_test_name(name) && rest.trim_end().ends_with("s)");
+        if name.is_empty() || !(at_start || timed) {
+            return None;
+        }
+        return Some((name, outcome));
+    }
+    None
 }
 
 /// Go's subtests (`TestX/sub`): a test that has some counts only when it failed in its own body,
@@ -446,9 +574,13 @@ fn is_marker(line: &str) -> bool {
         || package_line(line).is_some()
 }
 
-/// `    calc_test.go:17: Add(2, 2) = 4, want 5`, or a compiler error `pkg/x.go:3:23: message`.
+/// `    calc_test.go:17: Add(2, 2) = 4, want 5`, or a compiler error `pkg/x.go:3:23: message`;
+/// testify's `    x_test.go:144: ` ends the line and puts its message on the lines below.
 fn log_line(line: &str) -> Option<(String, u32, &str)> {
-    let (place, message) = line.trim_start().split_once(": ")?;
+    let trimmed = line.trim();
+    let (place, message) = trimmed
+        .split_once(": ")
+        .or_else(|| trimmed.strip_suffix(':').map(|place| (place, "")))?;
     let (file, number) = location(place)?;
     file.ends_with(".go").then_some((file, number, message))
 }
@@ -458,11 +590,11 @@ fn log_line(line: &str) -> Option<(String, u32, &str)> {
 fn panic_frame(lines: &[&str]) -> Option<(String, u32)> {
     let mut frames = lines.iter().skip_while(|line| !line.starts_with("goroutine "));
     while let Some(function) = frames.next() {
-        if function.starts_with('\t') || function.starts_with("goroutine ") {
+        if function.starts_with('\t') || function.starts_with("goroutine ") || function.trim().is_empty() {
             continue;
         }
         let place = frames.next()?;
-        let ours = !["testing.", "runtime.", "panic(", "created by "]
+        let ours = !["testing.", "runtime.", "panic(", "created by ", "main.main("]
             .iter()
             .any(|p| function.starts_with(p));
         if ours {
@@ -477,7 +609,7 @@ fn panic_frame(lines: &[&str]) -> Option<(String, u32)> {
 mod tests {
     use super::*;
     use crate::testparse::parse;
-    use crate::testparse::test_support::{assert_complete, failure};
+    use crate::testparse::test_support::{assert_complete, failure, unplaced};
 
     fn expected() -> Vec<Failure> {
         vec![
@@ -548,6 +680,86 @@ mod tests {
         let report = parse(cut, None).unwrap();
         assert!(!report.complete);
         assert_eq!((report.passed, report.failed, report.skipped), (3, 2, 1));
+    }
+
+    #[test]
+    fn the_tests_running_at_a_timeout_fail() {
+        // go 1.20+ lists them (a GitHub Actions job quoted in ava-labs/hypersdk#212, cut in the
+        // goroutine dump: no package line follows).
+        let report = parse(include_str!("samples/go_test_timeout_running.txt"), None).unwrap();
+        assert_eq!(report.runner, Runner::GoTest);
+        assert!(!report.complete);
+        assert_eq!(
+            report.failures,
+            [unplaced("TestServerPublish", "panic: test timed out after 3m0s")]
+        );
+        // Tab-indented, a test and its subtest (scylladb/gocql#319): the subtest says it all.
+        let listed = "panic: test timed out after 10m0s\n\trunning tests:\n\t\tTestSimpleDebouncer (10m0s)\n\
+                      \t\tTestSimpleDebouncer/Case_2 (10m0s)\n";
+        assert_eq!(
+            parse(listed, None).unwrap().failures,
+            [unplaced(
+                "TestSimpleDebouncer/Case_2",
+                "panic: test timed out after 10m0s"
+            )]
+        );
+        // go 1.19 lists none: with -v, the tests that started and never ended were running.
+        let report = parse(include_str!("samples/go_test_timeout_v.txt"), None).unwrap();
+        assert_eq!((report.passed, report.failed), (1, 1));
+        assert_eq!(
+            report.failures,
+            [failure(
+                "TestHangs/inner",
+                "/tmp/gotimeout/hang_test.go",
+                11,
+                "panic: test timed out after 2s"
+            )]
+        );
+        // Without -v nothing names a test: the package failed.
+        let report = parse(include_str!("samples/go_test_timeout_plain.txt"), None).unwrap();
+        let names: Vec<_> = report.failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["example.com/hang"]);
+        assert_eq!(report.failures[0].message, "panic: test timed out after 2s");
+    }
+
+    #[test]
+    fn a_failure_after_the_test_completed_is_the_tests() {
+        // go 1.19 -v: the test had passed; the binary died while the next one ran, which did not
+        // fail.
+        let report = parse(include_str!("samples/go_test_fail_after_completion.txt"), None).unwrap();
+        assert_eq!(
+            report.failures,
+            [failure(
+                "TestLeaksAGoroutine",
+                "/tmp/golate/late_test.go",
+                11,
+                "panic: Fail in goroutine after TestLeaksAGoroutine has completed"
+            )]
+        );
+    }
+
+    #[test]
+    fn results_behind_a_prefix_are_read() {
+        // A Nix build's `go test` (openpubkey/opkssh#184): tabs relayed as spaces, testify's
+        // message below its location.
+        let report = parse(include_str!("samples/go_test_nix_testify.txt"), None).unwrap();
+        assert_eq!(
+            report.failures,
+            [failure(
+                "TestLoadUserPolicy_ErrorFile",
+                "policyloader_test.go",
+                144,
+                "Error Trace:    /build/source/policy/policyloader_test.go:144\nError:          Should be false\n\
+                 Test:           TestLoadUserPolicy_ErrorFile"
+            )]
+        );
+        // By hand: a timestamp and a `[package]` tag before the markers; a log line quoting a
+        // marker is no result.
+        let tagged = "2024-05-01 10:00:00.123 === RUN   TestA\n[calc] --- FAIL: TestA (0.01s)\n\
+                      [calc]     calc_test.go:9: want 2\n    x_test.go:3: output said --- FAIL: not a test\n";
+        let report = parse(tagged, None).unwrap();
+        let names: Vec<_> = report.failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["TestA"]);
     }
 
     #[test]

@@ -2,17 +2,65 @@
 //! (unit tests, each integration test, doc-tests), the failing tests' captured output in
 //! `---- name stdout ----` sections, and their names again under a second `failures:`. When the
 //! build fails no test runs, and the compiler's first error becomes the one failure.
+//!
+//! Real logs are often cut (a killed job, a log excerpt) before the `failures:` list and the
+//! `test result:` line, so a test fails by any of: its `... FAILED` line, its captured-output
+//! section, its name in the list, or a `thread 'name' panicked at` line outside any section (with
+//! `--nocapture`, or output interleaved by parallel jobs). A test that passed never fails: the
+//! sections printed under `successes:` (`--show-output`) and the panics of `should_panic` tests
+//! that end `... ok` are not failures. Lines behind a build tool's prefix (Nix's `       > `, or
+//! `name> ` of `nix build -L`) are read without it.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
 
 use super::text::{self, Lines, location};
 use super::{Failure, Runner, TestReport};
 
 pub(super) fn is_marker(line: &str) -> bool {
+    let line = unprefixed(line);
     line.starts_with("test result: ")
         || line.starts_with("error: could not compile `")
+        || section_header(line).is_some()
         || line
             .strip_prefix("running ")
             .and_then(|rest| rest.strip_suffix(" tests").or_else(|| rest.strip_suffix(" test")))
             .is_some_and(|n| n.parse::<u64>().is_ok())
+}
+
+/// `line` without the prefix a build tool puts on the lines of the build it runs: Nix's
+/// `       > ` (`       >` on an empty line) in a failed build's last log lines, and the
+/// `drvname> ` of `nix build -L`.
+pub(super) fn unprefixed(line: &str) -> &str {
+    let indented = line.trim_start_matches(' ');
+    if indented.len() < line.len()
+        && let Some(rest) = indented.strip_prefix('>')
+        && (rest.is_empty() || rest.starts_with(' '))
+    {
+        return rest.strip_prefix(' ').unwrap_or(rest);
+    }
+    if let Some((name, rest)) = line.split_once("> ")
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
+    {
+        return rest;
+    }
+    line
+}
+
+/// `text` with every line [`unprefixed`]; borrowed when no line has a prefix.
+pub(super) fn unprefixed_text(text: &str) -> Cow<'_, str> {
+    if text.lines().all(|line| unprefixed(line).len() == line.len()) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(unprefixed(line));
+        out.push('\n');
+    }
+    Cow::Owned(out)
 }
 
 /// The failing tests of one test binary.
@@ -20,37 +68,82 @@ pub(super) fn is_marker(line: &str) -> bool {
 struct Binary<'a> {
     /// Names in the order they were first seen.
     failing: Vec<&'a str>,
+    /// Of those, the ones only a panic outside any section names: a `should_panic` test that
+    /// passed under `--nocapture` prints its panic too.
+    only_panicked: HashSet<&'a str>,
+    /// Tests whose `... ok` line was seen: whatever else the output says of them, they passed.
+    passed: HashSet<&'a str>,
+    /// Whether the `failures:` list of names was read: it names every failure of the binary.
+    listed: bool,
     sections: Vec<(&'a str, Vec<&'a str>)>,
 }
 
 impl<'a> Binary<'a> {
     fn fail(&mut self, name: &'a str) {
+        self.only_panicked.remove(name);
         if !self.failing.contains(&name) {
             self.failing.push(name);
         }
     }
 
+    fn panicked(&mut self, name: &'a str) {
+        if !self.failing.contains(&name) {
+            self.failing.push(name);
+            self.only_panicked.insert(name);
+        }
+    }
+
+    /// A test's result line.
+    fn record(&mut self, name: &'a str, outcome: Outcome, counted: &mut TestReport) {
+        match outcome {
+            Outcome::Passed => {
+                counted.passed += 1;
+                self.passed.insert(name);
+            }
+            Outcome::Failed => {
+                counted.failed += 1;
+                self.fail(name);
+            }
+            Outcome::Skipped => counted.skipped += 1,
+        }
+    }
+
     fn into_failures(self, out: &mut Vec<Failure>) {
-        for name in &self.failing {
+        let failed = |name: &&&str| {
+            let passed = self.passed.contains(**name);
+            let unlisted = self.listed && self.only_panicked.contains(**name);
+            !passed && !unlisted
+        };
+        for name in self.failing.iter().filter(failed) {
+            // An interleaved log may print a section's header twice, the first time empty.
             let body = self
                 .sections
                 .iter()
-                .find(|(n, _)| n == name)
-                .map_or(&[][..], |(_, b)| b.as_slice());
+                .filter(|(n, _)| n == name)
+                .map(|(_, b)| b.as_slice())
+                .find(|b| b.iter().any(|line| !line.trim().is_empty()))
+                .unwrap_or_default();
             out.push(failure(name, body));
         }
     }
 }
 
 pub(super) fn parse(text: &str) -> Option<TestReport> {
-    let mut lines = Lines::new(text);
+    let text = unprefixed_text(text);
+    let mut lines = Lines::new(&text);
     let mut report = TestReport::new(Runner::Cargo);
     let mut counted = TestReport::new(Runner::Cargo);
     let (mut binaries, mut results, mut tests) = (0, 0, 0);
     let mut binary = Binary::default();
+    let mut successes = false;
+    // With `--nocapture` a test's own output follows `test x ... ` and its result comes later,
+    // alone on a line.
+    let mut pending: Option<&str> = None;
     while let Some(line) = lines.next() {
         if is_binary_header(line) {
             binaries += 1;
+            successes = false;
+            pending = None;
             std::mem::take(&mut binary).into_failures(&mut report.failures);
         } else if let Some((passed, failed, skipped)) = result_line(line) {
             results += 1;
@@ -59,22 +152,37 @@ pub(super) fn parse(text: &str) -> Option<TestReport> {
             report.skipped += skipped;
         } else if let Some((name, outcome)) = test_line(line) {
             tests += 1;
+            pending = None;
             match outcome {
-                Outcome::Passed => counted.passed += 1,
-                Outcome::Failed => {
-                    counted.failed += 1;
-                    binary.fail(name);
-                }
-                Outcome::Skipped => counted.skipped += 1,
+                Some(outcome) => binary.record(name, outcome, &mut counted),
+                None => pending = Some(name),
             }
+        } else if let Some(outcome) = late_result(line)
+            && let Some(name) = pending.take()
+        {
+            binary.record(name, outcome, &mut counted);
         } else if let Some(name) = section_header(line) {
             binary.sections.push((name, lines.until(ends_section).to_vec()));
-            binary.fail(name);
+            if !successes {
+                binary.fail(name);
+            }
+        } else if line == "successes:" {
+            // `--show-output` prints the output of passing tests in sections under it.
+            successes = true;
+        } else if let Some(name) = panicking_test(line) {
+            let mut body = vec![line];
+            body.extend_from_slice(lines.until(|l| {
+                l.trim().is_empty() || ends_section(l) || test_line(l).is_some() || late_result(l).is_some()
+            }));
+            binary.sections.push((name, body));
+            binary.panicked(name);
         } else if line == "failures:" {
+            successes = false;
             // The list of names: indented lines, after blank ones.
             lines.until(|line| !line.trim().is_empty());
             for name in lines.until(|line| !line.starts_with("    ") || line.trim().is_empty()) {
                 binary.fail(name.trim());
+                binary.listed = true;
             }
         }
     }
@@ -85,6 +193,8 @@ pub(super) fn parse(text: &str) -> Option<TestReport> {
         return Some(report);
     }
     if tests > 0 || !report.failures.is_empty() {
+        // A failure seen only by its section or panic was not counted by a result line.
+        counted.failed = counted.failed.max(report.failures.len() as u64);
         counted.failures = report.failures;
         return Some(counted);
     }
@@ -125,19 +235,38 @@ enum Outcome {
     Skipped,
 }
 
-/// `test tests::adds ... ok`, `test src/lib.rs - add (line 7) ... FAILED`, `… ignored, slow`.
-fn test_line(line: &str) -> Option<(&str, Outcome)> {
-    let (name, result) = line.strip_prefix("test ")?.rsplit_once(" ... ")?;
+/// `test tests::adds ... ok`, `test src/lib.rs - add (line 7) ... FAILED`, `… ignored, slow`,
+/// `test tests::overflows - should panic ... ok`; the quiet format's `tests::adds --- FAILED`.
+/// The outcome is `None` when the test's own output follows (`--nocapture`): its result comes
+/// later, on a line of its own.
+fn test_line(line: &str) -> Option<(&str, Option<Outcome>)> {
+    if let Some(name) = line.strip_suffix(" --- FAILED")
+        && !name.is_empty()
+        && !name.starts_with(char::is_whitespace)
+    {
+        return Some((name, Some(Outcome::Failed)));
+    }
+    let (name, result) = line.strip_prefix("test ")?.split_once(" ... ")?;
+    let name = name.strip_suffix(" - should panic").unwrap_or(name);
     let outcome = if result == "ok" {
-        Outcome::Passed
+        Some(Outcome::Passed)
     } else if result.starts_with("FAILED") {
-        Outcome::Failed
+        Some(Outcome::Failed)
     } else if result.starts_with("ignored") {
-        Outcome::Skipped
+        Some(Outcome::Skipped)
     } else {
-        return None;
+        None
     };
     Some((name, outcome))
+}
+
+/// A test's result alone on a line, after its output under `--nocapture`.
+fn late_result(line: &str) -> Option<Outcome> {
+    match line {
+        "ok" => Some(Outcome::Passed),
+        "FAILED" => Some(Outcome::Failed),
+        _ => None,
+    }
 }
 
 /// `---- tests::adds_wrong stdout ----`
@@ -148,7 +277,28 @@ fn section_header(line: &str) -> Option<&str> {
 }
 
 fn ends_section(line: &str) -> bool {
-    section_header(line).is_some() || line == "failures:" || line.starts_with("test result: ")
+    section_header(line).is_some() || line == "failures:" || line == "successes:" || line.starts_with("test result: ")
+}
+
+/// The test whose thread panicked, outside its captured output: `thread 'tests::x' panicked at
+/// src/lib.rs:5:9:` or, since Rust 1.87, `thread 'tests::x' (4711) panicked at …`. libtest runs
+/// each test on a thread named after it; `main`, `<unnamed>` and threads a test spawned with a
+/// name of its own (`tokio-runtime-worker`) are not tests.
+fn panicking_test(line: &str) -> Option<&str> {
+    let (name, rest) = line.strip_prefix("thread '")?.split_once('\'')?;
+    let rest = rest.trim_start();
+    let rest = match rest.strip_prefix('(') {
+        Some(id) => id.split_once(") ")?.1,
+        None => rest,
+    };
+    if !rest.starts_with("panicked at ") || name == "main" {
+        return None;
+    }
+    let is_path = name.split("::").all(|part| {
+        part.starts_with(|c: char| c.is_alphabetic() || c == '_')
+            && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+    });
+    is_path.then_some(name)
 }
 
 /// The failure of test `name` from its captured output.
@@ -161,6 +311,15 @@ fn failure(name: &str, body: &[&str]) -> Failure {
         }
     } else {
         failure.message = text::message(body.iter().copied());
+        // A `should_panic` test that returned: `note: test did not panic as expected at
+        // src/lib.rs:12:8` (since Rust 1.76; the location is the test's).
+        let place = body.iter().find_map(|line| {
+            let (_, place) = line.split_once("test did not panic as expected at ")?;
+            location(place.trim())
+        });
+        if let Some(place) = place {
+            failure.locate(place);
+        }
     }
     // A doc-test panics in a generated file; the test's name says where the example is.
     if let Some(place) = doctest_location(name) {
@@ -366,6 +525,138 @@ mod tests {
         let report = parse(output, None).unwrap();
         assert_eq!(report.passed, 1);
         assert!(!report.complete);
+    }
+
+    /// The failures of the scratch crate of `cargo_test_show_output.txt` and its siblings.
+    fn scratch_failures() -> Vec<Failure> {
+        vec![
+            failure(
+                "tests::adds_wrong",
+                "src/lib.rs",
+                18,
+                "assertion `left == right` failed\n  left: 4\n right: 5",
+            ),
+            failure(
+                "tests::does_not_panic",
+                "src/lib.rs",
+                29,
+                "note: test did not panic as expected at src/lib.rs:29:8",
+            ),
+        ]
+    }
+
+    #[test]
+    fn sections_under_successes_are_passing_tests() {
+        let report = parse(include_str!("samples/cargo_test_show_output.txt"), None).unwrap();
+        assert_complete(&report, Runner::Cargo, (2, 2, 0), &scratch_failures());
+    }
+
+    #[test]
+    fn a_should_panic_test_is_named_without_its_note() {
+        let line = "test tests::does_not_panic - should panic ... FAILED";
+        assert!(matches!(
+            test_line(line),
+            Some(("tests::does_not_panic", Some(Outcome::Failed)))
+        ));
+    }
+
+    #[test]
+    fn nocapture_output_is_read_and_a_passing_should_panic_is_no_failure() {
+        let full = include_str!("samples/cargo_test_nocapture.txt");
+        let report = parse(full, None).unwrap();
+        assert_complete(&report, Runner::Cargo, (2, 2, 0), &scratch_failures());
+        // Cut before the `failures:` list: the panic outside any section and the late `FAILED`
+        // say which test failed; the should_panic test's panic is followed by its `ok`.
+        let cut = &full[..full.find("\nfailures:").unwrap()];
+        let report = parse(cut, None).unwrap();
+        assert!(!report.complete);
+        assert_eq!((report.passed, report.failed, report.skipped), (2, 2, 0));
+        let names: Vec<_> = report.failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["tests::adds_wrong", "tests::does_not_panic"]);
+        assert_eq!(report.failures[0], scratch_failures()[0]);
+    }
+
+    #[test]
+    fn a_panic_the_failures_list_leaves_out_is_no_failure() {
+        // `--nocapture` with the quiet format: passing tests are not named, their panics are
+        // printed (`RUST_BACKTRACE` unset is what the sample has; the rule is the list's).
+        let output = "running 2 tests\n.\nthread 'tests::overflows' (28418) panicked at src/lib.rs:2:5:\n\
+                      attempt to add with overflow\n.\nfailures:\n\nfailures:\n    tests::other\n\n\
+                      test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.08s\n";
+        let report = parse(output, None).unwrap();
+        let names: Vec<_> = report.failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["tests::other"]);
+    }
+
+    #[test]
+    fn the_quiet_format_names_its_failures() {
+        let report = parse(include_str!("samples/cargo_test_quiet.txt"), None).unwrap();
+        assert_complete(&report, Runner::Cargo, (2, 2, 0), &scratch_failures());
+    }
+
+    #[test]
+    fn a_prefixed_cut_log_without_a_summary_has_its_sections_failing() {
+        let report = parse(include_str!("samples/cargo_test_nix_cut.txt"), None).unwrap();
+        assert!(!report.complete);
+        assert_eq!((report.passed, report.failed, report.skipped), (10, 2, 0));
+        assert_eq!(
+            report.failures,
+            [
+                failure(
+                    "tests::test_run_phase_duplicate_late_panics_in_debug",
+                    "crates/rustledger-validate/src/lib.rs",
+                    2767,
+                    "note: test did not panic as expected at crates/rustledger-validate/src/lib.rs:2767:8",
+                ),
+                unplaced("tests::test_run_phase_late_before_early_panics_in_debug", ""),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_repeated_section_header_keeps_the_message() {
+        let report = parse(include_str!("samples/cargo_test_interleaved.txt"), None).unwrap();
+        assert_eq!((report.passed, report.failed), (904, 4));
+        let down = &report.failures[2];
+        assert_eq!(down.name, "f64::tests::test_next_down");
+        assert_eq!(
+            (down.file.as_deref(), down.line),
+            (Some("library/std/src/f64/tests.rs"), Some(336))
+        );
+        assert_eq!(
+            down.message,
+            "assertion failed: `(left == right)`\n right: `9219619037165300394`"
+        );
+    }
+
+    #[test]
+    fn a_panicking_thread_outside_sections_names_a_test_only_when_it_is_one() {
+        assert_eq!(
+            panicking_test("thread 'tests::x' (4711) panicked at src/lib.rs:5:9:"),
+            Some("tests::x")
+        );
+        assert_eq!(
+            panicking_test("thread 'adds' panicked at 'boom', src/lib.rs:5:9"),
+            Some("adds")
+        );
+        for line in [
+            "thread 'main' panicked at src/main.rs:2:5:",
+            "thread '<unnamed>' panicked at src/lib.rs:5:9:",
+            "thread 'tokio-runtime-worker' panicked at src/lib.rs:5:9:",
+            "thread 'tests::x' has overflowed its stack",
+        ] {
+            assert_eq!(panicking_test(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn build_tool_prefixes_are_removed() {
+        assert_eq!(unprefixed("       > test a ... ok"), "test a ... ok");
+        assert_eq!(unprefixed("       >"), "");
+        assert_eq!(unprefixed("niri> running 149 tests"), "running 149 tests");
+        assert_eq!(unprefixed("> a quote"), "> a quote");
+        assert_eq!(unprefixed("    a < b > c"), "    a < b > c");
+        assert_eq!(unprefixed("Vec<u8>> x"), "Vec<u8>> x");
     }
 
     #[test]

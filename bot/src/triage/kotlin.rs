@@ -10,9 +10,8 @@
 
 use super::compiler::{CompileError, Compiler};
 
-/// The compiler named in the errors read here. `Compiler` has no Kotlin variant yet: kotlinc's
-/// errors are reported as the JVM compiler's until compiler.rs names kotlinc.
-const KOTLINC: Compiler = Compiler::Javac;
+/// The compiler named in the errors read here.
+const KOTLINC: Compiler = Compiler::Kotlinc;
 
 /// Every Kotlin compiler error in `text` (clean lines), in order, each reported once (Gradle
 /// repeats a build script's errors in its failure report). The triage reads them line by line
@@ -43,8 +42,8 @@ pub(crate) fn kotlinc(line: &str) -> Option<CompileError> {
     }
     Some(CompileError {
         compiler: KOTLINC,
-        file,
-        line: line_no,
+        file: Some(file),
+        line: Some(line_no),
         message: message.to_owned(),
     })
 }
@@ -97,8 +96,8 @@ mod tests {
     fn error(file: &str, line: u32, message: &str) -> CompileError {
         CompileError {
             compiler: KOTLINC,
-            file: file.into(),
-            line,
+            file: Some(file.into()),
+            line: Some(line),
             message: message.into(),
         }
     }

@@ -154,8 +154,8 @@ pub fn findings(text: &str) -> Vec<Finding> {
         .into_iter()
         .map(|e| Finding {
             compiler: Some(e.compiler),
-            file: Some(relative(&e.file)),
-            line: Some(e.line),
+            file: e.file.as_deref().map(relative),
+            line: e.line,
             ..Finding::new(FindingKind::CompileError, e.message)
         })
         .collect();
