@@ -311,15 +311,35 @@ fn tsc(line: &str) -> Option<CompileError> {
         ((file, line_no), message)
     };
     let (file, line_no) = location;
-    if file.is_empty() || file.contains(' ') {
-        return None;
-    }
+    let file = tsc_file(file)?;
     Some(CompileError {
         compiler: Compiler::Tsc,
         file: Some(file.into()),
         line: Some(line_no),
         message: format!("error TS{}", message.trim_end()),
     })
+}
+
+/// The file of a tsc diagnostic out of what precedes its location on the line: a prefix such as
+/// BuildKit's `#0 13.43 ` ends at the last space, and a progress line another tool left unfinished
+/// (`transforming (76) a.csspackages/web/x.ts`) ends after its own file's extension.
+fn tsc_file(text: &str) -> Option<&str> {
+    const GLUED: &[&str] = &[
+        ".css", ".scss", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".json", ".vue", ".svelte",
+    ];
+    let mut file = text.rsplit(' ').next()?;
+    loop {
+        let glued = GLUED.iter().find_map(|ext| {
+            file.match_indices(ext)
+                .map(|(i, _)| i + ext.len())
+                .find(|&end| file[end..].starts_with(|c: char| c.is_ascii_alphabetic()) && file[end..].contains('.'))
+        });
+        match glued {
+            Some(end) => file = &file[end..],
+            None => break,
+        }
+    }
+    (!file.is_empty()).then_some(file)
 }
 
 /// `a.c:3:5: error: …`, `a.c:3: error: …` or `a.c:3:5: fatal error: …`. rustc's short format
