@@ -161,14 +161,14 @@ fn module_dir(line: &str) -> Option<&str> {
 }
 
 /// A frame of a Java stack trace: `at java.base/com.example.CalcTest.addsWrong(CalcTest.java:15)`.
-struct Frame<'a> {
-    class: &'a str,
-    method: &'a str,
-    file: &'a str,
-    line: u32,
+pub(super) struct Frame<'a> {
+    pub(super) class: &'a str,
+    pub(super) method: &'a str,
+    pub(super) file: &'a str,
+    pub(super) line: u32,
 }
 
-fn frame(line: &str) -> Option<Frame<'_>> {
+pub(super) fn frame(line: &str) -> Option<Frame<'_>> {
     let rest = line.trim_start().strip_prefix("at ")?;
     let (call, place) = rest.trim_end().strip_suffix(')')?.split_once('(')?;
     // A module or class loader before the class: `java.base/java.lang.Thread.run`, `app//a.B.c`.
@@ -289,7 +289,7 @@ fn source_path(class: &str, file: &str) -> String {
 }
 
 /// Maven's default test source root for a file's language.
-fn test_root(file: &str) -> Option<&'static str> {
+pub(super) fn test_root(file: &str) -> Option<&'static str> {
     let (_, extension) = file.rsplit_once('.')?;
     Some(match extension {
         "java" => "src/test/java",

@@ -1,5 +1,5 @@
 //! Parsers of test-runner output: counts and failing tests out of what `cargo test`, nextest,
-//! pytest, `go test`, jest, vitest, Maven Surefire and JUnit XML reports print. Pure functions over text, shared by
+//! pytest, `go test`, jest, vitest, Maven Surefire, Gradle and JUnit XML reports print. Pure functions over text, shared by
 //! the `run_tests` tool and CI-failure triage.
 //!
 //! Every parser is lenient: output is often cut (by a timeout, an output limit, a log excerpt), so
@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 mod gotest;
+mod gradle;
 mod jest;
 mod junit;
 mod libtest;
@@ -38,6 +39,8 @@ pub enum Runner {
     JUnitXml,
     /// Maven's console output of Surefire or Failsafe (`mvn test`, `mvn verify`).
     Maven,
+    /// Gradle's console output of its test tasks (`Class > method FAILED`).
+    Gradle,
     Unknown,
 }
 
@@ -53,6 +56,7 @@ impl Runner {
             Runner::Vitest => "vitest",
             Runner::JUnitXml => "junit",
             Runner::Maven => "maven",
+            Runner::Gradle => "gradle",
             Runner::Unknown => "unknown",
         }
     }
@@ -188,6 +192,7 @@ fn parse_as(text: &str, runner: Runner) -> Option<TestReport> {
         Runner::Vitest => vitest::parse(text),
         Runner::JUnitXml => junit::find_and_parse(text),
         Runner::Maven => maven::parse(text),
+        Runner::Gradle => gradle::parse(text),
         Runner::Unknown => None,
     }
 }
@@ -222,6 +227,9 @@ pub fn detect(text: &str) -> Option<Runner> {
     }
     if any(&maven::is_marker) {
         return Some(Runner::Maven);
+    }
+    if any(&gradle::is_marker) {
+        return Some(Runner::Gradle);
     }
     if any(&gotest::is_text_marker) {
         return Some(Runner::GoTest);
@@ -297,6 +305,8 @@ mod tests {
             (include_str!("samples/maven_multimodule.txt"), Runner::Maven),
             (include_str!("samples/maven_rerun.txt"), Runner::Maven),
             (include_str!("samples/maven_surefire3.txt"), Runner::Maven),
+            (include_str!("samples/gradle_default.txt"), Runner::Gradle),
+            (include_str!("samples/gradle_multiproject.txt"), Runner::Gradle),
         ];
         for (sample, runner) in cases {
             let report = parse(sample, None).unwrap_or_else(|| panic!("{runner:?} sample not parsed"));

@@ -201,6 +201,19 @@ const SIGNATURES: &[Signature] = &[
         0.85,
         "an image or tag that does not exist",
     ),
+    sig_and(
+        &["cmake error at"],
+        &[
+            "find_package",
+            "find_library",
+            "find_program",
+            "find_path",
+            "pkg_check_modules",
+        ],
+        Kind::Configuration,
+        0.85,
+        "a tool or library the build needs is not installed",
+    ),
     sig(
         &[
             "-notfound",
@@ -335,6 +348,19 @@ const SIGNATURES: &[Signature] = &[
         &["non-zero exit status", "returned non-zero", "failed to fetch"],
         Kind::Infrastructure,
         0.75,
+        "the system's package repositories failed",
+    ),
+    sig(
+        &["e: failed to fetch", "some index files failed to download"],
+        Kind::Infrastructure,
+        0.75,
+        "the system's package repositories failed",
+    ),
+    sig_and(
+        &["'apt-get'", "\"apt-get\""],
+        &["non-zero exit status", "returned non-zero"],
+        Kind::Infrastructure,
+        0.7,
         "the system's package repositories failed",
     ),
     sig(
@@ -527,6 +553,8 @@ struct Hit {
     reason: String,
     /// (step, line) of the log.
     at: (usize, usize),
+    /// The line reports an error (not a warning or a retry).
+    error_line: bool,
 }
 
 /// Where in the log a classification's evidence is: a step's index and a line of it.
@@ -540,7 +568,10 @@ pub fn classify(
     findings: &[Finding],
     found_at: &[usize],
 ) -> (Classification, Vec<Place>) {
-    let compile_errors = findings.iter().filter(|f| f.kind == FindingKind::CompileError).count();
+    let compile_errors = findings
+        .iter()
+        .filter(|f| matches!(f.kind, FindingKind::CompileError | FindingKind::LintError))
+        .count();
     let test_failures = findings.iter().filter(|f| f.kind == FindingKind::TestFailure).count();
     let step_name = |index: usize| {
         log.steps
@@ -552,7 +583,14 @@ pub fn classify(
 
     let best = |pred: &dyn Fn(&Hit) -> bool| -> Option<(Classification, Vec<Place>)> {
         let mut chosen: Vec<&Hit> = hits.iter().filter(|h| pred(h)).collect();
-        chosen.sort_by(|a, b| (b.confidence * b.weight).total_cmp(&(a.confidence * a.weight)));
+        // The strongest first; of equals, one that reports an error (not a warning or a retry),
+        // then the earliest.
+        chosen.sort_by(|a, b| {
+            (b.confidence * b.weight)
+                .total_cmp(&(a.confidence * a.weight))
+                .then(b.error_line.cmp(&a.error_line))
+                .then(a.at.cmp(&b.at))
+        });
         let first = chosen.first()?;
         let class = first.class;
         let of_class: Vec<&&Hit> = chosen.iter().filter(|h| h.class == class).collect();
@@ -603,11 +641,15 @@ pub fn classify(
         return found;
     }
     if compile_errors > 0 {
-        return found(
-            Class::Code,
-            0.9,
-            format!("{compile_errors} compile error(s) in `{failing_name}`"),
-        );
+        let lint = findings.iter().filter(|f| f.kind == FindingKind::LintError).count();
+        let what = if lint == 0 {
+            format!("{compile_errors} compile error(s) in `{failing_name}`")
+        } else if lint == compile_errors {
+            format!("{lint} lint error(s) in `{failing_name}`")
+        } else {
+            format!("{compile_errors} compile and lint error(s) in `{failing_name}`")
+        };
+        return found(Class::Code, 0.9, what);
     }
     if let Some((mut flaky, places)) = best(&|h| h.class == Class::Flaky && h.weight >= IN_FAILING_STEP) {
         if test_failures > 0 {
@@ -690,6 +732,7 @@ fn scan(log: &JobLog, failing: Option<usize>, found_at: &[usize]) -> Vec<Hit> {
                     None => format!("{}: {}", signature.what, clip(line.trim())),
                 },
                 at: (index, at),
+                error_line: super::is_error_line(line),
             });
         }
     }

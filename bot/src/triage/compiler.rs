@@ -27,6 +27,8 @@ pub enum Compiler {
     Msvc,
     /// A linker's unresolved symbol: GNU ld, gold, lld or MSVC's `link.exe`.
     Linker,
+    /// The Kotlin compiler, as the Kotlin Gradle and Maven plugins print it (`kotlin.rs`).
+    Kotlinc,
 }
 
 impl Compiler {
@@ -37,6 +39,7 @@ impl Compiler {
             Compiler::Cc => "cc",
             Compiler::Javac => "javac",
             Compiler::Go => "go",
+            Compiler::Kotlinc => "kotlinc",
             Compiler::Msvc => "msvc",
             Compiler::Linker => "linker",
         }
@@ -98,6 +101,7 @@ pub fn parse(text: &str) -> Vec<CompileError> {
             .or_else(|| maven_javac(line, below))
             .or_else(|| msvc(line))
             .or_else(|| cc(line))
+            .or_else(|| super::kotlin::kotlinc(line))
             .or_else(|| linker(line, below));
         let Some(error) = found else { continue };
         let seen = if error.compiler == Compiler::Linker {

@@ -1,5 +1,5 @@
 //! CI job logs made readable and split into their steps: GitHub Actions (`##[group]Run …`
-//! headers, or the web UI's copied `Run …` lines), GitLab (`section_start:` markers, or the
+//! headers, the web UI's copied `Run …` lines, or `gh run view --log`'s step column), GitLab (`section_start:` markers, or the
 //! runner's header lines when pasted from the web page), Buildkite (`--- `, `+++ `, `~~~ `
 //! headers) and CircleCI (`====>> ` headers); timestamps, ANSI codes and markers removed, each
 //! clean line keeping its line number in the raw log; the failing step found by the marker that
@@ -120,6 +120,7 @@ impl JobLog {
         let mut steps = vec![Step::new(IMPLICIT_TITLE.into(), false)];
         for (at, item) in items.iter().enumerate() {
             match item {
+                Item::Step { title } => steps.push(Step::new(title.clone(), true)),
                 Item::Section { number, name, header } => {
                     if let Some(housekeeping) = gitlab_runner_section(name) {
                         let title = if header.is_empty() {
@@ -199,6 +200,10 @@ enum Item {
         number: usize,
         text: String,
     },
+    /// A new step named by `gh run view --log`'s step column (`job<TAB>step<TAB>time line`).
+    Step {
+        title: String,
+    },
     /// `section_start:<time>:<name>` and the header text after it.
     Section {
         number: usize,
@@ -218,6 +223,9 @@ struct Framing {
     gitlab: bool,
     gitlab_markers: bool,
     buildkite: bool,
+    /// `gh run view --log`'s columns name each line's step: its `##[group]Run` lines are
+    /// groups within it.
+    gh_columns: bool,
 }
 
 impl Framing {
@@ -225,6 +233,7 @@ impl Framing {
         let mut framing = Framing::default();
         for item in items {
             match item {
+                Item::Step { .. } => framing.gh_columns = true,
                 Item::Section { .. } => {
                     framing.gitlab = true;
                     framing.gitlab_markers = true;
@@ -261,6 +270,9 @@ enum Header {
 
 /// The step header `text` is, in the log's framing; `next` is the item after it.
 fn header(text: &str, framing: &Framing, next: Option<&Item>) -> Option<Header> {
+    if framing.gh_columns {
+        return None;
+    }
     if let Some(command) = text.strip_prefix("##[group]Run ") {
         return Some(if is_hook(command.trim()) {
             Header::Hook
@@ -516,27 +528,49 @@ fn clean_marker(text: &str) -> String {
 /// The raw log's lines, capped, numbered, with timestamps, Buildkite's time stamps, ANSI codes
 /// and GitLab's section markers taken off.
 fn clean(raw: &str) -> Vec<Item> {
-    fn read(text: &str, items: &mut Vec<Item>, number: &mut usize) {
+    fn read(text: &str, items: &mut Vec<Item>, number: &mut usize, step: &mut Option<String>) {
         for line in text.lines() {
             *number += 1;
+            let line = match gh_columns(line) {
+                Some((title, rest)) => {
+                    if step.as_deref() != Some(title) {
+                        *step = Some(title.to_owned());
+                        items.push(Item::Step {
+                            title: title.to_owned(),
+                        });
+                    }
+                    rest
+                }
+                None => line,
+            };
             clean_line(line, *number, items);
         }
     }
+    let mut step = None;
     let mut items = Vec::new();
     let mut number = 0;
     match split_cap(raw, MAX_LOG_BYTES, LOG_HEAD_BYTES) {
-        None => read(raw, &mut items, &mut number),
+        None => read(raw, &mut items, &mut number, &mut step),
         Some((head, cut, tail)) => {
-            read(head, &mut items, &mut number);
+            read(head, &mut items, &mut number, &mut step);
             items.push(Item::Line {
                 number: number + 1,
                 text: format!("[… {cut} lines cut …]"),
             });
             number += cut;
-            read(tail, &mut items, &mut number);
+            read(tail, &mut items, &mut number, &mut step);
         }
     }
     items
+}
+
+/// `job<TAB>step<TAB>2024-01-01T00:00:00.0000000Z text`, as `gh run view --log` prints a job's
+/// lines: the step's name and the timestamped line.
+fn gh_columns(line: &str) -> Option<(&str, &str)> {
+    let (_job, rest) = line.split_once('\t')?;
+    let (step, rest) = rest.split_once('\t')?;
+    let stamp = rest.trim_start_matches('\u{feff}').split(' ').next()?;
+    (is_timestamp(stamp) && !step.trim().is_empty()).then_some((step.trim(), rest))
 }
 
 fn clean_line(line: &str, number: usize, items: &mut Vec<Item>) {
@@ -926,6 +960,19 @@ mod tests {
             log.failing_step().unwrap().lines.last().unwrap(),
             "Error: Input required and not supplied: token"
         );
+    }
+
+    #[test]
+    fn gh_run_views_step_column_names_the_steps() {
+        // `gh run view --log-failed` output quoted in xvanov/sacrifice (see the corpus labels):
+        // the step column, not the `##[group]Run` line inside it, is the step.
+        let raw = corpus!("lint-sacrifice-ruff-full-format");
+        let log = JobLog::parse(raw);
+        let failing = log.failing_step().unwrap();
+        assert_eq!(failing.name(), Some("Ruff lint + format (changed Python only)"));
+        let first = failing.lines.first().unwrap();
+        assert!(!first.contains('\t') && !first.starts_with("2026-"), "{first}");
+        assert_eq!(failing.numbers[0], 3);
     }
 
     #[test]

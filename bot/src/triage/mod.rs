@@ -9,6 +9,7 @@ use crate::testparse::{self, Runner};
 
 pub mod classify;
 pub mod compiler;
+mod kotlin;
 pub mod lint;
 pub mod log;
 pub mod paths;
@@ -109,15 +110,17 @@ pub fn analyse(raw: &str) -> Analysis {
     let (mut classification, places) = classify::classify(&log, failing_index, &findings, &anchors);
     // The line that decided a configuration or infrastructure failure is a finding of its own when
     // no finding shows it (it replaces the fallback's guess).
+    // When tests or the build failed too, those are the findings; the decisive line is in the
+    // classification's reasons and evidence.
+    let code_findings = findings.iter().any(|f| f.kind != FindingKind::Generic);
     if matches!(classification.class, Class::Configuration | Class::Infrastructure)
+        && !code_findings
         && let Some(&(step, at)) = places.first()
         && Some(step) == failing_index
         && !found_at.contains(&Some(at))
     {
-        if findings.iter().all(|f| f.kind == FindingKind::Generic) {
-            findings.clear();
-            found_at.clear();
-        }
+        findings.clear();
+        found_at.clear();
         findings.push(Finding::new(FindingKind::Generic, context(lines, at)));
         found_at.push(Some(at));
     }
@@ -326,7 +329,7 @@ pub(crate) fn decisive_line(lines: &[String]) -> Option<usize> {
 }
 
 /// A line that reports an error (not a warning, not a count of zero errors).
-fn is_error_line(line: &str) -> bool {
+pub(crate) fn is_error_line(line: &str) -> bool {
     let trimmed = line.trim_start();
     let lower = trimmed.to_lowercase();
     if lower.contains("0 errors") || lower.contains("no errors") || lower.starts_with("warning") {
