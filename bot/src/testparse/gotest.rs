@@ -319,7 +319,10 @@ fn parse_text(text: &str) -> Option<TestReport> {
         } else if let Some(message) = timeout_panic(line) {
             // `running tests:` and one tab-indented `TestX (10m0s)` per test, since go 1.20.
             let mut running = Vec::new();
-            if lines.next_if(|next| next.trim() == "running tests:").is_some() {
+            if lines
+                .next_if(|next| next.trim_end().ends_with("running tests:"))
+                .is_some()
+            {
                 while let Some(name) = lines.peek().and_then(|next| running_test(next)) {
                     running.push(name.to_owned());
                     lines.next();
@@ -399,13 +402,13 @@ fn timeout_panic(line: &str) -> Option<&str> {
     Some(line[at..].trim_end())
 }
 
-/// `\tTestX/sub (10m0s)` in the list of the tests running when the binary timed out.
+/// `\tTestX/sub (10m0s)` in the list of the tests running when the binary timed out, indented
+/// under `running tests:` and behind the same prefix as the panic (`Jun 06 12:03:54 ` of `ts`).
 fn running_test(line: &str) -> Option<&str> {
-    if !line.starts_with(char::is_whitespace) {
-        return None;
-    }
-    let (name, duration) = line.trim().rsplit_once(" (")?;
-    (is_test_name(name) && duration.ends_with("s)")).then_some(name)
+    let (before, duration) = line.trim_end().rsplit_once(" (")?;
+    let name = before.rsplit(char::is_whitespace).next()?;
+    let indented = before[..before.len() - name.len()].ends_with(char::is_whitespace);
+    (indented && is_test_name(name) && duration.ends_with("s)")).then_some(name)
 }
 
 /// `panic: Fail in goroutine after TestX has completed` (or `Log in goroutine …`).
@@ -703,6 +706,21 @@ mod tests {
                 "panic: test timed out after 10m0s"
             )]
         );
+        // Behind `ts`'s timestamps (minio/minio#21363, a `go test -v … | ts` in a container).
+        let stamped = "Jun 06 12:03:39 === RUN   TestCreateServerEndpoints/#05\n\
+                       Jun 06 12:03:54 panic: test timed out after 15s\n\
+                       Jun 06 12:03:54     running tests:\n\
+                       Jun 06 12:03:54         TestCreateServerEndpoints (15s)\n\
+                       Jun 06 12:03:54         TestCreateServerEndpoints/#05 (15s)\n\
+                       Jun 06 12:03:54 \n\
+                       Jun 06 12:03:54 goroutine 78 [running]:\n";
+        let names: Vec<_> = parse(stamped, None)
+            .unwrap()
+            .failures
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        assert_eq!(names, ["TestCreateServerEndpoints/#05"]);
         // go 1.19 lists none: with -v, the tests that started and never ended were running.
         let report = parse(include_str!("samples/go_test_timeout_v.txt"), None).unwrap();
         assert_eq!((report.passed, report.failed), (1, 1));

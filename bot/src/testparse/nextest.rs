@@ -36,7 +36,8 @@ struct Status<'a> {
 }
 
 /// `        FAIL [   0.033s] (1/6) scratch tests::adds_wrong`, `  SIGSEGV [ 0.1s] b t`,
-/// `   TRY 2 PASS [ 0.1s] b t`, `       START [         ] (1/1) b t`.
+/// `   TRY 2 PASS [ 0.1s] b t`, `       START [         ] (1/1) b t`, `   FLAKY 2/2 [ 0.1s] b t`
+/// (passed on a retry), ` FLKY-FL 2/2 [ 0.1s] b t` (the same, failed by `--flaky-result fail`).
 fn status_line(line: &str) -> Option<Status<'_>> {
     let (word, rest) = line.trim_start().split_once(" [")?;
     if !word.starts_with(|c: char| c.is_ascii_uppercase())
@@ -60,6 +61,8 @@ fn status_line(line: &str) -> Option<Status<'_>> {
         .map_or(word, |rest| rest.split_once(' ').map_or(rest, |(_, w)| w));
     let outcome = match last {
         "PASS" | "LEAK" => Outcome::Passed,
+        // `--flaky-result fail` (nextest 0.9.131+): it passed on a retry, and that fails it.
+        _ if last.starts_with("FLKY-FL") => Outcome::Failed,
         _ if last.starts_with("FLAKY") => Outcome::Passed,
         "SKIP" => Outcome::Skipped,
         "FAIL" | "TIMEOUT" | "ABORT" | "LEAK-FAIL" => Outcome::Failed,
@@ -322,6 +325,35 @@ mod tests {
         assert!(!report.complete);
         assert_eq!((report.passed, report.failed, report.skipped), (1, 3, 0));
         assert_eq!(report.failures, expected()[..3]);
+    }
+
+    #[test]
+    fn a_test_that_passes_on_a_retry_fails_only_when_flakiness_fails_it() {
+        // cargo-nextest 0.9.143, `--retries 1`, on a crate with a test failing on its first
+        // attempt only and one failing always; then again with `--flaky-result fail`.
+        let always = failure(
+            "tests::always_fails",
+            "src/lib.rs",
+            25,
+            "assertion `left == right` failed: arithmetic\n  left: 2\n right: 3",
+        );
+        let report = parse(include_str!("samples/nextest_retries.txt"), None).unwrap();
+        assert_complete(&report, Runner::Nextest, (2, 1, 0), std::slice::from_ref(&always));
+        let report = parse(include_str!("samples/nextest_flaky_result_fail.txt"), None).unwrap();
+        assert_complete(
+            &report,
+            Runner::Nextest,
+            (1, 2, 0),
+            &[
+                always,
+                failure(
+                    "tests::flaky_once",
+                    "src/lib.rs",
+                    10,
+                    "first attempt fails: /tmp/flaky/target/flaky_once",
+                ),
+            ],
+        );
     }
 
     #[test]
