@@ -16,6 +16,7 @@ mod libtest;
 mod maven;
 mod nextest;
 mod pytest;
+mod tap;
 mod text;
 mod vitest;
 
@@ -39,6 +40,8 @@ pub enum Runner {
     JUnitXml,
     /// Maven's console output of Surefire or Failsafe (`mvn test`, `mvn verify`).
     Maven,
+    /// The Test Anything Protocol (tape, node-tap, bats, prove).
+    Tap,
     /// Gradle's console output of its test tasks (`Class > method FAILED`).
     Gradle,
     Unknown,
@@ -56,6 +59,7 @@ impl Runner {
             Runner::Vitest => "vitest",
             Runner::JUnitXml => "junit",
             Runner::Maven => "maven",
+            Runner::Tap => "tap",
             Runner::Gradle => "gradle",
             Runner::Unknown => "unknown",
         }
@@ -192,6 +196,7 @@ fn parse_as(text: &str, runner: Runner) -> Option<TestReport> {
         Runner::Vitest => vitest::parse(text),
         Runner::JUnitXml => junit::find_and_parse(text),
         Runner::Maven => maven::parse(text),
+        Runner::Tap => tap::parse(text),
         Runner::Gradle => gradle::parse(text),
         Runner::Unknown => None,
     }
@@ -236,6 +241,9 @@ pub fn detect(text: &str) -> Option<Runner> {
     }
     if text.contains("<testsuite") {
         return Some(Runner::JUnitXml);
+    }
+    if any(&tap::is_marker) {
+        return Some(Runner::Tap);
     }
     None
 }

@@ -330,7 +330,7 @@ fn filter_style(root: &Path, command: &str) -> Option<FilterStyle> {
         Runner::GoTest if contains_words(command, &["go", "test"]) => Some(FilterStyle::Go),
         Runner::Jest | Runner::Vitest if command.trim_start().starts_with("npm ") => Some(FilterStyle::NpmNamePattern),
         Runner::Jest | Runner::Vitest => Some(FilterStyle::NamePattern),
-        Runner::GoTest | Runner::JUnitXml | Runner::Maven | Runner::Gradle | Runner::Unknown => None,
+        Runner::GoTest | Runner::JUnitXml | Runner::Maven | Runner::Gradle | Runner::Tap | Runner::Unknown => None,
     }
 }
 

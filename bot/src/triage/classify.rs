@@ -260,6 +260,16 @@ const SIGNATURES: &[Signature] = &[
     ),
     sig(
         &[
+            "couldn't find remote ref",
+            "did not match any file(s) known to git",
+            "unknown revision or path",
+        ],
+        Kind::Configuration,
+        0.75,
+        "a ref the job asks for does not exist",
+    ),
+    sig(
+        &[
             "no space left on device",
             "not enough space on the disk",
             "disk quota exceeded",
@@ -409,6 +419,11 @@ const SIGNATURES: &[Signature] = &[
             "request timed out",
             "timed out while waiting for the connection",
             "timeouterror: timed out",
+            "ssl connect error",
+            "ssl handshake",
+            "handshake failed",
+            "ssl_error_syscall",
+            "unexpected eof while reading",
             "socket.timeout",
             "sockettimeout",
         ],

@@ -2,7 +2,10 @@
 //! full format (`CODE message`, then ` --> path:line:col` below it), pylint
 //! (`path:line:col: C0114: message (symbol)`), mypy (`path:line: error: message  [code]`) and
 //! eslint's stylish (a file's path, then `  line:col  error  message  rule` under it) and unix
-//! (`path:line:col: message [Error/rule]`) formats. Warnings of the tools that mark them (eslint,
+//! (`path:line:col: message [Error/rule]`) formats; tslint (`ERROR: path:line:col rule message`,
+//! and its older `ERROR: path[line, col]: message`), Checkstyle (`[ant:checkstyle] path:line: message`,
+//! `[ERROR] path:line:col: message [Rule]`) and gometalinter (`path:line:col:severity: message
+//! (linter)`, every severity failing the run). Warnings of the tools that mark them (eslint,
 //! mypy's notes) are left out: they do not fail a job; flake8, ruff and pylint fail on every code
 //! they print.
 //!
@@ -21,6 +24,10 @@ pub enum LintTool {
     Pylint,
     Mypy,
     Eslint,
+    Tslint,
+    Checkstyle,
+    /// gometalinter or golangci-lint's line format (`path:line:col:severity: message (linter)`).
+    GoLinter,
 }
 
 impl LintTool {
@@ -31,6 +38,9 @@ impl LintTool {
             LintTool::Pylint => "pylint",
             LintTool::Mypy => "mypy",
             LintTool::Eslint => "eslint",
+            LintTool::Tslint => "tslint",
+            LintTool::Checkstyle => "checkstyle",
+            LintTool::GoLinter => "go-linter",
         }
     }
 }
@@ -66,7 +76,12 @@ pub fn parse(text: &str) -> Vec<Lint> {
             found
         } else {
             stylish_file = stylish_path(line, lines.get(i + 1).copied());
-            located(line).or_else(|| ruff_full(line, &lines[i + 1..])).flatten()
+            tslint(line)
+                .or_else(|| checkstyle(line))
+                .or_else(|| go_linter(line))
+                .or_else(|| located(line))
+                .or_else(|| ruff_full(line, &lines[i + 1..]))
+                .flatten()
         };
         if let Some(lint) = found
             && !out.contains(&lint)
@@ -259,6 +274,114 @@ fn stylish_entry(file: &str, line: &str) -> Option<Option<Lint>> {
         column: Some(column),
         code: rule.to_owned(),
         message: message.to_owned(),
+    }))
+}
+
+/// tslint: `ERROR: path:line:col rule message` (and `WARNING: …`, left out), or the older
+/// `ERROR: path[line, col]: message`.
+fn tslint(line: &str) -> Option<Option<Lint>> {
+    let (severity, rest) = line.split_once(": ")?;
+    if severity != "ERROR" && severity != "WARNING" {
+        return None;
+    }
+    let (file, line_no, column, rule, message) = match tslint_place(rest) {
+        Some(found) => found,
+        None => {
+            let (file, rest) = rest.split_once('[')?;
+            let (place, message) = rest.split_once("]: ")?;
+            let (line_no, column) = place.split_once(", ")?;
+            (file, line_no.parse().ok()?, column.parse().ok(), "", message)
+        }
+    };
+    if file.is_empty() || file.contains(char::is_whitespace) {
+        return None;
+    }
+    if severity == "WARNING" {
+        return Some(None);
+    }
+    Some(Some(Lint {
+        tool: LintTool::Tslint,
+        file: clean_path(file),
+        line: line_no,
+        column,
+        code: rule.to_owned(),
+        message: message.trim().to_owned(),
+    }))
+}
+
+/// `path:line:col rule message` (tslint 5's default format).
+fn tslint_place(text: &str) -> Option<(&str, u32, Option<u32>, &str, &str)> {
+    let (place, rest) = text.split_once(' ')?;
+    let (head, column) = place.rsplit_once(':')?;
+    let (file, line_no) = head.rsplit_once(':')?;
+    let (rule, message) = rest_rule(rest.trim_start())?;
+    Some((file, line_no.parse().ok()?, column.parse().ok(), rule, message))
+}
+
+/// `rule message` → (`rule`, `message`) when the first word is a rule name (`boolean-trivia`).
+fn rest_rule(rest: &str) -> Option<(&str, &str)> {
+    let (rule, message) = rest.split_once(' ')?;
+    rule.chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        .then_some((rule, message))
+}
+
+/// Checkstyle through Gradle or Ant (`[ant:checkstyle] path:line: message`, with `[ERROR] ` or
+/// `[WARN] ` after it in newer versions) or alone (`[ERROR] path:line:col: message [Rule]`).
+fn checkstyle(line: &str) -> Option<Option<Lint>> {
+    let (through_ant, rest) = match line.strip_prefix("[ant:checkstyle] ") {
+        Some(rest) => (true, rest),
+        None => (false, line),
+    };
+    let (severity, rest) = match rest.strip_prefix("[ERROR] ") {
+        Some(rest) => ("error", rest),
+        None => match rest.strip_prefix("[WARN] ") {
+            Some(rest) => ("warning", rest),
+            None if through_ant => ("error", rest),
+            None => return None,
+        },
+    };
+    let (file, line_no, column, message) = location_prefix(rest)?;
+    if !file.ends_with(".java") && !file.ends_with(".kt") && !file.ends_with(".xml") {
+        return None;
+    }
+    if severity == "warning" {
+        return Some(None);
+    }
+    let (message, rule) = match message.trim_end().rsplit_once(" [") {
+        Some((message, rule)) if rule.ends_with(']') => (message, rule.trim_end_matches(']')),
+        _ => (message, ""),
+    };
+    Some(Some(Lint {
+        tool: LintTool::Checkstyle,
+        file: clean_path(file),
+        line: line_no,
+        column,
+        code: rule.to_owned(),
+        message: message.trim().to_owned(),
+    }))
+}
+
+/// gometalinter and golangci-lint's line format: `path:line:col:severity: message (linter)`, the
+/// column possibly empty (`eth/config.go:1::warning: file is not goimported (goimports)`).
+fn go_linter(line: &str) -> Option<Option<Lint>> {
+    let (place, message) = [":warning: ", ":error: "].iter().find_map(|sep| line.split_once(sep))?;
+    let mut parts = place.splitn(3, ':');
+    let (file, line_no, column) = (parts.next()?, parts.next()?, parts.next());
+    if !file.ends_with(".go") || file.contains(char::is_whitespace) {
+        return None;
+    }
+    let (message, linter) = match message.trim_end().rsplit_once(" (") {
+        Some((message, linter)) if linter.ends_with(')') => (message, linter.trim_end_matches(')')),
+        _ => (message, ""),
+    };
+    Some(Some(Lint {
+        tool: LintTool::GoLinter,
+        file: clean_path(file),
+        line: line_no.parse().ok()?,
+        column: column.and_then(|c| c.parse().ok()),
+        code: linter.to_owned(),
+        message: message.trim().to_owned(),
     }))
 }
 
@@ -463,5 +586,45 @@ mod tests {
         // An `E501`-looking word after a location that is no location.
         assert_eq!(parse("at 3: E501 something\n"), vec![]);
         assert_eq!(parse(""), vec![]);
+    }
+
+    #[test]
+    fn tslint_checkstyle_and_go_linters_are_read() {
+        // Lines as they stand in real Travis logs of microsoft/TypeScript, connectbot and
+        // go-ethereum (tests/fixtures/ci-logs/heldout-*), and tslint's older format.
+        let text = "ERROR: /home/travis/build/microsoft/TypeScript/src/compiler/checker.ts:20269:48 boolean-trivia Tag \
+                    argument with parameter name\n\
+                    WARNING: src/a.ts:3:1 no-console Calls to 'console.log' are not allowed.\n\
+                    ERROR: src/old.ts[12, 5]: missing semicolon\n\
+                    [ant:checkstyle] /home/travis/build/connectbot/connectbot/app/src/main/java/org/connectbot/service/\
+                    TerminalKeyListener.java:604: Line has leading space characters; indentation should be performed \
+                    with tabs only.\n\
+                    [ERROR] /w/src/main/java/A.java:7:3: Missing a Javadoc comment. [JavadocMethod]\n\
+                    [WARN] /w/src/main/java/A.java:9:1: Line is longer than 100 characters. [LineLength]\n\
+                    eth/config.go:1::warning: file is not goimported (goimports)\n\
+                    eth/config.go:1::warning: file is not gofmted with -s (gofmt)\n";
+        let lints = parse(text);
+        let found = places(&lints);
+        assert_eq!(
+            found,
+            [
+                (
+                    LintTool::Tslint,
+                    "/home/travis/build/microsoft/TypeScript/src/compiler/checker.ts",
+                    20269,
+                    "boolean-trivia"
+                ),
+                (LintTool::Tslint, "src/old.ts", 12, ""),
+                (
+                    LintTool::Checkstyle,
+                    "/home/travis/build/connectbot/connectbot/app/src/main/java/org/connectbot/service/TerminalKeyListener.java",
+                    604,
+                    ""
+                ),
+                (LintTool::Checkstyle, "/w/src/main/java/A.java", 7, "JavadocMethod"),
+                (LintTool::GoLinter, "eth/config.go", 1, "goimports"),
+                (LintTool::GoLinter, "eth/config.go", 1, "gofmt"),
+            ]
+        );
     }
 }
