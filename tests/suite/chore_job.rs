@@ -396,3 +396,98 @@ fn an_npm_lockfile_is_refreshed_inside_its_ranges_by_real_npm() {
         world.bot
     });
 }
+
+#[test]
+fn lookups_that_fail_are_said_in_the_pull_request_and_never_end_in_a_plain_success() {
+    super::harness::run_test(|| async move {
+        let registry = PackageRegistry::start();
+        for version in ["2.30.0", "2.31.0"] {
+            registry.pypi_release("requests", version, false).unwrap();
+        }
+        // `ghost-package` is in no registry: its lookup fails (as every lookup does behind a
+        // proxy whose certificate is not trusted).
+        let github = FakeGithub::start();
+        let git = GitServer::start_with(github.token_check());
+        git.create_repo(
+            REPO,
+            &[
+                ("requirements.txt", "requests==2.30.0\nghost-package==1.0\n"),
+                (
+                    ".github/pitcrew.toml",
+                    "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
+                ),
+            ],
+        )
+        .unwrap();
+        github.add_repo(
+            Repo::new(REPO)
+                .default_branch("main")
+                .clone_url(&git.url(REPO))
+                .git_dir(git.repo_path(REPO)),
+        );
+        github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
+        github.set_permission(REPO, "alice", Permission::Admin);
+        let model = ScriptedModel::start(Script::new());
+        let world = World {
+            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
+            registry: None,
+        };
+
+        // One update goes out, and says what it could not check; the run is neutral.
+        let first = world.ask("lookups-1").await;
+        world.bot.settled().await;
+        let jobs = world.bot.store().jobs(&JobFilter::default()).await.unwrap();
+        assert_eq!(jobs[0].state, JobState::Succeeded, "{:#?}", jobs[0]);
+        let result = jobs[0].result.clone().unwrap_or_default();
+        assert_eq!(result["conclusion"], "neutral", "{result:#}");
+        assert_eq!(
+            result["headline"], "1 dependency pull request; 1 lookup(s) failed",
+            "{result:#}"
+        );
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        assert_eq!(pulls[0].title, "chore(deps): update requests to 2.31.0");
+        let body = pulls[0].body.clone().unwrap_or_default();
+        assert!(
+            body.contains(
+                "**Not checked:** 1 dependency could not be looked up, so this pull request may be missing their updates:"
+            ) && body.contains("`ghost-package`"),
+            "{body}"
+        );
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "requests==2.31.0\nghost-package==1.0\n"
+        );
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("`ghost-package`"), "{answer}");
+
+        // Only the failing lookup left: nothing can be proposed, and the job fails saying why.
+        world
+            .bot
+            .git
+            .commit(
+                REPO,
+                "main",
+                &[("requirements.txt", "ghost-package==1.0\n")],
+                "drop requests",
+            )
+            .unwrap();
+        let second = world.ask("lookups-2").await;
+        world.bot.settled().await;
+        let jobs = world.bot.store().jobs(&JobFilter::default()).await.unwrap();
+        assert_eq!(jobs[0].state, JobState::Failed, "{:#?}", jobs[0]);
+        assert!(
+            jobs[0].error.as_deref().unwrap_or_default().contains("`ghost-package`"),
+            "{:#?}",
+            jobs[0]
+        );
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("`ghost-package`"), "{answer}");
+        // Its pull request stays: the updates in it are still wanted.
+        assert_eq!(world.pull_requests()[0].state, "open");
+        for ask in [first, second] {
+            assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        }
+        world.bot
+    });
+}

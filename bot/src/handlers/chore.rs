@@ -45,6 +45,8 @@ struct Group {
     ecosystems: Vec<Ecosystem>,
     major: bool,
     updates: Vec<Update>,
+    /// What could not be looked up for its ecosystems: updates this pull request may miss.
+    unchecked: Vec<String>,
 }
 
 /// The chore, from its request to its pull requests.
@@ -64,6 +66,9 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
 
     let (base, found) = find_updates(env, &mirror, &registry, deps).await?;
     let mut problems: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
+    // Lookups that failed (a registry unreachable, a certificate refused) leave the run
+    // incomplete: it may not end in a plain success.
+    let unchecked = problems.len();
     record_plan(env, &base, &found, &problems).await;
 
     let open = open_chore_pulls(env).await?;
@@ -82,7 +87,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         }
     };
     let closed = close_superseded(env, &open, &found, &delivered.wanted, deps.group).await?;
-    report_run(env, asked, base, delivered, closed, problems).await
+    report_run(env, asked, base, delivered, closed, problems, unchecked).await
 }
 
 /// Scans the default branch's head for each enabled ecosystem's dependencies and asks the
@@ -299,24 +304,35 @@ async fn report_run(
     delivered: Delivered,
     closed: Vec<u64>,
     problems: Vec<String>,
+    unchecked: usize,
 ) -> Result<(Finish, Spent), HandlerError> {
     let report = text::answer(&delivered.pulls, &problems, &env.job_id());
     if asked {
         env.reply(&report).await?;
     }
-    let headline = match delivered.pulls.len() {
-        0 => "dependencies are up to date".to_owned(),
-        1 => "1 dependency pull request".to_owned(),
-        n => format!("{n} dependency pull requests"),
+    let headline = match (delivered.pulls.len(), unchecked) {
+        (0, 0) => "dependencies are up to date".to_owned(),
+        (0, n) => format!("{n} dependency lookup(s) failed; nothing could be proposed"),
+        (1, 0) => "1 dependency pull request".to_owned(),
+        (n, 0) => format!("{n} dependency pull requests"),
+        (1, failed) => format!("1 dependency pull request; {failed} lookup(s) failed"),
+        (n, failed) => format!("{n} dependency pull requests; {failed} lookup(s) failed"),
     };
     let finished = JobRecord::Finished {
         headline: headline.clone(),
     };
     let _ = env.control.record(&finished).await;
-    let failed = delivered.failed > 0 && delivered.pulls.is_empty();
+    // Nothing went out and something broke (a pull request, or the lookups): the job failed. Some
+    // went out and some did not, or some lookups failed: neutral, never a plain success.
+    let incomplete = delivered.failed > 0 || unchecked > 0;
+    let failed = incomplete && delivered.pulls.is_empty();
     let summary = Summary {
         headline: headline.clone(),
-        conclusion: CheckConclusion::Success,
+        conclusion: if incomplete {
+            CheckConclusion::Neutral
+        } else {
+            CheckConclusion::Success
+        },
         commit: None,
         pull_request: delivered.pulls.first().map(|(_, n, _)| *n),
         summary: headline,
@@ -374,6 +390,7 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                         ecosystems: vec![*ecosystem],
                         major: false,
                         updates: compatible,
+                        unchecked: f.problems.clone(),
                     });
                 }
                 let majors = split(f, true);
@@ -383,12 +400,14 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                         ecosystems: vec![*ecosystem],
                         major: true,
                         updates: majors,
+                        unchecked: f.problems.clone(),
                     });
                 }
             }
         }
         DepsGrouping::All => {
             let ecosystems: Vec<Ecosystem> = found.keys().copied().collect();
+            let unchecked: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
             let compatible: Vec<Update> = found.values().flat_map(|f| split(f, false)).collect();
             if !compatible.is_empty() || found.values().any(|f| f.has_lockfile) {
                 out.push(Group {
@@ -396,6 +415,7 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                     ecosystems: ecosystems.clone(),
                     major: false,
                     updates: compatible,
+                    unchecked: unchecked.clone(),
                 });
             }
             let majors: Vec<Update> = found.values().flat_map(|f| split(f, true)).collect();
@@ -405,6 +425,7 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                     ecosystems,
                     major: true,
                     updates: majors,
+                    unchecked,
                 });
             }
         }
@@ -654,6 +675,7 @@ async fn in_session(
             tests,
             agent_summary,
             reverted,
+            unchecked: group.unchecked.clone(),
         },
         spent,
     )))

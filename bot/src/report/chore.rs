@@ -31,6 +31,9 @@ pub struct ChorePull {
     pub agent_summary: Option<String>,
     /// Updates the agent reverted (their names), from comparing the manifests after its run.
     pub reverted: Vec<String>,
+    /// What could not be looked up for its ecosystems (a registry unreachable, a certificate
+    /// refused): updates this pull request may be missing.
+    pub unchecked: Vec<String>,
 }
 
 fn ecosystem_words(ecosystems: &[Ecosystem]) -> String {
@@ -120,6 +123,20 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
         TestOutcome::NotRun => "**Tests:** not run (no test command was found); review before merging.".to_owned(),
     };
     doc.fixed(tests);
+    if !pull.unchecked.is_empty() {
+        let n = pull.unchecked.len();
+        doc.fixed(format!(
+            "**Not checked:** {n} {} could not be looked up, so this pull request may be missing \
+             their updates:",
+            if n == 1 { "dependency" } else { "dependencies" }
+        ));
+        let items: Vec<String> = pull
+            .unchecked
+            .iter()
+            .map(|p| format!("- {}", markdown::inline(p)))
+            .collect();
+        doc.cuttable(items.join("\n"));
+    }
     if !pull.reverted.is_empty() {
         let names: Vec<String> = pull.reverted.iter().map(|n| markdown::code_span(n)).collect();
         doc.fixed(format!(
@@ -231,6 +248,7 @@ mod tests {
             tests: TestOutcome::Passed { after_fix: true },
             agent_summary: Some("`fmt` changed its signature; adapted `src/lib.rs`.".into()),
             reverted: Vec::new(),
+            unchecked: Vec::new(),
         };
         assert_eq!(title(&pull), "chore(deps): update cargo dependencies");
         insta::assert_snapshot!(body(&pull, "9"), @r"
@@ -267,5 +285,32 @@ mod tests {
             ..pull
         };
         assert_eq!(title(&major), "chore(deps): update calcutil to 2.0.0 (major)");
+    }
+
+    #[test]
+    fn the_body_says_what_could_not_be_looked_up() {
+        let pull = ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            major: false,
+            updates: vec![update("calcutil", "1.0.0", "1.1.0", UpdateKind::Lockfile, None)],
+            tests: TestOutcome::Passed { after_fix: false },
+            agent_summary: None,
+            reverted: Vec::new(),
+            // As the registry client says them.
+            unchecked: vec![
+                "could not reach crates.io for `fmtutil`: invalid peer certificate: UnknownIssuer".into(),
+                "crates.io answered 503 for `serde`".into(),
+            ],
+        };
+        let body = body(&pull, "9");
+        assert!(
+            body.contains(
+                "**Not checked:** 2 dependencies could not be looked up, so this pull request may be missing their \
+                 updates:\n\n- could not reach crates.io for `fmtutil`: invalid peer certificate: UnknownIssuer\n- \
+                 crates.io answered 503 for `serde`"
+            ),
+            "{body}"
+        );
     }
 }
