@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod llm;
 pub mod logging;
 pub mod metrics;
+pub mod net;
 pub mod prompts;
 pub mod redact;
 pub mod report;

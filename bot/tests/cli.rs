@@ -2,7 +2,7 @@
 //! secret is ever printed.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "a failing test should panic")]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A fresh directory for one test (the binary reads `./pitcrew.toml` when it exists).
@@ -1517,4 +1517,259 @@ mod triage {
         );
         assert!(out.stdout.is_empty());
     }
+}
+
+/// A TLS-terminating proxy in front of a plain-HTTP server, as a company's intercepting proxy or an
+/// internal service looks to pitcrew: its certificate is signed by a CA of its own (made here with
+/// `openssl`) that is in no trust store but the file `SSL_CERT_FILE` names. Returns the CA's file,
+/// the proxy (killed on drop) and its port.
+struct TlsProxy {
+    child: std::process::Child,
+    port: u16,
+    ca: PathBuf,
+}
+
+impl Drop for TlsProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const TLS_PROXY: &str = r#"
+import socket, ssl, sys, threading
+cert, key, backend = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+ctx.set_alpn_protocols(["http/1.1"])
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(16)
+print(srv.getsockname()[1], flush=True)
+def pump(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        try:
+            b.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+def serve(conn):
+    try:
+        tls = ctx.wrap_socket(conn, server_side=True)
+    except (ssl.SSLError, OSError):
+        conn.close()
+        return
+    up = socket.create_connection(("127.0.0.1", backend))
+    t = threading.Thread(target=pump, args=(up, tls), daemon=True)
+    t.start()
+    pump(tls, up)
+    t.join()
+    tls.close()
+    up.close()
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+/// An HTTP proxy that tunnels `CONNECT host:port` requests and writes each to the file it is given.
+const CONNECT_PROXY: &str = r#"import socket, sys, threading
+log = open(sys.argv[1], "a", buffering=1)
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(16)
+print(srv.getsockname()[1], flush=True)
+def pump(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        try:
+            b.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+def serve(conn):
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(4096)
+        if not chunk:
+            conn.close()
+            return
+        head += chunk
+    method, target, _ = head.split(b"\r\n")[0].decode().split(" ")
+    if method != "CONNECT":
+        conn.sendall(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+        conn.close()
+        return
+    log.write(target + "\n")
+    host, port = target.rsplit(":", 1)
+    up = socket.create_connection(("127.0.0.1" if host == "localhost" else host, int(port)))
+    conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    t = threading.Thread(target=pump, args=(up, conn), daemon=True)
+    t.start()
+    pump(conn, up)
+    t.join()
+    conn.close()
+    up.close()
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+/// Starts `script` with `args` under python3 in `dir`; returns it and the port it printed.
+fn python_server(dir: &Path, name: &str, script: &str, args: &[&str]) -> (std::process::Child, u16) {
+    std::fs::write(dir.join(name), script).unwrap();
+    let mut child = Command::new("python3")
+        .arg(name)
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let port = line.trim().parse().unwrap_or_else(|_| panic!("{name} said {line:?}"));
+    (child, port)
+}
+
+fn tls_proxy(dir: &Path, backend_port: u16) -> TlsProxy {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).current_dir(dir).output().unwrap();
+        assert!(out.status.success(), "openssl {args:?}: {}", text(&out.stderr));
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=pitcrew test intercepting CA",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+    let (child, port) = python_server(
+        dir,
+        "tls-proxy.py",
+        TLS_PROXY,
+        &["server.pem", "server.key", &backend_port.to_string()],
+    );
+    TlsProxy {
+        child,
+        port,
+        ca: dir.join("ca.pem"),
+    }
+}
+
+#[test]
+fn a_server_reached_through_https_proxy_whose_ca_is_only_in_ssl_cert_file_is_trusted_and_without_it_the_run_says_why() {
+    use pitcrew_tests::repo::TestRepo;
+    use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+
+    let dir = scratch("tls-trust");
+    let repo = TestRepo::new(&[("a.txt", "a\n")]).unwrap();
+    let model = ScriptedModel::start(
+        Script::new()
+            .turn(Reply::new().tool_call("bash", serde_json::json!({ "command": "cat a.txt" })))
+            .turn(Reply::text("Looked around.")),
+    );
+    let backend: url::Url = model.openai_base_url().parse().unwrap();
+    let proxy = tls_proxy(&dir, backend.port().unwrap());
+    let base_url = format!("https://localhost:{}{}", proxy.port, backend.path());
+    let run = |env: &[(&str, &str)]| {
+        pitcrew(
+            &repo.path().to_owned(),
+            &[
+                "run",
+                "--json",
+                "--model",
+                "gpt-4o",
+                "--base-url",
+                &base_url,
+                "--sandbox",
+                "local",
+                "--in-place",
+                "Look around",
+            ],
+            env,
+        )
+    };
+    let ca = proxy.ca.to_str().unwrap();
+    // Through the company's HTTP proxy too, as HTTPS_PROXY says.
+    let connects = dir.join("connects.log");
+    let (mut forward, forward_port) =
+        python_server(&dir, "connect-proxy.py", CONNECT_PROXY, &[connects.to_str().unwrap()]);
+    let https_proxy = format!("http://127.0.0.1:{forward_port}");
+    let trusted = run(&[
+        ("OPENAI_API_KEY", "sk-test"),
+        ("SSL_CERT_FILE", ca),
+        ("HTTPS_PROXY", &https_proxy),
+    ]);
+    let _ = forward.kill();
+    let _ = forward.wait();
+    assert!(trusted.status.success(), "{}", text(&trusted.stderr));
+    model.assert_script_consumed();
+    let tunnelled = std::fs::read_to_string(&connects).unwrap_or_default();
+    assert!(
+        !tunnelled.is_empty() && tunnelled.lines().all(|l| l == format!("localhost:{}", proxy.port)),
+        "the calls did not go through HTTPS_PROXY: {tunnelled:?}"
+    );
+
+    // The same run without the trust store: refused at once (a certificate does not change on a
+    // retry), and the message says it is the certificate and what to do.
+    let refused = run(&[("OPENAI_API_KEY", "sk-test")]);
+    assert!(!refused.status.success());
+    let said = format!("{}{}", text(&refused.stdout), text(&refused.stderr));
+    assert!(said.contains("invalid peer certificate: UnknownIssuer"), "{said}");
+    assert!(said.contains("SSL_CERT_FILE"), "{said}");
+    assert!(!said.contains("retry 1"), "a refused certificate was retried: {said}");
 }

@@ -74,7 +74,7 @@ impl RegistryClient {
             registry,
             package: package.to_owned(),
             // Without the URL: a private registry's may carry a token.
-            message: e.without_url().to_string(),
+            message: crate::net::describe_with_hint(&e),
         };
         let mut response = self
             .http

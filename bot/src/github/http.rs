@@ -280,7 +280,7 @@ impl Http {
                 .build()
                 .map_err(|err| GithubError::Transport {
                     request: "building the GitHub HTTP client".to_owned(),
-                    message: err.without_url().to_string(),
+                    message: crate::net::describe(&err),
                 })
         };
         // GitHub redirects requests for renamed or transferred repositories; reqwest follows and
@@ -391,7 +391,7 @@ impl Http {
             let verdict = match builder.send().await {
                 Err(err) => {
                     self.options.stats.record_transport_error();
-                    let message = describe_transport(&err);
+                    let message = crate::net::describe_with_hint(&err);
                     // A POST that may have reached GitHub is not resent: a second comment or check
                     // run is worse than an error. One that never connected is safe to retry.
                     if (endpoint.method == Method::POST && !err.is_connect()) || attempt >= policy.max_attempts {
@@ -410,7 +410,7 @@ impl Http {
                     self.options.stats.record_response(status, &headers);
                     let bytes = response.bytes().await.map_err(|err| GithubError::Transport {
                         request: request.clone(),
-                        message: format!("reading the response: {}", describe_transport(&err)),
+                        message: format!("reading the response: {}", crate::net::describe_with_hint(&err)),
                     })?;
                     if status.is_success() || (redirects == Redirects::Return && status.is_redirection()) {
                         return Ok(Reply {
@@ -459,7 +459,7 @@ impl Http {
         let mut response = loop {
             let retry = match self.client.get(url.clone()).send().await {
                 Err(err) => {
-                    let message = describe_transport(&err);
+                    let message = crate::net::describe_with_hint(&err);
                     if attempt >= policy.max_attempts {
                         return Err(GithubError::Transport {
                             request: request.to_owned(),
@@ -509,7 +509,7 @@ impl Http {
                 Err(err) => {
                     return Err(GithubError::Transport {
                         request: request.to_owned(),
-                        message: format!("reading the response: {}", describe_transport(&err)),
+                        message: format!("reading the response: {}", crate::net::describe_with_hint(&err)),
                     });
                 }
             }
@@ -572,25 +572,6 @@ impl Http {
             },
         })
     }
-}
-
-/// A transport error without its URL (which names the host and path only, but the request is named
-/// by the caller anyway) and with its causes, which carry the useful part ("connection refused").
-fn describe_transport(err: &reqwest::Error) -> String {
-    let mut message = if err.is_timeout() {
-        "timed out".to_owned()
-    } else if err.is_connect() {
-        "could not connect".to_owned()
-    } else {
-        "the request failed".to_owned()
-    };
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 fn header_number(headers: &HeaderMap, name: &str) -> Option<u64> {

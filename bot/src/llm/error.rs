@@ -35,6 +35,9 @@ pub enum LlmError {
     /// The connection failed, timed out or was cut.
     #[error("could not reach the model provider: {message}")]
     Transport { message: String },
+    /// The provider's TLS certificate was refused: trying again will not change it.
+    #[error("could not reach the model provider: {message} ({hint})", hint = crate::net::CERTIFICATE_HINT)]
+    Certificate { message: String },
     /// The provider answered something that is not its protocol (malformed SSE or JSON, a stream
     /// that ended without its terminal event).
     #[error("the model provider answered something unexpected: {message}")]
@@ -63,6 +66,7 @@ impl LlmError {
             | LlmError::QuotaExhausted { .. }
             | LlmError::ContextWindowExceeded { .. }
             | LlmError::BadRequest { .. }
+            | LlmError::Certificate { .. }
             | LlmError::Protocol { .. }
             | LlmError::Cancelled => false,
         }
@@ -77,9 +81,11 @@ impl LlmError {
     }
 
     pub(crate) fn transport(err: &reqwest::Error) -> Self {
-        LlmError::Transport {
-            message: describe_reqwest_error(err),
+        let message = crate::net::describe(err);
+        if crate::net::refused_certificate(&message) {
+            return LlmError::Certificate { message };
         }
+        LlmError::Transport { message }
     }
 
     pub fn protocol(message: impl Into<String>) -> Self {
@@ -87,28 +93,6 @@ impl LlmError {
             message: message.into(),
         }
     }
-}
-
-/// A reqwest error with its causes, without the URL (a base URL may carry a key in its query, as some
-/// proxies require).
-fn describe_reqwest_error(err: &reqwest::Error) -> String {
-    let kind = if err.is_timeout() {
-        "timed out"
-    } else if err.is_connect() {
-        "connection failed"
-    } else if err.is_body() || err.is_decode() {
-        "reading the response failed"
-    } else {
-        "request failed"
-    };
-    let mut message = kind.to_owned();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 /// Maps an HTTP error status and body to an error. `classify` reads the provider's error JSON
