@@ -203,7 +203,13 @@ pub fn resolve(
 /// The test command the project's files point to.
 pub fn detect(root: &Path) -> Option<String> {
     if root.join("Cargo.toml").is_file() {
-        return Some("cargo test".into());
+        // At a workspace's root plain `cargo test` tests only the root package (or the default
+        // members): the whole workspace is what a change must keep passing.
+        return Some(if is_cargo_workspace(root) {
+            "cargo test --workspace".into()
+        } else {
+            "cargo test".into()
+        });
     }
     let python_markers = ["pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini"];
     if python_markers.iter().any(|m| root.join(m).is_file()) || has_python_tests(root) {
@@ -219,6 +225,15 @@ pub fn detect(root: &Path) -> Option<String> {
         return Some("make test".into());
     }
     None
+}
+
+/// Whether `root/Cargo.toml` declares a workspace with members (a virtual manifest, or a package
+/// with members); an empty `[workspace]` only keeps a package out of an enclosing one.
+fn is_cargo_workspace(root: &Path) -> bool {
+    std::fs::read_to_string(root.join("Cargo.toml"))
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+        .is_some_and(|manifest| manifest.get("workspace").is_some_and(|w| w.get("members").is_some()))
 }
 
 fn has_python_tests(root: &Path) -> bool {
@@ -557,6 +572,24 @@ mod tests {
     fn commands_are_detected_from_project_files() {
         let cases: &[(Files<'_>, &str, Option<Runner>)] = &[
             (&[("Cargo.toml", "[package]")], "cargo test", Some(Runner::Cargo)),
+            (
+                &[("Cargo.toml", "[package]\nname = \"x\"\n\n[workspace]\n")],
+                "cargo test",
+                Some(Runner::Cargo),
+            ),
+            (
+                &[("Cargo.toml", "[workspace]\nmembers = [\"a\", \"b\"]\n")],
+                "cargo test --workspace",
+                Some(Runner::Cargo),
+            ),
+            (
+                &[(
+                    "Cargo.toml",
+                    "[package]\nname = \"x\"\n\n[workspace]\nmembers = [\"sub\"]\n",
+                )],
+                "cargo test --workspace",
+                Some(Runner::Cargo),
+            ),
             (
                 &[("pyproject.toml", "")],
                 "python3 -m pytest -q -rA",
