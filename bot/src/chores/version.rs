@@ -26,9 +26,11 @@ use crate::config::deps::Policy;
 ///
 /// The new requirement keeps the written style and precision: `1.2` → `1.4`, `1.2.3` → `1.4.0`,
 /// `^1.2.3` → `^1.4.0`, `~1.2` → `~1.4`, `=1.2.3` → `=1.4.0`, `1.*` → `2.*` (a prerelease is
-/// always written in full). A requirement of several comparators or a bare bound (`>=1, <1.5`,
-/// `<2`) cannot keep its shape and is replaced by a caret requirement on the new version in full
-/// (`^1.6.2`).
+/// always written in full). A bounded range keeps its shape and its author's intent, with the
+/// upper bound moved just past the new version at the precision it was written in (`>=2.4, <2.6`
+/// → `>=2.4, <2.9` for 2.8.3, `<2` → `<3` for 2.0.1, `>=1, <=1.5.0` → `>=1, <=1.6.2`); any other
+/// requirement of several comparators is replaced by a caret requirement on the new version in
+/// full (`^1.6.2`).
 pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy: &Policy) -> Vec<Update> {
     if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
         return Vec::new();
@@ -135,19 +137,29 @@ fn lower_bound(c: &Comparator) -> Option<Version> {
 }
 
 /// How a requirement is written, to write its successor the same way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Style {
     /// One comparator: its operator as written (`""` for a bare version) and how many of
     /// major.minor.patch it names.
     Single { operator: &'static str, parts: u8 },
     /// `1.*`, `1.2.x`: the parts before the wildcard and the wildcard's character.
     Wildcard { parts: u8, mark: char },
+    /// Lower bounds (kept as written) and one upper bound `<` or `<=` naming `parts` of
+    /// major.minor.patch, moved past the new version.
+    Bounded {
+        lower: Vec<String>,
+        upper_inclusive: bool,
+        parts: u8,
+    },
     /// Anything else: replaced by a caret requirement on the full version.
     Range,
 }
 
 impl Style {
     fn of(text: &str, requirement: &VersionReq) -> Style {
+        if let Some(bounded) = Style::bounded(requirement) {
+            return bounded;
+        }
         let [c] = requirement.comparators.as_slice() else {
             return Style::Range;
         };
@@ -165,8 +177,51 @@ impl Style {
         }
     }
 
-    fn render(self, version: &Version) -> String {
+    /// Lower bounds and exactly one upper bound (`<`, `<=`), none of them a prerelease.
+    fn bounded(requirement: &VersionReq) -> Option<Style> {
+        let (upper, lower): (Vec<&Comparator>, Vec<&Comparator>) = requirement
+            .comparators
+            .iter()
+            .partition(|c| matches!(c.op, Op::Less | Op::LessEq));
+        let [upper] = upper.as_slice() else {
+            return None;
+        };
+        let plain = |c: &Comparator| c.pre.is_empty();
+        if !plain(upper)
+            || !lower
+                .iter()
+                .all(|c| plain(c) && matches!(c.op, Op::GreaterEq | Op::Greater))
+        {
+            return None;
+        }
+        Some(Style::Bounded {
+            lower: lower.iter().map(|c| c.to_string()).collect(),
+            upper_inclusive: upper.op == Op::LessEq,
+            parts: 1 + u8::from(upper.minor.is_some()) + u8::from(upper.patch.is_some()),
+        })
+    }
+
+    fn render(&self, version: &Version) -> String {
         let (major, minor, patch) = (version.major, version.minor, version.patch);
+        if let Style::Bounded {
+            lower,
+            upper_inclusive,
+            parts,
+        } = self
+            && version.pre.is_empty()
+        {
+            // Just past the new version at the bound's precision (`<2.9` for 2.8.3), or the new
+            // version itself for an inclusive bound written in full.
+            let upper = match (upper_inclusive, parts) {
+                (false, 1) => format!("<{}", major + 1),
+                (false, 2) => format!("<{major}.{}", minor + 1),
+                (false, _) => format!("<{major}.{minor}.{}", patch + 1),
+                (true, 1) => format!("<={major}"),
+                (true, 2) => format!("<={major}.{minor}"),
+                (true, _) => format!("<={major}.{minor}.{patch}"),
+            };
+            return lower.iter().cloned().chain([upper]).collect::<Vec<_>>().join(", ");
+        }
         if !version.pre.is_empty() {
             return match self {
                 Style::Single { operator, .. } => format!("{operator}{}", full(version)),
@@ -179,7 +234,7 @@ impl Style {
             Style::Single { operator, .. } => format!("{operator}{major}.{minor}.{patch}"),
             Style::Wildcard { parts: 1, mark } => format!("{major}.{mark}"),
             Style::Wildcard { mark, .. } => format!("{major}.{minor}.{mark}"),
-            Style::Range => format!("^{}", full(version)),
+            Style::Bounded { .. } | Style::Range => format!("^{}", full(version)),
         }
     }
 }
@@ -308,13 +363,24 @@ mod tests {
             brief("~1.2.3", None, &["1.2.9", "1.3.0"], &MAJOR),
             ["minor 1.2.3→1.3.0 ~1.3.0"]
         );
+        // A bounded range keeps its bound, moved past the new version at its precision.
         assert_eq!(
             brief(">=1, <1.5", Some("1.4.0"), &["1.6.2"], &MAJOR),
-            ["minor 1.4.0→1.6.2 ^1.6.2"]
+            ["minor 1.4.0→1.6.2 >=1, <1.7"]
         );
         assert_eq!(
-            brief("<2", Some("1.9.0"), &["2.0.1"], &MAJOR),
-            ["major 1.9.0→2.0.1 ^2.0.1"]
+            brief(">=2.4, <2.6", Some("2.5.0"), &["2.8.3"], &MAJOR),
+            ["minor 2.5.0→2.8.3 >=2.4, <2.9"]
+        );
+        assert_eq!(
+            brief(">=1, <=1.5.0", Some("1.4.0"), &["1.6.2"], &MAJOR),
+            ["minor 1.4.0→1.6.2 >=1, <=1.6.2"]
+        );
+        assert_eq!(brief("<2", Some("1.9.0"), &["2.0.1"], &MAJOR), ["major 1.9.0→2.0.1 <3"]);
+        // Two upper bounds, a prerelease: no shape to keep.
+        assert_eq!(
+            brief(">=1, <1.5, <=1.4", Some("1.3.0"), &["1.6.2"], &MAJOR),
+            ["minor 1.3.0→1.6.2 ^1.6.2"]
         );
         assert_eq!(brief("~0.3.1", Some("0.3.1"), &["0.3.4"], &MAJOR), Vec::<String>::new());
     }
