@@ -1,5 +1,6 @@
-//! Python: the dependencies `requirements*.txt` and `pyproject.toml` declare (PEP 508 strings in
-//! `[project]`, Poetry's tables), PEP 440 specifiers (the versions are in `pep440`), PyPI's JSON
+//! Python: the dependencies `requirements*.txt`, `constraints*.txt`, the files of a `requirements/`
+//! directory and what they include, and `pyproject.toml` declare (PEP 508 strings in `[project]`
+//! and PEP 735's `[dependency-groups]`, Poetry's tables), PEP 440 specifiers (the versions are in `pep440`), PyPI's JSON
 //! API (a release whose files are all yanked is yanked), and edits of the manifests' text that keep
 //! their formatting.
 //! There is no lockfile: the `==` pins are what is "locked".
@@ -114,14 +115,81 @@ pub fn normalize(name: &str) -> String {
     out
 }
 
-/// `requirements*.txt` and `pyproject.toml` files under `root`, with their paths relative to it.
-/// A virtual environment (it has `pyvenv.cfg`) holds installed packages, not the project's.
+/// The manifests under `root`, with their paths relative to it: `pyproject.toml`,
+/// `requirements*.txt` and `constraints*.txt`, every `.txt` in a `requirements/` directory, and
+/// every file a scanned requirements file includes (`-r`, `--requirement`, `-c`, `--constraint`)
+/// that the walk saw (so never a hidden, ignored or outside file, nor one behind a symlink). A
+/// virtual environment (it has `pyvenv.cfg`) holds installed packages, not the project's.
 fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, super::WalkError> {
-    super::manifest_files(
+    let every = super::manifest_files(
         root,
         |dir| dir.ends_with("node_modules") || dir.join("pyvenv.cfg").is_file(),
-        |name| name == "pyproject.toml" || (name.starts_with("requirements") && name.ends_with(".txt")),
-    )
+        |name| name == "pyproject.toml" || name.ends_with(".txt"),
+    )?;
+    let named = |relative: &str| {
+        let mut parts = relative.rsplit('/');
+        let name = parts.next().unwrap_or(relative);
+        let in_requirements_dir = parts.next() == Some("requirements");
+        name == "pyproject.toml"
+            || (name.ends_with(".txt")
+                && (name.starts_with("requirements") || name.starts_with("constraints") || in_requirements_dir))
+    };
+    let mut wanted: std::collections::BTreeSet<String> =
+        every.iter().filter(|(_, r)| named(r)).map(|(_, r)| r.clone()).collect();
+    // Follow includes until no new file turns up.
+    let mut queue: Vec<String> = wanted.iter().filter(|r| r.ends_with(".txt")).cloned().collect();
+    while let Some(relative) = queue.pop() {
+        let Some((path, _)) = every.iter().find(|(_, r)| *r == relative) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        for included in includes(&text) {
+            let Some(target) = join_relative(&relative, &included) else {
+                continue;
+            };
+            if every.iter().any(|(_, r)| *r == target) && wanted.insert(target.clone()) {
+                queue.push(target);
+            }
+        }
+    }
+    Ok(every.into_iter().filter(|(_, r)| wanted.contains(r)).collect())
+}
+
+/// The files a requirements file includes: `-r x.txt`, `--requirement=x.txt`, `-c c.txt`,
+/// `--constraint c.txt`.
+fn includes(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let line = strip_comment(line).trim();
+            let rest = ["--requirement", "--constraint", "-r", "-c"]
+                .iter()
+                .find_map(|option| line.strip_prefix(option))?;
+            let target = rest.strip_prefix('=').unwrap_or(rest).trim();
+            (!target.is_empty() && !target.contains("://")).then(|| target.to_owned())
+        })
+        .collect()
+}
+
+/// `target` (as a requirements file names it, relative to its own directory) as a path relative to
+/// the root, `/`-separated; `None` when it is absolute or climbs out of the root.
+fn join_relative(from: &str, target: &str) -> Option<String> {
+    if target.starts_with('/') || target.contains('\\') {
+        return None;
+    }
+    let mut parts: Vec<&str> = from.split('/').collect();
+    parts.pop();
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// One requirement found in a manifest.
@@ -295,6 +363,13 @@ fn pyproject_strings(doc: &toml_edit::Document<&str>) -> Vec<Found> {
     {
         for (group, item) in groups.iter() {
             pep508(format!("project.optional-dependencies.{group}"), Some(item));
+        }
+    }
+    // PEP 735: `[dependency-groups]`, arrays of PEP 508 strings (`{include-group = …}` tables
+    // name other groups and are left alone).
+    if let Some(groups) = root.get("dependency-groups").and_then(toml_edit::Item::as_table_like) {
+        for (group, item) in groups.iter() {
+            pep508(format!("dependency-groups.{group}"), Some(item));
         }
     }
     let poetry = root.get("tool").and_then(|t| t.get("poetry"));
@@ -1052,6 +1127,70 @@ mod tests {
             planned(">=2.30,<2.31,!=2.32.3", &all, &default),
             [update("2.30", "2.31.0", UpdateKind::Minor, ">=2.30,<2.32,!=2.32.3")]
         );
+    }
+
+    #[test]
+    fn requirement_directories_includes_constraints_and_dependency_groups_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("requirements/base.txt", "requests>=2.30\n");
+        write(
+            "requirements/dev.txt",
+            "-r base.txt\n--constraint=../ci/pins.txt\npytest>=7\n",
+        );
+        write("ci/pins.txt", "urllib3==2.0.7\n");
+        write("constraints.txt", "idna==3.4\n");
+        write("docs/notes.txt", "nothing==1.0\n");
+        // An include that climbs out of the checkout, or into a hidden directory, is not followed.
+        write(
+            "requirements/evil.txt",
+            "-r ../../outside.txt\n-r ../.secret/keys.txt\n",
+        );
+        write(".secret/keys.txt", "secret==1.0\n");
+        write(
+            "pyproject.toml",
+            "[project]\nname = \"app\"\n\n[dependency-groups]\ntest = [\"pytest-cov>=4\", {include-group = \"lint\"}]\n\
+             lint = [\"ruff==0.4.1\"]\n",
+        );
+        let found: Vec<String> = scan(root)
+            .unwrap()
+            .into_iter()
+            .map(|d| format!("{} {} {} {}", d.manifest, d.section, d.name, d.requirement))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "ci/pins.txt requirements urllib3 ==2.0.7",
+                "constraints.txt requirements idna ==3.4",
+                "pyproject.toml dependency-groups.test pytest-cov >=4",
+                "pyproject.toml dependency-groups.lint ruff ==0.4.1",
+                "requirements/base.txt requirements requests >=2.30",
+                "requirements/dev.txt requirements pytest >=7",
+            ]
+        );
+        // A dependency group's requirement is rewritten in place.
+        apply(
+            root,
+            &Update {
+                ecosystem: Ecosystem::Python,
+                name: "ruff".into(),
+                manifest: Some("pyproject.toml".into()),
+                section: Some("dependency-groups.lint".into()),
+                from: "0.4.1".into(),
+                to: "0.5.0".into(),
+                kind: UpdateKind::Minor,
+                new_requirement: Some("==0.5.0".into()),
+                notes_url: None,
+            },
+        )
+        .unwrap();
+        let pyproject = std::fs::read_to_string(root.join("pyproject.toml")).unwrap();
+        assert!(pyproject.contains("lint = [\"ruff==0.5.0\"]"), "{pyproject}");
     }
 
     #[test]
