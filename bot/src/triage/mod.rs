@@ -108,10 +108,9 @@ pub fn analyse(raw: &str) -> Analysis {
     let mut found_at: Vec<Option<usize>> = findings.iter().map(|f| locate(f, lines)).collect();
     let anchors: Vec<usize> = found_at.iter().flatten().copied().collect();
     let (mut classification, places) = classify::classify(&log, failing_index, &findings, &anchors);
-    // The line that decided a configuration or infrastructure failure is a finding of its own when
-    // no finding shows it (it replaces the fallback's guess).
-    // When tests or the build failed too, those are the findings; the decisive line is in the
-    // classification's reasons and evidence.
+    // The line that decided a configuration or infrastructure failure becomes the finding (in place
+    // of the fallback's guess) when no test, build or lint failure was found; when one was, that is
+    // the finding, and the decisive line is in the classification's reasons and evidence.
     let code_findings = findings.iter().any(|f| f.kind != FindingKind::Generic);
     if matches!(classification.class, Class::Configuration | Class::Infrastructure)
         && !code_findings
