@@ -67,6 +67,8 @@ struct Published {
     deps: Vec<(String, String)>,
     cksum: String,
     yanked: bool,
+    /// The `rust_version` its index line declares, when it declares one.
+    rust_version: Option<String>,
     file: Bytes,
 }
 
@@ -109,6 +111,33 @@ impl CargoRegistry {
     /// A name Cargo would refuse, a version that is not semver-shaped or already published, or a
     /// failure of `tar` or `sha256sum`.
     pub fn publish(&self, name: &str, version: &str, lib_rs: &str, deps: &[(&str, &str)]) -> io::Result<()> {
+        self.publish_with(name, version, lib_rs, deps, None)
+    }
+
+    /// [`CargoRegistry::publish`] of a release whose index line declares `rust_version`
+    /// (`"1.70"`), as crates.io's does for a package with a `rust-version`.
+    ///
+    /// # Errors
+    /// As [`CargoRegistry::publish`].
+    pub fn publish_with_rust_version(
+        &self,
+        name: &str,
+        version: &str,
+        lib_rs: &str,
+        deps: &[(&str, &str)],
+        rust_version: &str,
+    ) -> io::Result<()> {
+        self.publish_with(name, version, lib_rs, deps, Some(rust_version))
+    }
+
+    fn publish_with(
+        &self,
+        name: &str,
+        version: &str,
+        lib_rs: &str,
+        deps: &[(&str, &str)],
+        rust_version: Option<&str>,
+    ) -> io::Result<()> {
         if index_path(name).is_none() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -144,6 +173,7 @@ impl CargoRegistry {
                 deps: deps.iter().map(|(n, r)| ((*n).to_owned(), (*r).to_owned())).collect(),
                 cksum,
                 yanked: false,
+                rust_version: rust_version.map(str::to_owned),
                 file,
             });
         Ok(())
@@ -318,13 +348,16 @@ fn index_line(published: &Published) -> String {
             })
         })
         .collect();
-    json!({
+    let mut line = json!({
         "name": published.name,
         "vers": published.version,
         "deps": deps,
         "cksum": published.cksum,
         "features": {},
         "yanked": published.yanked,
-    })
-    .to_string()
+    });
+    if let (Some(rust_version), Some(fields)) = (&published.rust_version, line.as_object_mut()) {
+        fields.insert("rust_version".to_owned(), json!(rust_version));
+    }
+    line.to_string()
 }

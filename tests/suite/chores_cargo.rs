@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use pitcrew::chores::version::plan;
+use pitcrew::chores::version::{HeldBack, plan, plan_for_rust};
 use pitcrew::chores::{Dependency, RegistryClient, Release, Update, UpdateKind, cargo};
 use pitcrew::config::deps::{Ecosystem, Policy, Registries};
 use pitcrew_tests::cargo_registry::CargoRegistry;
@@ -114,6 +114,7 @@ fn release(version: &str, yanked: bool) -> Release {
         version: version.into(),
         yanked,
         notes_url: None,
+        rust_version: None,
     }
 }
 
@@ -275,4 +276,86 @@ async fn cargo_chores_update_a_real_lockfile_and_manifest_against_a_local_regist
             .any(|r| r.path == "/ca/lc/calcutil" && r.status == 200),
         "the index was read at its sparse path"
     );
+}
+
+#[tokio::test]
+async fn cargo_chores_hold_back_releases_that_need_a_newer_rust_than_the_package() {
+    let registry = CargoRegistry::start();
+    for (version, rust) in [
+        ("1.0.0", None),
+        ("1.1.0", Some("1.70")),
+        ("1.2.0", Some("1.80")),
+        ("2.0.0", Some("1.85")),
+    ] {
+        match rust {
+            Some(rust) => registry.publish_with_rust_version("msrvutil", version, &crate_lib(version), &[], rust),
+            None => registry.publish("msrvutil", version, &crate_lib(version), &[]),
+        }
+        .unwrap();
+    }
+    let project = TempDir::new().unwrap();
+    let root = project.path();
+    std::fs::create_dir_all(root.join("crates/app")).unwrap();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"crates/app\"]\n\n[workspace.package]\nrust-version = \"1.70\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("crates/app/Cargo.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nrust-version.workspace = true\n\n\
+         [dependencies]\nmsrvutil = \"~1.0\"\n",
+    )
+    .unwrap();
+
+    let client = RegistryClient::new(Registries {
+        cargo_index: Url::parse(&registry.index_url()).unwrap(),
+        ..Registries::default()
+    })
+    .unwrap();
+    let releases = cargo::releases(&client, "msrvutil").await.unwrap();
+    let rust_versions: Vec<Option<&str>> = releases.iter().map(|r| r.rust_version.as_deref()).collect();
+    assert_eq!(rust_versions, [None, Some("1.70"), Some("1.80"), Some("1.85")]);
+
+    let [dep] = cargo::scan(root).unwrap().try_into().unwrap();
+    let declared = cargo::rust_version(root, &dep.manifest);
+    assert_eq!(declared.as_deref(), Some("1.70"));
+    let majors = Policy {
+        major: true,
+        ..Policy::default()
+    };
+    let planned = plan_for_rust(&dep, Some("1.0.0"), &releases, &majors, declared.as_deref());
+    let to: Vec<(&str, UpdateKind, Option<&str>)> = planned
+        .updates
+        .iter()
+        .map(|u| (u.to.as_str(), u.kind, u.new_requirement.as_deref()))
+        .collect();
+    assert_eq!(to, [("1.1.0", UpdateKind::Minor, Some("~1.1"))]);
+    assert_eq!(
+        planned.held_back,
+        [
+            HeldBack {
+                name: "msrvutil".into(),
+                version: "1.2.0".into(),
+                needs: "1.80".into(),
+                declared: "1.70".into(),
+                major: false,
+                instead: Some("1.1.0".into()),
+            },
+            HeldBack {
+                name: "msrvutil".into(),
+                version: "2.0.0".into(),
+                needs: "1.85".into(),
+                declared: "1.70".into(),
+                major: true,
+                instead: None,
+            },
+        ]
+    );
+    // Without the package's rust-version, the newest are proposed as before.
+    let unlimited: Vec<String> = plan(&dep, Some("1.0.0"), &releases, &majors)
+        .into_iter()
+        .map(|u| u.to)
+        .collect();
+    assert_eq!(unlimited, ["1.2.0", "2.0.0"]);
 }

@@ -63,6 +63,7 @@ fn release(version: &str, yanked: bool, notes: Option<&str>) -> Release {
         version: version.to_owned(),
         yanked,
         notes_url: notes.map(str::to_owned),
+        rust_version: None,
     }
 }
 

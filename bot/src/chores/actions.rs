@@ -265,6 +265,7 @@ fn releases_from_tags(repo: &RepoName, tags: Vec<String>) -> Vec<Release> {
                 version: tag,
                 yanked: false,
                 notes_url: Some(notes_url),
+                rust_version: None,
             };
             (key, release)
         })

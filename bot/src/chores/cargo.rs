@@ -190,43 +190,92 @@ pub fn index_path(name: &str) -> Option<String> {
 }
 
 /// The releases of `name` in the sparse index at `client.registries.cargo_index`, in the index's
-/// order (publication order): one JSON object per line, of which `vers` and `yanked` are read. The
+/// order (publication order): one JSON object per line, of which `vers`, `yanked` and
+/// `rust_version` (the release's declared minimum Rust; older entries lack it) are read. The
 /// index has no release notes (a docs.rs page is not one), so `notes_url` is `None`. `Ok(empty)`
 /// for a crate the index lacks, or a name no crate can have.
 pub async fn releases(client: &RegistryClient, name: &str) -> Result<Vec<Release>, RegistryError> {
+    let Some(path) = index_path(name) else {
+        return Ok(Vec::new());
+    };
+    let url = Url::parse(&format!("{}{path}", index_root(&client.registries.cargo_index)))
+        .map_err(|e| malformed(name, format!("the index URL does not take the crate's path: {e}")))?;
+    let Some(text) = client.get(REGISTRY, name, url, "text/plain, */*").await? else {
+        return Ok(Vec::new());
+    };
+    parse_index(name, &text)
+}
+
+fn malformed(name: &str, message: String) -> RegistryError {
+    RegistryError::Malformed {
+        registry: REGISTRY,
+        package: name.to_owned(),
+        message,
+    }
+}
+
+/// The releases in `name`'s index file `text`, one JSON object a line.
+fn parse_index(name: &str, text: &str) -> Result<Vec<Release>, RegistryError> {
     #[derive(Deserialize)]
     struct IndexLine {
         vers: String,
         #[serde(default)]
         yanked: bool,
+        #[serde(default)]
+        rust_version: Option<String>,
     }
 
-    let Some(path) = index_path(name) else {
-        return Ok(Vec::new());
-    };
-    let malformed = |message: String| RegistryError::Malformed {
-        registry: REGISTRY,
-        package: name.to_owned(),
-        message,
-    };
-    let url = Url::parse(&format!("{}{path}", index_root(&client.registries.cargo_index)))
-        .map_err(|e| malformed(format!("the index URL does not take the crate's path: {e}")))?;
-    let Some(text) = client.get(REGISTRY, name, url, "text/plain, */*").await? else {
-        return Ok(Vec::new());
-    };
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(number, line)| {
             let entry: IndexLine =
-                serde_json::from_str(line).map_err(|e| malformed(format!("line {}: {e}", number + 1)))?;
+                serde_json::from_str(line).map_err(|e| malformed(name, format!("line {}: {e}", number + 1)))?;
             Ok(Release {
                 version: entry.vers,
                 yanked: entry.yanked,
                 notes_url: None,
+                rust_version: entry.rust_version,
             })
         })
         .collect()
+}
+
+/// The `rust-version` that applies to the dependencies of `manifest` (relative to `root`): its
+/// `[package] rust-version`, or with `rust-version.workspace = true` (and for a workspace root's
+/// own `[workspace.dependencies]`) the `[workspace.package] rust-version` of the nearest
+/// `Cargo.toml` with a `[workspace]` at or above it inside `root`. `None` when none is declared or
+/// a manifest cannot be read.
+pub fn rust_version(root: &Path, manifest: &str) -> Option<String> {
+    let document = read_manifest(root, manifest).ok()?;
+    let declared = document.get("package").and_then(|package| package.get("rust-version"));
+    match declared {
+        Some(item) if item.as_str().is_some() => return item.as_str().map(str::to_owned),
+        Some(item) if item.get("workspace").and_then(Item::as_bool) != Some(true) => return None,
+        None if document.get("package").is_some() => return None,
+        _ => {}
+    }
+    let mut dir = manifest.rsplit_once('/').map_or("", |(dir, _)| dir);
+    loop {
+        let candidate = if dir.is_empty() {
+            "Cargo.toml".to_owned()
+        } else {
+            format!("{dir}/Cargo.toml")
+        };
+        if let Ok(document) = read_manifest(root, &candidate)
+            && let Some(workspace) = document.get("workspace")
+        {
+            return workspace
+                .get("package")
+                .and_then(|package| package.get("rust-version"))
+                .and_then(Item::as_str)
+                .map(str::to_owned);
+        }
+        if dir.is_empty() {
+            return None;
+        }
+        dir = dir.rsplit_once('/').map_or("", |(parent, _)| parent);
+    }
 }
 
 /// Writes `update.new_requirement` into the manifest it names, as the version of the `update.name`
@@ -754,6 +803,76 @@ source = "git+https://example.test/forked.git#0123456789abcdef0123456789abcdef01
                 .to_string()
                 .starts_with("Cargo.lock is not a valid lockfile: ")
         );
+    }
+
+    /// Index lines in the shape Cargo's registry-index format documents
+    /// (https://doc.rust-lang.org/cargo/reference/registry-index.html): the first one without
+    /// `rust_version`, as entries published before it existed are.
+    const INDEX: &str = concat!(
+        r#"{"name":"calc","vers":"1.0.0","deps":[],"cksum":"5f4e3a0c2f3b5a7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f","features":{},"yanked":false,"links":null}"#,
+        "\n",
+        r#"{"name":"calc","vers":"1.1.0","deps":[{"name":"rand","req":"^0.8","features":[],"optional":false,"default_features":true,"target":null,"kind":"normal","registry":null,"package":null}],"cksum":"0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9","features":{},"yanked":true,"links":null,"v":2,"features2":{},"rust_version":"1.70"}"#,
+        "\n",
+        r#"{"name":"calc","vers":"1.2.0","deps":[],"cksum":"1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90a","features":{},"yanked":false,"links":null,"v":2,"rust_version":"1.80.1"}"#,
+        "\n",
+    );
+
+    #[test]
+    fn index_lines_give_versions_yanks_and_rust_versions() {
+        let releases = parse_index("calc", INDEX).unwrap();
+        let read: Vec<(&str, bool, Option<&str>)> = releases
+            .iter()
+            .map(|r| (r.version.as_str(), r.yanked, r.rust_version.as_deref()))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("1.0.0", false, None),
+                ("1.1.0", true, Some("1.70")),
+                ("1.2.0", false, Some("1.80.1"))
+            ]
+        );
+        let error = parse_index("calc", "{\"vers\":\"1.0.0\"}\nnot json\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("line 2"), "{error}");
+    }
+
+    #[test]
+    fn the_rust_version_is_the_package_s_or_the_workspace_s_it_inherits() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            &[
+                (
+                    "Cargo.toml",
+                    "[workspace]\nmembers = [\"crates/*\"]\n\n[workspace.package]\nrust-version = \"1.70\"\n\n\
+                     [workspace.dependencies]\nserde = \"1\"\n",
+                ),
+                (
+                    "crates/inherits/Cargo.toml",
+                    "[package]\nname = \"a\"\nrust-version.workspace = true\n",
+                ),
+                (
+                    "crates/inline/Cargo.toml",
+                    "[package]\nname = \"b\"\nrust-version = { workspace = true }\n",
+                ),
+                (
+                    "crates/own/Cargo.toml",
+                    "[package]\nname = \"c\"\nrust-version = \"1.65.0\"\n",
+                ),
+                ("crates/none/Cargo.toml", "[package]\nname = \"d\"\n"),
+                ("alone/Cargo.toml", "[package]\nname = \"e\"\nrust-version = \"1.56\"\n"),
+            ],
+        );
+        let rust = |manifest: &str| rust_version(dir.path(), manifest);
+        assert_eq!(rust("Cargo.toml").as_deref(), Some("1.70"));
+        assert_eq!(rust("crates/inherits/Cargo.toml").as_deref(), Some("1.70"));
+        assert_eq!(rust("crates/inline/Cargo.toml").as_deref(), Some("1.70"));
+        assert_eq!(rust("crates/own/Cargo.toml").as_deref(), Some("1.65.0"));
+        assert_eq!(rust("crates/none/Cargo.toml"), None);
+        assert_eq!(rust("alone/Cargo.toml").as_deref(), Some("1.56"));
+        assert_eq!(rust("missing/Cargo.toml"), None);
     }
 
     #[test]

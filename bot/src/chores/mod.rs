@@ -76,6 +76,10 @@ pub struct Release {
     pub yanked: bool,
     /// Where its release notes or changelog are, when the registry says.
     pub notes_url: Option<String>,
+    /// The oldest Rust it declares it builds with (Cargo's `rust_version`, as written: `1.70`),
+    /// when the registry says; `None` for other ecosystems.
+    #[serde(default)]
+    pub rust_version: Option<String>,
 }
 
 /// A change to make.

@@ -257,6 +257,7 @@ fn parse_packument(body: &str) -> Result<Vec<Release>, NpmError> {
                 version: version.clone(),
                 yanked,
                 notes_url: notes_url.clone(),
+                rust_version: None,
             };
             Some((parsed, release))
         })
@@ -629,6 +630,7 @@ mod tests {
                     version: version.into(),
                     yanked,
                     notes_url: Some(format!("https://example.test/{version}")),
+                    rust_version: None,
                 }
             })
             .collect()
@@ -876,17 +878,20 @@ mod tests {
                 Release {
                     version: "1.0.0".into(),
                     yanked: false,
-                    notes_url: notes.clone()
+                    notes_url: notes.clone(),
+                    rust_version: None,
                 },
                 Release {
                     version: "1.0.1".into(),
                     yanked: false,
-                    notes_url: notes.clone()
+                    notes_url: notes.clone(),
+                    rust_version: None,
                 },
                 Release {
                     version: "1.1.0".into(),
                     yanked: true,
-                    notes_url: notes
+                    notes_url: notes,
+                    rust_version: None,
                 },
             ]
         );

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use futures_util::stream::{self, StreamExt};
 
+use super::version::HeldBack;
 use super::{Dependency, RegistryClient, Release, Update, UpdateKind};
 use super::{actions, cargo, npm, python};
 use crate::config::deps::{Ecosystem, Policy, Registries};
@@ -31,6 +32,8 @@ pub struct Found {
     pub has_lockfile: bool,
     /// What could not be looked up, one sentence each (a registry down, a package gone).
     pub problems: Vec<String>,
+    /// Releases not proposed because they need a newer Rust than the package declares.
+    pub held_back: Vec<HeldBack>,
 }
 
 /// Scans `root` for `ecosystem`'s dependencies and plans their updates.
@@ -80,6 +83,8 @@ pub async fn find(
             }
         })
         .collect();
+    // The `rust-version` each Cargo manifest's dependencies are held to.
+    let mut rust_versions: BTreeMap<String, Option<String>> = BTreeMap::new();
     for dep in wanted {
         let Some(releases) = releases.get(&dep.name) else {
             continue;
@@ -87,7 +92,18 @@ pub async fn find(
         let locked_version = locked_for(ecosystem, &locked, dep);
         let locked_version = locked_version.as_deref();
         let planned = match ecosystem {
-            Ecosystem::Cargo => super::version::plan(dep, locked_version, releases, policy),
+            Ecosystem::Cargo => {
+                let rust = rust_versions
+                    .entry(dep.manifest.clone())
+                    .or_insert_with(|| cargo::rust_version(root, &dep.manifest));
+                let planned = super::version::plan_for_rust(dep, locked_version, releases, policy, rust.as_deref());
+                for held in planned.held_back {
+                    if !found.held_back.contains(&held) {
+                        found.held_back.push(held);
+                    }
+                }
+                planned.updates
+            }
             Ecosystem::Npm => npm::plan(dep, locked_version, releases, policy),
             Ecosystem::Python => python::plan(dep, locked_version, releases, policy),
             Ecosystem::Actions => actions::plan(dep, locked_version, releases, policy),

@@ -581,6 +581,7 @@ fn parse_project(body: &str) -> Result<Vec<Release>, PythonError> {
                     version: version.clone(),
                     yanked,
                     notes_url: notes_url.clone(),
+                    rust_version: None,
                 },
             ))
         })
@@ -1066,6 +1067,7 @@ mod tests {
                 version: v.trim_end_matches(" yanked").into(),
                 yanked: v.ends_with(" yanked"),
                 notes_url: None,
+                rust_version: None,
             })
             .collect();
         let locked = Spec::parse(requirement, Syntax::Poetry).unwrap().pin();

@@ -32,11 +32,82 @@ use crate::config::deps::Policy;
 /// requirement of several comparators is replaced by a caret requirement on the new version in
 /// full (`^1.6.2`).
 pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy: &Policy) -> Vec<Update> {
+    plan_for_rust(dep, locked, releases, policy, None).updates
+}
+
+/// The updates [`plan`] makes and the releases it held back for the project's Rust.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Planned {
+    pub updates: Vec<Update>,
+    pub held_back: Vec<HeldBack>,
+}
+
+/// A release that would have been proposed but needs a newer Rust than the package declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldBack {
+    pub name: String,
+    pub version: String,
+    /// The release's `rust_version` and the package's `rust-version`, as written.
+    pub needs: String,
+    pub declared: String,
+    /// Whether it was a major update (its note goes to the majors' pull request).
+    pub major: bool,
+    /// The older release proposed instead, if one fits.
+    pub instead: Option<String>,
+}
+
+impl std::fmt::Display for HeldBack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` {} needs Rust {}; this package declares rust-version {}",
+            self.name, self.version, self.needs, self.declared
+        )?;
+        match &self.instead {
+            Some(instead) => write!(f, " ({instead} is proposed instead)"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A Rust version as Cargo's `rust-version` writes it (`1.70` = `1.70.0`, `1` = `1.0.0`); `None`
+/// for anything else.
+pub fn rust_version(text: &str) -> Option<Version> {
+    let parts: Vec<u64> = text
+        .trim()
+        .split('.')
+        .map(|part| {
+            (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| part.parse().ok())
+                .flatten()
+        })
+        .collect::<Option<_>>()?;
+    match parts.as_slice() {
+        [major] => Some(Version::new(*major, 0, 0)),
+        [major, minor] => Some(Version::new(*major, *minor, 0)),
+        [major, minor, patch] => Some(Version::new(*major, *minor, *patch)),
+        _ => None,
+    }
+}
+
+/// [`plan`] for a package declaring `rust-version` `project_rust` (as written): a release whose
+/// `rust_version` is newer is not proposed. When the newest compatible release or the major is
+/// held back for it, the newest release of the same kind that fits is proposed instead (if it
+/// still is an update), and the held-back one is listed. A release or a package without a
+/// readable Rust version is not limited.
+pub fn plan_for_rust(
+    dep: &Dependency,
+    locked: Option<&str>,
+    releases: &[Release],
+    policy: &Policy,
+    project_rust: Option<&str>,
+) -> Planned {
+    let mut planned = Planned::default();
     if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
-        return Vec::new();
+        return planned;
     }
     let Ok(requirement) = VersionReq::parse(dep.requirement.trim()) else {
-        return Vec::new();
+        return planned;
     };
     let (from, from_text) = match locked.and_then(|text| Version::parse(text.trim()).ok().map(|v| (v, text))) {
         Some((version, text)) => (version, text.trim().to_owned()),
@@ -54,12 +125,19 @@ pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy
         .filter(|(version, _)| allow_prerelease || version.pre.is_empty())
         .filter(|(version, _)| *version > from)
         .collect();
-    let Some((newest, newest_release)) = newer.iter().max_by(|a, b| a.0.cmp(&b.0)) else {
-        return Vec::new();
+    let Some((newest, _)) = newer.iter().max_by(|a, b| a.0.cmp(&b.0)) else {
+        return planned;
     };
     if requirement.matches(newest) {
-        return Vec::new();
+        return planned;
     }
+    let project = project_rust.and_then(|text| rust_version(text).map(|version| (version, text.trim())));
+    // What a release needs beyond the project's Rust, as written; `None` when it fits.
+    let too_new = |release: &Release| -> Option<String> {
+        let (project, _) = project.as_ref()?;
+        let needs = release.rust_version.as_deref()?;
+        (rust_version(needs)? > *project).then(|| needs.trim().to_owned())
+    };
 
     let style = Style::of(dep.requirement.trim(), &requirement);
     let update = |to: &Version, release: &Release| Update {
@@ -73,20 +151,45 @@ pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy
         new_requirement: Some(style.render(to)),
         notes_url: release.notes_url.clone(),
     };
-    let mut updates = Vec::new();
-    let newest_compatible = newer
-        .iter()
-        .filter(|(version, _)| compatible(&from, version))
-        .max_by(|a, b| a.0.cmp(&b.0));
-    if let Some((version, release)) = newest_compatible
-        && !requirement.matches(version)
-    {
-        updates.push(update(version, release));
+    // The newest of `candidates` and, when it needs a newer Rust, the newest that fits with the
+    // note that it was held back.
+    let mut choose = |candidates: Vec<&(Version, &Release)>, major: bool| -> Option<(Version, Release)> {
+        let newest = candidates.iter().max_by(|a, b| a.0.cmp(&b.0))?;
+        if requirement.matches(&newest.0) {
+            return None;
+        }
+        let Some(needs) = too_new(newest.1) else {
+            return Some((newest.0.clone(), newest.1.clone()));
+        };
+        let fitting = candidates
+            .iter()
+            .filter(|(version, release)| too_new(release).is_none() && !requirement.matches(version))
+            .max_by(|a, b| a.0.cmp(&b.0));
+        planned.held_back.push(HeldBack {
+            name: dep.name.clone(),
+            version: newest.1.version.trim().to_owned(),
+            needs,
+            declared: project.as_ref().map(|(_, text)| (*text).to_owned()).unwrap_or_default(),
+            major,
+            instead: fitting.map(|(_, release)| release.version.trim().to_owned()),
+        });
+        fitting.map(|(version, release)| (version.clone(), (*release).clone()))
+    };
+    let compatible_ones: Vec<&(Version, &Release)> =
+        newer.iter().filter(|(version, _)| compatible(&from, version)).collect();
+    if let Some((version, release)) = choose(compatible_ones, false) {
+        planned.updates.push(update(&version, &release));
     }
     if !compatible(&from, newest) && policy.major {
-        updates.push(update(newest, newest_release));
+        let majors: Vec<&(Version, &Release)> = newer
+            .iter()
+            .filter(|(version, _)| !compatible(&from, version))
+            .collect();
+        if let Some((version, release)) = choose(majors, true) {
+            planned.updates.push(update(&version, &release));
+        }
     }
-    updates
+    planned
 }
 
 /// Whether `to` is semver-compatible with `from`: what a caret requirement on `from` allows.
@@ -274,11 +377,13 @@ mod tests {
                     version: v.into(),
                     yanked: true,
                     notes_url: None,
+                    rust_version: None,
                 },
                 None => Release {
                     version: (*v).into(),
                     yanked: false,
                     notes_url: Some(format!("https://example.test/calc/{v}")),
+                    rust_version: None,
                 },
             })
             .collect()
@@ -463,6 +568,100 @@ mod tests {
             brief("~1.2", Some("garbage"), &["1.3.0"], &MAJOR),
             ["minor 1.2.0→1.3.0 ~1.3"]
         );
+    }
+
+    /// Releases as `version@rust_version` (`1.2.0@1.80`; a bare version declares none).
+    fn with_rust(versions: &[&str]) -> Vec<Release> {
+        versions
+            .iter()
+            .map(|v| {
+                let (version, rust) = match v.split_once('@') {
+                    Some((version, rust)) => (version, Some(rust.to_owned())),
+                    None => (*v, None),
+                };
+                Release {
+                    version: version.into(),
+                    yanked: false,
+                    notes_url: None,
+                    rust_version: rust,
+                }
+            })
+            .collect()
+    }
+
+    /// The plan for a package declaring `rust`, as update lines then held-back notes.
+    fn brief_rust(requirement: &str, locked: &str, versions: &[&str], rust: Option<&str>) -> Vec<String> {
+        let planned = plan_for_rust(&dep(requirement), Some(locked), &with_rust(versions), &MAJOR, rust);
+        let updates = planned.updates.iter().map(|u| {
+            format!(
+                "{} {}→{} {}",
+                u.kind.as_str(),
+                u.from,
+                u.to,
+                u.new_requirement.as_deref().unwrap_or("-")
+            )
+        });
+        let held = planned
+            .held_back
+            .iter()
+            .map(|h| format!("held{} {h}", if h.major { " major" } else { "" }));
+        updates.chain(held).collect()
+    }
+
+    #[test]
+    fn a_release_needing_a_newer_rust_is_held_back_for_the_newest_that_fits() {
+        let versions = [
+            "1.0.0@1.56",
+            "1.4.0@1.70",
+            "1.5.0@1.70.0",
+            "1.6.0@1.80",
+            "2.0.0@1.70",
+            "3.0.0@1.85",
+        ];
+        assert_eq!(
+            brief_rust("~1.0", "1.0.0", &versions, Some("1.70")),
+            [
+                "minor 1.0.0→1.5.0 ~1.5",
+                "major 1.0.0→2.0.0 ~2.0",
+                "held `calc` 1.6.0 needs Rust 1.80; this package declares rust-version 1.70 (1.5.0 is proposed instead)",
+                "held major `calc` 3.0.0 needs Rust 1.85; this package declares rust-version 1.70 (2.0.0 is proposed instead)",
+            ]
+        );
+        // `1.80` = `1.80.0`: a release needing exactly the declared Rust fits.
+        assert_eq!(
+            brief_rust("~1.0", "1.0.0", &versions[..4], Some("1.80.0")),
+            ["minor 1.0.0→1.6.0 ~1.6"]
+        );
+        // Without a declared rust-version (or one Cargo would not read), nothing is limited.
+        assert_eq!(
+            brief_rust("~1.0", "1.0.0", &versions[..4], None),
+            ["minor 1.0.0→1.6.0 ~1.6"]
+        );
+        assert_eq!(
+            brief_rust("~1.0", "1.0.0", &versions[..4], Some("stable")),
+            ["minor 1.0.0→1.6.0 ~1.6"]
+        );
+        // A release without a rust_version fits; nothing that fits: held back, nothing proposed.
+        assert_eq!(
+            brief_rust("1.0", "1.0.0", &["1.1.0", "2.0.0@1.90"], Some("1.70")),
+            ["held major `calc` 2.0.0 needs Rust 1.90; this package declares rust-version 1.70"]
+        );
+        // What fits is already in the range: left to the lockfile, the newer one still said.
+        assert_eq!(
+            brief_rust("~1.4", "1.4.0", &["1.4.2@1.70", "1.5.0@1.80"], Some("1.70")),
+            ["held `calc` 1.5.0 needs Rust 1.80; this package declares rust-version 1.70"]
+        );
+    }
+
+    #[test]
+    fn rust_versions_read_as_cargo_reads_them() {
+        assert_eq!(rust_version("1.70"), Some(Version::new(1, 70, 0)));
+        assert_eq!(rust_version(" 1.70.1 "), Some(Version::new(1, 70, 1)));
+        assert_eq!(rust_version("1"), Some(Version::new(1, 0, 0)));
+        assert!(rust_version("1.70") == rust_version("1.70.0"));
+        assert_eq!(rust_version("1.70.0-nightly"), None);
+        assert_eq!(rust_version("1..0"), None);
+        assert_eq!(rust_version(""), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::agent::StopReason;
 use crate::chores::plan::{self, Found};
+use crate::chores::version::HeldBack;
 use crate::chores::{RegistryClient, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings};
@@ -47,6 +48,8 @@ struct Group {
     updates: Vec<Update>,
     /// What could not be looked up for its ecosystems: updates this pull request may miss.
     unchecked: Vec<String>,
+    /// Releases held back for the package's `rust-version`.
+    held_back: Vec<HeldBack>,
 }
 
 /// The chore, from its request to its pull requests.
@@ -379,11 +382,22 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
             .cloned()
             .collect()
     };
+    // The held-back notes of a pull request: the majors' go to the majors' one when there is one,
+    // else with the compatible ones.
+    let held = |founds: &[&Found], major: bool, majors_pr: bool| -> Vec<HeldBack> {
+        founds
+            .iter()
+            .flat_map(|f| f.held_back.iter())
+            .filter(|h| if major { h.major } else { !h.major || !majors_pr })
+            .cloned()
+            .collect()
+    };
     let mut out = Vec::new();
     match grouping {
         DepsGrouping::Ecosystem => {
             for (ecosystem, f) in found {
                 let compatible = split(f, false);
+                let majors = split(f, true);
                 if !compatible.is_empty() || f.has_lockfile {
                     out.push(Group {
                         branch: format!("{BRANCH_PREFIX}-{}", ecosystem.as_str()),
@@ -391,9 +405,9 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                         major: false,
                         updates: compatible,
                         unchecked: f.problems.clone(),
+                        held_back: held(&[f], false, !majors.is_empty()),
                     });
                 }
-                let majors = split(f, true);
                 if !majors.is_empty() {
                     out.push(Group {
                         branch: format!("{BRANCH_PREFIX}-{}-major", ecosystem.as_str()),
@@ -401,6 +415,7 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                         major: true,
                         updates: majors,
                         unchecked: f.problems.clone(),
+                        held_back: held(&[f], true, true),
                     });
                 }
             }
@@ -408,7 +423,9 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
         DepsGrouping::All => {
             let ecosystems: Vec<Ecosystem> = found.keys().copied().collect();
             let unchecked: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
+            let founds: Vec<&Found> = found.values().collect();
             let compatible: Vec<Update> = found.values().flat_map(|f| split(f, false)).collect();
+            let majors: Vec<Update> = found.values().flat_map(|f| split(f, true)).collect();
             if !compatible.is_empty() || found.values().any(|f| f.has_lockfile) {
                 out.push(Group {
                     branch: BRANCH_PREFIX.to_owned(),
@@ -416,9 +433,9 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                     major: false,
                     updates: compatible,
                     unchecked: unchecked.clone(),
+                    held_back: held(&founds, false, !majors.is_empty()),
                 });
             }
-            let majors: Vec<Update> = found.values().flat_map(|f| split(f, true)).collect();
             if !majors.is_empty() {
                 out.push(Group {
                     branch: format!("{BRANCH_PREFIX}-major"),
@@ -426,6 +443,7 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                     major: true,
                     updates: majors,
                     unchecked,
+                    held_back: held(&founds, true, true),
                 });
             }
         }
@@ -676,6 +694,7 @@ async fn in_session(
             agent_summary,
             reverted,
             unchecked: group.unchecked.clone(),
+            held_back: group.held_back.clone(),
         },
         spent,
     )))

@@ -2,6 +2,7 @@
 //! package, from → to, kind, release notes — the tests' result and, when the update broke them,
 //! what the agent did), the commit message, and the answer to whoever asked for the chore.
 
+use crate::chores::version::HeldBack;
 use crate::chores::{Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 
@@ -34,6 +35,8 @@ pub struct ChorePull {
     /// What could not be looked up for its ecosystems (a registry unreachable, a certificate
     /// refused): updates this pull request may be missing.
     pub unchecked: Vec<String>,
+    /// Newer releases not proposed because they need a newer Rust than the package declares.
+    pub held_back: Vec<HeldBack>,
 }
 
 fn ecosystem_words(ecosystems: &[Ecosystem]) -> String {
@@ -134,6 +137,28 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
             .unchecked
             .iter()
             .map(|p| format!("- {}", markdown::inline(p)))
+            .collect();
+        doc.cuttable(items.join("\n"));
+    }
+    if !pull.held_back.is_empty() {
+        doc.fixed("**Held back** for the declared `rust-version` (raise it to take them):");
+        let items: Vec<String> = pull
+            .held_back
+            .iter()
+            .map(|h| {
+                let instead = h
+                    .instead
+                    .as_deref()
+                    .map(|v| format!(" ({} is proposed instead)", markdown::code_span(v)))
+                    .unwrap_or_default();
+                format!(
+                    "- {} {} needs Rust {}; this package declares `rust-version` {}{instead}",
+                    markdown::code_span(&h.name),
+                    markdown::code_span(&h.version),
+                    markdown::code_span(&h.needs),
+                    markdown::code_span(&h.declared),
+                )
+            })
             .collect();
         doc.cuttable(items.join("\n"));
     }
@@ -249,6 +274,7 @@ mod tests {
             agent_summary: Some("`fmt` changed its signature; adapted `src/lib.rs`.".into()),
             reverted: Vec::new(),
             unchecked: Vec::new(),
+            held_back: Vec::new(),
         };
         assert_eq!(title(&pull), "chore(deps): update cargo dependencies");
         insta::assert_snapshot!(body(&pull, "9"), @r"
@@ -302,6 +328,7 @@ mod tests {
                 "could not reach crates.io for `fmtutil`: invalid peer certificate: UnknownIssuer".into(),
                 "crates.io answered 503 for `serde`".into(),
             ],
+            held_back: Vec::new(),
         };
         let body = body(&pull, "9");
         assert!(
@@ -311,6 +338,49 @@ mod tests {
                  crates.io answered 503 for `serde`"
             ),
             "{body}"
+        );
+    }
+
+    #[test]
+    fn the_body_says_what_was_held_back_for_the_rust_version() {
+        let held = |version: &str, instead: Option<&str>| HeldBack {
+            name: "serde".into(),
+            version: version.into(),
+            needs: "1.80".into(),
+            declared: "1.70".into(),
+            major: false,
+            instead: instead.map(str::to_owned),
+        };
+        let pull = ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            major: false,
+            updates: vec![update(
+                "serde",
+                "1.0.100",
+                "1.0.250",
+                UpdateKind::Patch,
+                Some("Cargo.toml"),
+            )],
+            tests: TestOutcome::Passed { after_fix: false },
+            agent_summary: None,
+            reverted: Vec::new(),
+            unchecked: Vec::new(),
+            held_back: vec![held("1.0.300", Some("1.0.250")), held("2.0.0", None)],
+        };
+        let body = body(&pull, "9");
+        assert!(
+            body.contains(
+                "**Held back** for the declared `rust-version` (raise it to take them):\n\n\
+                 - `serde` `1.0.300` needs Rust `1.80`; this package declares `rust-version` `1.70` (`1.0.250` is \
+                 proposed instead)\n\
+                 - `serde` `2.0.0` needs Rust `1.80`; this package declares `rust-version` `1.70`\n"
+            ),
+            "{body}"
+        );
+        assert_eq!(
+            held("1.0.300", Some("1.0.250")).to_string(),
+            "`serde` 1.0.300 needs Rust 1.80; this package declares rust-version 1.70 (1.0.250 is proposed instead)"
         );
     }
 }
