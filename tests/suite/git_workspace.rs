@@ -712,3 +712,41 @@ async fn an_issue_branch_is_created_then_replaced_by_a_rerun() {
         "only pitcrew/ branches are forced"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_with_nothing_new_pushes_no_commit_of_the_same_tree() {
+    let server = GitServer::start(TOKEN);
+    let data = tempfile::tempdir().unwrap();
+    let jobs = tempfile::tempdir().unwrap();
+    server.create_repo(REPO, &[("a.txt", "one\n")]).unwrap();
+    let branch = "pitcrew/deps-cargo";
+    let mut commits = Vec::new();
+    for run in 0..3 {
+        // Each run fetches afresh, as every job does, and makes its commit on the default branch.
+        let mirror = MirrorCache::new(data.path())
+            .prepare(&remote(&server), &token(), &[])
+            .await
+            .unwrap();
+        let job = jobs.path().join(format!("run-{run}"));
+        let copy = mirror.checkout(&job, Target::Branch("main".to_owned())).await.unwrap();
+        copy.create_branch(branch).unwrap();
+        // The same change in runs 0 and 1, another in run 2 (beside bot_commit's own edit).
+        let content = if run == 2 { "lock v2\n" } else { "lock v1\n" };
+        std::fs::write(job.join("b.lock"), content).unwrap();
+        commits.push(bot_commit(&copy));
+        let existed =
+            tokio::task::block_in_place(|| push_bot_branch(&copy, &remote(&server), &token(), branch)).unwrap();
+        assert_eq!(existed, run > 0);
+    }
+    let updates: Vec<String> = server
+        .pushes()
+        .iter()
+        .flat_map(|push| push.updates.iter().map(|u| u.new.clone()))
+        .collect();
+    // Run 0's and run 2's: run 1 had the same tree as run 0.
+    assert_eq!(updates, [commits[0].to_string(), commits[2].to_string()]);
+    assert_eq!(
+        server.rev_parse(REPO, &format!("refs/heads/{branch}")).unwrap(),
+        commits[2].to_string()
+    );
+}

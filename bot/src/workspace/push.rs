@@ -103,8 +103,8 @@ pub fn push_with_lease(
     })
 }
 
-/// Pushes HEAD to `refname`, replacing whatever is there (only for the bot's own branches);
-/// returns whether the branch existed. Blocking.
+/// Pushes HEAD to `refname`, replacing whatever is there (only for the bot's own branches), unless
+/// the branch already holds HEAD's tree; returns whether the branch existed. Blocking.
 pub(super) fn force_push(
     repo: &LocalRepo,
     remote: &RemoteRepo,
@@ -117,9 +117,24 @@ pub(super) fn force_push(
         token,
         refname,
     };
-    let existed = session.ls_remote()?.is_some();
+    let remote_head = session.ls_remote()?;
+    // A branch that already holds this very tree (a re-run that found nothing new) is left as it
+    // is: a new commit of the same content would only churn the pull request.
+    if let Some(theirs) = remote_head
+        && same_tree(&repo.repo, theirs, repo.head()?)
+    {
+        return Ok(true);
+    }
     session.push_refspec(format!("+{}:{refname}", repo.head()?))?;
-    Ok(existed)
+    Ok(remote_head.is_some())
+}
+
+/// Whether commits `a` and `b` (when both are here) hold the same tree.
+fn same_tree(git: &Repository, a: Oid, b: Oid) -> bool {
+    match (git.find_commit(a), git.find_commit(b)) {
+        (Ok(a), Ok(b)) => a.tree_id() == b.tree_id(),
+        _ => false,
+    }
 }
 
 /// The pieces every network step needs.
