@@ -720,7 +720,12 @@ fn scan(log: &JobLog, failing: Option<usize>, found_at: &[usize]) -> Vec<Hit> {
                 continue;
             }
             let lower = line.to_lowercase();
-            let Some(signature) = SIGNATURES.iter().find(|s| matches(s, &lower)) else {
+            // A bare timeout is a sign only on a line about a download; otherwise the line's next
+            // signature (a panic, say) still counts.
+            let Some(signature) = SIGNATURES
+                .iter()
+                .find(|s| matches(s, &lower) && (s.kind != Kind::DownloadTimeout || mentions_download(&lower)))
+            else {
                 continue;
             };
             let weight = if !is_failing {
@@ -732,11 +737,9 @@ fn scan(log: &JobLog, failing: Option<usize>, found_at: &[usize]) -> Vec<Hit> {
             };
             let class = match signature.kind {
                 Kind::Configuration => Class::Configuration,
-                Kind::Runner | Kind::Infrastructure => Class::Infrastructure,
+                Kind::Runner | Kind::Infrastructure | Kind::DownloadTimeout => Class::Infrastructure,
                 Kind::Network if setup_step || downloading(step, at) => Class::Infrastructure,
                 Kind::Network | Kind::Flaky => Class::Flaky,
-                Kind::DownloadTimeout if mentions_download(&lower) => Class::Infrastructure,
-                Kind::DownloadTimeout => continue,
                 Kind::Code => Class::Code,
             };
             hits.push(Hit {
@@ -832,6 +835,14 @@ mod tests {
         assert_eq!(testing.class, Class::Flaky);
         let setup = class_of("##[group]Run actions/setup-node@v4\nError: connect ETIMEDOUT 104.16.0.35:443\n");
         assert_eq!(setup.class, Class::Infrastructure);
+    }
+
+    #[test]
+    fn a_bare_timeout_outside_a_download_leaves_the_line_to_its_other_signs() {
+        let own = class_of("##[group]Run ./check.sh\nthread 'waits' panicked at 'timed out waiting for the worker'\n");
+        assert_eq!(own.class, Class::Code, "{own:?}");
+        let download = class_of("##[group]Run ./fetch.sh\nthe model download timed out after 300 s\n");
+        assert_eq!(download.class, Class::Infrastructure, "{download:?}");
     }
 
     #[test]
