@@ -19,14 +19,12 @@ use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel, Turn};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::harness::Bot;
+use super::harness::{Bot, LIVE};
 
 const REPO: &str = "acme/calc";
 const PR: u64 = 7;
 /// The pull request's head in the fork scenario.
 const FORK: &str = "bob/calc";
-/// What the live progress comment says until the job ends.
-const LIVE: &str = "this comment updates as I go";
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git").args(args).current_dir(dir).output().unwrap();
@@ -215,27 +213,7 @@ impl World {
     /// Waits until the job has reported its end (check run completed, progress comment final);
     /// returns the check run.
     async fn finished(&self, number: u64) -> pitcrew_tests::fake_github::CheckRun {
-        let bot = self.bot.github.bot_login();
-        self.bot
-            .wait_for(
-                "the job's end on GitHub (check run completed, progress comment final)",
-                |state| {
-                    let completed = state
-                        .check_runs_named(REPO, "pitcrew")
-                        .iter()
-                        .any(|run| run.status == "completed");
-                    let final_comment = state.comments_on(REPO, number).iter().any(|c| {
-                        c.user == bot
-                            && c.edits.first().is_some_and(|first| first.contains(LIVE))
-                            && !c.body.contains(LIVE)
-                    });
-                    completed && final_comment
-                },
-            )
-            .await;
-        let runs = self.bot.github.check_runs();
-        assert_eq!(runs.len(), 1, "{runs:#?}");
-        runs.into_iter().find(|run| run.name == "pitcrew").unwrap()
+        self.bot.reported_end(REPO, number).await
     }
 
     fn containers_of(&self, job: JobId) -> String {

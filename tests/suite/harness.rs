@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use pitcrew::jobs::{EndOutcome, Job, JobEnd, JobFilter, JobId, JobState, JobStore};
 use pitcrew::server::RunningServer;
-use pitcrew_tests::fake_github::{FakeGithub, GithubState};
+use pitcrew_tests::fake_github::{CheckRun, FakeGithub, GithubState};
 use pitcrew_tests::git_server::GitServer;
 use pitcrew_tests::scenario::{Comment, comment_payload};
 use pitcrew_tests::scripted_model::ScriptedModel;
@@ -25,6 +25,9 @@ use tokio::sync::{broadcast, watch};
 
 /// How long a whole test may take, set-up and [`Bot::finish`] included.
 pub(crate) const LIMIT: Duration = Duration::from_secs(300);
+
+/// What the bot's live progress comment says until its job ends.
+pub(crate) const LIVE: &str = "this comment updates as I go";
 
 /// The webhook secret of every server the harness starts.
 const SECRET: &str = "the suite's webhook secret";
@@ -261,6 +264,30 @@ impl Bot {
     /// fails naming `what` when the test's limit is near.
     pub(crate) async fn wait_for(&self, what: &str, predicate: impl FnMut(&GithubState) -> bool) {
         assert!(self.github.wait_until(LIMIT, predicate).await, "never happened: {what}");
+    }
+
+    /// Waits until a job on `number` of `repo` has reported its end on GitHub — the `pitcrew` check
+    /// run completed, its progress comment edited from the live text to its final one — and
+    /// returns that check run, the only one there.
+    pub(crate) async fn reported_end(&self, repo: &str, number: u64) -> CheckRun {
+        let bot = self.github.bot_login();
+        self.wait_for(
+            "the job's end on GitHub (check run completed, progress comment final)",
+            |state| {
+                let completed = state
+                    .check_runs_named(repo, "pitcrew")
+                    .iter()
+                    .any(|run| run.status == "completed");
+                let final_comment = state.comments_on(repo, number).iter().any(|c| {
+                    c.user == bot && c.edits.first().is_some_and(|first| first.contains(LIVE)) && !c.body.contains(LIVE)
+                });
+                completed && final_comment
+            },
+        )
+        .await;
+        let runs = self.github.check_runs();
+        assert_eq!(runs.len(), 1, "{runs:#?}");
+        runs.into_iter().find(|run| run.name == "pitcrew").unwrap()
     }
 
     /// The bodies of the bot's comments on `number` of `repo`, oldest first.

@@ -140,26 +140,7 @@ impl World {
     /// Waits until the job has reported its end (check run completed, progress comment final);
     /// returns the check run.
     async fn finished(&self) -> CheckRun {
-        let bot = self.bot.github.bot_login();
-        self.bot
-            .wait_for(
-                "the job's end on GitHub (check run completed, progress comment final)",
-                |state| {
-                    let completed = state
-                        .check_runs_named(REPO, "pitcrew")
-                        .iter()
-                        .any(|run| run.status == "completed");
-                    let final_comment = state
-                        .comments_on(REPO, PR)
-                        .iter()
-                        .any(|c| c.user == bot && !c.body.contains("this comment updates as I go"));
-                    completed && final_comment
-                },
-            )
-            .await;
-        let runs = self.bot.github.check_runs();
-        assert_eq!(runs.len(), 1, "{runs:#?}");
-        runs.into_iter().find(|run| run.name == "pitcrew").unwrap()
+        self.bot.reported_end(REPO, PR).await
     }
 
     fn bot_comments(&self) -> Vec<String> {
