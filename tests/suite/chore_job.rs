@@ -42,6 +42,23 @@ async fn serve(github: FakeGithub, git: GitServer, model: ScriptedModel, key: &s
     Bot::start(github, git, model, |overrides| overrides.set(key, value)).await
 }
 
+/// The fake GitHub and the git server with `files` on `main` of the repository, its tracking issue
+/// for the chore, and `alice` as its admin.
+fn tracked_repo(files: &[(&str, &str)]) -> (FakeGithub, GitServer) {
+    let github = FakeGithub::start();
+    let git = GitServer::start_with(github.token_check());
+    git.create_repo(REPO, files).unwrap();
+    github.add_repo(
+        Repo::new(REPO)
+            .default_branch("main")
+            .clone_url(&git.url(REPO))
+            .git_dir(git.repo_path(REPO)),
+    );
+    github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
+    github.set_permission(REPO, "alice", Permission::Admin);
+    (github, git)
+}
+
 struct World {
     bot: Bot,
     registry: Option<CargoRegistry>,
@@ -100,28 +117,14 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
             .unwrap();
         registry.publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &[]).unwrap();
 
-        let github = FakeGithub::start();
-        let git = GitServer::start_with(github.token_check());
         let repo_config = "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = true\n";
-        git.create_repo(
-            REPO,
-            &[
-                ("Cargo.toml", MANIFEST),
-                ("Cargo.lock", &lock),
-                ("src/lib.rs", LIB),
-                (".cargo/config.toml", &cargo_config(&registry)),
-                (".github/pitcrew.toml", repo_config),
-            ],
-        )
-        .unwrap();
-        github.add_repo(
-            Repo::new(REPO)
-                .default_branch("main")
-                .clone_url(&git.url(REPO))
-                .git_dir(git.repo_path(REPO)),
-        );
-        github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
-        github.set_permission(REPO, "alice", Permission::Admin);
+        let (github, git) = tracked_repo(&[
+            ("Cargo.toml", MANIFEST),
+            ("Cargo.lock", &lock),
+            ("src/lib.rs", LIB),
+            (".cargo/config.toml", &cargo_config(&registry)),
+            (".github/pitcrew.toml", repo_config),
+        ]);
         let model = ScriptedModel::start(script());
         let index = registry.index_url();
         let world = World {
@@ -309,25 +312,11 @@ fn an_npm_lockfile_is_refreshed_inside_its_ranges_by_real_npm() {
         registry.npm_publish("left-pad", "1.2.0", &[]).unwrap();
         registry.npm_publish("left-pad", "2.0.0", &[]).unwrap();
 
-        let github = FakeGithub::start();
-        let git = GitServer::start_with(github.token_check());
-        git.create_repo(
-            REPO,
-            &[
-                ("package.json", package_json),
-                ("package-lock.json", &package_lock),
-                (".github/pitcrew.toml", "[agent]\ntest_command = \"true\"\n"),
-            ],
-        )
-        .unwrap();
-        github.add_repo(
-            Repo::new(REPO)
-                .default_branch("main")
-                .clone_url(&git.url(REPO))
-                .git_dir(git.repo_path(REPO)),
-        );
-        github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
-        github.set_permission(REPO, "alice", Permission::Admin);
+        let (github, git) = tracked_repo(&[
+            ("package.json", package_json),
+            ("package-lock.json", &package_lock),
+            (".github/pitcrew.toml", "[agent]\ntest_command = \"true\"\n"),
+        ]);
         let model = ScriptedModel::start(Script::new());
         let world = World {
             bot: serve(github, git, model, "chores.npm_registry", registry.npm_url()).await,
@@ -406,27 +395,13 @@ fn lookups_that_fail_are_said_in_the_pull_request_and_never_end_in_a_plain_succe
         }
         // `ghost-package` is in no registry: its lookup fails (as every lookup does behind a
         // proxy whose certificate is not trusted).
-        let github = FakeGithub::start();
-        let git = GitServer::start_with(github.token_check());
-        git.create_repo(
-            REPO,
-            &[
-                ("requirements.txt", "requests==2.30.0\nghost-package==1.0\n"),
-                (
-                    ".github/pitcrew.toml",
-                    "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
-                ),
-            ],
-        )
-        .unwrap();
-        github.add_repo(
-            Repo::new(REPO)
-                .default_branch("main")
-                .clone_url(&git.url(REPO))
-                .git_dir(git.repo_path(REPO)),
-        );
-        github.add_issue(REPO, Issue::new(ISSUE, "Keep dependencies current"));
-        github.set_permission(REPO, "alice", Permission::Admin);
+        let (github, git) = tracked_repo(&[
+            ("requirements.txt", "requests==2.30.0\nghost-package==1.0\n"),
+            (
+                ".github/pitcrew.toml",
+                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
+            ),
+        ]);
         let model = ScriptedModel::start(Script::new());
         let world = World {
             bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
