@@ -1536,12 +1536,10 @@ impl Drop for TlsProxy {
     }
 }
 
-const TLS_PROXY: &str = r#"
-import socket, ssl, sys, threading
-cert, key, backend = sys.argv[1], sys.argv[2], int(sys.argv[3])
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-ctx.set_alpn_protocols(["http/1.1"])
+/// What both test proxies share: a listener on a free loopback port (printed first), `splice`
+/// (bytes both ways between two sockets until both ends close), and the accept loop that hands
+/// each connection to the script's `serve`.
+const PROXY_HEAD: &str = r#"import socket, ssl, sys, threading
 srv = socket.socket()
 srv.bind(("127.0.0.1", 0))
 srv.listen(16)
@@ -1560,45 +1558,38 @@ def pump(a, b):
             b.shutdown(socket.SHUT_WR)
         except OSError:
             pass
+def splice(conn, up):
+    t = threading.Thread(target=pump, args=(up, conn), daemon=True)
+    t.start()
+    pump(conn, up)
+    t.join()
+    conn.close()
+    up.close()
+"#;
+const PROXY_LOOP: &str = r#"
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+/// Terminates TLS with the certificate and key it is given and forwards to a loopback port.
+const TLS_PROXY: &str = r#"
+cert, key, backend = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+ctx.set_alpn_protocols(["http/1.1"])
 def serve(conn):
     try:
         tls = ctx.wrap_socket(conn, server_side=True)
     except (ssl.SSLError, OSError):
         conn.close()
         return
-    up = socket.create_connection(("127.0.0.1", backend))
-    t = threading.Thread(target=pump, args=(up, tls), daemon=True)
-    t.start()
-    pump(tls, up)
-    t.join()
-    tls.close()
-    up.close()
-while True:
-    c, _ = srv.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
+    splice(tls, socket.create_connection(("127.0.0.1", backend)))
 "#;
 
 /// An HTTP proxy that tunnels `CONNECT host:port` requests and writes each to the file it is given.
-const CONNECT_PROXY: &str = r#"import socket, sys, threading
+const CONNECT_PROXY: &str = r#"
 log = open(sys.argv[1], "a", buffering=1)
-srv = socket.socket()
-srv.bind(("127.0.0.1", 0))
-srv.listen(16)
-print(srv.getsockname()[1], flush=True)
-def pump(a, b):
-    try:
-        while True:
-            data = a.recv(65536)
-            if not data:
-                break
-            b.sendall(data)
-    except OSError:
-        pass
-    finally:
-        try:
-            b.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
 def serve(conn):
     head = b""
     while b"\r\n\r\n" not in head:
@@ -1616,20 +1607,13 @@ def serve(conn):
     host, port = target.rsplit(":", 1)
     up = socket.create_connection(("127.0.0.1" if host == "localhost" else host, int(port)))
     conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-    t = threading.Thread(target=pump, args=(up, conn), daemon=True)
-    t.start()
-    pump(conn, up)
-    t.join()
-    conn.close()
-    up.close()
-while True:
-    c, _ = srv.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
+    splice(conn, up)
 "#;
 
-/// Starts `script` with `args` under python3 in `dir`; returns it and the port it printed.
+/// Starts the proxy `script` (its `serve`, between [`PROXY_HEAD`] and [`PROXY_LOOP`]) with `args`
+/// under python3 in `dir`; returns it and the port it printed.
 fn python_server(dir: &Path, name: &str, script: &str, args: &[&str]) -> (std::process::Child, u16) {
-    std::fs::write(dir.join(name), script).unwrap();
+    std::fs::write(dir.join(name), format!("{PROXY_HEAD}{script}{PROXY_LOOP}")).unwrap();
     let mut child = Command::new("python3")
         .arg(name)
         .args(args)
