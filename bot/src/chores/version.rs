@@ -395,19 +395,22 @@ mod tests {
         update_pinned: false,
     };
 
+    /// An update as `kind from→to requirement`.
+    fn line(u: &Update) -> String {
+        format!(
+            "{} {}→{} {}",
+            u.kind.as_str(),
+            u.from,
+            u.to,
+            u.new_requirement.as_deref().unwrap_or("-")
+        )
+    }
+
     /// The plan as `kind from→to requirement` lines.
     fn brief(requirement: &str, locked: Option<&str>, versions: &[&str], policy: &Policy) -> Vec<String> {
         plan(&dep(requirement), locked, &releases(versions), policy)
             .iter()
-            .map(|u| {
-                format!(
-                    "{} {}→{} {}",
-                    u.kind.as_str(),
-                    u.from,
-                    u.to,
-                    u.new_requirement.as_deref().unwrap_or("-")
-                )
-            })
+            .map(line)
             .collect()
     }
 
@@ -592,15 +595,7 @@ mod tests {
     /// The plan for a package declaring `rust`, as update lines then held-back notes.
     fn brief_rust(requirement: &str, locked: &str, versions: &[&str], rust: Option<&str>) -> Vec<String> {
         let planned = plan_for_rust(&dep(requirement), Some(locked), &with_rust(versions), &MAJOR, rust);
-        let updates = planned.updates.iter().map(|u| {
-            format!(
-                "{} {}→{} {}",
-                u.kind.as_str(),
-                u.from,
-                u.to,
-                u.new_requirement.as_deref().unwrap_or("-")
-            )
-        });
+        let updates = planned.updates.iter().map(line);
         let held = planned
             .held_back
             .iter()

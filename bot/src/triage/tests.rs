@@ -678,15 +678,27 @@ fn a_test_reported_by_each_rerun_is_one_finding_with_its_attempts_and_its_lines(
 
 #[test]
 fn a_skipped_tests_name_says_nothing_about_the_failure() {
-    let output = " ✓ src/config.test.ts > loads the defaults\n \
-                  ↓ src/webhook.test.ts > fails without the missing webhook secret [skipped]\n \
-                  × src/math.test.ts > adds 12ms\n   → expected 3 to be 4\n";
+    // vitest's tree, as in the sample of its real output (testparse/samples/vitest.txt).
+    let output = "\n RUN  v3.2.4 /home/runner/work/app/app\n\n \
+                  ✓ src/config.test.ts (1 test) 2ms\n \
+                  ❯ src/webhook.test.ts (2 tests | 1 failed | 1 skipped) 14ms\n   \
+                  ↓ webhook > fails without the missing webhook secret\n   \
+                  × webhook > adds 12ms\n     → expected 3 to be 4\n\n \
+                  Test Files  1 failed | 1 passed (2)\n      Tests  1 failed | 1 passed | 1 skipped (3)\n";
     let analysis = analyse(&actions_log("npx vitest run", output, 1));
-    assert_ne!(
+    // The failing test is the finding and the code is to blame; the skipped one is neither.
+    assert_eq!(
         analysis.classification.class,
-        Class::Configuration,
+        Class::Code,
         "{:?}",
         analysis.classification
+    );
+    let tests: Vec<Option<&str>> = analysis.findings.iter().map(|f| f.test.as_deref()).collect();
+    assert_eq!(tests.len(), 1, "{:#?}", analysis.findings);
+    assert!(
+        tests[0].is_some_and(|t| t.ends_with("adds")),
+        "{:#?}",
+        analysis.findings
     );
 }
 
