@@ -101,6 +101,7 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, CargoError> {
                 dependencies.push(Dependency {
                     ecosystem: Ecosystem::Cargo,
                     pinned: is_pinned(&entry.requirement),
+                    marker: None,
                     name: entry.name,
                     manifest: manifest.clone(),
                     section: section.to_owned(),
@@ -236,6 +237,7 @@ fn parse_index(name: &str, text: &str) -> Result<Vec<Release>, RegistryError> {
                 yanked: entry.yanked,
                 notes_url: None,
                 rust_version: entry.rust_version,
+                requires_python: Vec::new(),
             })
         })
         .collect()
@@ -389,6 +391,7 @@ pub fn lock_changes(
             kind: UpdateKind::Lockfile,
             new_requirement: None,
             notes_url: None,
+            marker: None,
         }));
     }
     updates
@@ -678,6 +681,7 @@ windows = "0.58"
             kind: UpdateKind::Major,
             new_requirement: Some(requirement.into()),
             notes_url: None,
+            marker: None,
         }
     }
 
@@ -792,6 +796,7 @@ source = "git+https://example.test/forked.git#0123456789abcdef0123456789abcdef01
             section: "dependencies".into(),
             requirement: requirement.into(),
             pinned: false,
+            marker: None,
         };
         assert_eq!(locked_version(&lock, &dep("0.8")), Some("0.8.5"));
         assert_eq!(locked_version(&lock, &dep(">=0.8")), Some("0.9.1"));
