@@ -15,8 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::StopReason;
+use crate::beneath::{Beneath, Open};
 use crate::chores::HeldBack;
 use crate::chores::plan::{self, Found};
+use crate::chores::python;
 use crate::chores::{RegistryClient, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings};
@@ -537,6 +539,23 @@ async fn run_group_in(
     group: &Group,
 ) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
     let env = chore.env;
+    let registries = &env.config().chores.registries;
+    // What the Python lockfiles and their manifests held before the edits: a lockfile whose
+    // refresh fails is put back with its manifest, and that manifest's updates left out.
+    let python_locks: Vec<(python::Lock, Saved)> = if group.ecosystems.contains(&Ecosystem::Python) {
+        python::locks(root)
+            .into_iter()
+            .map(|lock| {
+                let saved = [lock.manifest(), lock.file()]
+                    .into_iter()
+                    .filter_map(|path| read_regular(root, &path).map(|bytes| (path, bytes)))
+                    .collect();
+                (lock, saved)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut updates = Vec::new();
     for update in &group.updates {
         match plan::apply(root, update) {
@@ -544,13 +563,12 @@ async fn run_group_in(
             Err(problem) => env.note(format!("{} {} was not updated: {problem}", update.name, update.to)),
         }
     }
-    let registries = &env.config().chores.registries;
-    let commands: Vec<(String, String)> = group
+    let mut commands: Vec<(String, String)> = group
         .ecosystems
         .iter()
         .flat_map(|e| plan::lock_commands(*e, root, registries))
         .collect();
-    let before: Vec<_> = group
+    let mut before: Vec<_> = group
         .ecosystems
         .iter()
         .map(|e| (*e, plan::snapshot(*e, root)))
@@ -562,30 +580,63 @@ async fn run_group_in(
         env.config(),
         &format!("{}-{}", env.job_id(), group.branch.replace('/', "-")),
     );
-    let run = AgentRun {
-        sandbox_id: format!("{}-{}", env.sandbox_id(), short(&group.branch)),
-        network_step: (!commands.is_empty()).then(|| NetworkStep {
-            commands,
-            network: env.config().chores.lock_network,
-            timeout: LOCK_TIMEOUT,
-        }),
-        ..agent_run(env, chore.settings, root, run_dir)
+    let mut not_updated = Vec::new();
+    let session = loop {
+        let run = AgentRun {
+            sandbox_id: format!("{}-{}", env.sandbox_id(), short(&group.branch)),
+            network_step: (!commands.is_empty()).then(|| NetworkStep {
+                commands: commands.clone(),
+                network: env.config().chores.lock_network,
+                timeout: LOCK_TIMEOUT,
+            }),
+            ..agent_run(env, chore.settings, root, run_dir.clone())
+        };
+        let error = match AgentSession::start(run).await {
+            Ok(session) => break session,
+            Err(error) => error,
+        };
+        // A Python lockfile its tool could not refresh (the tool missing, the new version not
+        // resolvable): that manifest is not edited, rather than committed with a stale lock.
+        let said = error.to_string();
+        let failed = python_locks
+            .iter()
+            .find(|(lock, _)| said.contains(&lock.failure_line()) && commands.iter().any(|(dir, _)| *dir == lock.dir));
+        let Some((lock, saved)) = failed else {
+            return Err(lock_refresh_failed(error, &group.branch));
+        };
+        restore(root, saved)?;
+        // Python's "before" is the manifests' pins, which the restore just changed back.
+        for (ecosystem, snapshot) in &mut before {
+            if *ecosystem == Ecosystem::Python {
+                *snapshot = plan::snapshot(Ecosystem::Python, root);
+            }
+        }
+        let manifest = lock.manifest();
+        let dropped: Vec<String> = updates
+            .iter()
+            .filter(|u| u.manifest.as_deref() == Some(manifest.as_str()))
+            .map(|u| format!("{} {}", u.name, u.to))
+            .collect();
+        updates.retain(|u| u.manifest.as_deref() != Some(manifest.as_str()));
+        commands.retain(|(dir, _)| *dir != lock.dir);
+        let why = said
+            .lines()
+            .rfind(|line| !line.trim().is_empty() && !line.contains(&lock.failure_line()))
+            .unwrap_or("the refresh failed")
+            .trim()
+            .to_owned();
+        let sentence = format!(
+            "{manifest}: not updated ({}), because {} could not be refreshed: {why}",
+            dropped.join(", "),
+            lock.file()
+        );
+        env.note(sentence.clone());
+        not_updated.push(sentence);
+        if updates.is_empty() {
+            return Ok(None);
+        }
     };
-    let session = AgentSession::start(run).await.map_err(|error| match error {
-        SessionError::NetworkStep {
-            command,
-            exit_code,
-            stderr_tail,
-        } => HandlerError::Other(format!(
-            "the lockfile refresh `{command}` failed (exit {exit_code:?}):\n{stderr_tail}"
-        )),
-        error => HandlerError::Other(format!(
-            "the lockfile refresh for `{}` failed: {}",
-            group.branch,
-            HandlerError::from(error)
-        )),
-    })?;
-    let outcome = in_session(chore, &session, root, group, updates, before).await;
+    let outcome = in_session(chore, &session, root, group, updates, before, not_updated).await;
     // Nothing of the sandbox may run while git reads the working tree: a container that could not
     // be removed may still hold a process racing it, so the group commits nothing then.
     if let Err(error) = session.stop().await {
@@ -608,6 +659,54 @@ fn short(branch: &str) -> String {
         .collect()
 }
 
+/// The session start's failure as the chore says it.
+fn lock_refresh_failed(error: SessionError, branch: &str) -> HandlerError {
+    match error {
+        SessionError::NetworkStep {
+            command,
+            exit_code,
+            stderr_tail,
+        } => HandlerError::Other(format!(
+            "the lockfile refresh `{command}` failed (exit {exit_code:?}):\n{stderr_tail}"
+        )),
+        error => HandlerError::Other(format!(
+            "the lockfile refresh for `{branch}` failed: {}",
+            HandlerError::from(error)
+        )),
+    }
+}
+
+/// Files of the working copy as they were: (path relative to the root, bytes).
+type Saved = Vec<(String, Vec<u8>)>;
+
+/// The bytes of the regular file `relative` in the working copy, opened without following a
+/// symlink.
+fn read_regular(root: &Path, relative: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = Beneath::open(root)
+        .ok()?
+        .open_at(Path::new(relative), Open::Read)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// Writes `saved` files back into the working copy, never through a symlink.
+fn restore(root: &Path, saved: &Saved) -> Result<(), HandlerError> {
+    let beneath =
+        Beneath::open(root).map_err(|e| HandlerError::Other(format!("could not open the working copy: {e}")))?;
+    for (path, bytes) in saved {
+        beneath
+            .write(Path::new(path), bytes)
+            .map_err(|e| HandlerError::Other(format!("could not put {path} back: {e}")))?;
+    }
+    Ok(())
+}
+
 /// The tests after the refresh, the agent when they fail, and the updates that are left.
 async fn in_session(
     chore: &ChoreRun<'_>,
@@ -616,6 +715,7 @@ async fn in_session(
     group: &Group,
     mut updates: Vec<Update>,
     before: Vec<(Ecosystem, plan::Snapshot)>,
+    not_updated: Vec<String>,
 ) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
     let env = chore.env;
     let manifest_updated: Vec<String> = updates.iter().map(|u| u.name.clone()).collect();
@@ -695,6 +795,7 @@ async fn in_session(
             reverted,
             unchecked: group.unchecked.clone(),
             held_back: group.held_back.clone(),
+            not_updated,
         },
         spent,
     )))

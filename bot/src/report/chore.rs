@@ -34,8 +34,11 @@ pub struct ChorePull {
     /// What could not be looked up for its ecosystems (a registry unreachable, a certificate
     /// refused): updates this pull request may be missing.
     pub unchecked: Vec<String>,
-    /// Newer releases not proposed because they need a newer Rust than the package declares.
+    /// Newer releases not proposed because they need a newer Rust or Python than the project
+    /// declares.
     pub held_back: Vec<HeldBack>,
+    /// Manifests left as they were, one sentence each (a lockfile that could not be refreshed).
+    pub not_updated: Vec<String>,
 }
 
 fn ecosystem_words(ecosystems: &[Ecosystem]) -> String {
@@ -174,6 +177,15 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
             .collect();
         doc.cuttable(items.join("\n"));
     }
+    if !pull.not_updated.is_empty() {
+        doc.fixed("**Not updated:**");
+        let items: Vec<String> = pull
+            .not_updated
+            .iter()
+            .map(|sentence| format!("- {}", markdown::inline(sentence)))
+            .collect();
+        doc.cuttable(items.join("\n"));
+    }
     if !pull.reverted.is_empty() {
         let names: Vec<String> = pull.reverted.iter().map(|n| markdown::code_span(n)).collect();
         doc.fixed(format!(
@@ -288,6 +300,7 @@ mod tests {
             reverted: Vec::new(),
             unchecked: Vec::new(),
             held_back: Vec::new(),
+            not_updated: Vec::new(),
         };
         assert_eq!(title(&pull), "chore(deps): update cargo dependencies");
         insta::assert_snapshot!(body(&pull, "9"), @r"
@@ -342,6 +355,7 @@ mod tests {
                 "crates.io answered 503 for `serde`".into(),
             ],
             held_back: Vec::new(),
+            not_updated: Vec::new(),
         };
         let body = body(&pull, "9");
         assert!(
@@ -381,6 +395,7 @@ mod tests {
             reverted: Vec::new(),
             unchecked: Vec::new(),
             held_back: vec![held("1.0.300", Some("1.0.250")), held("2.0.0", None)],
+            not_updated: Vec::new(),
         };
         let body = body(&pull, "9");
         assert!(
