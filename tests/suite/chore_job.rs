@@ -654,3 +654,89 @@ fn a_uv_lock_is_refreshed_with_its_manifest_and_one_that_cannot_be_leaves_the_ma
         world.bot
     });
 }
+
+#[test]
+fn chore_pull_requests_get_their_labels_assignees_and_reviewers_and_no_more_open_than_allowed() {
+    super::harness::run_test(|| async move {
+        let registry = PackageRegistry::start();
+        for version in ["1.0.0", "1.1.0", "2.0.0"] {
+            registry.pypi_release("tinydep", version, false).unwrap();
+        }
+        let (github, git) = tracked_repo(&[
+            ("requirements.txt", "tinydep==1.0.0\n"),
+            (
+                ".github/pitcrew.toml",
+                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\nmajor = true\n\
+                 labels = [\"dependencies\", \"python\"]\nreviewers = [\"carol\", \"acme/platform\"]\n\
+                 assignees = [\"bob\"]\nmax_open_prs = 1\n",
+            ),
+        ]);
+        let model = ScriptedModel::start(Script::new());
+        let world = World {
+            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
+            registry: None,
+        };
+
+        // The compatible update opens; the major waits for the one open pull request.
+        let first = world.ask("limits-1").await;
+        world.settled().await;
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        let pull = &pulls[0];
+        assert_eq!(pull.title, "chore(deps): update tinydep to 1.1.0");
+        assert_eq!(pull.labels, ["dependencies", "python"]);
+        assert_eq!(pull.assignees, ["bob"]);
+        let asked = pull.pull.as_ref().unwrap();
+        assert_eq!(
+            (asked.requested_reviewers.as_slice(), asked.requested_teams.as_slice()),
+            (["carol".to_owned()].as_slice(), ["platform".to_owned()].as_slice())
+        );
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update tinydep to 1.1.0 (opened)"), "{answer}");
+        assert!(
+            answer.contains(
+                "Waiting: `pitcrew/deps-python-major` — 1 chore pull request may be open at once (`max_open_prs`); a \
+                 later run opens it once one is merged or closed."
+            ),
+            "{answer}"
+        );
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "tinydep==1.1.0\n"
+        );
+        assert!(
+            world
+                .bot
+                .git
+                .show(REPO, "refs/heads/pitcrew/deps-python-major", "requirements.txt")
+                .is_none()
+        );
+
+        // Once it is closed, the major's turn comes.
+        let number = pull.number;
+        world
+            .bot
+            .github
+            .update_issue(REPO, number, |issue| issue.state = "closed".to_owned());
+        let second = world.ask("limits-2").await;
+        world.settled().await;
+        let pulls = world.pull_requests();
+        let major = pulls
+            .iter()
+            .find(|p| p.state == "open")
+            .unwrap_or_else(|| panic!("{pulls:#?}"));
+        assert_eq!(major.title, "chore(deps): update tinydep to 2.0.0 (major)");
+        assert_eq!(major.labels, ["dependencies", "python"]);
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python-major", "requirements.txt"),
+            "tinydep==2.0.0\n"
+        );
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update tinydep to 2.0.0 (major) (opened)"), "{answer}");
+        assert!(!answer.contains("Waiting"), "{answer}");
+        for ask in [first, second] {
+            assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        }
+        world.bot
+    });
+}

@@ -52,6 +52,10 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "ignore",
             "group",
             "update_pinned",
+            "labels",
+            "reviewers",
+            "assignees",
+            "max_open_prs",
         ],
     ),
 ];
@@ -88,6 +92,23 @@ pub struct DepsChore {
     pub group: DepsGrouping,
     /// Move pinned versions too.
     pub update_pinned: bool,
+    /// Labels put on the pull requests a chore opens (GitHub creates missing ones).
+    pub labels: Vec<String>,
+    /// Reviewers asked on them: logins, and teams as `org/team-slug`.
+    pub reviewers: Vec<Reviewer>,
+    /// Logins the pull requests are assigned to.
+    pub assignees: Vec<String>,
+    /// The most chore pull requests open at once: beyond it, new ones wait for a later run (the
+    /// open ones are still updated). `None`: no limit.
+    pub max_open_prs: Option<u32>,
+}
+
+/// Someone asked to review a chore's pull request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reviewer {
+    User(String),
+    /// `org/team-slug`: the team's slug (the organisation is the repository's).
+    Team(String),
 }
 
 /// How updates are grouped into pull requests (majors are always apart).
@@ -582,7 +603,10 @@ impl Walk {
             ("triggers", "label") => label(key, v).map(|x| c.triggers.label = Some(x)),
             ("triggers", "assign") => boolean(key, v).map(|x| c.triggers.assign = Some(x)),
             ("triggers", "min_permission") => min_permission(key, v).map(|x| c.triggers.min_permission = Some(x)),
-            ("triggers", "allowed_users") => logins(key, v).map(|x| c.triggers.allowed_users = Some(x)),
+            ("triggers", "allowed_users") => {
+                logins(key, v, "leave it out to let everyone with `min_permission` trigger")
+                    .map(|x| c.triggers.allowed_users = Some(x))
+            }
             ("triage", "on_failure") => boolean(key, v).map(|x| c.triage.on_failure = x),
             ("triage", "auto_fix") => boolean(key, v).map(|x| c.triage.auto_fix = x),
             ("triage", "rerun_flaky") => boolean(key, v).map(|x| c.triage.rerun_flaky = x),
@@ -608,6 +632,12 @@ impl Walk {
                     Err(bad)
                 }
             }),
+            ("chores.deps", "labels") => labels(key, v).map(|x| c.deps.labels = x),
+            ("chores.deps", "reviewers") => reviewers(key, v).map(|x| c.deps.reviewers = x),
+            ("chores.deps", "assignees") => {
+                logins(key, v, "leave it out to assign nobody").map(|x| c.deps.assignees = x)
+            }
+            ("chores.deps", "max_open_prs") => whole(key, v).map(|x| c.deps.max_open_prs = Some(x)),
             ("chores.deps", "group") => string(key, v).and_then(|group| match group {
                 "ecosystem" => {
                     c.deps.group = DepsGrouping::Ecosystem;
@@ -879,13 +909,14 @@ fn commands(key: &str, v: &Value<'_>) -> Result<BTreeSet<CommandKind>, Bad> {
     if bad.is_empty() { Ok(set) } else { Err(bad) }
 }
 
-fn logins(key: &str, v: &Value<'_>) -> Result<Vec<String>, Bad> {
+/// Logins; an empty array is refused with `when_empty` (what leaving the key out means).
+fn logins(key: &str, v: &Value<'_>, when_empty: &str) -> Result<Vec<String>, Bad> {
     let (words, mut bad) = strings(key, v)?;
     if words.is_empty() && bad.is_empty() {
         return Err(invalid_array(
             key,
             v,
-            "must name at least one login; leave it out to let everyone with `min_permission` trigger",
+            &format!("must name at least one login; {when_empty}"),
         ));
     }
     let mut users = Vec::new();
@@ -907,6 +938,60 @@ fn logins(key: &str, v: &Value<'_>) -> Result<Vec<String>, Bad> {
         }
     }
     if bad.is_empty() { Ok(users) } else { Err(bad) }
+}
+
+/// GitHub labels: not empty, at most [`MAX_LABEL_CHARS`] characters.
+fn labels(key: &str, v: &Value<'_>) -> Result<Vec<String>, Bad> {
+    let (names, mut bad) = strings(key, v)?;
+    let mut out = Vec::new();
+    for (name, at) in names {
+        if name.trim().is_empty() {
+            bad.push((at, format!("`{key}` holds an empty label")));
+        } else if name.chars().count() > MAX_LABEL_CHARS {
+            bad.push((
+                at,
+                format!(
+                    "label {name:?} in `{key}` is too long: GitHub labels are at most {MAX_LABEL_CHARS} characters"
+                ),
+            ));
+        } else if !out.iter().any(|l| l == name) {
+            out.push(name.to_owned());
+        }
+    }
+    if bad.is_empty() { Ok(out) } else { Err(bad) }
+}
+
+/// Logins and `org/team-slug` teams.
+fn reviewers(key: &str, v: &Value<'_>) -> Result<Vec<Reviewer>, Bad> {
+    let (names, mut bad) = strings(key, v)?;
+    let mut out = Vec::new();
+    for (name, at) in names {
+        let reviewer = match name.split_once('/') {
+            Some((org, slug))
+                if is_login(org)
+                    && !slug.is_empty()
+                    && slug
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')) =>
+            {
+                Reviewer::Team(slug.to_owned())
+            }
+            None if is_login(name) => Reviewer::User(name.to_owned()),
+            _ => {
+                bad.push((
+                    at,
+                    format!(
+                        "invalid reviewer {name:?} in `{key}`: expected a GitHub login or a team as `org/team-slug`"
+                    ),
+                ));
+                continue;
+            }
+        };
+        if !out.contains(&reviewer) {
+            out.push(reviewer);
+        }
+    }
+    if bad.is_empty() { Ok(out) } else { Err(bad) }
 }
 
 fn invalid_array(key: &str, v: &Value<'_>, message: &str) -> Bad {

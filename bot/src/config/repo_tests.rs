@@ -140,7 +140,10 @@ fn every_listed_key_is_accepted() {
                 "trigger" => "\"@bot\"",
                 "commands" => "[\"fix\"]",
                 "min_permission" => "\"admin\"",
-                "allowed_users" => "[\"alice\"]",
+                "allowed_users" | "assignees" => "[\"alice\"]",
+                "labels" => "[\"dependencies\"]",
+                "reviewers" => "[\"alice\", \"acme/platform\"]",
+                "max_open_prs" => "2",
                 _ => "\"x\"",
             };
             let text = format!("[{section}]\n{key} = {value}\n");
@@ -467,13 +470,42 @@ fn the_dependency_chore_section() {
     let policy = deps.policy();
     assert!(policy.major && !policy.update_pinned && policy.ignores("serde_json"));
     assert_eq!(RepoConfig::default().deps.schedule, None);
+    assert_eq!(
+        (&deps.labels, &deps.reviewers, &deps.assignees, deps.max_open_prs),
+        (&Vec::new(), &Vec::new(), &Vec::new(), None)
+    );
+
+    // What the pull requests get.
+    let config = RepoConfig::parse(
+        "[chores.deps]\nlabels = [\"dependencies\", \"bot\", \"dependencies\"]\nreviewers = [\"alice\", \"acme/platform-team\"]\n\
+         assignees = [\"bob\"]\nmax_open_prs = 3\n",
+    )
+    .unwrap();
+    let deps = &config.deps;
+    assert_eq!(deps.labels, ["dependencies", "bot"]);
+    assert_eq!(
+        deps.reviewers,
+        [Reviewer::User("alice".into()), Reviewer::Team("platform-team".into())]
+    );
+    assert_eq!(
+        (deps.assignees.as_slice(), deps.max_open_prs),
+        (["bob".to_owned()].as_slice(), Some(3))
+    );
+    insta::assert_snapshot!(problems("[chores.deps]\nlabels = [\"\", 1]\nreviewers = [\"@alice\", \"acme/\"]\nassignees = []\nmax_open_prs = 0\n"), @r#"
+    .github/pitcrew.toml:2:11: `chores.deps.labels` holds an empty label
+    .github/pitcrew.toml:2:15: `chores.deps.labels` must hold only strings, found integer
+    .github/pitcrew.toml:3:14: invalid reviewer "@alice" in `chores.deps.reviewers`: expected a GitHub login or a team as `org/team-slug`
+    .github/pitcrew.toml:3:24: invalid reviewer "acme/" in `chores.deps.reviewers`: expected a GitHub login or a team as `org/team-slug`
+    .github/pitcrew.toml:4:13: invalid `chores.deps.assignees`: must name at least one login; leave it out to assign nobody
+    .github/pitcrew.toml:5:16: invalid `chores.deps.max_open_prs` = 0: must be at least 1
+    "#);
 
     insta::assert_snapshot!(problems("[chores.deps]\nschedule = \"0 6 * *\"\ntimezone = \"Mars/Base\"\necosystems = [\"crago\"]\ngroup = \"each\"\nmajr = true\n[chores.dpes]\nx = 1\n"), @r#"
     .github/pitcrew.toml:2:12: invalid `chores.deps.schedule` = "0 6 * *": `0 6 * *` has 4 fields; a schedule has five: minute hour day-of-month month day-of-week (e.g. `0 6 * * 1`)
     .github/pitcrew.toml:3:12: invalid `chores.deps.timezone` = "Mars/Base": unknown time zone `Mars/Base`; use an IANA name such as `UTC`, `Europe/Berlin` or `America/New_York`
     .github/pitcrew.toml:4:15: unknown ecosystem `crago` in `chores.deps.ecosystems`; did you mean `cargo`?; the ecosystems are: cargo, npm, python, actions
     .github/pitcrew.toml:5:9: invalid `chores.deps.group` = "each": expected `ecosystem` or `all`
-    .github/pitcrew.toml:6:1: unknown key `majr` in [chores.deps]; did you mean `major`?; valid keys in [chores.deps]: schedule, timezone, ecosystems, major, ignore, group, update_pinned
+    .github/pitcrew.toml:6:1: unknown key `majr` in [chores.deps]; did you mean `major`?; valid keys in [chores.deps]: schedule, timezone, ecosystems, major, ignore, group, update_pinned, labels, reviewers, assignees, max_open_prs
     .github/pitcrew.toml:7:9: unknown chore `[chores.dpes]`; did you mean `[chores.deps]`?; the chores are: deps
     "#);
 }

@@ -16,11 +16,11 @@ use super::ids::{CheckRunId, CommentId, IssueNumber, Login, RepoName};
 use super::paging::{self, Listing, PageLimit, limits};
 use super::time::format_rfc3339;
 use super::types::{
-    ActionsJob, Annotation, BodyOnly, CheckRun, CheckRunOutput, CheckRunPage, CheckRunSummary, CheckRunUpdate,
-    CheckRunUpdateBody, CommitPull, ContentEntry, CreatedPull, InstallationRepositoryPage, Issue, IssueComment,
-    JobLogText, JobPage, NewCheckRun, NewCheckRunBody, NewPull, NewReview, Permission, PermissionResponse, PullFile,
-    PullRequest, PullSimple, PullUpdate, Reaction, ReactionBody, Repository, Review, ReviewComment, RunFilter, TagName,
-    WorkflowRunPage, WorkflowRunSummary,
+    ActionsJob, Annotation, AssigneesBody, BodyOnly, CheckRun, CheckRunOutput, CheckRunPage, CheckRunSummary,
+    CheckRunUpdate, CheckRunUpdateBody, CommitPull, ContentEntry, CreatedPull, InstallationRepositoryPage, Issue,
+    IssueComment, JobLogText, JobPage, LabelsBody, NewCheckRun, NewCheckRunBody, NewPull, NewReview, Permission,
+    PermissionResponse, PullFile, PullRequest, PullSimple, PullUpdate, Reaction, ReactionBody, Repository, Review,
+    ReviewComment, ReviewersBody, RunFilter, TagName, WorkflowRunPage, WorkflowRunSummary,
 };
 
 /// The largest file `get_file` reads (the contents API inlines files up to 1 MB).
@@ -178,6 +178,46 @@ impl GithubClient {
         let number = number.to_string();
         let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["issues", &number, "comments"]));
         self.json_with(endpoint, &BodyOnly { body }).await
+    }
+
+    /// Adds `labels` to issue or pull request `number` (GitHub creates the ones the repository
+    /// lacks).
+    pub async fn add_labels(&self, repo: &RepoName, number: IssueNumber, labels: &[String]) -> Result<(), GithubError> {
+        let number = number.to_string();
+        let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["issues", &number, "labels"]));
+        let _: serde_json::Value = self.json_with(endpoint, &LabelsBody { labels }).await?;
+        Ok(())
+    }
+
+    /// Assigns issue or pull request `number` to `logins` (GitHub ignores those who cannot be).
+    pub async fn add_assignees(
+        &self,
+        repo: &RepoName,
+        number: IssueNumber,
+        logins: &[String],
+    ) -> Result<(), GithubError> {
+        let number = number.to_string();
+        let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["issues", &number, "assignees"]));
+        let _: serde_json::Value = self.json_with(endpoint, &AssigneesBody { assignees: logins }).await?;
+        Ok(())
+    }
+
+    /// Asks `users` and the teams of `team_slugs` to review pull request `pull`.
+    pub async fn request_reviewers(
+        &self,
+        repo: &RepoName,
+        pull: IssueNumber,
+        users: &[String],
+        team_slugs: &[String],
+    ) -> Result<(), GithubError> {
+        let pull = pull.to_string();
+        let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["pulls", &pull, "requested_reviewers"]));
+        let body = ReviewersBody {
+            reviewers: users,
+            team_reviewers: team_slugs,
+        };
+        let _: serde_json::Value = self.json_with(endpoint, &body).await?;
+        Ok(())
     }
 
     pub async fn update_issue_comment(

@@ -687,6 +687,22 @@ pub(super) struct BodyOnly<'a> {
 }
 
 #[derive(Debug, Serialize)]
+pub(super) struct LabelsBody<'a> {
+    pub(super) labels: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct AssigneesBody<'a> {
+    pub(super) assignees: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct ReviewersBody<'a> {
+    pub(super) reviewers: &'a [String],
+    pub(super) team_reviewers: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
 pub(super) struct ReactionBody {
     pub(super) content: Reaction,
 }

@@ -21,8 +21,8 @@ use crate::chores::plan::{self, Found};
 use crate::chores::python;
 use crate::chores::{RegistryClient, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
-use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings};
-use crate::github::{CheckConclusion, NewPull, PullRequest, PullUpdate};
+use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings, Reviewer};
+use crate::github::{CheckConclusion, IssueNumber, NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
 use crate::prompts::Template;
 use crate::report::TestRun;
@@ -79,6 +79,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let open = open_chore_pulls(env).await?;
     let chore = ChoreRun {
         env,
+        deps,
         settings: &settings,
         mirror: &mirror,
         remote: &remote,
@@ -168,6 +169,9 @@ struct Delivered {
     wanted: Vec<String>,
     /// Groups whose work failed.
     failed: usize,
+    /// Branches whose new pull request waits: `max_open_prs` are open.
+    waiting: Vec<String>,
+    max_open_prs: Option<u32>,
     spent: Spent,
 }
 
@@ -191,13 +195,25 @@ async fn deliver(
         pulls: Vec::new(),
         wanted: Vec::new(),
         failed: 0,
+        waiting: Vec::new(),
+        max_open_prs: chore.deps.max_open_prs,
         spent: Spent::default(),
     };
+    // Open chore pull requests: the earlier runs' and the ones this run opens.
+    let mut open_now = open.len();
     for group in groups {
         if env.control.is_cancelled() {
             return Ok(Delivery::Stopped(delivered.spent));
         }
         let existing = open.iter().find(|p| p.head.branch == group.branch);
+        if existing.is_none()
+            && let Some(max) = chore.deps.max_open_prs
+            && open_now >= max as usize
+        {
+            // Not worked on at all: a later run makes it once one is merged or closed.
+            delivered.waiting.push(group.branch.clone());
+            continue;
+        }
         let outcome = match run_group(chore, group, existing.is_some()).await {
             Ok(outcome) => outcome,
             Err(error) => {
@@ -222,7 +238,12 @@ async fn deliver(
         };
         delivered.spent.add(&group_spent);
         delivered.wanted.push(group.branch.clone());
-        delivered.pulls.push(propose(env, group, &pull, existing).await?);
+        let proposed = propose(env, group, &pull, existing).await?;
+        if !proposed.2 {
+            open_now += 1;
+            decorate(env, chore.deps, IssueNumber(proposed.1)).await;
+        }
+        delivered.pulls.push(proposed);
     }
     Ok(Delivery::Done(delivered))
 }
@@ -263,6 +284,42 @@ async fn propose(
                 .await?;
             Ok((title, created.number.0, false))
         }
+    }
+}
+
+/// Puts the configured labels, assignees and reviewers on a pull request the chore opened. A
+/// failure (a reviewer who is not a collaborator) is noted and costs nothing else.
+async fn decorate(env: &JobEnv, deps: &DepsChore, number: IssueNumber) {
+    if !deps.labels.is_empty()
+        && let Err(error) = env.github.add_labels(&env.repo, number, &deps.labels).await
+    {
+        env.note(format!("#{number}: the labels could not be added: {error}"));
+    }
+    if !deps.assignees.is_empty()
+        && let Err(error) = env.github.add_assignees(&env.repo, number, &deps.assignees).await
+    {
+        env.note(format!("#{number}: the assignees could not be added: {error}"));
+    }
+    let users: Vec<String> = deps
+        .reviewers
+        .iter()
+        .filter_map(|r| match r {
+            Reviewer::User(login) => Some(login.clone()),
+            Reviewer::Team(_) => None,
+        })
+        .collect();
+    let teams: Vec<String> = deps
+        .reviewers
+        .iter()
+        .filter_map(|r| match r {
+            Reviewer::Team(slug) => Some(slug.clone()),
+            Reviewer::User(_) => None,
+        })
+        .collect();
+    if !(users.is_empty() && teams.is_empty())
+        && let Err(error) = env.github.request_reviewers(&env.repo, number, &users, &teams).await
+    {
+        env.note(format!("#{number}: the reviewers could not be asked: {error}"));
     }
 }
 
@@ -311,11 +368,16 @@ async fn report_run(
     problems: Vec<String>,
     unchecked: usize,
 ) -> Result<(Finish, Spent), HandlerError> {
-    let report = text::answer(&delivered.pulls, &problems, &env.job_id());
+    let waiting = delivered.max_open_prs.map(|max| (max, delivered.waiting.as_slice()));
+    let report = text::answer(&delivered.pulls, &problems, waiting, &env.job_id());
     if asked {
         env.reply(&report).await?;
     }
     let headline = match (delivered.pulls.len(), unchecked) {
+        (0, 0) if !delivered.waiting.is_empty() => format!(
+            "{} dependency pull request(s) waiting: max_open_prs are open",
+            delivered.waiting.len()
+        ),
         (0, 0) => "dependencies are up to date".to_owned(),
         (0, n) => format!("{n} dependency lookup(s) failed; nothing could be proposed"),
         (1, 0) => "1 dependency pull request".to_owned(),
@@ -481,6 +543,7 @@ enum Grouped {
 /// of the repository, the token and the base commit.
 struct ChoreRun<'a> {
     env: &'a JobEnv,
+    deps: &'a DepsChore,
     settings: &'a EffectiveSettings,
     mirror: &'a Mirror,
     remote: &'a RemoteRepo,

@@ -241,10 +241,20 @@ pub fn updates_for_prompt(updates: &[Update]) -> String {
 }
 
 /// What a person who asked for the chore is told: the pull requests, or that nothing needed doing.
-pub fn answer(opened: &[(String, u64, bool)], problems: &[String], job_id: &str) -> String {
+/// `waiting`: the limit of open chore pull requests and the branches whose new pull request waits
+/// for it.
+pub fn answer(
+    opened: &[(String, u64, bool)],
+    problems: &[String],
+    waiting: Option<(u32, &[String])>,
+    job_id: &str,
+) -> String {
     let mut doc = Doc::new();
     doc.fixed(markdown::marker(job_id));
-    if opened.is_empty() {
+    let waits = waiting.is_some_and(|(_, branches)| !branches.is_empty());
+    if opened.is_empty() && waits {
+        doc.fixed("**pitcrew · chore deps:** no pull request opened this time.");
+    } else if opened.is_empty() {
         doc.fixed("**pitcrew · chore deps:** every dependency is up to date under this repository's policy.");
     } else {
         let items: Vec<String> = opened
@@ -258,6 +268,17 @@ pub fn answer(opened: &[(String, u64, bool)], problems: &[String], job_id: &str)
             })
             .collect();
         doc.fixed(format!("**pitcrew · chore deps:**\n\n{}", items.join("\n")));
+    }
+    if let Some((max, branches)) = waiting
+        && !branches.is_empty()
+    {
+        let names: Vec<String> = branches.iter().map(|b| markdown::code_span(b)).collect();
+        doc.fixed(format!(
+            "Waiting: {} — {max} chore pull request{} may be open at once (`max_open_prs`); a later run opens it \
+             once one is merged or closed.",
+            names.join(", "),
+            if max == 1 { "" } else { "s" }
+        ));
     }
     if !problems.is_empty() {
         let items: Vec<String> = problems.iter().map(|p| format!("- {}", markdown::inline(p))).collect();

@@ -42,6 +42,7 @@ pub(crate) fn handle(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Opt
             list(pulls, ctx)
         }
         "pulls/create" => create_pull(state, repo, ctx),
+        "pulls/request-reviewers" => request_reviewers(state, repo, ctx),
         "repos/list-pull-requests-associated-with-commit" => {
             // The pull requests whose head is the commit, newest first.
             let sha = ctx.param("commit_sha");
@@ -197,8 +198,23 @@ fn pull_json(state: &GithubState, issue: &Issue, repo: &Repo, ctx: &Ctx<'_>) -> 
     body["assignees"] = issue.assignees.iter().map(|a| user_json(a, ctx)).collect();
     body["assignee"] = issue.assignees.first().map_or(Value::Null, |a| user_json(a, ctx));
     body["milestone"] = Value::Null;
-    body["requested_reviewers"] = json!([]);
-    body["requested_teams"] = json!([]);
+    body["requested_reviewers"] = pull
+        .requested_reviewers
+        .iter()
+        .map(|login| user_json(login, ctx))
+        .collect();
+    let team_example = example("pull-request")["requested_teams"][0].clone();
+    body["requested_teams"] = pull
+        .requested_teams
+        .iter()
+        .map(|slug| {
+            let mut team = team_example.clone();
+            team["slug"] = json!(slug);
+            team["name"] = json!(slug);
+            team["html_url"] = json!(format!("https://github.com/orgs/{}/teams/{slug}", repo.owner()));
+            team
+        })
+        .collect();
     body["created_at"] = json!(issue.created_at);
     body["updated_at"] = json!(issue.updated_at);
     body["closed_at"] = if issue.state == "closed" {
@@ -256,6 +272,46 @@ fn branch_sha(state: &GithubState, repo_full_name: &str, branch: &str) -> Option
         ],
     )
     .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
+}
+
+/// Asks the logins of `reviewers` and the team slugs of `team_reviewers`; the author cannot be
+/// asked to review their own pull request (422, as on GitHub).
+fn request_reviewers(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
+    let key = (repo.full_name.clone(), ctx.number("pull_number"));
+    let Some(issue) = state.issues.get_mut(&key) else {
+        return Reply::not_found(ctx);
+    };
+    let author = issue.user.clone();
+    let Some(pull) = issue.pull.as_mut() else {
+        return Reply::not_found(ctx);
+    };
+    let names = |field: &str| -> Vec<String> {
+        ctx.body[field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    };
+    let users = names("reviewers");
+    if users.iter().any(|u| u.eq_ignore_ascii_case(&author)) {
+        return Reply::validation_failed(
+            ctx,
+            json!([{"resource": "PullRequest", "code": "custom", "message": "Review cannot be requested from pull request author."}]),
+        );
+    }
+    for user in users {
+        if !pull.requested_reviewers.contains(&user) {
+            pull.requested_reviewers.push(user);
+        }
+    }
+    for team in names("team_reviewers") {
+        if !pull.requested_teams.contains(&team) {
+            pull.requested_teams.push(team);
+        }
+    }
+    let issue = issue.clone();
+    Reply::json(201, pull_json(state, &issue, repo, ctx))
 }
 
 fn create_pull(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
@@ -319,6 +375,8 @@ fn create_pull(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
         maintainer_can_modify: ctx.body["maintainer_can_modify"].as_bool().unwrap_or(true),
         draft: ctx.body["draft"].as_bool().unwrap_or(false),
         merged: false,
+        requested_reviewers: Vec::new(),
+        requested_teams: Vec::new(),
     });
     state.add_issue(&repo.full_name, issue);
     let Some(issue) = state.issue(&repo.full_name, number).cloned() else {

@@ -150,6 +150,9 @@ pub struct PullInfo {
     pub maintainer_can_modify: bool,
     pub draft: bool,
     pub merged: bool,
+    /// Logins and team slugs asked to review (`pulls/request-reviewers`).
+    pub requested_reviewers: Vec<String>,
+    pub requested_teams: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,6 +207,8 @@ impl Issue {
             maintainer_can_modify: false,
             draft: false,
             merged: false,
+            requested_reviewers: Vec::new(),
+            requested_teams: Vec::new(),
         });
         issue
     }
