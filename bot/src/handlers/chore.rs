@@ -3,8 +3,10 @@
 //! policy (`[chores.deps]`) picks the updates, grouped into pull requests (one per ecosystem by
 //! default, majors apart). For each pull request a fresh working copy gets the manifest edits on
 //! the host, the lockfile refresh in the sandbox (with network for that step only, as the operator
-//! allows), and the tests; if the tests fail, the agent gets the failure and the updates and adapts
-//! the code or reverts the update it cannot make work. The result is committed as the bot,
+//! allows), and the tests; if the tests fail, they are run on the untouched base too (once per run,
+//! only then: the baseline), and the agent gets what the update broke — not what failed before it
+//! too — and the updates, and adapts the code or reverts the update it cannot make work; when the
+//! update broke nothing, the agent is not run. The result is committed as the bot,
 //! force-pushed to `pitcrew/deps-<ecosystem>` and opened as a pull request, or the existing one
 //! is updated; pull requests of earlier runs whose updates are no longer needed are closed. A run
 //! that finds nothing to do posts nothing (unless someone asked).
@@ -25,7 +27,7 @@ use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings};
 use crate::github::{CheckConclusion, NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
 use crate::prompts::Template;
-use crate::report::TestRun;
+use crate::report::baseline::{Comparison, Observed};
 use crate::report::chore::{self as text, ChorePull, TestOutcome};
 use crate::session::{AgentRun, AgentSession, NetworkStep, SessionError, Toolset};
 use crate::triggers::JobSource;
@@ -33,7 +35,7 @@ use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
 use super::record::{ChoreDetail, ChorePullRequest, Detail, EcosystemPlan, JobRecord, Summary};
-use super::session::{Spent, agent_run, run_dir, run_tests};
+use super::session::{Spent, agent_run, run_dir, run_tests_with_output};
 use super::{HandlerError, JobEnv};
 
 /// The longest a lockfile refresh may take.
@@ -84,6 +86,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         remote: &remote,
         token: &token,
         base: &base,
+        baseline: tokio::sync::OnceCell::new(),
     };
     let delivered = match deliver(&chore, &groups(&found, deps.group), &open, &mut problems).await? {
         Delivery::Done(delivered) => delivered,
@@ -478,7 +481,7 @@ enum Grouped {
 }
 
 /// What every pull request of one chore run shares: the job, its settings, the mirror and remote
-/// of the repository, the token and the base commit.
+/// of the repository, the token and the base commit, and the tests on the base once run.
 struct ChoreRun<'a> {
     env: &'a JobEnv,
     settings: &'a EffectiveSettings,
@@ -486,6 +489,8 @@ struct ChoreRun<'a> {
     remote: &'a RemoteRepo,
     token: &'a secrecy::SecretString,
     base: &'a str,
+    /// The tests on the untouched base ([`baseline`]), run the first time a group's tests fail.
+    baseline: tokio::sync::OnceCell<Option<Observed>>,
 }
 
 /// One pull request's work in a fresh copy of the base: edits, lockfile refresh, tests, the agent
@@ -729,34 +734,49 @@ async fn in_session(
 
     let mut spent = Spent::default();
     let mut agent_summary = None;
-    let first = run_tests(session).await;
-    let tests = match failing(&first) {
-        None => match first {
-            TestRun::NotRun => TestOutcome::NotRun,
-            _ => TestOutcome::Passed { after_fix: false },
-        },
-        Some(failure) => {
-            let prompt = env.services.prompts.render(
-                Template::Chore,
-                &[
-                    ("updates", &text::updates_for_prompt(&updates)),
-                    ("failure", &failure),
-                    ("instructions", &session.instructions()),
-                ],
-            )?;
-            let outcome = session
-                .run_agent(prompt, Toolset::Full, Arc::new(crate::agent::events::NoEvents))
-                .await?;
-            spent = Spent::from_outcome(&outcome);
-            if matches!(outcome.stop, StopReason::Finished) && !outcome.summary.trim().is_empty() {
-                agent_summary = Some(outcome.summary.clone());
-            }
-            let second = run_tests(session).await;
-            match failing(&second) {
-                None => TestOutcome::Passed { after_fix: true },
-                Some(_) => TestOutcome::Failing {
-                    summary: summary_line(&second),
-                },
+    let observe = async || {
+        let (run, output) = run_tests_with_output(session).await;
+        Observed::read(&run, &output, &[&root.display().to_string(), session.shown_root()])
+    };
+    let tests = match observe().await {
+        None => TestOutcome::NotRun,
+        Some(after) if !after.fails() => TestOutcome::Passed { after_fix: false },
+        Some(after) => {
+            let before = chore.baseline.get_or_init(|| baseline(chore)).await.as_ref();
+            let comparison = Comparison::new(before, &after);
+            if comparison.update_broke_something() {
+                let prompt = env.services.prompts.render(
+                    Template::Chore,
+                    &[
+                        ("updates", &text::updates_for_prompt(&updates)),
+                        ("failure", &comparison.for_agent()),
+                        ("instructions", &session.instructions()),
+                    ],
+                )?;
+                let outcome = session
+                    .run_agent(prompt, Toolset::Full, Arc::new(crate::agent::events::NoEvents))
+                    .await?;
+                spent = Spent::from_outcome(&outcome);
+                if matches!(outcome.stop, StopReason::Finished) && !outcome.summary.trim().is_empty() {
+                    agent_summary = Some(outcome.summary.clone());
+                }
+                match observe().await {
+                    None => TestOutcome::NotRun,
+                    Some(after) if !after.fails() => TestOutcome::Passed { after_fix: true },
+                    Some(after) => TestOutcome::Failing {
+                        comparison: Box::new(Comparison::new(before, &after)),
+                        after_fix: true,
+                    },
+                }
+            } else {
+                env.note(format!(
+                    "`{}`: every failing test failed before the update too; the agent was not run",
+                    group.branch
+                ));
+                TestOutcome::Failing {
+                    comparison: Box::new(comparison),
+                    after_fix: false,
+                }
             }
         }
     };
@@ -801,34 +821,50 @@ async fn in_session(
     )))
 }
 
-/// What the agent is told about failing tests; `None` when they pass or did not run.
-fn failing(run: &TestRun) -> Option<String> {
-    match run {
-        TestRun::NotRun => None,
-        TestRun::NoResults => Some(
-            "The test command printed no results pitcrew could read: most often the project no longer builds. Run \
-             the tests to see the errors."
-                .to_owned(),
-        ),
-        TestRun::Ran(report) if report.failed == 0 && report.failures.is_empty() => None,
-        TestRun::Ran(report) => {
-            let mut out = format!("{} passed, {} failed.\n", report.passed, report.failed);
-            for failure in report.failures.iter().take(20) {
-                let place = match (&failure.file, failure.line) {
-                    (Some(file), Some(line)) => format!(" at {file}:{line}"),
-                    _ => String::new(),
-                };
-                out.push_str(&format!("\n- {}{place}:\n{}\n", failure.name, failure.message));
-            }
-            Some(out)
+/// The tests on the untouched base commit, in a copy and a sandbox of their own (network as for the
+/// tests after the update: only the repository's own setup may have it): what failed before the
+/// update. `None` when they could not be run; then every failure counts as the update's.
+async fn baseline(chore: &ChoreRun<'_>) -> Option<Observed> {
+    let env = chore.env;
+    let lease = match env
+        .services
+        .pool
+        .lease(chore.mirror, Target::Commit(chore.base.to_owned()))
+        .await
+    {
+        Ok(lease) => lease,
+        Err(error) => {
+            tracing::warn!(%error, "no copy of the base for the tests before the update");
+            env.note(format!("the tests before the update could not be run: {error}"));
+            return None;
         }
-    }
-}
-
-fn summary_line(run: &TestRun) -> String {
-    match run {
-        TestRun::Ran(report) => format!("{} passed, {} failed", report.passed, report.failed),
-        TestRun::NoResults => "no results: the project may not build".into(),
-        TestRun::NotRun => "not run".into(),
-    }
+    };
+    let root = lease.path().to_owned();
+    let run = AgentRun {
+        sandbox_id: format!("{}-base", env.sandbox_id()),
+        ..agent_run(
+            env,
+            chore.settings,
+            &root,
+            run_dir(env.config(), &format!("{}-base", env.job_id())),
+        )
+    };
+    let observed = match AgentSession::start(run).await {
+        Ok(session) => {
+            let (run, output) = run_tests_with_output(&session).await;
+            let observed = Observed::read(&run, &output, &[&root.display().to_string(), session.shown_root()]);
+            if let Err(error) = session.stop().await {
+                tracing::warn!(%error, "stopping the sandbox of the tests before the update failed");
+            }
+            observed
+        }
+        Err(error) => {
+            let error = HandlerError::from(error);
+            tracing::warn!(%error, "no sandbox for the tests before the update");
+            env.note(format!("the tests before the update could not be run: {error}"));
+            None
+        }
+    };
+    lease.release().await;
+    observed
 }

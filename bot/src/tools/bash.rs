@@ -135,7 +135,9 @@ fn render(output: &ExecOutput, timeout: Duration) -> String {
                 crate::sandbox::output::group_digits(bytes)
             );
         }
-        text.push_str(body.strip_suffix('\n').unwrap_or(body));
+        // Colour and cursor codes mean nothing to the model (the sandbox does not forbid colour).
+        let clean = crate::testparse::strip_ansi(body);
+        text.push_str(clean.strip_suffix('\n').unwrap_or(&clean));
     }
     if output.stdout_bytes == 0 && output.stderr_bytes == 0 {
         text.push_str("\n(no output)");
