@@ -798,7 +798,7 @@ fn the_agent_is_told_only_what_the_update_broke() {
         let body = world.body_from("pitcrew/deps-cargo");
         assert!(
             body.contains(
-                "**Tests:** still fail after the update: 1 test fails that passed before (1 passed, 2 failed). Review \
+                "**Tests:** still fail after the update: 1 test fails that did not fail before (1 passed, 2 failed). Review \
                  before merging."
             ),
             "{body}"

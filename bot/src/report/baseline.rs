@@ -341,7 +341,7 @@ impl Comparison {
                 .unwrap_or_default();
             parts.push(if self.compared {
                 format!(
-                    "{n} {} that passed before{counts}",
+                    "{n} {} that did not fail before{counts}",
                     plural(n, "test fails", "tests fail")
                 )
             } else {
@@ -499,7 +499,7 @@ mod tests {
 
         assert_eq!(
             comparison.headline(false),
-            "**Tests:** still fail after the update: 1 test fails that passed before (8 passed, 2 failed). Review before merging."
+            "**Tests:** still fail after the update: 1 test fails that did not fail before (8 passed, 2 failed). Review before merging."
         );
         assert_eq!(
             comparison.details(),

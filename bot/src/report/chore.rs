@@ -348,6 +348,54 @@ mod tests {
     }
 
     #[test]
+    fn the_body_tells_what_the_update_broke_from_what_failed_before_it() {
+        use crate::report::TestRun;
+        use crate::report::baseline::Observed;
+        use crate::testparse::{Failure, Runner, TestReport};
+
+        let run = |passed: u64, failing: &[&str]| {
+            let mut report = TestReport::new(Runner::Cargo);
+            report.passed = passed;
+            report.failed = failing.len() as u64;
+            report.failures = failing.iter().map(|name| Failure::named(*name)).collect();
+            Observed::read(&TestRun::Ran(report), "", &[]).unwrap_or_else(|| unreachable!("the tests ran"))
+        };
+        let before = run(5, &["tests::colour"]);
+        let after = run(4, &["tests::colour", "tests::parses_dates"]);
+        let pull = ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            major: false,
+            updates: vec![update("chrono", "0.4.30", "0.4.38", UpdateKind::Lockfile, None)],
+            tests: TestOutcome::Failing {
+                comparison: Box::new(Comparison::new(Some(&before), &after)),
+                after_fix: true,
+            },
+            agent_summary: None,
+            reverted: Vec::new(),
+            unchecked: Vec::new(),
+            held_back: Vec::new(),
+        };
+        insta::assert_snapshot!(body(&pull, "9"), @r"
+        <!-- pitcrew:job=9 -->
+
+        pitcrew updated 1 cargo dependency within compatible versions.
+
+        | Package | Change | Kind | Where | Release notes |
+        |---|---|---|---|---|
+        | `chrono` | `0.4.30` → `0.4.38` | lockfile | lockfile | — |
+
+        **Tests:** still fail after the update: 1 test fails that did not fail before (4 passed, 2 failed). Review before merging.
+
+        **Broken by the update (1):** `tests::parses_dates`
+
+        **Failing before the update too (1):** `tests::colour`
+
+        Later runs update this pull request in place (branch `pitcrew/deps-cargo`), and close it once nothing is left to update.
+        ");
+    }
+
+    #[test]
     fn the_body_says_what_could_not_be_looked_up() {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),

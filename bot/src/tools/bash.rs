@@ -195,6 +195,11 @@ mod tests {
         assert_eq!(body(&out), "--- stdout ---\nout\n--- stderr ---\nerr");
         let out = bash(&ctx, json!({"command": "echo only >&2"})).await.unwrap();
         assert_eq!(body(&out), "--- stderr ---\nonly");
+        // Colour is the command's own business; the model gets the text.
+        let out = bash(&ctx, json!({"command": "printf '\\033[1;31mred\\033[0m\\n'"}))
+            .await
+            .unwrap();
+        assert_eq!(body(&out), "--- stdout ---\nred");
         let out = bash(&ctx, json!({"command": "true"})).await.unwrap();
         assert_eq!(status_line(&out), "exit code: 0");
         assert_eq!(body(&out), "(no output)");
