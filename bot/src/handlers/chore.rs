@@ -86,7 +86,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         remote: &remote,
         token: &token,
         base: &base,
-        baseline: tokio::sync::OnceCell::new(),
+        baselines: Default::default(),
     };
     let delivered = match deliver(&chore, &groups(&found, deps.group), &open, &mut problems).await? {
         Delivery::Done(delivered) => delivered,
@@ -489,8 +489,9 @@ struct ChoreRun<'a> {
     remote: &'a RemoteRepo,
     token: &'a secrecy::SecretString,
     base: &'a str,
-    /// The tests on the untouched base ([`baseline`]), run the first time a group's tests fail.
-    baseline: tokio::sync::OnceCell<Option<Observed>>,
+    /// The tests on the untouched base ([`baseline`]), run the first time a group's tests fail:
+    /// one for groups whose sandbox's setup had network, one for the others.
+    baselines: [tokio::sync::OnceCell<Option<Observed>>; 2],
 }
 
 /// One pull request's work in a fresh copy of the base: edits, lockfile refresh, tests, the agent
@@ -641,7 +642,19 @@ async fn run_group_in(
             return Ok(None);
         }
     };
-    let outcome = in_session(chore, &session, root, group, updates, before, not_updated).await;
+    // Whether the sandbox's setup had network (for the refresh): the baseline's gets the same.
+    let setup_network = !commands.is_empty() && env.config().chores.lock_network;
+    let outcome = in_session(
+        chore,
+        &session,
+        root,
+        group,
+        updates,
+        before,
+        not_updated,
+        setup_network,
+    )
+    .await;
     // Nothing of the sandbox may run while git reads the working tree: a container that could not
     // be removed may still hold a process racing it, so the group commits nothing then.
     if let Err(error) = session.stop().await {
@@ -713,6 +726,11 @@ fn restore(root: &Path, saved: &Saved) -> Result<(), HandlerError> {
 }
 
 /// The tests after the refresh, the agent when they fail, and the updates that are left.
+/// `setup_network`: whether the session's setup had network (for the lockfile refresh).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "what one group's refresh left, each from a different step of run_group_in"
+)]
 async fn in_session(
     chore: &ChoreRun<'_>,
     session: &AgentSession,
@@ -721,6 +739,7 @@ async fn in_session(
     mut updates: Vec<Update>,
     before: Vec<(Ecosystem, plan::Snapshot)>,
     not_updated: Vec<String>,
+    setup_network: bool,
 ) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
     let env = chore.env;
     let manifest_updated: Vec<String> = updates.iter().map(|u| u.name.clone()).collect();
@@ -742,7 +761,10 @@ async fn in_session(
         None => TestOutcome::NotRun,
         Some(after) if !after.fails() => TestOutcome::Passed { after_fix: false },
         Some(after) => {
-            let before = chore.baseline.get_or_init(|| baseline(chore)).await.as_ref();
+            let before = chore.baselines[usize::from(setup_network)]
+                .get_or_init(|| baseline(chore, setup_network))
+                .await
+                .as_ref();
             let comparison = Comparison::new(before, &after);
             if comparison.update_broke_something() {
                 let prompt = env.services.prompts.render(
@@ -821,10 +843,12 @@ async fn in_session(
     )))
 }
 
-/// The tests on the untouched base commit, in a copy and a sandbox of their own (network as for the
-/// tests after the update: only the repository's own setup may have it): what failed before the
-/// update. `None` when they could not be run; then every failure counts as the update's.
-async fn baseline(chore: &ChoreRun<'_>) -> Option<Observed> {
+/// The tests on the untouched base commit, in a copy and a sandbox of their own, set up as the
+/// update's was: no network for the tests, and for the repository's own setup only what the
+/// update's sandbox had (`setup_network`: the lockfile refresh's, given here to a step that
+/// changes nothing, since refreshing would change the base). What failed before the update; `None`
+/// when the tests could not be run there, and then every failure counts as the update's.
+async fn baseline(chore: &ChoreRun<'_>, setup_network: bool) -> Option<Observed> {
     let env = chore.env;
     let lease = match env
         .services
@@ -840,13 +864,19 @@ async fn baseline(chore: &ChoreRun<'_>) -> Option<Observed> {
         }
     };
     let root = lease.path().to_owned();
+    let name = if setup_network { "base-net" } else { "base" };
     let run = AgentRun {
-        sandbox_id: format!("{}-base", env.sandbox_id()),
+        sandbox_id: format!("{}-{name}", env.sandbox_id()),
+        network_step: setup_network.then(|| NetworkStep {
+            commands: vec![(String::new(), "true".to_owned())],
+            network: true,
+            timeout: LOCK_TIMEOUT,
+        }),
         ..agent_run(
             env,
             chore.settings,
             &root,
-            run_dir(env.config(), &format!("{}-base", env.job_id())),
+            run_dir(env.config(), &format!("{}-{name}", env.job_id())),
         )
     };
     let observed = match AgentSession::start(run).await {

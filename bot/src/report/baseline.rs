@@ -112,10 +112,16 @@ impl Observed {
                 })
         };
         let log = relative(&testparse::strip_ansi(log));
-        let compile_errors = compiler::parse(&log);
-        let import_errors = testparse::import_errors(&log);
         let (counts, mut tests) = match run {
             TestRun::NotRun => return None,
+            // What looks like an error in the output of a run that passed (a test printing
+            // compiler output) failed nothing.
+            TestRun::Ran(report) if report.succeeded() => {
+                return Some(Observed {
+                    counts: Some((report.passed, report.failed)),
+                    problems: Problems::default(),
+                });
+            }
             TestRun::NoResults => {
                 let mut failure = Failure::named("the test command");
                 failure.message = "printed no results pitcrew could read".into();
@@ -135,6 +141,8 @@ impl Observed {
                 (Some((report.passed, report.failed)), failures)
             }
         };
+        let compile_errors = compiler::parse(&log);
+        let import_errors = testparse::import_errors(&log);
         let explained = !compile_errors.is_empty() || !import_errors.is_empty();
         let no_tests_ran = counts.is_none_or(|(passed, failed)| passed + failed == 0);
         if explained && no_tests_ran {
@@ -153,6 +161,16 @@ impl Observed {
         }
         let mut seen = BTreeSet::new();
         tests.retain(|t| seen.insert(t.name.clone()));
+        if let Some((_, failed)) = counts
+            && failed > 0
+            && tests.is_empty()
+            && !explained
+        {
+            // Counted, not named (the output was cut): still a failure, told apart by its count.
+            tests.push(Failure::named(format!(
+                "{failed} failing tests the output does not name"
+            )));
+        }
         Some(Observed {
             counts,
             problems: Problems {
@@ -628,6 +646,21 @@ mod tests {
             "**Cannot be imported:**\n\n- `tests/test_name.py`: `ImportError: cannot import name 'not_there' from 'json' \
              (/root/.pyenv/versions/3.11.7/lib/python3.11/json/__init__.py)`\n- `tests/test_needs.py`: \
              `ModuleNotFoundError: No module named 'requests_mock_missing'`"
+        );
+    }
+
+    #[test]
+    fn a_passing_run_fails_nothing_and_a_counted_failure_is_one() {
+        let log = include_str!("../testparse/samples/cargo_test_build_error.txt");
+        assert!(!observed(&ran(3, &[]), log).fails());
+        let TestRun::Ran(mut report) = ran(3, &[]) else {
+            unreachable!()
+        };
+        report.failed = 2;
+        let counted = observed(&TestRun::Ran(report), "");
+        assert_eq!(
+            names(&counted.problems.tests),
+            ["2 failing tests the output does not name"]
         );
     }
 

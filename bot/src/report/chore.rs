@@ -375,6 +375,7 @@ mod tests {
             reverted: Vec::new(),
             unchecked: Vec::new(),
             held_back: Vec::new(),
+            not_updated: Vec::new(),
         };
         insta::assert_snapshot!(body(&pull, "9"), @r"
         <!-- pitcrew:job=9 -->
