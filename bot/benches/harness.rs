@@ -242,6 +242,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         plan: Mutex::new(Plan::default()),
         reads: Default::default(),
         tests: Mutex::new(None),
+        test_output: Mutex::new(None),
         cancel: CancellationToken::new(),
     };
 

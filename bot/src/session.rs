@@ -205,6 +205,7 @@ impl AgentSession {
                 plan: Mutex::new(Plan::default()),
                 reads: Default::default(),
                 tests: Mutex::new(None),
+                test_output: Mutex::new(None),
                 cancel,
             },
             session,
@@ -275,6 +276,11 @@ impl AgentSession {
     }
 
     /// The repository's own instructions for agents (AGENTS.md …), capped.
+    /// The working copy's root as commands see it (the host path, or the container's mount point).
+    pub fn shown_root(&self) -> &str {
+        &self.shown_root
+    }
+
     pub fn instructions(&self) -> String {
         repository_instructions(&self.ctx.workspace)
     }

@@ -58,6 +58,7 @@ pub(crate) fn job(repo: &TestRepo) -> Job {
         plan: Mutex::new(Plan::default()),
         reads: Default::default(),
         tests: Mutex::new(None),
+        test_output: Mutex::new(None),
         cancel: CancellationToken::new(),
     };
     Job { ctx, run_dir }

@@ -4,7 +4,9 @@
 //! the pushes, and the scripted model. One major update breaks the tests and the agent reverts it;
 //! a second run updates the open pull request in place and closes the one it no longer needs. An
 //! npm project gets its `package-lock.json` refreshed inside its ranges by real npm against a local
-//! npm registry.
+//! npm registry. Tests that fail are compared with a run on the untouched base: a failure that was
+//! there before the update is no reason to run the agent, and the agent hears only what the update
+//! broke; a compile error is said as one.
 
 use std::process::Command;
 
@@ -737,6 +739,207 @@ fn chore_pull_requests_get_their_labels_assignees_and_reviewers_and_no_more_open
         for ask in [first, second] {
             assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
         }
+        world.bot
+    });
+}
+
+/// `LIB` with `extra` tests in its test module.
+fn lib_with_tests(extra: &str) -> String {
+    LIB.replacen("mod tests {\n", &format!("mod tests {{\n{extra}"), 1)
+}
+
+/// A test that failed long before any update.
+const ALREADY_BROKEN: &str = "    #[test]\n    fn already_broken() {\n        assert_eq!(super::total(1, 1), \"3\", \"never right\");\n    }\n\n";
+/// A test that holds only while calcutil 1.0.0 is locked.
+const KNOWS_ITS_CALCUTIL: &str =
+    "    #[test]\n    fn knows_its_calcutil() {\n        assert_eq!(calcutil::VERSION, \"1.0.0\");\n    }\n\n";
+
+/// The `tally` crate with `lib` as its code, locked to calcutil 1.0.0 and fmtutil 0.3.1, then
+/// `newer` calcutil releases (version, name of its adding function) published; the repository
+/// wants majors when `major`. The bot serves with the scripted model of `script`.
+async fn tally(lib: &str, newer: &[(&str, &str)], major: bool, script: Script) -> World {
+    let registry = CargoRegistry::start();
+    registry
+        .publish("calcutil", "1.0.0", &calcutil("1.0.0", "add"), &[])
+        .unwrap();
+    registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &[]).unwrap();
+    let lock = lockfile(&registry);
+    for (version, function) in newer {
+        registry
+            .publish("calcutil", version, &calcutil(version, function), &[])
+            .unwrap();
+    }
+    let repo_config = format!("[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = {major}\n");
+    let (github, git) = tracked_repo(&[
+        ("Cargo.toml", MANIFEST),
+        ("Cargo.lock", &lock),
+        ("src/lib.rs", lib),
+        (".cargo/config.toml", &cargo_config(&registry)),
+        (".github/pitcrew.toml", &repo_config),
+    ]);
+    let index = registry.index_url();
+    World {
+        bot: serve(github, git, ScriptedModel::start(script), "chores.cargo_index", index).await,
+        registry: Some(registry),
+    }
+}
+
+impl World {
+    /// The chore answered `ask`: seen, and one pull request opened.
+    fn answered(&self, ask: u64) {
+        assert_eq!(self.bot.reactions_on_comment(ask), ["eyes"]);
+        let answer = self.bot_comments().pop().unwrap();
+        assert!(answer.contains("(opened)"), "{answer}");
+    }
+
+    /// The body of the one open pull request from `branch`.
+    fn body_from(&self, branch: &str) -> String {
+        let pulls = self.pull_requests();
+        let pull = pulls
+            .iter()
+            .find(|p| p.pull.as_ref().is_some_and(|p| p.head.ref_name == branch))
+            .unwrap_or_else(|| panic!("no pull request from {branch}: {pulls:#?}"));
+        pull.body.clone().unwrap_or_default()
+    }
+
+    /// The first user message the model was sent.
+    fn first_prompt(&self) -> String {
+        let requests = self.bot.model.requests();
+        let first = requests.first().expect("the model got no request");
+        first.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+#[test]
+fn a_test_that_failed_before_the_update_is_no_reason_to_run_the_agent() {
+    super::harness::run_test(|| async move {
+        let world = tally(
+            &lib_with_tests(ALREADY_BROKEN),
+            &[("1.1.0", "add")],
+            false,
+            Script::new(),
+        )
+        .await;
+        let ask = world.ask("baseline-1").await;
+        world.settled().await;
+        world.answered(ask);
+        world.bot.github.assert_no_violations();
+
+        // The update broke nothing: no agent, and the pull request tells the failure apart.
+        assert!(world.bot.model.requests().is_empty(), "the agent was run");
+        let body = world.body_from("pitcrew/deps-cargo");
+        assert!(
+            body.contains("| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile |"),
+            "{body}"
+        );
+        assert!(
+            body.contains("**Tests:** the update breaks nothing: what fails failed before it too (below)."),
+            "{body}"
+        );
+        assert!(
+            body.contains("**Failing before the update too (1):** `tests::already_broken`"),
+            "{body}"
+        );
+        assert!(!body.contains("Broken by the update"), "{body}");
+        assert_eq!(
+            locked(&world.branch_file("pitcrew/deps-cargo", "Cargo.lock"), "calcutil"),
+            ["1.1.0"]
+        );
+        world.bot
+    });
+}
+
+#[test]
+fn the_agent_is_told_only_what_the_update_broke() {
+    super::harness::run_test(|| async move {
+        let lib = lib_with_tests(&format!("{ALREADY_BROKEN}{KNOWS_ITS_CALCUTIL}"));
+        let script = Script::new().turn(Reply::text(
+            "`knows_its_calcutil` pins calcutil's version string on purpose; I left it for a person to decide.",
+        ));
+        let world = tally(&lib, &[("1.1.0", "add")], false, script).await;
+        let ask = world.ask("baseline-2").await;
+        world.settled().await;
+        world.answered(ask);
+        world.bot.github.assert_no_violations();
+        world.bot.model.assert_script_consumed();
+
+        let prompt = world.first_prompt();
+        assert!(
+            prompt.contains("1 test fails that did not fail before the update:\n\n- tests::knows_its_calcutil"),
+            "{prompt}"
+        );
+        assert!(!prompt.contains("already_broken"), "{prompt}");
+        assert!(
+            prompt.contains("1 other failure failed before the update too"),
+            "{prompt}"
+        );
+
+        let body = world.body_from("pitcrew/deps-cargo");
+        assert!(
+            body.contains(
+                "**Tests:** still fail after the update: 1 test fails that did not fail before (1 passed, 2 failed). Review \
+                 before merging."
+            ),
+            "{body}"
+        );
+        assert!(
+            body.contains("**Broken by the update (1):** `tests::knows_its_calcutil`"),
+            "{body}"
+        );
+        assert!(
+            body.contains("**Failing before the update too (1):** `tests::already_broken`"),
+            "{body}"
+        );
+        // The agent left the update in.
+        assert_eq!(
+            locked(&world.branch_file("pitcrew/deps-cargo", "Cargo.lock"), "calcutil"),
+            ["1.1.0"]
+        );
+        world.bot
+    });
+}
+
+#[test]
+fn a_compile_error_after_the_update_is_reported_as_one() {
+    super::harness::run_test(|| async move {
+        let script = Script::new().turn(Reply::text(
+            "calcutil 2.0 renamed `add` to `sum`; not adapted, so that a person reads the release notes first.",
+        ));
+        let world = tally(&lib_with_tests(ALREADY_BROKEN), &[("2.0.0", "sum")], true, script).await;
+        let ask = world.ask("baseline-3").await;
+        world.settled().await;
+        world.answered(ask);
+        world.bot.github.assert_no_violations();
+        world.bot.model.assert_script_consumed();
+
+        let prompt = world.first_prompt();
+        assert!(
+            prompt.contains(
+                "The project no longer builds: 1 compile error.\n\n- error[E0425]: cannot find function `add`"
+            ),
+            "{prompt}"
+        );
+        assert!(!prompt.contains("already_broken"), "{prompt}");
+
+        let body = world.body_from("pitcrew/deps-cargo-major");
+        assert!(
+            body.contains(
+                "**Tests:** still fail after the update: the project does not build (1 compile error). Review before \
+                 merging."
+            ),
+            "{body}"
+        );
+        assert!(body.contains("**Compile errors:**\n\n- `src/lib.rs:2`: "), "{body}");
+        assert!(!body.contains("0 passed"), "{body}");
+        let manifest = world.branch_file("pitcrew/deps-cargo-major", "Cargo.toml");
+        assert!(manifest.contains("calcutil = \"2.0\""), "{manifest}");
         world.bot
     });
 }

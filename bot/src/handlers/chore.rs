@@ -3,8 +3,10 @@
 //! policy (`[chores.deps]`) picks the updates, grouped into pull requests (one per ecosystem by
 //! default, majors apart). For each pull request a fresh working copy gets the manifest edits on
 //! the host, the lockfile refresh in the sandbox (with network for that step only, as the operator
-//! allows), and the tests; if the tests fail, the agent gets the failure and the updates and adapts
-//! the code or reverts the update it cannot make work. The result is committed as the bot,
+//! allows), and the tests; if the tests fail, they are run on the untouched base too (once per run,
+//! only then: the baseline), and the agent gets what the update broke — not what failed before it
+//! too — and the updates, and adapts the code or reverts the update it cannot make work; when the
+//! update broke nothing, the agent is not run. The result is committed as the bot,
 //! force-pushed to `pitcrew/deps-<ecosystem>` and opened as a pull request, or the existing one
 //! is updated; pull requests of earlier runs whose updates are no longer needed are closed. A run
 //! that finds nothing to do posts nothing (unless someone asked).
@@ -25,7 +27,7 @@ use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings, Reviewer};
 use crate::github::{CheckConclusion, IssueNumber, NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
 use crate::prompts::Template;
-use crate::report::TestRun;
+use crate::report::baseline::{Comparison, Observed};
 use crate::report::chore::{self as text, ChorePull, TestOutcome};
 use crate::session::{AgentRun, AgentSession, NetworkStep, SessionError, Toolset};
 use crate::triggers::JobSource;
@@ -33,7 +35,7 @@ use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
 use super::record::{ChoreDetail, ChorePullRequest, Detail, EcosystemPlan, JobRecord, Summary};
-use super::session::{Spent, agent_run, run_dir, run_tests};
+use super::session::{Spent, agent_run, run_dir, run_tests_with_output};
 use super::{HandlerError, JobEnv};
 
 /// The longest a lockfile refresh may take.
@@ -85,6 +87,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         remote: &remote,
         token: &token,
         base: &base,
+        baselines: Default::default(),
     };
     let delivered = match deliver(&chore, &groups(&found, deps.group), &open, &mut problems).await? {
         Delivery::Done(delivered) => delivered,
@@ -540,7 +543,7 @@ enum Grouped {
 }
 
 /// What every pull request of one chore run shares: the job, its settings, the mirror and remote
-/// of the repository, the token and the base commit.
+/// of the repository, the token and the base commit, and the tests on the base once run.
 struct ChoreRun<'a> {
     env: &'a JobEnv,
     deps: &'a DepsChore,
@@ -549,6 +552,9 @@ struct ChoreRun<'a> {
     remote: &'a RemoteRepo,
     token: &'a secrecy::SecretString,
     base: &'a str,
+    /// The tests on the untouched base ([`baseline`]), run the first time a group's tests fail:
+    /// one for groups whose sandbox's setup had network, one for the others.
+    baselines: [tokio::sync::OnceCell<Option<Observed>>; 2],
 }
 
 /// One pull request's work in a fresh copy of the base: edits, lockfile refresh, tests, the agent
@@ -699,7 +705,19 @@ async fn run_group_in(
             return Ok(None);
         }
     };
-    let outcome = in_session(chore, &session, root, group, updates, before, not_updated).await;
+    // Whether the sandbox's setup had network (for the refresh): the baseline's gets the same.
+    let setup_network = !commands.is_empty() && env.config().chores.lock_network;
+    let outcome = in_session(
+        chore,
+        &session,
+        root,
+        group,
+        updates,
+        before,
+        not_updated,
+        setup_network,
+    )
+    .await;
     // Nothing of the sandbox may run while git reads the working tree: a container that could not
     // be removed may still hold a process racing it, so the group commits nothing then.
     if let Err(error) = session.stop().await {
@@ -771,6 +789,11 @@ fn restore(root: &Path, saved: &Saved) -> Result<(), HandlerError> {
 }
 
 /// The tests after the refresh, the agent when they fail, and the updates that are left.
+/// `setup_network`: whether the session's setup had network (for the lockfile refresh).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "what one group's refresh left, each from a different step of run_group_in"
+)]
 async fn in_session(
     chore: &ChoreRun<'_>,
     session: &AgentSession,
@@ -779,6 +802,7 @@ async fn in_session(
     mut updates: Vec<Update>,
     before: Vec<(Ecosystem, plan::Snapshot)>,
     not_updated: Vec<String>,
+    setup_network: bool,
 ) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
     let env = chore.env;
     let manifest_updated: Vec<String> = updates.iter().map(|u| u.name.clone()).collect();
@@ -792,34 +816,52 @@ async fn in_session(
 
     let mut spent = Spent::default();
     let mut agent_summary = None;
-    let first = run_tests(session).await;
-    let tests = match failing(&first) {
-        None => match first {
-            TestRun::NotRun => TestOutcome::NotRun,
-            _ => TestOutcome::Passed { after_fix: false },
-        },
-        Some(failure) => {
-            let prompt = env.services.prompts.render(
-                Template::Chore,
-                &[
-                    ("updates", &text::updates_for_prompt(&updates)),
-                    ("failure", &failure),
-                    ("instructions", &session.instructions()),
-                ],
-            )?;
-            let outcome = session
-                .run_agent(prompt, Toolset::Full, Arc::new(crate::agent::events::NoEvents))
-                .await?;
-            spent = Spent::from_outcome(&outcome);
-            if matches!(outcome.stop, StopReason::Finished) && !outcome.summary.trim().is_empty() {
-                agent_summary = Some(outcome.summary.clone());
-            }
-            let second = run_tests(session).await;
-            match failing(&second) {
-                None => TestOutcome::Passed { after_fix: true },
-                Some(_) => TestOutcome::Failing {
-                    summary: summary_line(&second),
-                },
+    let observe = async || {
+        let (run, output) = run_tests_with_output(session).await;
+        Observed::read(&run, &output, &[&root.display().to_string(), session.shown_root()])
+    };
+    let tests = match observe().await {
+        None => TestOutcome::NotRun,
+        Some(after) if !after.fails() => TestOutcome::Passed { after_fix: false },
+        Some(after) => {
+            let before = chore.baselines[usize::from(setup_network)]
+                .get_or_init(|| baseline(chore, setup_network))
+                .await
+                .as_ref();
+            let comparison = Comparison::new(before, &after);
+            if comparison.update_broke_something() {
+                let prompt = env.services.prompts.render(
+                    Template::Chore,
+                    &[
+                        ("updates", &text::updates_for_prompt(&updates)),
+                        ("failure", &comparison.for_agent()),
+                        ("instructions", &session.instructions()),
+                    ],
+                )?;
+                let outcome = session
+                    .run_agent(prompt, Toolset::Full, Arc::new(crate::agent::events::NoEvents))
+                    .await?;
+                spent = Spent::from_outcome(&outcome);
+                if matches!(outcome.stop, StopReason::Finished) && !outcome.summary.trim().is_empty() {
+                    agent_summary = Some(outcome.summary.clone());
+                }
+                match observe().await {
+                    None => TestOutcome::NotRun,
+                    Some(after) if !after.fails() => TestOutcome::Passed { after_fix: true },
+                    Some(after) => TestOutcome::Failing {
+                        comparison: Box::new(Comparison::new(before, &after)),
+                        after_fix: true,
+                    },
+                }
+            } else {
+                env.note(format!(
+                    "`{}`: every failing test failed before the update too; the agent was not run",
+                    group.branch
+                ));
+                TestOutcome::Failing {
+                    comparison: Box::new(comparison),
+                    after_fix: false,
+                }
             }
         }
     };
@@ -864,34 +906,58 @@ async fn in_session(
     )))
 }
 
-/// What the agent is told about failing tests; `None` when they pass or did not run.
-fn failing(run: &TestRun) -> Option<String> {
-    match run {
-        TestRun::NotRun => None,
-        TestRun::NoResults => Some(
-            "The test command printed no results pitcrew could read: most often the project no longer builds. Run \
-             the tests to see the errors."
-                .to_owned(),
-        ),
-        TestRun::Ran(report) if report.failed == 0 && report.failures.is_empty() => None,
-        TestRun::Ran(report) => {
-            let mut out = format!("{} passed, {} failed.\n", report.passed, report.failed);
-            for failure in report.failures.iter().take(20) {
-                let place = match (&failure.file, failure.line) {
-                    (Some(file), Some(line)) => format!(" at {file}:{line}"),
-                    _ => String::new(),
-                };
-                out.push_str(&format!("\n- {}{place}:\n{}\n", failure.name, failure.message));
-            }
-            Some(out)
+/// The tests on the untouched base commit, in a copy and a sandbox of their own, set up as the
+/// update's was: no network for the tests, and for the repository's own setup only what the
+/// update's sandbox had (`setup_network`: the lockfile refresh's, given here to a step that
+/// changes nothing, since refreshing would change the base). What failed before the update; `None`
+/// when the tests could not be run there, and then every failure counts as the update's.
+async fn baseline(chore: &ChoreRun<'_>, setup_network: bool) -> Option<Observed> {
+    let env = chore.env;
+    let lease = match env
+        .services
+        .pool
+        .lease(chore.mirror, Target::Commit(chore.base.to_owned()))
+        .await
+    {
+        Ok(lease) => lease,
+        Err(error) => {
+            tracing::warn!(%error, "no copy of the base for the tests before the update");
+            env.note(format!("the tests before the update could not be run: {error}"));
+            return None;
         }
-    }
-}
-
-fn summary_line(run: &TestRun) -> String {
-    match run {
-        TestRun::Ran(report) => format!("{} passed, {} failed", report.passed, report.failed),
-        TestRun::NoResults => "no results: the project may not build".into(),
-        TestRun::NotRun => "not run".into(),
-    }
+    };
+    let root = lease.path().to_owned();
+    let name = if setup_network { "base-net" } else { "base" };
+    let run = AgentRun {
+        sandbox_id: format!("{}-{name}", env.sandbox_id()),
+        network_step: setup_network.then(|| NetworkStep {
+            commands: vec![(String::new(), "true".to_owned())],
+            network: true,
+            timeout: LOCK_TIMEOUT,
+        }),
+        ..agent_run(
+            env,
+            chore.settings,
+            &root,
+            run_dir(env.config(), &format!("{}-{name}", env.job_id())),
+        )
+    };
+    let observed = match AgentSession::start(run).await {
+        Ok(session) => {
+            let (run, output) = run_tests_with_output(&session).await;
+            let observed = Observed::read(&run, &output, &[&root.display().to_string(), session.shown_root()]);
+            if let Err(error) = session.stop().await {
+                tracing::warn!(%error, "stopping the sandbox of the tests before the update failed");
+            }
+            observed
+        }
+        Err(error) => {
+            let error = HandlerError::from(error);
+            tracing::warn!(%error, "no sandbox for the tests before the update");
+            env.note(format!("the tests before the update could not be run: {error}"));
+            None
+        }
+    };
+    lease.release().await;
+    observed
 }

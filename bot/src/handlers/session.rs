@@ -73,21 +73,26 @@ pub fn agent_run<'a>(env: &'a JobEnv, settings: &'a EffectiveSettings, root: &Pa
 /// Runs the repository's test command (configured, else detected) in `session` as the `run_tests`
 /// tool would, and forgets the result so that the agent's own runs are told apart.
 pub async fn run_tests(session: &AgentSession) -> TestRun {
+    run_tests_with_output(session).await.0
+}
+
+/// [`run_tests`], with the command's output (stdout, then stderr; empty when it did not run).
+pub async fn run_tests_with_output(session: &AgentSession) -> (TestRun, String) {
     let result = RunTests.call(&session.ctx, Map::new()).await;
-    let report = session
-        .ctx
-        .tests
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    match (result, report) {
+    fn take<T>(slot: &std::sync::Mutex<Option<T>>) -> Option<T> {
+        slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    }
+    let report = take(&session.ctx.tests);
+    let output = take(&session.ctx.test_output).unwrap_or_default();
+    let run = match (result, report) {
         (Ok(_), Some(report)) => TestRun::Ran(report),
         (Ok(_), None) => TestRun::NoResults,
         (Err(error), _) => {
             tracing::info!(%error, "no test run");
             TestRun::NotRun
         }
-    }
+    };
+    (run, output)
 }
 
 impl From<SessionError> for HandlerError {

@@ -1,10 +1,12 @@
 //! The texts of a dependency chore: the pull request's title and body (a table of the updates —
-//! package, from → to, kind, release notes — the tests' result and, when the update broke them,
-//! what the agent did), the commit message, and the answer to whoever asked for the chore.
+//! package, from → to, kind, release notes — the tests' result, compared with the tests before the
+//! update when they fail, and, when the update broke them, what the agent did), the commit
+//! message, and the answer to whoever asked for the chore.
 
 use crate::chores::{HeldBack, Toolchain, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 
+use super::baseline::Comparison;
 use super::markdown::{self, BODY_LIMIT, Doc};
 
 /// How the project's tests ended on the updated dependencies.
@@ -12,8 +14,12 @@ use super::markdown::{self, BODY_LIMIT, Doc};
 pub enum TestOutcome {
     /// They pass (`after_fix`: only after the agent changed the code).
     Passed { after_fix: bool },
-    /// They still fail; the summary line of the last run.
-    Failing { summary: String },
+    /// Something fails after the update, compared with the tests before it; `after_fix`: after the
+    /// agent's work on what the update broke (not run when it broke nothing).
+    Failing {
+        comparison: Box<Comparison>,
+        after_fix: bool,
+    },
     /// The project has no test command pitcrew could find or run.
     NotRun,
 }
@@ -121,13 +127,15 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
         TestOutcome::Passed { after_fix: true } => {
             "**Tests:** failed on the update and pass after pitcrew adapted the code (below).".to_owned()
         }
-        TestOutcome::Failing { summary } => format!(
-            "**Tests:** still fail after the update ({}). Review before merging.",
-            markdown::inline(summary)
-        ),
+        TestOutcome::Failing { comparison, after_fix } => comparison.headline(*after_fix),
         TestOutcome::NotRun => "**Tests:** not run (no test command was found); review before merging.".to_owned(),
     };
     doc.fixed(tests);
+    if let TestOutcome::Failing { comparison, .. } = &pull.tests {
+        for block in comparison.details() {
+            doc.cuttable(block);
+        }
+    }
     if !pull.unchecked.is_empty() {
         let n = pull.unchecked.len();
         doc.fixed(format!(
@@ -358,6 +366,55 @@ mod tests {
             ..pull
         };
         assert_eq!(title(&major), "chore(deps): update calcutil to 2.0.0 (major)");
+    }
+
+    #[test]
+    fn the_body_tells_what_the_update_broke_from_what_failed_before_it() {
+        use crate::report::TestRun;
+        use crate::report::baseline::Observed;
+        use crate::testparse::{Failure, Runner, TestReport};
+
+        let run = |passed: u64, failing: &[&str]| {
+            let mut report = TestReport::new(Runner::Cargo);
+            report.passed = passed;
+            report.failed = failing.len() as u64;
+            report.failures = failing.iter().map(|name| Failure::named(*name)).collect();
+            Observed::read(&TestRun::Ran(report), "", &[]).unwrap_or_else(|| unreachable!("the tests ran"))
+        };
+        let before = run(5, &["tests::colour"]);
+        let after = run(4, &["tests::colour", "tests::parses_dates"]);
+        let pull = ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            major: false,
+            updates: vec![update("chrono", "0.4.30", "0.4.38", UpdateKind::Lockfile, None)],
+            tests: TestOutcome::Failing {
+                comparison: Box::new(Comparison::new(Some(&before), &after)),
+                after_fix: true,
+            },
+            agent_summary: None,
+            reverted: Vec::new(),
+            unchecked: Vec::new(),
+            held_back: Vec::new(),
+            not_updated: Vec::new(),
+        };
+        insta::assert_snapshot!(body(&pull, "9"), @r"
+        <!-- pitcrew:job=9 -->
+
+        pitcrew updated 1 cargo dependency within compatible versions.
+
+        | Package | Change | Kind | Where | Release notes |
+        |---|---|---|---|---|
+        | `chrono` | `0.4.30` → `0.4.38` | lockfile | lockfile | — |
+
+        **Tests:** still fail after the update: 1 test fails that did not fail before (4 passed, 2 failed). Review before merging.
+
+        **Broken by the update (1):** `tests::parses_dates`
+
+        **Failing before the update too (1):** `tests::colour`
+
+        Later runs update this pull request in place (branch `pitcrew/deps-cargo`), and close it once nothing is left to update.
+        ");
     }
 
     #[test]

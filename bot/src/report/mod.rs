@@ -4,6 +4,7 @@
 //! at the end, what came of it ([`JobResult`]); these modules turn that into the bodies it sends with
 //! the GitHub client. No HTTP, no clock except the [`throttle::Throttle`] of live updates.
 
+pub mod baseline;
 pub mod check_run;
 pub mod chore;
 pub mod markdown;

@@ -13,12 +13,13 @@ pub(crate) mod output;
 pub mod owner;
 
 /// Variables every command gets, in every backend, besides `HOME` and `PATH`: a non-interactive,
-/// colourless, pager-free CI environment. Nothing of the host's environment is passed on.
+/// pager-free CI environment. Nothing of the host's environment is passed on, and nothing that
+/// changes a project's behaviour beyond what the sandbox needs: no `NO_COLOR`, no `TERM=dumb`
+/// (colour-sensitive tests would fail only here); without a terminal, tools print no colour anyway,
+/// and what there is is stripped on pitcrew's side (the test parsers, the `bash` tool's output).
 pub const COMMAND_ENV: &[(&str, &str)] = &[
     ("LANG", "C.UTF-8"),
-    ("TERM", "dumb"),
     ("CI", "true"),
-    ("NO_COLOR", "1"),
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
     ("GIT_TERMINAL_PROMPT", "0"),

@@ -1,6 +1,7 @@
 //! Parsers of test-runner output: counts and failing tests out of what `cargo test`, nextest,
-//! pytest, `go test`, jest, vitest, Maven Surefire, Gradle and JUnit XML reports print. Pure functions over text, shared by
-//! the `run_tests` tool and CI-failure triage.
+//! pytest, `go test`, jest, vitest, Maven Surefire, Gradle and JUnit XML reports print, and the
+//! Python import errors that keep tests from running ([`import_errors`]). Pure functions over
+//! text, shared by the `run_tests` tool, CI-failure triage and the dependency chore's baseline.
 //!
 //! Every parser is lenient: output is often cut (by a timeout, an output limit, a log excerpt), so
 //! a parser takes what it can find and says, through [`TestReport::complete`], whether the counts
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 mod gotest;
 mod gradle;
+mod imports;
 mod jest;
 mod junit;
 mod libtest;
@@ -20,6 +22,7 @@ mod tap;
 mod text;
 mod vitest;
 
+pub use imports::{ImportError, ImportKind, import_errors};
 pub use junit::JunitError;
 pub use pytest::python_traceback;
 pub use text::strip_ansi;

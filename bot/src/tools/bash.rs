@@ -135,7 +135,9 @@ fn render(output: &ExecOutput, timeout: Duration) -> String {
                 crate::sandbox::output::group_digits(bytes)
             );
         }
-        text.push_str(body.strip_suffix('\n').unwrap_or(body));
+        // Colour and cursor codes mean nothing to the model (the sandbox does not forbid colour).
+        let clean = crate::testparse::strip_ansi(body);
+        text.push_str(clean.strip_suffix('\n').unwrap_or(&clean));
     }
     if output.stdout_bytes == 0 && output.stderr_bytes == 0 {
         text.push_str("\n(no output)");
@@ -193,6 +195,11 @@ mod tests {
         assert_eq!(body(&out), "--- stdout ---\nout\n--- stderr ---\nerr");
         let out = bash(&ctx, json!({"command": "echo only >&2"})).await.unwrap();
         assert_eq!(body(&out), "--- stderr ---\nonly");
+        // Colour is the command's own business; the model gets the text.
+        let out = bash(&ctx, json!({"command": "printf '\\033[1;31mred\\033[0m\\n'"}))
+            .await
+            .unwrap();
+        assert_eq!(body(&out), "--- stdout ---\nred");
         let out = bash(&ctx, json!({"command": "true"})).await.unwrap();
         assert_eq!(status_line(&out), "exit code: 0");
         assert_eq!(body(&out), "(no output)");

@@ -118,6 +118,9 @@ pub struct ToolContext {
     pub reads: ReadTracker,
     /// The result of the latest `run_tests` call, for the run summary.
     pub tests: Mutex<Option<TestReport>>,
+    /// The output of the latest `run_tests` call (stdout, then stderr), for a job that reads more
+    /// of it than the report holds (the dependency chore's compile and import errors).
+    pub test_output: Mutex<Option<String>>,
     pub cancel: CancellationToken,
 }
 
@@ -258,6 +261,7 @@ pub(crate) mod test_support {
             plan: Mutex::default(),
             reads: ReadTracker::default(),
             tests: Mutex::default(),
+            test_output: Mutex::default(),
             cancel: CancellationToken::new(),
         }
     }

@@ -1,7 +1,7 @@
 //! `run_tests`: runs the project's tests in the sandbox, keeps the full log in the run directory,
 //! and answers with what the model needs to act on: counts, each failing test with its first
 //! message and location, and the log's path. The parsed report is also kept in
-//! [`ToolContext::tests`] for the run summary.
+//! [`ToolContext::tests`] for the run summary, and the output in [`ToolContext::test_output`].
 //!
 //! The command is the model's, else the configured one, else the one the project's files point to
 //! (`Cargo.toml` → `cargo test`, and so on). A filter is added in the runner's own syntax, quoted
@@ -101,8 +101,10 @@ impl Tool for RunTests {
             let timeout = Duration::from_secs(args.timeout_secs.unwrap_or(MAX_TIMEOUT_SECS).clamp(1, MAX_TIMEOUT_SECS));
             let mut request = ExecRequest::new(command.command.clone(), timeout);
             request.output_limit = OUTPUT_LIMIT;
-            // CI=true keeps watch-mode runners (react-scripts, vitest) from waiting for keys.
-            request.env = vec![("CI".into(), "true".into()), ("NO_COLOR".into(), "1".into())];
+            // CI=true keeps watch-mode runners (react-scripts, vitest) from waiting for keys. Nothing
+            // else is imposed (no NO_COLOR, no TERM): a project's colour-sensitive tests must see
+            // what its own CI gives them; the parsers strip what colour there is.
+            request.env = vec![("CI".into(), "true".into())];
             let output = tokio::select! {
                 output = ctx.sandbox.exec(request) => output.map_err(sandbox_error)?,
                 () = ctx.cancel.cancelled() => return Err(ToolError::Fatal("the run was cancelled".into())),
@@ -119,6 +121,7 @@ impl Tool for RunTests {
             let text = render(&command.command, &output, report.as_ref(), &log, &log_path);
             let stored = report.unwrap_or_else(|| unparsed_report(&command, &output));
             *ctx.tests.lock().unwrap_or_else(PoisonError::into_inner) = Some(stored);
+            *ctx.test_output.lock().unwrap_or_else(PoisonError::into_inner) = Some(log);
             Ok(text)
         })
     }
