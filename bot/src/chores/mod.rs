@@ -19,6 +19,7 @@ use crate::config::deps::Ecosystem;
 
 pub mod actions;
 pub mod cargo;
+pub mod lock;
 pub mod npm;
 pub mod plan;
 pub mod python;

@@ -383,11 +383,12 @@ pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, NpmError> {
     Ok(versions)
 }
 
-/// The command that refreshes `package-lock.json` against `registry`: every locked version moved
-/// to the newest its range (as edited) admits, `package.json` left alone, no install scripts run,
-/// no audit asked for. It is `npm update`: `npm install --package-lock-only` keeps a locked version
-/// its range still admits, so it would refresh nothing.
-pub fn lock_command(registry: &Url) -> String {
+/// The command that refreshes `package-lock.json` against `registry`, `package.json` left alone,
+/// no install scripts run, no audit asked for. A full refresh is `npm update`: every locked
+/// version moved to the newest its range (as edited) admits. A minimal one is `npm install
+/// --package-lock-only`, which keeps every locked version its range still admits and moves only
+/// what the manifest edits need.
+pub fn lock_command(registry: &Url, refresh: super::lock::Refresh) -> String {
     let url = registry.as_str();
     let plain = url.chars().all(|c| {
         c.is_ascii_alphanumeric() || matches!(c, ':' | '/' | '.' | '_' | '~' | '%' | '@' | '+' | '=' | '-' | ',')
@@ -397,7 +398,11 @@ pub fn lock_command(registry: &Url) -> String {
     } else {
         crate::shell::quote(url)
     };
-    format!("npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry {url}")
+    let command = match refresh {
+        super::lock::Refresh::Full => "update",
+        super::lock::Refresh::Minimal => "install",
+    };
+    format!("npm {command} --package-lock-only --ignore-scripts --no-audit --no-fund --registry {url}")
 }
 
 /// Writes `update.new_requirement` as the value of `update.name` in its section of its
@@ -606,6 +611,7 @@ impl Scanner<'_> {
 #[expect(clippy::unwrap_used, reason = "a failing test should panic")]
 mod tests {
     use super::*;
+    use crate::chores::lock::Refresh;
 
     fn dep(requirement: &str) -> Dependency {
         Dependency {
@@ -926,12 +932,16 @@ mod tests {
         );
         assert!(package_url(&base, "bad name").is_err());
         assert_eq!(
-            lock_command(&Url::parse("http://127.0.0.1:4873/").unwrap()),
+            lock_command(&Url::parse("http://127.0.0.1:4873/").unwrap(), Refresh::Full),
             "npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry http://127.0.0.1:4873/"
         );
         assert_eq!(
-            lock_command(&Url::parse("https://r.test/npm/?a=1&b=2").unwrap()),
+            lock_command(&Url::parse("https://r.test/npm/?a=1&b=2").unwrap(), Refresh::Full),
             "npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry 'https://r.test/npm/?a=1&b=2'"
+        );
+        assert_eq!(
+            lock_command(&Url::parse("http://127.0.0.1:4873/").unwrap(), Refresh::Minimal),
+            "npm install --package-lock-only --ignore-scripts --no-audit --no-fund --registry http://127.0.0.1:4873/"
         );
     }
 }

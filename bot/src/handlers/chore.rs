@@ -9,12 +9,13 @@
 //! is updated; pull requests of earlier runs whose updates are no longer needed are closed. A run
 //! that finds nothing to do posts nothing (unless someone asked).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::StopReason;
+use crate::chores::lock::{self, Change};
 use crate::chores::plan::{self, Found};
 use crate::chores::version::HeldBack;
 use crate::chores::{RegistryClient, Update, UpdateKind};
@@ -28,6 +29,7 @@ use crate::report::chore::{self as text, ChorePull, TestOutcome};
 use crate::session::{AgentRun, AgentSession, NetworkStep, SessionError, Toolset};
 use crate::triggers::JobSource;
 use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
+use crate::workspace::scope::TreeState;
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
 use super::record::{ChoreDetail, ChorePullRequest, Detail, EcosystemPlan, JobRecord, Summary};
@@ -499,10 +501,10 @@ async fn run_group(chore: &ChoreRun<'_>, group: &Group, open_pull: bool) -> Resu
     let root = lease.path().to_owned();
     let result = run_group_in(chore, &root, group).await;
     let result = match result {
-        Ok(Some((pull, _))) if !open_pull && declined(env, &group.branch, &text::table(&pull.updates)).await => {
+        Ok(Some(Prepared { pull, .. })) if !open_pull && declined(env, &group.branch, &text::table(&pull)).await => {
             Ok(Grouped::Declined)
         }
-        Ok(Some((pull, spent))) => {
+        Ok(Some(Prepared { pull, spent, scope })) => {
             let message = text::commit_message(&pull);
             let identity = CommitIdentity {
                 name: env.config().github.bot_name.clone(),
@@ -512,7 +514,7 @@ async fn run_group(chore: &ChoreRun<'_>, group: &Group, open_pull: bool) -> Resu
             let path = root.clone();
             let committed = tokio::task::spawn_blocking(move || -> Result<Option<String>, WorkspaceError> {
                 let repo = LocalRepo::open(&path)?;
-                Ok(repo.commit_all(&message, limit, &[], Some(&identity))?.commit)
+                Ok(repo.commit_scoped(&scope, &message, limit, &[], Some(&identity))?.commit)
             })
             .await
             .map_err(|e| HandlerError::Other(format!("the commit task failed: {e}")))??;
@@ -531,24 +533,47 @@ async fn run_group(chore: &ChoreRun<'_>, group: &Group, open_pull: bool) -> Resu
     result
 }
 
-async fn run_group_in(
-    chore: &ChoreRun<'_>,
-    root: &Path,
-    group: &Group,
-) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
+/// A group's pull request, ready to commit: its texts, what the agent spent, and the files to
+/// commit (the manifests and lockfiles the chore changed, and what the agent changed).
+struct Prepared {
+    pull: ChorePull,
+    spent: Spent,
+    scope: BTreeSet<String>,
+}
+
+async fn run_group_in(chore: &ChoreRun<'_>, root: &Path, group: &Group) -> Result<Option<Prepared>, HandlerError> {
     let env = chore.env;
     let mut updates = Vec::new();
+    // Why updates were not made, each with the packages it kept from being updated.
+    let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for update in &group.updates {
         match plan::apply(root, update) {
             Ok(()) => updates.push(update.clone()),
-            Err(problem) => env.note(format!("{} {} was not updated: {problem}", update.name, update.to)),
+            Err(problem) => {
+                env.note(format!("{} {} was not updated: {problem}", update.name, update.to));
+                skipped
+                    .entry(problem.to_string())
+                    .or_default()
+                    .push(format!("`{}` {}", update.name, update.to));
+            }
         }
     }
+    let not_updated: Vec<String> = skipped
+        .into_iter()
+        .map(|(problem, packages)| format!("{problem}: {}", packages.join(", ")))
+        .collect();
     let registries = &env.config().chores.registries;
+    // The majors' refresh moves only what their manifest edits need: the compatible pull request
+    // holds the rest of the refresh, and the two merge in either order.
+    let refresh = if group.major {
+        lock::Refresh::Minimal
+    } else {
+        lock::Refresh::Full
+    };
     let commands: Vec<(String, String)> = group
         .ecosystems
         .iter()
-        .flat_map(|e| plan::lock_commands(*e, root, registries))
+        .flat_map(|e| plan::lock_commands(*e, root, registries, refresh))
         .collect();
     let before: Vec<_> = group
         .ecosystems
@@ -585,7 +610,7 @@ async fn run_group_in(
             HandlerError::from(error)
         )),
     })?;
-    let outcome = in_session(chore, &session, root, group, updates, before).await;
+    let outcome = in_session(chore, &session, root, group, updates, before, not_updated).await;
     // Nothing of the sandbox may run while git reads the working tree: a container that could not
     // be removed may still hold a process racing it, so the group commits nothing then.
     if let Err(error) = session.stop().await {
@@ -608,6 +633,30 @@ fn short(branch: &str) -> String {
         .collect()
 }
 
+/// The lockfile changes of `group` since `before` that no manifest update of `updates` accounts
+/// for.
+fn lock_rows(root: &Path, group: &Group, before: &[(Ecosystem, lock::Snapshot)], updates: &[Update]) -> Vec<Change> {
+    before
+        .iter()
+        .flat_map(|(ecosystem, snapshot)| lock::diff(*ecosystem, snapshot, &plan::snapshot(*ecosystem, root)))
+        .filter(|change| {
+            group.ecosystems.contains(&change.ecosystem)
+                && !updates
+                    .iter()
+                    .any(|u| u.ecosystem == change.ecosystem && u.name == change.name)
+        })
+        .collect()
+}
+
+/// What of the working tree differs from the base now (see [`crate::workspace::scope`]).
+async fn tree_state(root: &Path) -> Result<TreeState, HandlerError> {
+    let root = root.to_owned();
+    tokio::task::spawn_blocking(move || LocalRepo::open(&root)?.tree_state())
+        .await
+        .map_err(|e| HandlerError::Other(format!("reading the working tree failed: {e}")))?
+        .map_err(HandlerError::from)
+}
+
 /// The tests after the refresh, the agent when they fail, and the updates that are left.
 async fn in_session(
     chore: &ChoreRun<'_>,
@@ -615,17 +664,15 @@ async fn in_session(
     root: &Path,
     group: &Group,
     mut updates: Vec<Update>,
-    before: Vec<(Ecosystem, plan::Snapshot)>,
-) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
+    before: Vec<(Ecosystem, lock::Snapshot)>,
+    not_updated: Vec<String>,
+) -> Result<Option<Prepared>, HandlerError> {
     let env = chore.env;
-    let manifest_updated: Vec<String> = updates.iter().map(|u| u.name.clone()).collect();
-    for (ecosystem, snapshot) in &before {
-        let after = plan::snapshot(*ecosystem, root);
-        updates.extend(plan::lock_changes(*ecosystem, snapshot, &after, &manifest_updated));
-    }
-    if updates.is_empty() {
+    if updates.is_empty() && lock_rows(root, group, &before, &updates).is_empty() {
         return Ok(None);
     }
+    // The manifests and lockfiles the edits and the refresh changed; the tests' leavings are not.
+    let mut scope = tree_state(root).await?.paths();
 
     let mut spent = Spent::default();
     let mut agent_summary = None;
@@ -639,14 +686,20 @@ async fn in_session(
             let prompt = env.services.prompts.render(
                 Template::Chore,
                 &[
-                    ("updates", &text::updates_for_prompt(&updates)),
+                    (
+                        "updates",
+                        &text::updates_for_prompt(&updates, &lock_rows(root, group, &before, &updates)),
+                    ),
                     ("failure", &failure),
                     ("instructions", &session.instructions()),
                 ],
             )?;
+            let before_agent = tree_state(root).await?;
             let outcome = session
                 .run_agent(prompt, Toolset::Full, Arc::new(crate::agent::events::NoEvents))
                 .await?;
+            // What the agent changed (its own test runs' leavings aside) is committed too.
+            scope.extend(tree_state(root).await?.since(&before_agent));
             spent = Spent::from_outcome(&outcome);
             if matches!(outcome.stop, StopReason::Finished) && !outcome.summary.trim().is_empty() {
                 agent_summary = Some(outcome.summary.clone());
@@ -680,16 +733,35 @@ async fn in_session(
             kept
         });
     }
-    if updates.is_empty() {
+    // The lockfiles as they are now, after the agent and the tests: what the commit holds. A
+    // lockfile only the tests touched is not committed, so its changes are no rows.
+    let mut lock = lock_rows(root, group, &before, &updates);
+    lock.retain(|change| {
+        let dir = if change.scope.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", change.scope)
+        };
+        let files: &[&str] = match change.ecosystem {
+            Ecosystem::Npm => &["package-lock.json", "npm-shrinkwrap.json"],
+            _ => &["Cargo.lock"],
+        };
+        files.iter().any(|file| scope.contains(&format!("{dir}{file}")))
+    });
+    // A majors' pull request whose majors were all reverted has nothing of its own left; a
+    // compatible one still has its refresh.
+    if updates.is_empty() && (group.major || lock.is_empty()) {
         env.note(format!("every update of `{}` was reverted", group.branch));
         return Ok(None);
     }
-    Ok(Some((
-        ChorePull {
+    Ok(Some(Prepared {
+        pull: ChorePull {
             branch: group.branch.clone(),
             ecosystems: group.ecosystems.clone(),
             major: group.major,
             updates,
+            lock,
+            not_updated,
             tests,
             agent_summary,
             reverted,
@@ -697,7 +769,8 @@ async fn in_session(
             held_back: group.held_back.clone(),
         },
         spent,
-    )))
+        scope,
+    }))
 }
 
 /// What the agent is told about failing tests; `None` when they pass or did not run.
