@@ -105,17 +105,22 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
         registry
             .publish("calcutil", "1.0.0", &calcutil("1.0.0", "add"), &[])
             .unwrap();
-        registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &[]).unwrap();
+        // fmtutil depends on bitutil, which only a whole-lockfile refresh moves.
+        let bits = "pub const BITS: u32 = 32;\n";
+        registry.publish("bitutil", "1.0.0", bits, &[]).unwrap();
+        let bitutil = [("bitutil", "^1.0")];
+        registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &bitutil).unwrap();
         let lock = lockfile(&registry);
         assert_eq!(locked(&lock, "calcutil"), ["1.0.0"]);
-        // Newer versions: one inside the range, two majors, one of which renames `add`.
+        // Newer versions: two inside the ranges, two majors, one of which renames `add`.
         registry
             .publish("calcutil", "1.1.0", &calcutil("1.1.0", "add"), &[])
             .unwrap();
         registry
             .publish("calcutil", "2.0.0", &calcutil("2.0.0", "sum"), &[])
             .unwrap();
-        registry.publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &[]).unwrap();
+        registry.publish("bitutil", "1.0.1", bits, &[]).unwrap();
+        registry.publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &bitutil).unwrap();
 
         let repo_config = "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = true\n";
         let (github, git) = tracked_repo(&[
@@ -147,15 +152,22 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
                 .clone()
         };
         let compatible = by_branch("pitcrew/deps-cargo");
-        assert_eq!(compatible.title, "chore(deps): update calcutil to 1.1.0");
-        assert!(
-            compatible
-                .body
+        assert_eq!(compatible.title, "chore(deps): update cargo dependencies");
+        let table = |pull: &Issue| -> Vec<String> {
+            pull.body
                 .as_deref()
                 .unwrap_or_default()
-                .contains("| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile |"),
-            "{:?}",
-            compatible.body
+                .lines()
+                .filter(|line| line.starts_with("| `"))
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(
+            table(&compatible),
+            [
+                "| `bitutil` | `1.0.0` → `1.0.1` | lockfile | lockfile | — |",
+                "| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile | — |",
+            ]
         );
         assert!(
             compatible
@@ -173,7 +185,7 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
 
         // The majors broke the build; the agent reverted calcutil and kept fmtutil.
         let major = by_branch("pitcrew/deps-cargo-major");
-        assert_eq!(major.title, "chore(deps): update fmtutil to 0.4.0 (major)");
+        assert_eq!(major.title, "chore(deps): major cargo updates", "{:?}", major.body);
         assert!(
             major
                 .body
@@ -214,12 +226,17 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
         assert!(manifest.contains("calcutil = \"1.0\"\nfmtutil = \"0.4\""), "{manifest}");
         let lock = world.branch_file("pitcrew/deps-cargo-major", "Cargo.lock");
         assert_eq!(locked(&lock, "fmtutil"), ["0.4.0"]);
-        // One lockfile story: the majors' refresh moved only what its edits needed, so it repeats
-        // none of the compatible pull request's rows and the two merge in either order.
-        assert!(
-            !major.body.as_deref().unwrap_or_default().contains("| lockfile | lockfile |"),
-            "{:?}",
-            major.body
+        assert_eq!(locked(&lock, "bitutil"), ["1.0.0"]);
+        // One lockfile story: the majors' refresh moved only what its edits needed (fmtutil; bitutil
+        // stays), not the compatible pull request's refresh. The agent's revert of calcutil let cargo lock it
+        // anew inside its range, which the table says, as the compatible pull request's same
+        // change; the two merge in either order.
+        assert_eq!(
+            table(&major),
+            [
+                "| `fmtutil` | `0.3.1` → `0.4.0` | **major** | `Cargo.toml` `dependencies` | — |",
+                "| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile | — |",
+            ]
         );
         for (ours, theirs) in [
             ("pitcrew/deps-cargo", "pitcrew/deps-cargo-major"),
@@ -270,7 +287,14 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
         let after = world.pull_requests();
         assert_eq!(after.len(), 2, "no new pull request: {after:#?}");
         let updated = after.iter().find(|p| p.number == compatible.number).unwrap();
-        assert_eq!(updated.title, "chore(deps): update calcutil to 1.2.0");
+        assert_eq!(updated.title, "chore(deps): update cargo dependencies");
+        assert_eq!(
+            table(updated),
+            [
+                "| `bitutil` | `1.0.0` → `1.0.1` | lockfile | lockfile | — |",
+                "| `calcutil` | `1.0.0` → `1.2.0` | lockfile | lockfile | — |",
+            ]
+        );
         assert_eq!(updated.state, "open");
         assert_eq!(
             locked(&world.branch_file("pitcrew/deps-cargo", "Cargo.lock"), "calcutil"),
