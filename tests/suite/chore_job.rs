@@ -505,3 +505,86 @@ fn lookups_that_fail_are_said_in_the_pull_request_and_never_end_in_a_plain_succe
         world.bot
     });
 }
+
+#[test]
+fn an_excluded_crate_is_left_alone_and_only_the_chore_s_files_are_committed() {
+    super::harness::run_test(|| async move {
+        let registry = CargoRegistry::start();
+        registry
+            .publish("calcutil", "1.0.0", &calcutil("1.0.0", "add"), &[])
+            .unwrap();
+        registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &[]).unwrap();
+        let lock = lockfile(&registry);
+        registry
+            .publish("calcutil", "1.1.0", &calcutil("1.1.0", "add"), &[])
+            .unwrap();
+        // The workspace excludes its fuzzing crate, which has no lockfile and no test of the
+        // workspace builds it; a compatible update outside its `~1.0` is there for it.
+        let manifest = format!("{MANIFEST}exclude = [\"fuzz\"]\n");
+        let fuzz = "[package]\nname = \"tally-fuzz\"\nversion = \"0.0.0\"\npublish = false\n\n\
+                    [dependencies]\ncalcutil = \"~1.0\"\n";
+        // The tests leave what a Python test run leaves (no .gitignore says otherwise): byte-code,
+        // pytest's cache, a virtual environment.
+        let test_command = "cargo test && mkdir -p tests/__pycache__ .pytest_cache/v venv \
+                            && echo x > tests/__pycache__/test_tally.cpython-312.pyc \
+                            && echo '{}' > .pytest_cache/v/lastfailed \
+                            && echo 'home = /usr' > venv/pyvenv.cfg && echo x > venv/site.py";
+        let (github, git) = tracked_repo(&[
+            ("Cargo.toml", &manifest),
+            ("Cargo.lock", &lock),
+            ("src/lib.rs", LIB),
+            ("fuzz/Cargo.toml", fuzz),
+            (".cargo/config.toml", &cargo_config(&registry)),
+            (
+                ".github/pitcrew.toml",
+                &format!("[agent]\ntest_command = {test_command:?}\n"),
+            ),
+        ]);
+        let model = ScriptedModel::start(Script::new());
+        let index = registry.index_url();
+        let world = World {
+            bot: serve(github, git, model, "chores.cargo_index", index).await,
+            registry: Some(registry),
+        };
+        let ask = world.ask("excluded-1").await;
+        world.settled().await;
+        world.bot.github.assert_no_violations();
+
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        let body = pulls[0].body.clone().unwrap_or_default();
+        assert!(
+            body.contains("| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile | — |"),
+            "{body}"
+        );
+        assert!(
+            body.contains(
+                "**Not updated** (their dependencies are left as they are):\n\n- fuzz/Cargo.toml — outside the \
+                 workspace"
+            ) && body.contains("`calcutil` 1.1.0"),
+            "{body}"
+        );
+        let branch = "pitcrew/deps-cargo";
+        assert_eq!(world.branch_file(branch, "fuzz/Cargo.toml"), fuzz);
+        assert_eq!(locked(&world.branch_file(branch, "Cargo.lock"), "calcutil"), ["1.1.0"]);
+        for leftover in [
+            "tests/__pycache__/test_tally.cpython-312.pyc",
+            ".pytest_cache/v/lastfailed",
+            "venv/pyvenv.cfg",
+            "venv/site.py",
+        ] {
+            assert_eq!(
+                world.bot.git.show(REPO, &format!("refs/heads/{branch}"), leftover),
+                None,
+                "{leftover} was committed"
+            );
+        }
+        // The test command ran to its end, so its leavings were there to commit.
+        assert!(body.contains("**Tests:** pass on the updated dependencies."), "{body}");
+        assert!(world.bot.model.requests().is_empty());
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update calcutil to 1.1.0 (opened)"), "{answer}");
+        assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        world.bot
+    });
+}
