@@ -109,7 +109,9 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
         let bits = "pub const BITS: u32 = 32;\n";
         registry.publish("bitutil", "1.0.0", bits, &[]).unwrap();
         let bitutil = [("bitutil", "^1.0")];
-        registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &bitutil).unwrap();
+        registry
+            .publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &bitutil)
+            .unwrap();
         let lock = lockfile(&registry);
         assert_eq!(locked(&lock, "calcutil"), ["1.0.0"]);
         // Newer versions: two inside the ranges, two majors, one of which renames `add`.
@@ -120,7 +122,9 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
             .publish("calcutil", "2.0.0", &calcutil("2.0.0", "sum"), &[])
             .unwrap();
         registry.publish("bitutil", "1.0.1", bits, &[]).unwrap();
-        registry.publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &bitutil).unwrap();
+        registry
+            .publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &bitutil)
+            .unwrap();
 
         let repo_config = "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = true\n";
         let (github, git) = tracked_repo(&[

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use pitcrew::chores::version::{HeldBack, plan, plan_for_rust};
 use pitcrew::chores::lock::{self, ChangeKind, Refresh};
+use pitcrew::chores::version::{HeldBack, plan, plan_for_rust};
 use pitcrew::chores::{Dependency, RegistryClient, Release, Update, UpdateKind, cargo};
 use pitcrew::config::deps::{Ecosystem, Policy, Registries};
 use pitcrew_tests::cargo_registry::CargoRegistry;

@@ -71,7 +71,9 @@ pub enum CargoError {
         name: String,
         section: String,
     },
-    #[error("{manifest} — outside the workspace (the root Cargo.toml excludes it: Cargo.lock does not lock it and the workspace's tests do not build it)")]
+    #[error(
+        "{manifest} — outside the workspace (the root Cargo.toml excludes it: Cargo.lock does not lock it and the workspace's tests do not build it)"
+    )]
     OutsideWorkspace { manifest: String },
     #[error("could not write {manifest}: {source}")]
     Write {
@@ -684,7 +686,10 @@ windows = "0.58"
         write(
             dir.path(),
             &[
-                ("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\nexclude = [\"./fuzz/\", \"tools/old\"]\n"),
+                (
+                    "Cargo.toml",
+                    "[workspace]\nmembers = [\"crates/*\"]\nexclude = [\"./fuzz/\", \"tools/old\"]\n",
+                ),
                 ("fuzz/Cargo.toml", fuzz),
                 ("tools/old/x/Cargo.toml", fuzz),
                 ("tools/older/Cargo.toml", fuzz),
@@ -882,8 +887,14 @@ source = "git+https://example.test/forked.git#0123456789abcdef0123456789abcdef01
     #[test]
     fn the_lock_command_replaces_crates_io_by_flags_only_for_another_index() {
         let url = |text: &str| Url::parse(text).unwrap();
-        assert_eq!(lock_command(&url("https://index.crates.io/"), Refresh::Full), "cargo update");
-        assert_eq!(lock_command(&url("sparse+https://index.crates.io"), Refresh::Full), "cargo update");
+        assert_eq!(
+            lock_command(&url("https://index.crates.io/"), Refresh::Full),
+            "cargo update"
+        );
+        assert_eq!(
+            lock_command(&url("sparse+https://index.crates.io"), Refresh::Full),
+            "cargo update"
+        );
         assert_eq!(
             lock_command(&url("https://github.com/rust-lang/crates.io-index"), Refresh::Full),
             "cargo update"

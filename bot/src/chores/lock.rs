@@ -345,9 +345,9 @@ fn package_changes(name: &str, old: &[Locked], new: &[Locked]) -> Vec<ChangeKind
         let Ok(from_version) = Version::parse(from) else {
             return true;
         };
-        let compatible = added.iter().position(|to| {
-            Version::parse(to).is_ok_and(|to_version| version::compatible(&from_version, &to_version))
-        });
+        let compatible = added
+            .iter()
+            .position(|to| Version::parse(to).is_ok_and(|to_version| version::compatible(&from_version, &to_version)));
         match compatible {
             Some(index) => {
                 changes.push(ChangeKind::Updated {
@@ -599,7 +599,11 @@ mod tests {
         let before = Snapshot::from([("web".to_owned(), parse_npm(&v1))]);
         let after = Snapshot::from([("web".to_owned(), parse_npm(&v3))]);
         let changes = diff(Ecosystem::Npm, &before, &after);
-        assert!(changes.iter().all(|c| c.scope == "web" && c.ecosystem == Ecosystem::Npm));
+        assert!(
+            changes
+                .iter()
+                .all(|c| c.scope == "web" && c.ecosystem == Ecosystem::Npm)
+        );
         assert_eq!(
             rows(&changes),
             [
@@ -620,6 +624,9 @@ mod tests {
         assert!(error.starts_with("Cargo.lock is not a valid lockfile: "), "{error}");
         std::fs::write(dir.path().join("package-lock.json"), "{").unwrap();
         let error = read_npm(dir.path(), "web").unwrap_err().to_string();
-        assert!(error.starts_with("web/package-lock.json is not a valid lockfile: "), "{error}");
+        assert!(
+            error.starts_with("web/package-lock.json is not a valid lockfile: "),
+            "{error}"
+        );
     }
 }

@@ -514,7 +514,9 @@ async fn run_group(chore: &ChoreRun<'_>, group: &Group, open_pull: bool) -> Resu
             let path = root.clone();
             let committed = tokio::task::spawn_blocking(move || -> Result<Option<String>, WorkspaceError> {
                 let repo = LocalRepo::open(&path)?;
-                Ok(repo.commit_scoped(&scope, &message, limit, &[], Some(&identity))?.commit)
+                Ok(repo
+                    .commit_scoped(&scope, &message, limit, &[], Some(&identity))?
+                    .commit)
             })
             .await
             .map_err(|e| HandlerError::Other(format!("the commit task failed: {e}")))??;

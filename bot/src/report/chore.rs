@@ -135,7 +135,10 @@ fn lock_row(change: &Change) -> String {
         ChangeKind::Replaced { from, to } => (format!("{} → {}", code(from), code(to)), "replaced (new major)"),
         ChangeKind::Alongside { version, beside } => {
             let beside: Vec<String> = beside.iter().map(|v| code(v)).collect();
-            (format!("{} beside {}", code(version), beside.join(", ")), "added beside")
+            (
+                format!("{} beside {}", code(version), beside.join(", ")),
+                "added beside",
+            )
         }
         ChangeKind::Added { version } => (code(version), "new"),
         ChangeKind::Removed { version } => (code(version), "removed"),
@@ -165,7 +168,9 @@ fn github_compare(repository: &str, from: &str, to: &str) -> Option<String> {
     let plain = |part: &str| {
         !part.is_empty()
             && part != ".."
-            && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     };
     let sha = |s: &str| !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_hexdigit());
     (plain(owner) && plain(repo) && sha(from) && sha(to))
@@ -383,7 +388,13 @@ mod tests {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
             major: false,
-            updates: vec![update("fmtutil", "0.3.1", "0.3.4", UpdateKind::Minor, Some("Cargo.toml"))],
+            updates: vec![update(
+                "fmtutil",
+                "0.3.1",
+                "0.3.4",
+                UpdateKind::Minor,
+                Some("Cargo.toml"),
+            )],
             lock: vec![in_range("calcutil", "1.0.0", "1.1.0")],
             not_updated: Vec::new(),
             tests: TestOutcome::Passed { after_fix: true },
@@ -475,8 +486,18 @@ mod tests {
                         to: "0.59.0".into(),
                     },
                 ),
-                change("wasi", ChangeKind::Added { version: "0.13.3+wasi-0.2.2".into() }),
-                change("instant", ChangeKind::Removed { version: "0.1.13".into() }),
+                change(
+                    "wasi",
+                    ChangeKind::Added {
+                        version: "0.13.3+wasi-0.2.2".into(),
+                    },
+                ),
+                change(
+                    "instant",
+                    ChangeKind::Removed {
+                        version: "0.1.13".into(),
+                    },
+                ),
             ],
             not_updated: vec!["fuzz/Cargo.toml — outside the workspace (`libfuzzer-sys` 0.4.7 → 0.4.8)".into()],
             tests: TestOutcome::Passed { after_fix: false },
@@ -515,7 +536,8 @@ mod tests {
         };
         assert_eq!(title(&git_only), "chore(deps): update pubgrub to 06ec5a5");
         assert!(
-            commit_message(&git_only).ends_with("- pubgrub git 73d6ecf -> 06ec5a5 (https://github.com/astral-sh/pubgrub)\n"),
+            commit_message(&git_only)
+                .ends_with("- pubgrub git 73d6ecf -> 06ec5a5 (https://github.com/astral-sh/pubgrub)\n"),
             "{}",
             commit_message(&git_only)
         );

@@ -149,7 +149,11 @@ mod tests {
         write(root, "web/node_modules/left-pad/index.js", "");
         write(root, "venv/pyvenv.cfg", "home = /usr\n");
         write(root, "venv/lib/site.py", "");
-        write(root, "target/CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n");
+        write(
+            root,
+            "target/CACHEDIR.TAG",
+            "Signature: 8a477f597d28d172789f06886806bc55\n",
+        );
         write(root, "target/debug/app", "");
         write(root, "notes.txt", "rewritten by a test\n");
         let before_agent = repo.tree_state().unwrap();
@@ -168,7 +172,11 @@ mod tests {
         let agent = after_agent.since(&before_agent);
         assert_eq!(
             agent,
-            BTreeSet::from(["Cargo.lock".to_owned(), "src/lib.rs".to_owned(), "src/new.rs".to_owned()])
+            BTreeSet::from([
+                "Cargo.lock".to_owned(),
+                "src/lib.rs".to_owned(),
+                "src/new.rs".to_owned()
+            ])
         );
         // Something staged by hand is not committed either.
         git(root, &["add", "-f", "target/debug/app"]);
@@ -185,6 +193,9 @@ mod tests {
             String::from_utf8_lossy(&output.stdout),
             "D\tCargo.lock\nM\tsrc/lib.rs\nA\tsrc/new.rs\n"
         );
-        assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "rewritten by a test\n");
+        assert_eq!(
+            std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+            "rewritten by a test\n"
+        );
     }
 }
