@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use semver::Version;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::version;
@@ -61,8 +61,7 @@ pub enum LockError {
 }
 
 /// How one package's locking changed.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ChangeKind {
     /// A newer (or older) version its dependents' ranges already admitted.
     Updated { from: String, to: String },
@@ -85,13 +84,12 @@ pub enum ChangeKind {
 }
 
 /// One row of a lockfile's change: a package and what happened to it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Change {
     pub ecosystem: Ecosystem,
     /// The lockfile's scope (see [`Snapshot`]).
     pub scope: String,
     pub name: String,
-    #[serde(flatten)]
     pub kind: ChangeKind,
 }
 

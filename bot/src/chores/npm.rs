@@ -42,6 +42,8 @@ pub enum NpmError {
         #[source]
         source: serde_json::Error,
     },
+    #[error(transparent)]
+    Lock(#[from] super::lock::LockError),
     #[error("{manifest}: not a path inside the repository")]
     Outside { manifest: String },
     #[error("{manifest}: {source}")]
@@ -326,54 +328,15 @@ fn github_releases_url(repository: &Value) -> Option<String> {
 }
 
 /// The versions `package-lock.json` (or `npm-shrinkwrap.json`) in `dir` holds: package name →
-/// every version locked (several when the tree has a package twice), from `packages` (lockfile
-/// versions 2 and 3) or `dependencies` (version 1). An empty map when there is no lockfile.
+/// every version locked (several when the tree has a package twice), as [`super::lock::read_npm`]
+/// reads them, semver versions only. An empty map when there is no lockfile.
 pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, NpmError> {
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let Some((path, text)) = ["npm-shrinkwrap.json", "package-lock.json"]
-        .into_iter()
-        .find_map(|name| {
-            let path = dir.join(name);
-            std::fs::read_to_string(&path).ok().map(|text| (path, text))
-        })
-    else {
-        return Ok(versions);
-    };
-    let json: Value = serde_json::from_str(&text).map_err(|source| NpmError::Json {
-        file: path.display().to_string(),
-        source,
-    })?;
-    let mut add = |name: &str, version: &str| {
-        if Version::parse(version).is_ok() {
-            let list = versions.entry(name.to_owned()).or_default();
-            if !list.iter().any(|v| v == version) {
-                list.push(version.to_owned());
-            }
-        }
-    };
-    if let Some(packages) = json.get("packages").and_then(Value::as_object) {
-        for (key, entry) in packages {
-            let Some(at) = key.rfind("node_modules/") else {
-                // The root package and workspace folders.
-                continue;
-            };
-            if entry.get("link").and_then(Value::as_bool) == Some(true) {
-                continue;
-            }
-            if let Some(version) = entry.get("version").and_then(Value::as_str) {
-                add(&key[at + "node_modules/".len()..], version);
-            }
-        }
-    } else if let Some(dependencies) = json.get("dependencies").and_then(Value::as_object) {
-        let mut pending: Vec<&serde_json::Map<String, Value>> = vec![dependencies];
-        while let Some(level) = pending.pop() {
-            for (name, entry) in level {
-                if let Some(version) = entry.get("version").and_then(Value::as_str) {
-                    add(name, version);
-                }
-                if let Some(nested) = entry.get("dependencies").and_then(Value::as_object) {
-                    pending.push(nested);
-                }
+    for package in super::lock::read_npm(dir, &dir.display().to_string())?.unwrap_or_default() {
+        if Version::parse(&package.version).is_ok() {
+            let list = versions.entry(package.name).or_default();
+            if !list.contains(&package.version) {
+                list.push(package.version);
             }
         }
     }
@@ -868,7 +831,7 @@ mod tests {
             locked(dir.path())
                 .unwrap_err()
                 .to_string()
-                .ends_with("package-lock.json: not valid JSON: EOF while parsing an object at line 1 column 1")
+                .ends_with("package-lock.json is not a valid lockfile: EOF while parsing an object at line 1 column 1")
         );
     }
 

@@ -2,11 +2,14 @@
 //! enabled ecosystem's manifests are scanned and its registry asked for newer versions; the
 //! policy (`[chores.deps]`) picks the updates, grouped into pull requests (one per ecosystem by
 //! default, majors apart). For each pull request a fresh working copy gets the manifest edits on
-//! the host, the lockfile refresh in the sandbox (with network for that step only, as the operator
-//! allows), and the tests; if the tests fail, the agent gets the failure and the updates and adapts
-//! the code or reverts the update it cannot make work. The result is committed as the bot,
-//! force-pushed to `pitcrew/deps-<ecosystem>` and opened as a pull request, or the existing one
-//! is updated; pull requests of earlier runs whose updates are no longer needed are closed. A run
+//! the host (not those of a crate the workspace excludes), the lockfile refresh in the sandbox
+//! (with network for that step only, as the operator allows; the whole lockfile for the compatible
+//! updates, only what the edits need for the majors, so that the two pull requests merge in either
+//! order), and the tests; if the tests fail, the agent gets the failure and the updates and adapts
+//! the code or reverts the update it cannot make work. The lockfiles' changes are compared before
+//! and after ([`crate::chores::lock`]), one row each. Only the files the edits, the refresh and the
+//! agent changed are committed, as the bot, force-pushed to `pitcrew/deps-<ecosystem>` and opened
+//! as a pull request, or the existing one is updated; pull requests of earlier runs whose updates are no longer needed are closed. A run
 //! that finds nothing to do posts nothing (unless someone asked).
 
 use std::collections::{BTreeMap, BTreeSet};
