@@ -3,6 +3,7 @@
 pub mod action;
 pub mod agent;
 pub mod backoff;
+pub(crate) mod beneath;
 pub mod chores;
 pub mod config;
 pub mod github;

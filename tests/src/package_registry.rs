@@ -10,7 +10,7 @@
 //! - PyPI, under [`PackageRegistry::pypi_url`] (`http://127.0.0.1:PORT/`): `GET pypi/{name}/json`
 //!   (any spelling of the name, PEP 503) is the project's JSON: `info` (with `project_urls` when
 //!   set) and `releases`, one sdist per release (a real `.tar.gz` of its `PKG-INFO`, with its
-//!   SHA-256, `yanked` as set), served at `packages/{file}`.
+//!   SHA-256, `yanked` and `requires_python` as set), served at `packages/{file}`.
 //!
 //! Like the other fake servers it runs on a thread and runtime of its own; dropping the
 //! [`PackageRegistry`] stops it. Every request is recorded ([`PackageRegistry::requests`]).
@@ -111,6 +111,7 @@ struct PypiProject {
 struct PypiRelease {
     version: String,
     yanked: bool,
+    requires_python: Option<String>,
     filename: String,
     sdist: Bytes,
     sha256: String,
@@ -239,6 +240,20 @@ impl PackageRegistry {
     /// A name or version PyPI would refuse, a version already released, or a failure of `tar` or
     /// `sha256sum`.
     pub fn pypi_release(&self, name: &str, version: &str, yanked: bool) -> io::Result<()> {
+        self.publish_pypi(name, version, yanked, None)
+    }
+
+    /// Releases Python project `name` `version` whose file installs only on the Pythons
+    /// `requires_python` admits (`>=3.9`): PyPI's per-file `requires_python`, and `Requires-Python`
+    /// in the sdist's `PKG-INFO`.
+    ///
+    /// # Errors
+    /// As [`PackageRegistry::pypi_release`].
+    pub fn pypi_release_requiring(&self, name: &str, version: &str, requires_python: &str) -> io::Result<()> {
+        self.publish_pypi(name, version, false, Some(requires_python))
+    }
+
+    fn publish_pypi(&self, name: &str, version: &str, yanked: bool, requires_python: Option<&str>) -> io::Result<()> {
         let key = pep503(name);
         let name_ok = !name.is_empty()
             && name
@@ -269,9 +284,12 @@ impl PackageRegistry {
         }
         drop(packages);
         let base = format!("{}-{version}", name.replace(['-', '.'], "_"));
-        let pkg_info = format!(
+        let mut pkg_info = format!(
             "Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: A project of the test registry.\n"
         );
+        if let Some(spec) = requires_python {
+            pkg_info.push_str(&format!("Requires-Python: {spec}\n"));
+        }
         let sdist = tar_gz(&[(&format!("{base}/PKG-INFO"), pkg_info)])?;
         let sha256 = digest("sha256sum", &sdist, 64)?;
         packages = lock(&self.shared.packages);
@@ -283,6 +301,7 @@ impl PackageRegistry {
         project.releases.push(PypiRelease {
             version: version.to_owned(),
             yanked,
+            requires_python: requires_python.map(str::to_owned),
             filename: format!("{base}.tar.gz"),
             sdist,
             sha256,
@@ -597,7 +616,7 @@ fn pypi_json(base: &str, project: &PypiProject) -> Value {
             "url": format!("{base}{FILES_PREFIX}{}", release.filename),
             "digests": {"sha256": release.sha256},
             "size": release.sdist.len(),
-            "requires_python": null,
+            "requires_python": release.requires_python,
             "yanked": release.yanked,
             "yanked_reason": if release.yanked { json!("yanked by the test") } else { Value::Null },
         })

@@ -592,3 +592,76 @@ fn an_excluded_crate_is_left_alone_and_only_the_chore_s_files_are_committed() {
         world.bot
     });
 }
+
+#[test]
+fn python_releases_that_do_not_install_on_the_projects_python_are_held_back_and_each_marker_line_is_its_own() {
+    super::harness::run_test(|| async move {
+        let registry = PackageRegistry::start();
+        for (name, version, python) in [
+            ("pytest", "8.2.0", ">=3.8"),
+            ("pytest", "8.3.5", ">=3.8"),
+            ("pytest", "8.4.2", ">=3.9"),
+            ("numpy", "1.24.4", ">=3.8"),
+            ("numpy", "1.25.0", ">=3.9"),
+            ("numpy", "1.26.4", ">=3.9"),
+        ] {
+            registry.pypi_release_requiring(name, version, python).unwrap();
+        }
+        let (github, git) = tracked_repo(&[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"app\"\nrequires-python = \">=3.8\"\n",
+            ),
+            (
+                "requirements.txt",
+                "pytest==8.2.0\nnumpy==1.24.4; python_version<\"3.9\"\nnumpy==1.25.0; python_version>=\"3.9\"\n",
+            ),
+            (
+                ".github/pitcrew.toml",
+                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
+            ),
+        ]);
+        let model = ScriptedModel::start(Script::new());
+        let world = World {
+            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
+            registry: None,
+        };
+        let ask = world.ask("python-floor").await;
+        world.bot.settled().await;
+        let jobs = world.bot.store().jobs(&JobFilter::default()).await.unwrap();
+        assert_eq!(jobs[0].state, JobState::Succeeded, "{:#?}", jobs[0]);
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        // pytest 8.4.2 needs Python 3.9: 8.3.5 is proposed. The 3.8 line of numpy has nothing
+        // newer that installs on 3.8; the 3.9 line moves on its own.
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "pytest==8.3.5\nnumpy==1.24.4; python_version<\"3.9\"\nnumpy==1.26.4; python_version>=\"3.9\"\n"
+        );
+        let body = pulls[0].body.clone().unwrap_or_default();
+        assert!(
+            body.contains("**Held back** for the declared Python (raise it to take them):"),
+            "{body}"
+        );
+        assert!(
+            body.contains(
+                "- `pytest` `8.4.2` needs Python `>=3.9`; the requirement is for Python `>=3.8 (requires-python)` \
+                 (`8.3.5` is proposed instead)"
+            ),
+            "{body}"
+        );
+        assert!(
+            body.contains(
+                "- `numpy` `1.26.4` needs Python `>=3.9`; the requirement is for Python `>=3.8 (requires-python), \
+                 under python_version<\"3.9\"`\n"
+            ),
+            "{body}"
+        );
+        assert!(!body.contains("8.4.2 |"), "{body}");
+        assert_eq!(pulls[0].title, "chore(deps): update python dependencies");
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update python dependencies (opened)"), "{answer}");
+        assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        world.bot
+    });
+}

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use pitcrew::chores::lock::{self, ChangeKind, Refresh};
-use pitcrew::chores::version::{HeldBack, plan, plan_for_rust};
-use pitcrew::chores::{Dependency, RegistryClient, Release, Update, UpdateKind, cargo};
+use pitcrew::chores::version::{plan, plan_for_rust};
+use pitcrew::chores::{Dependency, HeldBack, RegistryClient, Release, Toolchain, Update, UpdateKind, cargo};
 use pitcrew::config::deps::{Ecosystem, Policy, Registries};
 use pitcrew_tests::cargo_registry::CargoRegistry;
 use tempfile::TempDir;
@@ -107,6 +107,7 @@ fn dependency(name: &str, requirement: &str) -> Dependency {
         section: "dependencies".into(),
         requirement: requirement.into(),
         pinned: false,
+        marker: None,
     }
 }
 
@@ -116,6 +117,7 @@ fn release(version: &str, yanked: bool) -> Release {
         yanked,
         notes_url: None,
         rust_version: None,
+        requires_python: Vec::new(),
     }
 }
 
@@ -131,6 +133,7 @@ fn update(name: &str, from: &str, to: &str, kind: UpdateKind, new_requirement: O
         kind,
         new_requirement: new_requirement.map(Into::into),
         notes_url: None,
+        marker: None,
     }
 }
 
@@ -374,6 +377,7 @@ async fn cargo_chores_hold_back_releases_that_need_a_newer_rust_than_the_package
         planned.held_back,
         [
             HeldBack {
+                toolchain: Toolchain::Rust,
                 name: "msrvutil".into(),
                 version: "1.2.0".into(),
                 needs: "1.80".into(),
@@ -382,6 +386,7 @@ async fn cargo_chores_hold_back_releases_that_need_a_newer_rust_than_the_package
                 instead: Some("1.1.0".into()),
             },
             HeldBack {
+                toolchain: Toolchain::Rust,
                 name: "msrvutil".into(),
                 version: "2.0.0".into(),
                 needs: "1.85".into(),

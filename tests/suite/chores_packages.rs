@@ -41,6 +41,7 @@ fn dependency(
         section: section.to_owned(),
         requirement: requirement.to_owned(),
         pinned,
+        marker: None,
     }
 }
 
@@ -56,6 +57,7 @@ fn edit(dep: &Dependency, from: &str, to: &str, kind: UpdateKind, requirement: &
         kind,
         new_requirement: Some(requirement.to_owned()),
         notes_url: notes.map(str::to_owned),
+        marker: dep.marker.clone(),
     }
 }
 
@@ -65,6 +67,7 @@ fn release(version: &str, yanked: bool, notes: Option<&str>) -> Release {
         yanked,
         notes_url: notes.map(str::to_owned),
         rust_version: None,
+        requires_python: Vec::new(),
     }
 }
 
@@ -416,7 +419,10 @@ async fn python_requirements_and_pyproject_are_planned_and_edited() {
     );
     let pytest = py("requirements-dev.txt", "requirements", "pytest", ">=7,<8", false);
     let requests = py("requirements.txt", "requirements", "requests", "==2.31.0", true);
-    let django = py("requirements.txt", "requirements", "django", ">=4.2,<5", false);
+    let django = Dependency {
+        marker: Some("python_version >= \"3.10\"".into()),
+        ..py("requirements.txt", "requirements", "django", ">=4.2,<5", false)
+    };
     let flask_login = py("requirements.txt", "requirements", "flask-login", "~= 0.6.2", false);
     let deps = python::scan(root).unwrap();
     assert_eq!(
@@ -469,7 +475,10 @@ async fn python_requirements_and_pyproject_are_planned_and_edited() {
         let releases = python::releases(&client, &dep.name).await.unwrap();
         let lock = locked.get(&dep.name).and_then(|v| v.first()).map(String::as_str);
         for (label, policy) in [("default", policy(false, false)), ("all", policy(true, true))] {
-            plans.insert((dep.name.clone(), label), python::plan(dep, lock, &releases, &policy));
+            plans.insert(
+                (dep.name.clone(), label),
+                python::plan(dep, lock, &releases, &policy, None).updates,
+            );
         }
     }
     let plan = |name: &str, label: &str| plans[&(name.to_owned(), label)].clone();
@@ -480,7 +489,14 @@ async fn python_requirements_and_pyproject_are_planned_and_edited() {
     let expected = [
         (
             "httpx",
-            vec![edit(&httpx, "0.25", "0.28.1", UpdateKind::Major, ">=0.25,<0.29", None)],
+            vec![edit(
+                &httpx,
+                ">=0.25,<0.27",
+                "0.28.1",
+                UpdateKind::Major,
+                ">=0.25,<0.29",
+                None,
+            )],
         ),
         (
             "attrs",
@@ -491,11 +507,11 @@ async fn python_requirements_and_pyproject_are_planned_and_edited() {
         ),
         (
             "pytest-cov",
-            vec![edit(&cov, "4.1", "5.0.0", UpdateKind::Major, "~=5.0", None)],
+            vec![edit(&cov, "~=4.1", "5.0.0", UpdateKind::Major, "~=5.0", None)],
         ),
         (
             "pytest",
-            vec![edit(&pytest, "7", "8.1.1", UpdateKind::Major, ">=7,<9", None)],
+            vec![edit(&pytest, ">=7,<8", "8.1.1", UpdateKind::Major, ">=7,<9", None)],
         ),
         // 2.32.0 is yanked, 3.0.0rc1 a pre-release.
         (
@@ -511,14 +527,14 @@ async fn python_requirements_and_pyproject_are_planned_and_edited() {
         ),
         (
             "django",
-            vec![edit(&django, "4.2", "5.1.0", UpdateKind::Major, ">=4.2,<6", None)],
+            vec![edit(&django, ">=4.2,<5", "5.1.0", UpdateKind::Major, ">=4.2,<6", None)],
         ),
         // 0.6.3 is inside `~= 0.6.2`; for 0.x a new minor is a major.
         (
             "flask-login",
             vec![edit(
                 &flask_login,
-                "0.6.2",
+                "~= 0.6.2",
                 "0.7.0",
                 UpdateKind::Major,
                 "~= 0.7.0",

@@ -96,6 +96,7 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, ActionsError> {
                 section: jobs.section(),
                 requirement: uses.reference.to_owned(),
                 pinned: reference == Reference::Sha,
+                marker: None,
             });
         }
     }
@@ -266,6 +267,7 @@ fn releases_from_tags(repo: &RepoName, tags: Vec<String>) -> Vec<Release> {
                 yanked: false,
                 notes_url: Some(notes_url),
                 rust_version: None,
+                requires_python: Vec::new(),
             };
             (key, release)
         })
@@ -312,6 +314,7 @@ pub fn plan(dep: &Dependency, _locked: Option<&str>, releases: &[Release], polic
             kind,
             new_requirement: Some(release.version.clone()),
             notes_url: release.notes_url.clone(),
+            marker: None,
         }
     };
     let mut updates = Vec::new();
@@ -458,6 +461,7 @@ mod tests {
             section: "jobs.build".into(),
             requirement: requirement.into(),
             pinned: Reference::parse(requirement) == Some(Reference::Sha),
+            marker: None,
         }
     }
 
@@ -542,6 +546,7 @@ mod tests {
             kind: UpdateKind::Major,
             new_requirement: Some("v4".into()),
             notes_url: None,
+            marker: None,
         };
         apply(dir.path(), &update).unwrap();
         assert_eq!(

@@ -103,6 +103,7 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, CargoError> {
                 dependencies.push(Dependency {
                     ecosystem: Ecosystem::Cargo,
                     pinned: is_pinned(&entry.requirement),
+                    marker: None,
                     name: entry.name,
                     manifest: manifest.clone(),
                     section: section.to_owned(),
@@ -215,6 +216,7 @@ fn parse_index(name: &str, text: &str) -> Result<Vec<Release>, RegistryError> {
                 yanked: entry.yanked,
                 notes_url: None,
                 rust_version: entry.rust_version,
+                requires_python: Vec::new(),
             })
         })
         .collect()
@@ -646,6 +648,7 @@ windows = "0.58"
             kind: UpdateKind::Major,
             new_requirement: Some(requirement.into()),
             notes_url: None,
+            marker: None,
         }
     }
 
@@ -791,6 +794,7 @@ source = "git+https://example.test/forked.git#0123456789abcdef0123456789abcdef01
             section: "dependencies".into(),
             requirement: requirement.into(),
             pinned: false,
+            marker: None,
         };
         assert_eq!(locked_version(&lock, &dep("0.8")), Some("0.8.5"));
         assert_eq!(locked_version(&lock, &dep(">=0.8")), Some("0.9.1"));

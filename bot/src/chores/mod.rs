@@ -67,6 +67,11 @@ pub struct Dependency {
     /// The requirement names exactly one version (`=1.2.3`, `1.2.3` in npm, `==1.2.3`, a full
     /// commit SHA): by policy it stays unless pinned updates are asked for.
     pub pinned: bool,
+    /// The environment marker the requirement holds under, as written after its `;`
+    /// (`python_version < "3.9"`); Python only. Two requirements on one package under different
+    /// markers are two dependencies.
+    #[serde(default)]
+    pub marker: Option<String>,
 }
 
 /// One release a registry lists.
@@ -81,6 +86,10 @@ pub struct Release {
     /// when the registry says; `None` for other ecosystems.
     #[serde(default)]
     pub rust_version: Option<String>,
+    /// The Pythons its files install on (PyPI's per-file `requires_python`, distinct, as written:
+    /// `>=3.8`); empty when any file declares none, so that any Python installs it. Python only.
+    #[serde(default)]
+    pub requires_python: Vec<String>,
 }
 
 /// A change to make.
@@ -99,6 +108,62 @@ pub struct Update {
     /// `None` for a lockfile-only update.
     pub new_requirement: Option<String>,
     pub notes_url: Option<String>,
+    /// The marker of the requirement that changes (see [`Dependency::marker`]).
+    #[serde(default)]
+    pub marker: Option<String>,
+}
+
+/// The updates planned for one dependency and the releases held back for the project's toolchain.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Planned {
+    pub updates: Vec<Update>,
+    pub held_back: Vec<HeldBack>,
+}
+
+/// The toolchain whose declared version a release needs a newer one of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Toolchain {
+    /// Cargo's `rust-version`.
+    Rust,
+    /// Python's `requires-python` (or what else the project declares it with).
+    Python,
+}
+
+/// A release that would have been proposed but needs a newer toolchain than the project declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldBack {
+    pub toolchain: Toolchain,
+    pub name: String,
+    pub version: String,
+    /// What the release needs (its `rust_version`; its files' `requires_python`) and what the
+    /// project declares, as written.
+    pub needs: String,
+    pub declared: String,
+    /// Whether it was a major update (its note goes to the majors' pull request).
+    pub major: bool,
+    /// The older release proposed instead, if one fits.
+    pub instead: Option<String>,
+}
+
+impl std::fmt::Display for HeldBack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.toolchain {
+            Toolchain::Rust => write!(
+                f,
+                "`{}` {} needs Rust {}; this package declares rust-version {}",
+                self.name, self.version, self.needs, self.declared
+            )?,
+            Toolchain::Python => write!(
+                f,
+                "`{}` {} needs Python {}; the requirement is for Python {}",
+                self.name, self.version, self.needs, self.declared
+            )?,
+        }
+        match &self.instead {
+            Some(instead) => write!(f, " ({instead} is proposed instead)"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Why the manifests under a directory could not be listed.

@@ -121,6 +121,7 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, NpmError> {
                     section: section.to_owned(),
                     requirement: spec.to_owned(),
                     pinned: range.is_pinned(),
+                    marker: None,
                 });
             }
         }
@@ -182,6 +183,7 @@ pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy
             kind: kind(&from, to),
             new_requirement: Some(requirement),
             notes_url: release.notes_url.clone(),
+            marker: None,
         })
     };
     let mut updates = Vec::new();
@@ -260,6 +262,7 @@ fn parse_packument(body: &str) -> Result<Vec<Release>, NpmError> {
                 yanked,
                 notes_url: notes_url.clone(),
                 rust_version: None,
+                requires_python: Vec::new(),
             };
             Some((parsed, release))
         })
@@ -584,6 +587,7 @@ mod tests {
             section: "dependencies".into(),
             requirement: requirement.into(),
             pinned: Range::parse(requirement).unwrap().is_pinned(),
+            marker: None,
         }
     }
 
@@ -600,6 +604,7 @@ mod tests {
                     yanked,
                     notes_url: Some(format!("https://example.test/{version}")),
                     rust_version: None,
+                    requires_python: Vec::new(),
                 }
             })
             .collect()
@@ -778,6 +783,7 @@ mod tests {
             kind: UpdateKind::Minor,
             new_requirement: Some("~1.3.0".into()),
             notes_url: None,
+            marker: None,
         };
         apply(dir.path(), &update).unwrap();
         let after = std::fs::read_to_string(dir.path().join("package.json")).unwrap();
@@ -849,18 +855,21 @@ mod tests {
                     yanked: false,
                     notes_url: notes.clone(),
                     rust_version: None,
+                    requires_python: Vec::new(),
                 },
                 Release {
                     version: "1.0.1".into(),
                     yanked: false,
                     notes_url: notes.clone(),
                     rust_version: None,
+                    requires_python: Vec::new(),
                 },
                 Release {
                     version: "1.1.0".into(),
                     yanked: true,
                     notes_url: notes,
                     rust_version: None,
+                    requires_python: Vec::new(),
                 },
             ]
         );

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use futures_util::stream::{self, StreamExt};
 
-use super::version::HeldBack;
+use super::HeldBack;
 use super::{Dependency, RegistryClient, Release, Update, UpdateKind};
 use super::{actions, cargo, lock, npm, python};
 use crate::config::deps::{Ecosystem, Policy, Registries};
@@ -32,7 +32,7 @@ pub struct Found {
     pub has_lockfile: bool,
     /// What could not be looked up, one sentence each (a registry down, a package gone).
     pub problems: Vec<String>,
-    /// Releases not proposed because they need a newer Rust than the package declares.
+    /// Releases not proposed because they need a newer Rust or Python than the project declares.
     pub held_back: Vec<HeldBack>,
 }
 
@@ -85,11 +85,16 @@ pub async fn find(
         .collect();
     // The `rust-version` each Cargo manifest's dependencies are held to.
     let mut rust_versions: BTreeMap<String, Option<String>> = BTreeMap::new();
+    // The Pythons each Python manifest's project supports.
+    let mut pythons: BTreeMap<String, Option<python::Pythons>> = BTreeMap::new();
     for dep in wanted {
         let Some(releases) = releases.get(&dep.name) else {
             continue;
         };
-        let locked_version = locked_for(ecosystem, &locked, dep);
+        let locked_version = match ecosystem {
+            Ecosystem::Python => python_locked(&dependencies, dep),
+            _ => locked_for(ecosystem, &locked, dep),
+        };
         let locked_version = locked_version.as_deref();
         let planned = match ecosystem {
             Ecosystem::Cargo => {
@@ -105,7 +110,19 @@ pub async fn find(
                 planned.updates
             }
             Ecosystem::Npm => npm::plan(dep, locked_version, releases, policy),
-            Ecosystem::Python => python::plan(dep, locked_version, releases, policy),
+            Ecosystem::Python => {
+                let project = pythons
+                    .entry(dep.manifest.clone())
+                    .or_insert_with(|| python::interpreter::project(root, &dep.manifest));
+                let limit = python::interpreter::for_requirement(project.as_ref(), dep.marker.as_deref());
+                let planned = python::plan(dep, locked_version, releases, policy, limit.as_ref());
+                for held in planned.held_back {
+                    if !found.held_back.contains(&held) {
+                        found.held_back.push(held);
+                    }
+                }
+                planned.updates
+            }
             Ecosystem::Actions => actions::plan(dep, locked_version, releases, policy),
         };
         found.updates.extend(planned);
@@ -146,6 +163,18 @@ fn locked_for(ecosystem: Ecosystem, locked: &Locks, dep: &Dependency) -> Option<
         Ecosystem::Cargo => cargo::locked_version(versions, dep).map(str::to_owned),
         _ => versions.get(&dep.name).and_then(|v| v.last().cloned()),
     }
+}
+
+/// The version a Python requirement stands at: its own pin, else the pin of another requirement on
+/// the package under the same marker (a `requirements.txt` pinning what `pyproject.toml` bounds).
+fn python_locked(dependencies: &[Dependency], dep: &Dependency) -> Option<String> {
+    python::pin(&dep.requirement).or_else(|| {
+        dependencies
+            .iter()
+            .filter(|other| other.name == dep.name && other.marker == dep.marker)
+            .filter_map(|other| python::pin(&other.requirement))
+            .next_back()
+    })
 }
 
 /// The directory of a manifest path (`web/package.json` → `web`, `package.json` → ``).

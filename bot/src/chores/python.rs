@@ -13,11 +13,13 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 use url::Url;
 
-use super::{Dependency, RegistryClient, RegistryError, Release, Update, UpdateKind};
+use super::{Dependency, HeldBack, Planned, RegistryClient, RegistryError, Release, Toolchain, Update, UpdateKind};
 use crate::config::deps::{Ecosystem, Policy};
 
+pub mod interpreter;
 mod pep440;
 
+pub use interpreter::Pythons;
 use pep440::Pep440;
 
 const REGISTRY: &str = "PyPI";
@@ -93,6 +95,7 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, PythonError> {
                 manifest: manifest.clone(),
                 section: entry.section,
                 pinned: entry.spec.is_pinned(),
+                marker: entry.marker,
                 requirement: entry.spec.text,
             });
         }
@@ -198,6 +201,7 @@ struct Entry {
     name: String,
     section: String,
     spec: Spec,
+    marker: Option<String>,
 }
 
 /// The requirements of a requirements file, one per line.
@@ -208,6 +212,7 @@ fn requirements_entries(text: &str) -> Vec<Entry> {
             name: requirement.name,
             section: REQUIREMENTS.to_owned(),
             spec: requirement.spec,
+            marker: requirement.marker,
         })
         .collect()
 }
@@ -237,6 +242,8 @@ struct Requirement {
     spec: Spec,
     /// Where the specifier is in the text parsed.
     spec_span: Span<usize>,
+    /// The environment marker after `;`, trimmed.
+    marker: Option<String>,
 }
 
 /// Which specifier language a manifest speaks.
@@ -289,10 +296,12 @@ fn parse_pep508(text: &str, syntax: Syntax) -> Option<Requirement> {
     }
     let spec = Spec::parse(spec_text, syntax).ok()?;
     let start = start + lead;
+    let marker = text.get(end + 1..).map(str::trim).filter(|m| !m.is_empty());
     Some(Requirement {
         name,
         spec,
         spec_span: start..start + spec_text.len(),
+        marker: marker.map(str::to_owned),
     })
 }
 
@@ -310,6 +319,7 @@ fn pyproject_entries(text: &str) -> Result<Vec<Entry>, toml_edit::TomlError> {
                     name: key.clone(),
                     spec: Spec::parse(found.value.trim(), Syntax::Poetry).ok()?,
                     spec_span: 0..found.value.len(),
+                    marker: found.marker.clone(),
                 },
                 None => parse_pep508(&found.value, Syntax::Pep440)?,
             };
@@ -317,6 +327,7 @@ fn pyproject_entries(text: &str) -> Result<Vec<Entry>, toml_edit::TomlError> {
                 name: requirement.name,
                 section: found.section,
                 spec: requirement.spec,
+                marker: requirement.marker,
             })
         })
         .collect())
@@ -332,6 +343,8 @@ struct Found {
     value: String,
     /// The string's span in the text, quotes included.
     span: Span<usize>,
+    /// A Poetry table's `markers`; a PEP 508 string carries its own.
+    marker: Option<String>,
 }
 
 fn pyproject_strings(doc: &toml_edit::Document<&str>) -> Vec<Found> {
@@ -348,6 +361,7 @@ fn pyproject_strings(doc: &toml_edit::Document<&str>) -> Vec<Found> {
                     key: None,
                     value: content.to_owned(),
                     span,
+                    marker: None,
                 });
             }
         }
@@ -397,10 +411,16 @@ fn pyproject_strings(doc: &toml_edit::Document<&str>) -> Vec<Found> {
             if name == "python" {
                 continue;
             }
-            let value = match entry.as_table_like() {
+            let (value, marker) = match entry.as_table_like() {
                 // Git, path and URL entries have no `version`.
-                Some(fields) => fields.get("version").and_then(toml_edit::Item::as_value),
-                None => entry.as_value(),
+                Some(fields) => (
+                    fields.get("version").and_then(toml_edit::Item::as_value),
+                    fields
+                        .get("markers")
+                        .and_then(toml_edit::Item::as_str)
+                        .map(str::to_owned),
+                ),
+                None => (entry.as_value(), None),
             };
             if let Some((content, span)) = value.and_then(|v| Some((v.as_str()?, v.span()?))) {
                 found.push(Found {
@@ -408,6 +428,7 @@ fn pyproject_strings(doc: &toml_edit::Document<&str>) -> Vec<Found> {
                     key: Some(name.to_owned()),
                     value: content.to_owned(),
                     span,
+                    marker,
                 });
             }
         }
@@ -441,12 +462,25 @@ pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, PythonError>
 /// is pinned (`==`) or ignored; else the newest compatible release (same major; for `0.x` the same
 /// minor) the specifier excludes, and with `policy.major` the newest release of a newer major as
 /// an update of its own. A version a `!=` clause excludes is never proposed.
-pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy: &Policy) -> Vec<Update> {
+///
+/// `pythons` are the Pythons the requirement is installed on (the project's, narrowed by the
+/// requirement's marker): a release none of whose files installs on them is never proposed; when
+/// the newest of its kind is such a release, the newest that installs is proposed instead (if it
+/// still is an update) and the held-back one listed. "From" is the version pinned (or `locked`),
+/// else the requirement as written.
+pub fn plan(
+    dep: &Dependency,
+    locked: Option<&str>,
+    releases: &[Release],
+    policy: &Policy,
+    pythons: Option<&Pythons>,
+) -> Planned {
+    let mut planned = Planned::default();
     if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
-        return Vec::new();
+        return planned;
     }
     let Ok(spec) = Spec::parse(&dep.requirement, Syntax::Poetry) else {
-        return Vec::new();
+        return planned;
     };
     let floor = spec.floor();
     let from = locked
@@ -458,16 +492,17 @@ pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy
         .filter_map(|r| Pep440::parse(&r.version).ok().map(|v| (v, r)))
         .filter(|(v, _)| !v.is_prerelease() && *v > from && !spec.excludes_explicitly(v))
         .collect();
-    let Some((newest, newest_release)) = eligible.iter().max_by(|a, b| a.0.cmp(&b.0)) else {
-        return Vec::new();
+    let Some((newest, _)) = eligible.iter().max_by(|a, b| a.0.cmp(&b.0)) else {
+        return planned;
     };
     if spec.satisfies(newest) {
-        return Vec::new();
+        return planned;
     }
     let from_text = match locked {
         Some(text) if Pep440::parse(text).is_ok() => text.to_owned(),
-        _ => floor.to_string(),
+        _ => dep.requirement.trim().to_owned(),
     };
+    let installs = |release: &Release| pythons.is_none_or(|p| p.installs(release));
     let update = |to: &Pep440, release: &Release| {
         spec.rewrite(to, &release.version).map(|requirement| Update {
             ecosystem: Ecosystem::Python,
@@ -479,20 +514,53 @@ pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy
             kind: kind(&from, to),
             new_requirement: Some(requirement),
             notes_url: release.notes_url.clone(),
+            marker: dep.marker.clone(),
         })
     };
-    let mut updates = Vec::new();
-    let compatible = eligible
+    // The newest of `candidates` and, when none of its files installs on the Pythons, the newest
+    // that does, with the note that it was held back.
+    let mut choose = |candidates: Vec<&(Pep440, &Release)>, major: bool| -> Option<(Pep440, Release)> {
+        let newest = candidates.iter().max_by(|a, b| a.0.cmp(&b.0))?;
+        if installs(newest.1) {
+            return Some((newest.0.clone(), newest.1.clone()));
+        }
+        let fitting = candidates
+            .iter()
+            .filter(|(_, release)| installs(release))
+            .max_by(|a, b| a.0.cmp(&b.0));
+        planned.held_back.push(HeldBack {
+            toolchain: Toolchain::Python,
+            name: dep.name.clone(),
+            version: newest.1.version.clone(),
+            needs: newest.1.requires_python.join(" or "),
+            declared: pythons.map(|p| p.declared.clone()).unwrap_or_default(),
+            major,
+            instead: fitting.map(|(_, release)| release.version.clone()),
+        });
+        fitting.map(|(version, release)| (version.clone(), (*release).clone()))
+    };
+    let compatible: Vec<&(Pep440, &Release)> = eligible
         .iter()
         .filter(|(v, _)| v.compatibility() == floor.compatibility() && !spec.satisfies(v))
-        .max_by(|a, b| a.0.cmp(&b.0));
-    if let Some((version, release)) = compatible {
-        updates.extend(update(version, release));
+        .collect();
+    if let Some((version, release)) = choose(compatible, false) {
+        planned.updates.extend(update(&version, &release));
     }
     if policy.major && newest.compatibility() != floor.compatibility() {
-        updates.extend(update(newest, newest_release));
+        let majors: Vec<&(Pep440, &Release)> = eligible
+            .iter()
+            .filter(|(v, _)| v.compatibility() != floor.compatibility())
+            .collect();
+        if let Some((version, release)) = choose(majors, true) {
+            planned.updates.extend(update(&version, &release));
+        }
     }
-    updates
+    planned
+}
+
+/// The version a requirement pins (`==1.2.3`, Poetry's bare `1.2.3`), as written.
+pub fn pin(requirement: &str) -> Option<String> {
+    Spec::parse(requirement, Syntax::Poetry).ok()?.pin()
 }
 
 fn kind(from: &Pep440, to: &Pep440) -> UpdateKind {
@@ -582,12 +650,35 @@ fn parse_project(body: &str) -> Result<Vec<Release>, PythonError> {
                     yanked,
                     notes_url: notes_url.clone(),
                     rust_version: None,
+                    requires_python: requires_python(files),
                 },
             ))
         })
         .collect();
     found.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(found.into_iter().map(|(_, r)| r).collect())
+}
+
+/// The distinct `requires_python` of a release's files that are not yanked (all of them when all
+/// are); none when one of those declares nothing, since that file installs on any Python.
+fn requires_python(files: &[Value]) -> Vec<String> {
+    let live: Vec<&Value> = files
+        .iter()
+        .filter(|file| file.get("yanked").and_then(Value::as_bool) != Some(true))
+        .collect();
+    let considered: Vec<&Value> = if live.is_empty() { files.iter().collect() } else { live };
+    let mut specs: Vec<String> = Vec::new();
+    for file in considered {
+        match file.get("requires_python").and_then(Value::as_str).map(str::trim) {
+            Some(spec) if !spec.is_empty() => {
+                if !specs.iter().any(|s| s == spec) {
+                    specs.push(spec.to_owned());
+                }
+            }
+            _ => return Vec::new(),
+        }
+    }
+    specs
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -640,22 +731,28 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), PythonError> {
 }
 
 /// The edits (in order) of the requirements `update` is about, out of `candidates`: (span in the
-/// text, replacement text, the specifier there). With several, those whose floor or pin is
-/// `update.from`.
-fn choose(candidates: Vec<(Span<usize>, String, Spec)>, update: &Update) -> Vec<(Span<usize>, String)> {
-    let matching: Vec<bool> = candidates
+/// text, replacement text, the specifier there, its marker). With several, those under the
+/// update's marker whose text, floor or pin is `update.from` (failing any, whatever the marker).
+fn choose(candidates: Vec<(Span<usize>, String, Spec, Option<String>)>, update: &Update) -> Vec<(Span<usize>, String)> {
+    let from = Pep440::parse(&update.from).ok();
+    let stands_at = |spec: &Spec| {
+        spec.text.trim() == update.from
+            || from.as_ref().is_some_and(|from| spec.floor() == *from)
+            || spec.pin().is_some_and(|pin| pin == update.from)
+    };
+    let mut matching: Vec<bool> = candidates
         .iter()
-        .map(|(_, _, spec)| {
-            Pep440::parse(&update.from)
-                .is_ok_and(|from| spec.floor() == from || spec.pin().is_some_and(|pin| pin == update.from))
-        })
+        .map(|(_, _, spec, marker)| *marker == update.marker && stands_at(spec))
         .collect();
-    let narrowed = candidates.len() > 1 && matching.iter().any(|m| *m);
+    if !matching.contains(&true) {
+        matching = candidates.iter().map(|(_, _, spec, _)| stands_at(spec)).collect();
+    }
+    let narrowed = candidates.len() > 1 && matching.contains(&true);
     candidates
         .into_iter()
         .zip(matching)
         .filter(|(_, matches)| !narrowed || *matches)
-        .map(|((span, new, _), _)| (span, new))
+        .map(|((span, new, _, _), _)| (span, new))
         .collect()
 }
 
@@ -667,7 +764,7 @@ fn requirements_edits(text: &str, update: &Update, requirement: &str) -> Vec<(Sp
             && normalize(&found.name) == update.name
         {
             let span = offset + found.spec_span.start..offset + found.spec_span.end;
-            candidates.push((span, requirement.to_owned(), found.spec));
+            candidates.push((span, requirement.to_owned(), found.spec, found.marker));
         }
         offset += line.len();
     }
@@ -686,16 +783,21 @@ fn pyproject_edits(
         if found.section != section {
             continue;
         }
-        let (name, spec, spec_span) = match &found.key {
+        let (name, spec, spec_span, marker) = match &found.key {
             Some(key) => match Spec::parse(found.value.trim(), Syntax::Poetry) {
                 Ok(spec) => {
                     let lead = found.value.len() - found.value.trim_start().len();
-                    (key.clone(), spec, lead..lead + found.value.trim().len())
+                    (
+                        key.clone(),
+                        spec,
+                        lead..lead + found.value.trim().len(),
+                        found.marker.clone(),
+                    )
                 }
                 Err(_) => continue,
             },
             None => match parse_pep508(&found.value, Syntax::Pep440) {
-                Some(r) => (r.name, r.spec, r.spec_span),
+                Some(r) => (r.name, r.spec, r.spec_span, r.marker),
                 None => continue,
             },
         };
@@ -705,7 +807,7 @@ fn pyproject_edits(
         let mut content = found.value.clone();
         content.replace_range(spec_span, requirement);
         let literal = toml_string(&text[found.span.clone()], &content);
-        candidates.push((found.span, literal, spec));
+        candidates.push((found.span, literal, spec, marker));
     }
     Ok(choose(candidates, update))
 }
@@ -1057,6 +1159,7 @@ mod tests {
             section: REQUIREMENTS.into(),
             requirement: requirement.into(),
             pinned: Spec::parse(requirement, Syntax::Poetry).unwrap().is_pinned(),
+            marker: None,
         }
     }
 
@@ -1068,10 +1171,12 @@ mod tests {
                 yanked: v.ends_with(" yanked"),
                 notes_url: None,
                 rust_version: None,
+                requires_python: Vec::new(),
             })
             .collect();
         let locked = Spec::parse(requirement, Syntax::Poetry).unwrap().pin();
-        plan(&dep(requirement), locked.as_deref(), &releases, policy)
+        plan(&dep(requirement), locked.as_deref(), &releases, policy, None)
+            .updates
             .into_iter()
             .map(|u| (u.from, u.to, u.kind, u.new_requirement.unwrap()))
             .collect()
@@ -1106,14 +1211,15 @@ mod tests {
         assert!(planned("~=2.30", &all, &default).is_empty());
         assert_eq!(
             planned("~=2.30", &all, &major),
-            [update("2.30", "3.0.0", UpdateKind::Major, "~=3.0")]
+            // An unpinned requirement is "from" as it was written.
+            [update("~=2.30", "3.0.0", UpdateKind::Major, "~=3.0")]
         );
         assert_eq!(
             planned(">=2.30,<2.32", &all, &major),
             [
-                update("2.30", "2.32.3", UpdateKind::Minor, ">=2.30,<2.33"),
+                update(">=2.30,<2.32", "2.32.3", UpdateKind::Minor, ">=2.30,<2.33"),
                 // The bound keeps the level it is written at.
-                update("2.30", "3.0.0", UpdateKind::Major, ">=2.30,<3.1")
+                update(">=2.30,<2.32", "3.0.0", UpdateKind::Major, ">=2.30,<3.1")
             ]
         );
         assert!(planned("==2.31.0", &all, &major).is_empty());
@@ -1127,7 +1233,12 @@ mod tests {
         // A `!=` exclusion is the author's: never proposed.
         assert_eq!(
             planned(">=2.30,<2.31,!=2.32.3", &all, &default),
-            [update("2.30", "2.31.0", UpdateKind::Minor, ">=2.30,<2.32,!=2.32.3")]
+            [update(
+                ">=2.30,<2.31,!=2.32.3",
+                "2.31.0",
+                UpdateKind::Minor,
+                ">=2.30,<2.32,!=2.32.3"
+            )]
         );
     }
 
@@ -1188,6 +1299,7 @@ mod tests {
                 kind: UpdateKind::Minor,
                 new_requirement: Some("==0.5.0".into()),
                 notes_url: None,
+                marker: None,
             },
         )
         .unwrap();
@@ -1262,6 +1374,7 @@ mod tests {
             kind: UpdateKind::Minor,
             new_requirement: Some(requirement.into()),
             notes_url: None,
+            marker: None,
         }
     }
 
@@ -1273,7 +1386,10 @@ mod tests {
         std::fs::write(root.join("requirements.txt"), requirements).unwrap();
         apply(
             root,
-            &manifest_update("requirements.txt", REQUIREMENTS, "numpy", "1.26.0", "==1.26.4"),
+            &Update {
+                marker: Some("python_version >= \"3.8\"".into()),
+                ..manifest_update("requirements.txt", REQUIREMENTS, "numpy", "1.26.0", "==1.26.4")
+            },
         )
         .unwrap();
         apply(
@@ -1359,5 +1475,131 @@ mod tests {
             "http://127.0.0.1:1/simple-mirror/pypi/flask-login/json"
         );
         assert_eq!(normalize("Flask__Login.ext"), "flask-login-ext");
+    }
+    #[test]
+    fn each_marker_line_is_a_requirement_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("requirements.txt"),
+            "numpy==1.24.4; python_version<\"3.9\"\nnumpy==1.26.4 ; python_version>=\"3.9\"  # new\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("pyproject.toml"),
+            "[tool.poetry.dependencies]\npython = \"^3.8\"\ntomli = { version = \"^2.0\", markers = \"python_version < '3.11'\" }\n",
+        )
+        .unwrap();
+        let found: Vec<(String, String, Option<String>)> = scan(root)
+            .unwrap()
+            .into_iter()
+            .map(|d| (d.name, d.requirement, d.marker))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("tomli".into(), "^2.0".into(), Some("python_version < '3.11'".into())),
+                ("numpy".into(), "==1.24.4".into(), Some("python_version<\"3.9\"".into())),
+                (
+                    "numpy".into(),
+                    "==1.26.4".into(),
+                    Some("python_version>=\"3.9\"".into())
+                ),
+            ]
+        );
+        // Each line's update edits that line only, even when both stood at one version.
+        std::fs::write(
+            root.join("requirements.txt"),
+            "numpy>=1.24; python_version<\"3.9\"\nnumpy>=1.24; python_version>=\"3.9\"\n",
+        )
+        .unwrap();
+        apply(
+            root,
+            &Update {
+                marker: Some("python_version>=\"3.9\"".into()),
+                ..manifest_update("requirements.txt", REQUIREMENTS, "numpy", ">=1.24", ">=1.26")
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("requirements.txt")).unwrap(),
+            "numpy>=1.24; python_version<\"3.9\"\nnumpy>=1.26; python_version>=\"3.9\"\n"
+        );
+    }
+
+    #[test]
+    fn pypi_files_say_which_pythons_a_release_installs_on() {
+        let body = r#"{"releases": {
+            "1.0": [{"requires_python": ">=3.8", "yanked": false}, {"requires_python": ">=3.8", "yanked": false}],
+            "1.1": [{"requires_python": ">=3.9", "yanked": false}, {"requires_python": null, "yanked": false}],
+            "1.2": [{"requires_python": ">=3.10", "yanked": false}, {"requires_python": ">=3.6", "yanked": true}],
+            "1.3": [{"requires_python": " ", "yanked": false}],
+            "1.4": [{"requires_python": ">=3.11", "yanked": true}]
+        }}"#;
+        let got: Vec<(String, Vec<String>)> = parse_project(body)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.version, r.requires_python))
+            .collect();
+        let specs = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            got,
+            [
+                ("1.0".into(), specs(&[">=3.8"])),
+                // A file that declares nothing installs anywhere.
+                ("1.1".into(), specs(&[])),
+                // A yanked file does not count while another is live.
+                ("1.2".into(), specs(&[">=3.10"])),
+                ("1.3".into(), specs(&[])),
+                ("1.4".into(), specs(&[">=3.11"])),
+            ]
+        );
+    }
+
+    #[test]
+    fn releases_that_do_not_install_on_the_pythons_are_held_back() {
+        let release = |version: &str, python: &str| Release {
+            version: version.into(),
+            yanked: false,
+            notes_url: None,
+            rust_version: None,
+            requires_python: vec![python.into()],
+        };
+        let releases = [
+            release("7.4.0", ">=3.7"),
+            release("8.3.5", ">=3.8"),
+            release("8.4.2", ">=3.9"),
+            release("9.0.0", ">=3.10"),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("pyproject.toml"),
+            "[project]\nrequires-python = \">=3.8\"\n",
+        )
+        .unwrap();
+        let pythons = interpreter::project(dir.path(), "requirements.txt");
+        let policy = Policy {
+            major: true,
+            update_pinned: true,
+            ..Policy::default()
+        };
+        let planned = plan(&dep("==7.4.0"), Some("7.4.0"), &releases, &policy, pythons.as_ref());
+        let to: Vec<&str> = planned.updates.iter().map(|u| u.to.as_str()).collect();
+        assert_eq!(to, ["8.3.5"]);
+        let held: Vec<String> = planned.held_back.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            held,
+            [
+                "`requests` 9.0.0 needs Python >=3.10; the requirement is for Python >=3.8 (requires-python) (8.3.5 \
+                 is proposed instead)"
+            ]
+        );
+        // Without a declared Python nothing is held back.
+        let unlimited = plan(&dep("==7.4.0"), Some("7.4.0"), &releases, &policy, None);
+        assert_eq!(
+            unlimited.updates.iter().map(|u| u.to.as_str()).collect::<Vec<_>>(),
+            ["9.0.0"]
+        );
+        assert!(unlimited.held_back.is_empty());
     }
 }

@@ -5,7 +5,7 @@
 
 use semver::{Comparator, Op, Version, VersionReq};
 
-use super::{Dependency, Release, Update, UpdateKind};
+use super::{Dependency, HeldBack, Planned, Release, Toolchain, Update, UpdateKind};
 use crate::config::deps::Policy;
 
 /// The updates for a semver dependency: `dep.requirement` as written (cargo syntax: `1.2`,
@@ -33,41 +33,6 @@ use crate::config::deps::Policy;
 /// full (`^1.6.2`).
 pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy: &Policy) -> Vec<Update> {
     plan_for_rust(dep, locked, releases, policy, None).updates
-}
-
-/// The updates [`plan`] makes and the releases it held back for the project's Rust.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Planned {
-    pub updates: Vec<Update>,
-    pub held_back: Vec<HeldBack>,
-}
-
-/// A release that would have been proposed but needs a newer Rust than the package declares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeldBack {
-    pub name: String,
-    pub version: String,
-    /// The release's `rust_version` and the package's `rust-version`, as written.
-    pub needs: String,
-    pub declared: String,
-    /// Whether it was a major update (its note goes to the majors' pull request).
-    pub major: bool,
-    /// The older release proposed instead, if one fits.
-    pub instead: Option<String>,
-}
-
-impl std::fmt::Display for HeldBack {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "`{}` {} needs Rust {}; this package declares rust-version {}",
-            self.name, self.version, self.needs, self.declared
-        )?;
-        match &self.instead {
-            Some(instead) => write!(f, " ({instead} is proposed instead)"),
-            None => Ok(()),
-        }
-    }
 }
 
 /// A Rust version as Cargo's `rust-version` writes it (`1.70` = `1.70.0`, `1` = `1.0.0`); `None`
@@ -150,6 +115,7 @@ pub fn plan_for_rust(
         kind: kind(&from, to),
         new_requirement: Some(style.render(to)),
         notes_url: release.notes_url.clone(),
+        marker: None,
     };
     // The newest of `candidates` and, when it needs a newer Rust, the newest that fits with the
     // note that it was held back.
@@ -166,6 +132,7 @@ pub fn plan_for_rust(
             .filter(|(version, release)| too_new(release).is_none() && !requirement.matches(version))
             .max_by(|a, b| a.0.cmp(&b.0));
         planned.held_back.push(HeldBack {
+            toolchain: Toolchain::Rust,
             name: dep.name.clone(),
             version: newest.1.version.trim().to_owned(),
             needs,
@@ -366,6 +333,7 @@ mod tests {
             section: "dependencies".into(),
             requirement: requirement.into(),
             pinned: requirement.trim_start().starts_with('='),
+            marker: None,
         }
     }
 
@@ -378,12 +346,14 @@ mod tests {
                     yanked: true,
                     notes_url: None,
                     rust_version: None,
+                    requires_python: Vec::new(),
                 },
                 None => Release {
                     version: (*v).into(),
                     yanked: false,
                     notes_url: Some(format!("https://example.test/calc/{v}")),
                     rust_version: None,
+                    requires_python: Vec::new(),
                 },
             })
             .collect()
@@ -465,6 +435,7 @@ mod tests {
                 kind: UpdateKind::Minor,
                 new_requirement: Some("~1.4".into()),
                 notes_url: Some("https://example.test/calc/1.4.1".into()),
+                marker: None,
             }]
         );
         assert_eq!(
@@ -587,6 +558,7 @@ mod tests {
                     yanked: false,
                     notes_url: None,
                     rust_version: rust,
+                    requires_python: Vec::new(),
                 }
             })
             .collect()

@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::StopReason;
+use crate::chores::HeldBack;
 use crate::chores::lock::{self, Change};
 use crate::chores::plan::{self, Found};
-use crate::chores::version::HeldBack;
 use crate::chores::{RegistryClient, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings};

@@ -5,8 +5,7 @@
 //! asked for the chore.
 
 use crate::chores::lock::{self, Change, ChangeKind};
-use crate::chores::version::HeldBack;
-use crate::chores::{Update, UpdateKind};
+use crate::chores::{HeldBack, Toolchain, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 
 use super::markdown::{self, BODY_LIMIT, Doc};
@@ -231,7 +230,16 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
         doc.cuttable(items.join("\n"));
     }
     if !pull.held_back.is_empty() {
-        doc.fixed("**Held back** for the declared `rust-version` (raise it to take them):");
+        let rust = pull.held_back.iter().any(|h| h.toolchain == Toolchain::Rust);
+        let python = pull.held_back.iter().any(|h| h.toolchain == Toolchain::Python);
+        let declared = match (rust, python) {
+            (true, true) => "`rust-version` and Python",
+            (true, false) => "`rust-version`",
+            _ => "Python",
+        };
+        doc.fixed(format!(
+            "**Held back** for the declared {declared} (raise it to take them):"
+        ));
         let items: Vec<String> = pull
             .held_back
             .iter()
@@ -241,8 +249,12 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
                     .as_deref()
                     .map(|v| format!(" ({} is proposed instead)", markdown::code_span(v)))
                     .unwrap_or_default();
+                let (needs, declares) = match h.toolchain {
+                    Toolchain::Rust => ("Rust", "this package declares `rust-version`"),
+                    Toolchain::Python => ("Python", "the requirement is for Python"),
+                };
                 format!(
-                    "- {} {} needs Rust {}; this package declares `rust-version` {}{instead}",
+                    "- {} {} needs {needs} {}; {declares} {}{instead}",
                     markdown::code_span(&h.name),
                     markdown::code_span(&h.version),
                     markdown::code_span(&h.needs),
@@ -360,6 +372,7 @@ mod tests {
             kind,
             new_requirement: manifest.map(|_| to.to_owned()),
             notes_url: (kind == UpdateKind::Minor).then(|| "https://github.com/o/r/releases".to_owned()),
+            marker: None,
         }
     }
 
@@ -580,6 +593,7 @@ mod tests {
     #[test]
     fn the_body_says_what_was_held_back_for_the_rust_version() {
         let held = |version: &str, instead: Option<&str>| HeldBack {
+            toolchain: Toolchain::Rust,
             name: "serde".into(),
             version: version.into(),
             needs: "1.80".into(),

@@ -15,7 +15,6 @@ use crate::sandbox::Session;
 use crate::testparse::TestReport;
 
 pub mod bash;
-mod beneath;
 #[cfg(test)]
 mod confinement_tests;
 pub mod edit_file;

@@ -1,6 +1,6 @@
 //! Paths the model names, resolved safely: the workspace root and the extra read-only roots, the
 //! checks that keep every file tool inside them even when a hostile repository plants symlinks, and
-//! the opening of resolved paths through directory handles (`beneath.rs`), so that a symlink swapped
+//! the opening of resolved paths through directory handles (`crate::beneath`), so that a symlink swapped
 //! in after the check is refused rather than followed.
 
 use std::fs::{File, Metadata};
@@ -9,7 +9,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use super::ToolError;
-use super::beneath::{Beneath, Open};
+use crate::beneath::{Beneath, Open};
 use crate::workspace::is_git_dir;
 
 /// The job's checkout and the other directories tools may read (the run directory, where large tool
