@@ -82,7 +82,6 @@ fn rows(pull: &ChorePull) -> usize {
 
 fn kind_words(kind: UpdateKind) -> &'static str {
     match kind {
-        UpdateKind::Lockfile => "lockfile",
         UpdateKind::Patch => "patch",
         UpdateKind::Minor => "minor",
         UpdateKind::Major => "**major**",

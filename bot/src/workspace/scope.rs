@@ -84,15 +84,16 @@ fn hash(path: &Path) -> Option<Oid> {
 }
 
 /// Whether `path` (relative to `root`) is under a directory that is never the project's to
-/// commit: one of [`JUNK_DIRS`], or one holding a [`JUNK_MARKERS`] file. `markers` caches the
+/// commit: one of [`JUNK_DIRS`], or one below the root holding a [`JUNK_MARKERS`] file. `markers` caches the
 /// directories already looked at.
 pub fn is_junk(root: &Path, path: &str, markers: &mut HashMap<String, bool>) -> bool {
     let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
     if parts.iter().any(|part| JUNK_DIRS.contains(part)) {
         return true;
     }
-    // Every directory from the root down to the file's own.
-    (0..parts.len()).any(|depth| {
+    // Every directory below the root down to the file's own (a marker at the root would make the
+    // whole repository junk: it is the project's, whatever it holds).
+    (1..parts.len()).any(|depth| {
         let dir = parts[..depth].join("/");
         *markers.entry(dir.clone()).or_insert_with(|| {
             JUNK_MARKERS
