@@ -84,9 +84,9 @@ fn hash(path: &Path) -> Option<Oid> {
 }
 
 /// Whether `path` (relative to `root`) is under a directory that is never the project's to
-/// commit: one of [`JUNK_DIRS`], or one below the root holding a [`JUNK_MARKERS`] file. `markers` caches the
-/// directories already looked at.
-pub fn is_junk(root: &Path, path: &str, markers: &mut HashMap<String, bool>) -> bool {
+/// commit: one of [`JUNK_DIRS`], or one below the root holding a [`JUNK_MARKERS`] file.
+/// `markers` caches the directories already looked at.
+fn is_junk(root: &Path, path: &str, markers: &mut HashMap<String, bool>) -> bool {
     let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
     if parts.iter().any(|part| JUNK_DIRS.contains(part)) {
         return true;
