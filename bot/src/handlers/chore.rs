@@ -9,8 +9,9 @@
 //! the code or reverts the update it cannot make work. The lockfiles' changes are compared before
 //! and after ([`crate::chores::lock`]), one row each. Only the files the edits, the refresh and the
 //! agent changed are committed, as the bot, force-pushed to `pitcrew/deps-<ecosystem>` and opened
-//! as a pull request, or the existing one is updated; pull requests of earlier runs whose updates are no longer needed are closed. A run
-//! that finds nothing to do posts nothing (unless someone asked).
+//! as a pull request, or the existing one is updated; pull requests of earlier runs whose updates
+//! are no longer needed are closed. A run that finds nothing to do posts nothing (unless someone
+//! asked).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -638,17 +639,16 @@ fn short(branch: &str) -> String {
         .collect()
 }
 
-/// The lockfile changes of `group` since `before` that no manifest update of `updates` accounts
-/// for.
-fn lock_rows(root: &Path, group: &Group, before: &[(Ecosystem, lock::Snapshot)], updates: &[Update]) -> Vec<Change> {
+/// The changes of the lockfiles since `before` (the group's ecosystems' snapshots) that no
+/// manifest update of `updates` accounts for.
+fn lock_rows(root: &Path, before: &[(Ecosystem, lock::Snapshot)], updates: &[Update]) -> Vec<Change> {
     before
         .iter()
         .flat_map(|(ecosystem, snapshot)| lock::diff(*ecosystem, snapshot, &plan::snapshot(*ecosystem, root)))
         .filter(|change| {
-            group.ecosystems.contains(&change.ecosystem)
-                && !updates
-                    .iter()
-                    .any(|u| u.ecosystem == change.ecosystem && u.name == change.name)
+            !updates
+                .iter()
+                .any(|u| u.ecosystem == change.ecosystem && u.name == change.name)
         })
         .collect()
 }
@@ -673,7 +673,7 @@ async fn in_session(
     not_updated: Vec<String>,
 ) -> Result<Option<Prepared>, HandlerError> {
     let env = chore.env;
-    if updates.is_empty() && lock_rows(root, group, &before, &updates).is_empty() {
+    if updates.is_empty() && lock_rows(root, &before, &updates).is_empty() {
         return Ok(None);
     }
     // The manifests and lockfiles the edits and the refresh changed; the tests' leavings are not.
@@ -693,7 +693,7 @@ async fn in_session(
                 &[
                     (
                         "updates",
-                        &text::updates_for_prompt(&updates, &lock_rows(root, group, &before, &updates)),
+                        &text::updates_for_prompt(&updates, &lock_rows(root, &before, &updates)),
                     ),
                     ("failure", &failure),
                     ("instructions", &session.instructions()),
@@ -740,7 +740,7 @@ async fn in_session(
     }
     // The lockfiles as they are now, after the agent and the tests: what the commit holds. A
     // lockfile only the tests touched is not committed, so its changes are no rows.
-    let mut lock = lock_rows(root, group, &before, &updates);
+    let mut lock = lock_rows(root, &before, &updates);
     lock.retain(|change| {
         let dir = if change.scope.is_empty() {
             String::new()
