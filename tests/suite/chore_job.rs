@@ -2,9 +2,11 @@
 //! whose crate depends on two crates of a real local Cargo registry (real `cargo` refreshes the
 //! lockfile and runs the tests), the fake GitHub for the pull requests, the real git server for
 //! the pushes, and the scripted model. One major update breaks the tests and the agent reverts it;
-//! a second run updates the open pull request in place and closes the one it no longer needs. An
-//! npm project gets its `package-lock.json` refreshed inside its ranges by real npm against a local
-//! npm registry.
+//! the majors' pull request holds only its own lockfile rows and merges with the compatible one in
+//! either order; a second run updates the open pull request in place and closes the one it no
+//! longer needs. A crate the workspace excludes is not edited, and what the tests leave behind is
+//! not committed. An npm project gets its `package-lock.json` refreshed inside its ranges by real
+//! npm against a local npm registry.
 
 use std::process::Command;
 

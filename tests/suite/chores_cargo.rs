@@ -1,7 +1,8 @@
 //! The Cargo ecosystem of dependency chores against a real local registry: a fixture crate locked
 //! by real `cargo` at old versions, newer ones published (one yanked), then scan, the index's
 //! releases, the plan under both policies, the major's manifest edit, and the real `cargo update`
-//! of `lock_command` moving `Cargo.lock`, after which the fixture builds and tests offline against
+//! of `lock_command` moving `Cargo.lock` (the whole refresh, and the minimal one after the major's
+//! edit), read as changes by `lock::diff`, after which the fixture builds and tests offline against
 //! the new versions.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,7 +2,7 @@
 //! npm registry and PyPI ([`PackageRegistry`]) and the fake GitHub's tags. Each test scans a
 //! fixture, reads the releases through pitcrew's clients, plans under several policies and applies
 //! the edits, comparing the manifests' whole text; for npm, real `npm` locks the fixture before and
-//! after, and `locked` reads the change.
+//! after (a minimal refresh, then the whole one), and `locked` and `lock::diff` read the change.
 
 use std::collections::BTreeMap;
 use std::path::Path;
