@@ -10,7 +10,10 @@
 //! - PyPI, under [`PackageRegistry::pypi_url`] (`http://127.0.0.1:PORT/`): `GET pypi/{name}/json`
 //!   (any spelling of the name, PEP 503) is the project's JSON: `info` (with `project_urls` when
 //!   set) and `releases`, one sdist per release (a real `.tar.gz` of its `PKG-INFO`, with its
-//!   SHA-256, `yanked` and `requires_python` as set), served at `packages/{file}`.
+//!   SHA-256, `yanked` and `requires_python` as set), served at `packages/{file}`; and `GET
+//!   simple/{name}/`, the simple repository API's page of its files (what pip and uv resolve
+//!   from: `{pypi_url}simple`). The `PKG-INFO` is metadata 2.2 without dynamic fields, which
+//!   installers read without building the sdist.
 //!
 //! Like the other fake servers it runs on a thread and runtime of its own; dropping the
 //! [`PackageRegistry`] stops it. Every request is recorded ([`PackageRegistry::requests`]).
@@ -285,7 +288,7 @@ impl PackageRegistry {
         drop(packages);
         let base = format!("{}-{version}", name.replace(['-', '.'], "_"));
         let mut pkg_info = format!(
-            "Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: A project of the test registry.\n"
+            "Metadata-Version: 2.2\nName: {name}\nVersion: {version}\nSummary: A project of the test registry.\n"
         );
         if let Some(spec) = requires_python {
             pkg_info.push_str(&format!("Requires-Python: {spec}\n"));
@@ -552,7 +555,45 @@ fn answer(shared: &Shared, path: &str) -> (StatusCode, &'static str, Bytes) {
             None => not_found,
         };
     }
+    if let Some(name) = path.strip_prefix("/simple/").map(|rest| rest.trim_end_matches('/')) {
+        return match packages.pypi.get(&pep503(&percent_decode(name))) {
+            Some(project) => (StatusCode::OK, "text/html", Bytes::from(simple_page(base, project))),
+            None => not_found,
+        };
+    }
     not_found
+}
+
+/// The project's page of the simple repository API (PEP 503, with PEP 592's `data-yanked` and
+/// PEP 345's `data-requires-python`), what pip and uv read.
+fn simple_page(base: &str, project: &PypiProject) -> String {
+    let escape = |text: &str| {
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let mut page = format!(
+        "<!DOCTYPE html>\n<html><body><h1>Links for {}</h1>\n",
+        escape(&project.name)
+    );
+    for release in &project.releases {
+        let mut attributes = String::new();
+        if let Some(spec) = &release.requires_python {
+            attributes.push_str(&format!(" data-requires-python=\"{}\"", escape(spec)));
+        }
+        if release.yanked {
+            attributes.push_str(" data-yanked=\"yanked by the test\"");
+        }
+        page.push_str(&format!(
+            "<a href=\"{base}{FILES_PREFIX}{}#sha256={}\"{attributes}>{}</a><br/>\n",
+            release.filename,
+            release.sha256,
+            escape(&release.filename)
+        ));
+    }
+    page.push_str("</body></html>\n");
+    page
 }
 
 /// `left-pad-1.3.0.tgz`; for `@scope/pkg`, `pkg-1.3.0.tgz` (npm's own naming).

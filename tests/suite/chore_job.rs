@@ -565,9 +565,9 @@ fn an_excluded_crate_is_left_alone_and_only_the_chore_s_files_are_committed() {
         );
         assert!(
             body.contains(
-                "**Not updated** (their dependencies are left as they are):\n\n- fuzz/Cargo.toml — outside the \
-                 workspace"
-            ) && body.contains("`calcutil` 1.1.0"),
+                "**Not updated:**\n\n- fuzz/Cargo.toml — outside the workspace (the root Cargo.toml excludes it: \
+                 Cargo.lock does not lock it and the workspace's tests do not build it): `calcutil` 1.1.0"
+            ),
             "{body}"
         );
         let branch = "pitcrew/deps-cargo";
@@ -664,6 +664,121 @@ fn python_releases_that_do_not_install_on_the_projects_python_are_held_back_and_
         let answer = world.bot_comments().pop().unwrap();
         assert!(answer.contains("update python dependencies (opened)"), "{answer}");
         assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        world.bot
+    });
+}
+
+/// `uv.lock` of a project with `pyproject`, made by the host's uv against `registry`.
+fn uv_lock(registry: &PackageRegistry, pyproject: &str) -> String {
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    let output = Command::new("uv")
+        .args(["lock", "--no-cache"])
+        .env("UV_DEFAULT_INDEX", format!("{}simple", registry.pypi_url()))
+        .current_dir(dir.path())
+        .output()
+        .expect("the chore tests need uv (python3 -m pip install uv)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    std::fs::read_to_string(dir.path().join("uv.lock")).unwrap()
+}
+
+#[test]
+fn a_uv_lock_is_refreshed_with_its_manifest_and_one_that_cannot_be_leaves_the_manifest_alone() {
+    super::harness::run_test(|| async move {
+        let registry = PackageRegistry::start();
+        registry.pypi_release_requiring("tinydep", "1.0.0", ">=3.8").unwrap();
+        registry.pypi_release("otherdep", "1.0.0", false).unwrap();
+        let pyproject = "[project]\nname = \"app\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\ndependencies = [\"tinydep==1.0.0\"]\n";
+        let lock = uv_lock(&registry, pyproject);
+        assert!(lock.contains("name = \"tinydep\"\nversion = \"1.0.0\""), "{lock}");
+        registry.pypi_release_requiring("tinydep", "1.1.0", ">=3.8").unwrap();
+        let (github, git) = tracked_repo(&[
+            ("pyproject.toml", pyproject),
+            ("uv.lock", &lock),
+            ("requirements.txt", "otherdep==1.0.0\n"),
+            (
+                ".github/pitcrew.toml",
+                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
+            ),
+        ]);
+        let model = ScriptedModel::start(Script::new());
+        let world = World {
+            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
+            registry: None,
+        };
+
+        // uv brings its lockfile in line with the edited manifest.
+        let first = world.ask("uv-1").await;
+        world.settled().await;
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        assert_eq!(pulls[0].title, "chore(deps): update tinydep to 1.1.0");
+        assert!(
+            world
+                .branch_file("pitcrew/deps-python", "pyproject.toml")
+                .contains("\"tinydep==1.1.0\"")
+        );
+        let refreshed = world.branch_file("pitcrew/deps-python", "uv.lock");
+        assert!(
+            refreshed.contains("name = \"tinydep\"\nversion = \"1.1.0\""),
+            "{refreshed}"
+        );
+        assert!(!refreshed.contains("1.0.0.tar.gz"), "{refreshed}");
+        let body = pulls[0].body.clone().unwrap_or_default();
+        assert!(!body.contains("Not updated"), "{body}");
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update tinydep to 1.1.0 (opened)"), "{answer}");
+
+        // A release uv cannot lock (it needs a Python no one has; the project's floor is gone, so
+        // pitcrew proposes it): the manifest stays as it was, with its lock, and the pull request
+        // says why; the other update still goes out.
+        world
+            .bot
+            .git
+            .commit(
+                REPO,
+                "main",
+                &[(
+                    "pyproject.toml",
+                    "[project]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\"tinydep==1.0.0\"]\n",
+                )],
+                "no floor",
+            )
+            .unwrap();
+        registry.pypi_release_requiring("tinydep", "1.2.0", ">=3.99").unwrap();
+        registry.pypi_release("otherdep", "1.1.0", false).unwrap();
+        let second = world.ask("uv-2").await;
+        world.settled().await;
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        assert_eq!(
+            pulls[0].title, "chore(deps): update otherdep to 1.1.0",
+            "{:?}",
+            pulls[0].body
+        );
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "otherdep==1.1.0\n"
+        );
+        assert!(
+            world
+                .branch_file("pitcrew/deps-python", "pyproject.toml")
+                .contains("\"tinydep==1.0.0\"")
+        );
+        assert_eq!(world.branch_file("pitcrew/deps-python", "uv.lock"), lock);
+        let body = pulls[0].body.clone().unwrap_or_default();
+        assert!(
+            body.contains(
+                "**Not updated:**\n\n- pyproject.toml: not updated (tinydep 1.2.0), because uv.lock could not be \
+                 refreshed:"
+            ),
+            "{body}"
+        );
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update otherdep to 1.1.0"), "{answer}");
+        for ask in [first, second] {
+            assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        }
         world.bot
     });
 }

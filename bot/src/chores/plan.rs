@@ -195,6 +195,8 @@ fn has_lockfile(ecosystem: Ecosystem, root: &Path, dependencies: &[Dependency]) 
         Ecosystem::Npm => manifest_dirs(dependencies)
             .iter()
             .any(|dir| root.join(dir).join("package-lock.json").is_file()),
+        // A Python lockfile (`uv.lock`, `poetry.lock`) is only brought in line with the edited
+        // manifest, never moved by itself.
         Ecosystem::Python | Ecosystem::Actions => false,
     }
 }
@@ -266,7 +268,11 @@ pub fn lock_commands(
                 .map(|dir| (dir, npm::lock_command(&registries.npm, refresh)))
                 .collect()
         }
-        _ => Vec::new(),
+        Ecosystem::Python => python::locks(root)
+            .into_iter()
+            .map(|lock| (lock.dir.clone(), lock.command(root, &registries.pypi)))
+            .collect(),
+        Ecosystem::Cargo | Ecosystem::Actions => Vec::new(),
     }
 }
 

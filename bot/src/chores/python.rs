@@ -455,6 +455,141 @@ pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, PythonError>
 }
 
 // ---------------------------------------------------------------------------------------------
+// Lockfiles
+
+/// The tool that keeps a Python project's lockfile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockTool {
+    /// `uv.lock`
+    Uv,
+    /// `poetry.lock`
+    Poetry,
+}
+
+/// A lockfile beside a `pyproject.toml`, which the chore refreshes (in the sandbox, with its tool)
+/// after editing that manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lock {
+    /// The project's directory, relative to the root (`""` for the root).
+    pub dir: String,
+    pub tool: LockTool,
+}
+
+impl Lock {
+    fn join(&self, name: &str) -> String {
+        if self.dir.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{}/{name}", self.dir)
+        }
+    }
+
+    /// The lockfile, relative to the root.
+    pub fn file(&self) -> String {
+        self.join(match self.tool {
+            LockTool::Uv => "uv.lock",
+            LockTool::Poetry => "poetry.lock",
+        })
+    }
+
+    /// The manifest it locks, relative to the root.
+    pub fn manifest(&self) -> String {
+        self.join("pyproject.toml")
+    }
+
+    /// What the refresh writes to stderr when it fails, so that the chore can tell which lockfile
+    /// it was whatever the sandbox reports around it.
+    pub fn failure_line(&self) -> String {
+        format!("pitcrew: could not refresh {}", self.file())
+    }
+
+    /// The shell command, run in the project's directory, that brings the lockfile in line with
+    /// the edited manifest without moving anything else: `uv lock` (against the configured PyPI's
+    /// simple index unless the project names its own), `poetry lock` (with `--no-update` where
+    /// Poetry 1 needs it; Poetry reads its sources from the project). A tool the sandbox lacks is
+    /// said; either way a failure ends with [`Lock::failure_line`].
+    pub fn command(&self, root: &Path, pypi: &Url) -> String {
+        let refresh = match self.tool {
+            LockTool::Uv => {
+                let own_index = read_beneath(root, &self.manifest())
+                    .is_some_and(|text| text.contains("tool.uv.index") || text.contains("index-url"));
+                let mut index = pypi.as_str().to_owned();
+                if !index.ends_with('/') {
+                    index.push('/');
+                }
+                index.push_str("simple");
+                let lock = if own_index {
+                    "uv lock".to_owned()
+                } else {
+                    format!("UV_DEFAULT_INDEX={} uv lock", crate::shell::quote(&index))
+                };
+                format!(
+                    "if ! command -v uv >/dev/null 2>&1; then echo 'uv is not installed in the sandbox' >&2; false; \
+                     else {lock}; fi"
+                )
+            }
+            LockTool::Poetry => {
+                "if ! command -v poetry >/dev/null 2>&1; then echo 'poetry is not installed in the sandbox' >&2; \
+                 false; elif poetry lock --help 2>/dev/null | grep -q -e '--no-update'; then poetry lock --no-update; \
+                 else poetry lock; fi"
+                    .to_owned()
+            }
+        };
+        format!(
+            "{{ {refresh}; }} || {{ echo {} >&2; exit 1; }}",
+            crate::shell::quote(&self.failure_line())
+        )
+    }
+}
+
+/// The lockfiles (`uv.lock`, `poetry.lock`) beside the `pyproject.toml` manifests under `root`;
+/// only regular files count, never a symlink.
+pub fn locks(root: &Path) -> Vec<Lock> {
+    let Ok(every) = manifests(root) else {
+        return Vec::new();
+    };
+    let Ok(beneath) = crate::beneath::Beneath::open(root) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (_, manifest) in every {
+        let Some(dir) = manifest
+            .strip_suffix("pyproject.toml")
+            .filter(|dir| dir.is_empty() || dir.ends_with('/'))
+        else {
+            continue;
+        };
+        for tool in [LockTool::Uv, LockTool::Poetry] {
+            let lock = Lock {
+                dir: dir.trim_end_matches('/').to_owned(),
+                tool,
+            };
+            if beneath
+                .metadata(Path::new(&lock.file()))
+                .is_ok_and(|m| m.file_type().is_file())
+            {
+                out.push(lock);
+            }
+        }
+    }
+    out
+}
+
+/// The text of `relative` under `root`, opened without following a symlink; `None` when it is not
+/// a readable regular file.
+fn read_beneath(root: &Path, relative: &str) -> Option<String> {
+    use std::io::Read;
+    let beneath = crate::beneath::Beneath::open(root).ok()?;
+    let file = beneath.open_at(Path::new(relative), crate::beneath::Open::Read).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(4 << 20).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+// ---------------------------------------------------------------------------------------------
 // Planning
 
 /// The updates `policy` allows for `dep`, by the rules the npm and Cargo ecosystems follow: none
@@ -1601,5 +1736,63 @@ mod tests {
             ["9.0.0"]
         );
         assert!(unlimited.held_back.is_empty());
+    }
+    #[test]
+    fn lockfiles_beside_pyproject_are_found_and_refreshed_by_their_tool() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("pyproject.toml"), "[project]\ndependencies = [\"a==1\"]\n").unwrap();
+        std::fs::write(root.join("uv.lock"), "version = 1\n").unwrap();
+        std::fs::create_dir(root.join("svc")).unwrap();
+        std::fs::write(
+            root.join("svc/pyproject.toml"),
+            "[tool.poetry.dependencies]\nb = \"^1\"\n[[tool.uv.index]]\nurl = \"https://mirror.test/simple\"\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("svc/poetry.lock"), "# poetry\n").unwrap();
+        // A lockfile that is a symlink is not one pitcrew refreshes or puts back.
+        std::fs::create_dir(root.join("linked")).unwrap();
+        std::fs::write(root.join("linked/pyproject.toml"), "[project]\n").unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", root.join("linked/uv.lock")).unwrap();
+        let found = locks(root);
+        assert_eq!(
+            found,
+            [
+                Lock {
+                    dir: String::new(),
+                    tool: LockTool::Uv
+                },
+                Lock {
+                    dir: "svc".into(),
+                    tool: LockTool::Poetry
+                },
+            ]
+        );
+        assert_eq!(
+            (found[1].file(), found[1].manifest()),
+            ("svc/poetry.lock".into(), "svc/pyproject.toml".into())
+        );
+        let pypi = Url::parse("http://127.0.0.1:9/mirror/").unwrap();
+        let uv = found[0].command(root, &pypi);
+        assert!(
+            uv.contains("UV_DEFAULT_INDEX='http://127.0.0.1:9/mirror/simple' uv lock"),
+            "{uv}"
+        );
+        assert!(
+            uv.ends_with("|| { echo 'pitcrew: could not refresh uv.lock' >&2; exit 1; }"),
+            "{uv}"
+        );
+        let poetry = found[1].command(root, &pypi);
+        assert!(
+            poetry.contains("poetry lock --no-update") && !poetry.contains("UV_DEFAULT_INDEX"),
+            "{poetry}"
+        );
+        // A project naming its own index keeps it.
+        std::fs::write(root.join("svc/uv.lock"), "version = 1\n").unwrap();
+        let own = Lock {
+            dir: "svc".into(),
+            tool: LockTool::Uv,
+        };
+        assert!(own.command(root, &pypi).contains("else uv lock; fi"));
     }
 }

@@ -19,9 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::StopReason;
+use crate::beneath::{Beneath, Open};
 use crate::chores::HeldBack;
 use crate::chores::lock::{self, Change};
 use crate::chores::plan::{self, Found};
+use crate::chores::python;
 use crate::chores::{RegistryClient, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings};
@@ -549,6 +551,23 @@ struct Prepared {
 
 async fn run_group_in(chore: &ChoreRun<'_>, root: &Path, group: &Group) -> Result<Option<Prepared>, HandlerError> {
     let env = chore.env;
+    let registries = &env.config().chores.registries;
+    // What the Python lockfiles and their manifests held before the edits: a lockfile whose
+    // refresh fails is put back with its manifest, and that manifest's updates left out.
+    let python_locks: Vec<(python::Lock, Saved)> = if group.ecosystems.contains(&Ecosystem::Python) {
+        python::locks(root)
+            .into_iter()
+            .map(|lock| {
+                let saved = [lock.manifest(), lock.file()]
+                    .into_iter()
+                    .filter_map(|path| read_regular(root, &path).map(|bytes| (path, bytes)))
+                    .collect();
+                (lock, saved)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut updates = Vec::new();
     // Why updates were not made, each with the packages it kept from being updated.
     let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -564,11 +583,10 @@ async fn run_group_in(chore: &ChoreRun<'_>, root: &Path, group: &Group) -> Resul
             }
         }
     }
-    let not_updated: Vec<String> = skipped
+    let mut not_updated: Vec<String> = skipped
         .into_iter()
         .map(|(problem, packages)| format!("{problem}: {}", packages.join(", ")))
         .collect();
-    let registries = &env.config().chores.registries;
     // The majors' refresh moves only what their manifest edits need: the compatible pull request
     // holds the rest of the refresh, and the two merge in either order.
     let refresh = if group.major {
@@ -576,7 +594,7 @@ async fn run_group_in(chore: &ChoreRun<'_>, root: &Path, group: &Group) -> Resul
     } else {
         lock::Refresh::Full
     };
-    let commands: Vec<(String, String)> = group
+    let mut commands: Vec<(String, String)> = group
         .ecosystems
         .iter()
         .flat_map(|e| plan::lock_commands(*e, root, registries, refresh))
@@ -593,29 +611,55 @@ async fn run_group_in(chore: &ChoreRun<'_>, root: &Path, group: &Group) -> Resul
         env.config(),
         &format!("{}-{}", env.job_id(), group.branch.replace('/', "-")),
     );
-    let run = AgentRun {
-        sandbox_id: format!("{}-{}", env.sandbox_id(), short(&group.branch)),
-        network_step: (!commands.is_empty()).then(|| NetworkStep {
-            commands,
-            network: env.config().chores.lock_network,
-            timeout: LOCK_TIMEOUT,
-        }),
-        ..agent_run(env, chore.settings, root, run_dir)
+    let session = loop {
+        let run = AgentRun {
+            sandbox_id: format!("{}-{}", env.sandbox_id(), short(&group.branch)),
+            network_step: (!commands.is_empty()).then(|| NetworkStep {
+                commands: commands.clone(),
+                network: env.config().chores.lock_network,
+                timeout: LOCK_TIMEOUT,
+            }),
+            ..agent_run(env, chore.settings, root, run_dir.clone())
+        };
+        let error = match AgentSession::start(run).await {
+            Ok(session) => break session,
+            Err(error) => error,
+        };
+        // A Python lockfile its tool could not refresh (the tool missing, the new version not
+        // resolvable): that manifest is not edited, rather than committed with a stale lock.
+        let said = error.to_string();
+        let failed = python_locks
+            .iter()
+            .find(|(lock, _)| said.contains(&lock.failure_line()) && commands.iter().any(|(dir, _)| *dir == lock.dir));
+        let Some((lock, saved)) = failed else {
+            return Err(lock_refresh_failed(error, &group.branch));
+        };
+        restore(root, saved)?;
+        let manifest = lock.manifest();
+        let dropped: Vec<String> = updates
+            .iter()
+            .filter(|u| u.manifest.as_deref() == Some(manifest.as_str()))
+            .map(|u| format!("{} {}", u.name, u.to))
+            .collect();
+        updates.retain(|u| u.manifest.as_deref() != Some(manifest.as_str()));
+        commands.retain(|(dir, _)| *dir != lock.dir);
+        let why = said
+            .lines()
+            .rfind(|line| !line.trim().is_empty() && !line.contains(&lock.failure_line()))
+            .unwrap_or("the refresh failed")
+            .trim()
+            .to_owned();
+        let sentence = format!(
+            "{manifest}: not updated ({}), because {} could not be refreshed: {why}",
+            dropped.join(", "),
+            lock.file()
+        );
+        env.note(sentence.clone());
+        not_updated.push(sentence);
+        if updates.is_empty() {
+            return Ok(None);
+        }
     };
-    let session = AgentSession::start(run).await.map_err(|error| match error {
-        SessionError::NetworkStep {
-            command,
-            exit_code,
-            stderr_tail,
-        } => HandlerError::Other(format!(
-            "the lockfile refresh `{command}` failed (exit {exit_code:?}):\n{stderr_tail}"
-        )),
-        error => HandlerError::Other(format!(
-            "the lockfile refresh for `{}` failed: {}",
-            group.branch,
-            HandlerError::from(error)
-        )),
-    })?;
     let outcome = in_session(chore, &session, root, group, updates, before, not_updated).await;
     // Nothing of the sandbox may run while git reads the working tree: a container that could not
     // be removed may still hold a process racing it, so the group commits nothing then.
@@ -660,6 +704,54 @@ async fn tree_state(root: &Path) -> Result<TreeState, HandlerError> {
         .await
         .map_err(|e| HandlerError::Other(format!("reading the working tree failed: {e}")))?
         .map_err(HandlerError::from)
+}
+
+/// The session start's failure as the chore says it.
+fn lock_refresh_failed(error: SessionError, branch: &str) -> HandlerError {
+    match error {
+        SessionError::NetworkStep {
+            command,
+            exit_code,
+            stderr_tail,
+        } => HandlerError::Other(format!(
+            "the lockfile refresh `{command}` failed (exit {exit_code:?}):\n{stderr_tail}"
+        )),
+        error => HandlerError::Other(format!(
+            "the lockfile refresh for `{branch}` failed: {}",
+            HandlerError::from(error)
+        )),
+    }
+}
+
+/// Files of the working copy as they were: (path relative to the root, bytes).
+type Saved = Vec<(String, Vec<u8>)>;
+
+/// The bytes of the regular file `relative` in the working copy, opened without following a
+/// symlink.
+fn read_regular(root: &Path, relative: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = Beneath::open(root)
+        .ok()?
+        .open_at(Path::new(relative), Open::Read)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// Writes `saved` files back into the working copy, never through a symlink.
+fn restore(root: &Path, saved: &Saved) -> Result<(), HandlerError> {
+    let beneath =
+        Beneath::open(root).map_err(|e| HandlerError::Other(format!("could not open the working copy: {e}")))?;
+    for (path, bytes) in saved {
+        beneath
+            .write(Path::new(path), bytes)
+            .map_err(|e| HandlerError::Other(format!("could not put {path} back: {e}")))?;
+    }
+    Ok(())
 }
 
 /// The tests after the refresh, the agent when they fail, and the updates that are left.

@@ -32,9 +32,6 @@ pub struct ChorePull {
     pub updates: Vec<Update>,
     /// Every change of the lockfiles that no manifest edit above accounts for.
     pub lock: Vec<Change>,
-    /// Manifests the chore did not edit, each with why (`fuzz/Cargo.toml — outside the
-    /// workspace`).
-    pub not_updated: Vec<String>,
     pub tests: TestOutcome,
     /// What the agent said it did, when the tests failed on the update.
     pub agent_summary: Option<String>,
@@ -43,8 +40,12 @@ pub struct ChorePull {
     /// What could not be looked up for its ecosystems (a registry unreachable, a certificate
     /// refused): updates this pull request may be missing.
     pub unchecked: Vec<String>,
-    /// Newer releases not proposed because they need a newer Rust than the package declares.
+    /// Newer releases not proposed because they need a newer Rust or Python than the project
+    /// declares.
     pub held_back: Vec<HeldBack>,
+    /// Manifests left as they were, one sentence each (a lockfile that could not be refreshed, a
+    /// crate outside the workspace: `fuzz/Cargo.toml — outside the workspace …`).
+    pub not_updated: Vec<String>,
 }
 
 fn ecosystem_words(ecosystems: &[Ecosystem]) -> String {
@@ -191,17 +192,6 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
         }
     ));
     doc.cuttable(table(pull));
-    if !pull.not_updated.is_empty() {
-        let items: Vec<String> = pull
-            .not_updated
-            .iter()
-            .map(|p| format!("- {}", markdown::inline(p)))
-            .collect();
-        doc.fixed(format!(
-            "**Not updated** (their dependencies are left as they are):\n\n{}",
-            items.join("\n")
-        ));
-    }
     let tests = match &pull.tests {
         TestOutcome::Passed { after_fix: false } => "**Tests:** pass on the updated dependencies.".to_owned(),
         TestOutcome::Passed { after_fix: true } => {
@@ -260,6 +250,15 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
                     markdown::code_span(&h.declared),
                 )
             })
+            .collect();
+        doc.cuttable(items.join("\n"));
+    }
+    if !pull.not_updated.is_empty() {
+        doc.fixed("**Not updated:**");
+        let items: Vec<String> = pull
+            .not_updated
+            .iter()
+            .map(|sentence| format!("- {}", markdown::inline(sentence)))
             .collect();
         doc.cuttable(items.join("\n"));
     }
@@ -534,11 +533,11 @@ mod tests {
         | `wasi` | `0.13.3+wasi-0.2.2` | new | lockfile | — |
         | `instant` | `0.1.13` | removed | lockfile | — |
 
-        **Not updated** (their dependencies are left as they are):
+        **Tests:** pass on the updated dependencies.
+
+        **Not updated:**
 
         - fuzz/Cargo.toml — outside the workspace (`libfuzzer-sys` 0.4.7 → 0.4.8)
-
-        **Tests:** pass on the updated dependencies.
 
         Later runs update this pull request in place (branch `pitcrew/deps-cargo`), and close it once nothing is left to update.
         ");
