@@ -286,6 +286,29 @@ impl GitServer {
         git(&self.repo_path(full_name), &["show", &format!("{reference}:{path}")]).ok()
     }
 
+    /// Whether `theirs` merges into `ours` (two branch or ref names) without a conflict, by real
+    /// git's `merge-tree`: `Ok` with the merged tree's id, or `Err` with git's account of the
+    /// conflicts (the pushes to both refs are then seen).
+    ///
+    /// # Errors
+    /// The conflicting files and git's messages, or why git could not run.
+    pub fn merge_tree(&self, full_name: &str, ours: &str, theirs: &str) -> Result<String, String> {
+        self.shared
+            .saw(|push| push.touches(full_name, ours) || push.touches(full_name, theirs));
+        let output = Command::new("git")
+            .args(["merge-tree", "--write-tree", "--messages", ours, theirs])
+            .current_dir(self.repo_path(full_name))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("git merge-tree: {e}"))?;
+        let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        if output.status.success() {
+            Ok(stdout)
+        } else {
+            Err(format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr)))
+        }
+    }
+
     fn resolve(&self, full_name: &str, reference: &str) -> Option<String> {
         git(&self.repo_path(full_name), &["rev-parse", "--verify", "-q", reference])
             .ok()

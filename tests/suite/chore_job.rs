@@ -2,11 +2,15 @@
 //! whose crate depends on two crates of a real local Cargo registry (real `cargo` refreshes the
 //! lockfile and runs the tests), the fake GitHub for the pull requests, the real git server for
 //! the pushes, and the scripted model. One major update breaks the tests and the agent reverts it;
-//! a second run updates the open pull request in place and closes the one it no longer needs. An
-//! npm project gets its `package-lock.json` refreshed inside its ranges by real npm against a local
-//! npm registry. Tests that fail are compared with a run on the untouched base: a failure that was
-//! there before the update is no reason to run the agent, and the agent hears only what the update
-//! broke; a compile error is said as one.
+//! the majors' pull request holds only its own lockfile rows and merges with the compatible one in
+//! either order; a second run updates the open pull request in place and closes the one it no
+//! longer needs. A crate the workspace excludes is not edited, and what the tests leave behind is
+//! not committed. An npm project gets its `package-lock.json` refreshed inside its ranges by real
+//! npm against a local npm registry. Tests that fail are compared with a run on the untouched base:
+//! a failure that was there before the update is no reason to run the agent, and the agent hears
+//! only what the update broke; a compile error is said as one. Python releases are held back for
+//! the project's Python, a uv.lock is refreshed with its manifest, and the pull requests get their
+//! labels, assignees and reviewers, no more open than allowed.
 
 use std::process::Command;
 
@@ -107,17 +111,26 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
         registry
             .publish("calcutil", "1.0.0", &calcutil("1.0.0", "add"), &[])
             .unwrap();
-        registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &[]).unwrap();
+        // fmtutil depends on bitutil, which only a whole-lockfile refresh moves.
+        let bits = "pub const BITS: u32 = 32;\n";
+        registry.publish("bitutil", "1.0.0", bits, &[]).unwrap();
+        let bitutil = [("bitutil", "^1.0")];
+        registry
+            .publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &bitutil)
+            .unwrap();
         let lock = lockfile(&registry);
         assert_eq!(locked(&lock, "calcutil"), ["1.0.0"]);
-        // Newer versions: one inside the range, two majors, one of which renames `add`.
+        // Newer versions: two inside the ranges, two majors, one of which renames `add`.
         registry
             .publish("calcutil", "1.1.0", &calcutil("1.1.0", "add"), &[])
             .unwrap();
         registry
             .publish("calcutil", "2.0.0", &calcutil("2.0.0", "sum"), &[])
             .unwrap();
-        registry.publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &[]).unwrap();
+        registry.publish("bitutil", "1.0.1", bits, &[]).unwrap();
+        registry
+            .publish("fmtutil", "0.4.0", &fmtutil("0.4.0"), &bitutil)
+            .unwrap();
 
         let repo_config = "[agent]\ntest_command = \"cargo test\"\n\n[chores.deps]\nmajor = true\n";
         let (github, git) = tracked_repo(&[
@@ -149,15 +162,22 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
                 .clone()
         };
         let compatible = by_branch("pitcrew/deps-cargo");
-        assert_eq!(compatible.title, "chore(deps): update calcutil to 1.1.0");
-        assert!(
-            compatible
-                .body
+        assert_eq!(compatible.title, "chore(deps): update cargo dependencies");
+        let table = |pull: &Issue| -> Vec<String> {
+            pull.body
                 .as_deref()
                 .unwrap_or_default()
-                .contains("| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile |"),
-            "{:?}",
-            compatible.body
+                .lines()
+                .filter(|line| line.starts_with("| `"))
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(
+            table(&compatible),
+            [
+                "| `bitutil` | `1.0.0` → `1.0.1` | lockfile | lockfile | — |",
+                "| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile | — |",
+            ]
         );
         assert!(
             compatible
@@ -175,7 +195,7 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
 
         // The majors broke the build; the agent reverted calcutil and kept fmtutil.
         let major = by_branch("pitcrew/deps-cargo-major");
-        assert_eq!(major.title, "chore(deps): update fmtutil to 0.4.0 (major)");
+        assert_eq!(major.title, "chore(deps): major cargo updates", "{:?}", major.body);
         assert!(
             major
                 .body
@@ -216,6 +236,26 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
         assert!(manifest.contains("calcutil = \"1.0\"\nfmtutil = \"0.4\""), "{manifest}");
         let lock = world.branch_file("pitcrew/deps-cargo-major", "Cargo.lock");
         assert_eq!(locked(&lock, "fmtutil"), ["0.4.0"]);
+        assert_eq!(locked(&lock, "bitutil"), ["1.0.0"]);
+        // One lockfile story: the majors' refresh moved only what its edits needed (fmtutil; bitutil
+        // stays), not the compatible pull request's refresh. The agent's revert of calcutil let cargo lock it
+        // anew inside its range, which the table says, as the compatible pull request's same
+        // change; the two merge in either order.
+        assert_eq!(
+            table(&major),
+            [
+                "| `fmtutil` | `0.3.1` → `0.4.0` | **major** | `Cargo.toml` `dependencies` | — |",
+                "| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile | — |",
+            ]
+        );
+        for (ours, theirs) in [
+            ("pitcrew/deps-cargo", "pitcrew/deps-cargo-major"),
+            ("pitcrew/deps-cargo-major", "pitcrew/deps-cargo"),
+        ] {
+            if let Err(conflicts) = world.bot.git.merge_tree(REPO, ours, theirs) {
+                panic!("{theirs} does not merge into {ours}:\n{conflicts}");
+            }
+        }
         // The agent was told what changed and what failed.
         let prompt = world.bot.model.requests()[0].body["messages"]
             .as_array()
@@ -257,7 +297,14 @@ fn updates_come_as_tested_pull_requests_a_breaking_one_is_reverted_and_later_run
         let after = world.pull_requests();
         assert_eq!(after.len(), 2, "no new pull request: {after:#?}");
         let updated = after.iter().find(|p| p.number == compatible.number).unwrap();
-        assert_eq!(updated.title, "chore(deps): update calcutil to 1.2.0");
+        assert_eq!(updated.title, "chore(deps): update cargo dependencies");
+        assert_eq!(
+            table(updated),
+            [
+                "| `bitutil` | `1.0.0` → `1.0.1` | lockfile | lockfile | — |",
+                "| `calcutil` | `1.0.0` → `1.2.0` | lockfile | lockfile | — |",
+            ]
+        );
         assert_eq!(updated.state, "open");
         assert_eq!(
             locked(&world.branch_file("pitcrew/deps-cargo", "Cargo.lock"), "calcutil"),
@@ -465,6 +512,89 @@ fn lookups_that_fail_are_said_in_the_pull_request_and_never_end_in_a_plain_succe
         for ask in [first, second] {
             assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
         }
+        world.bot
+    });
+}
+
+#[test]
+fn an_excluded_crate_is_left_alone_and_only_the_chore_s_files_are_committed() {
+    super::harness::run_test(|| async move {
+        let registry = CargoRegistry::start();
+        registry
+            .publish("calcutil", "1.0.0", &calcutil("1.0.0", "add"), &[])
+            .unwrap();
+        registry.publish("fmtutil", "0.3.1", &fmtutil("0.3.1"), &[]).unwrap();
+        let lock = lockfile(&registry);
+        registry
+            .publish("calcutil", "1.1.0", &calcutil("1.1.0", "add"), &[])
+            .unwrap();
+        // The workspace excludes its fuzzing crate, which has no lockfile and no test of the
+        // workspace builds it; a compatible update outside its `~1.0` is there for it.
+        let manifest = format!("{MANIFEST}exclude = [\"fuzz\"]\n");
+        let fuzz = "[package]\nname = \"tally-fuzz\"\nversion = \"0.0.0\"\npublish = false\n\n\
+                    [dependencies]\ncalcutil = \"~1.0\"\n";
+        // The tests leave what a Python test run leaves (no .gitignore says otherwise): byte-code,
+        // pytest's cache, a virtual environment.
+        let test_command = "cargo test && mkdir -p tests/__pycache__ .pytest_cache/v venv \
+                            && echo x > tests/__pycache__/test_tally.cpython-312.pyc \
+                            && echo '{}' > .pytest_cache/v/lastfailed \
+                            && echo 'home = /usr' > venv/pyvenv.cfg && echo x > venv/site.py";
+        let (github, git) = tracked_repo(&[
+            ("Cargo.toml", &manifest),
+            ("Cargo.lock", &lock),
+            ("src/lib.rs", LIB),
+            ("fuzz/Cargo.toml", fuzz),
+            (".cargo/config.toml", &cargo_config(&registry)),
+            (
+                ".github/pitcrew.toml",
+                &format!("[agent]\ntest_command = {test_command:?}\n"),
+            ),
+        ]);
+        let model = ScriptedModel::start(Script::new());
+        let index = registry.index_url();
+        let world = World {
+            bot: serve(github, git, model, "chores.cargo_index", index).await,
+            registry: Some(registry),
+        };
+        let ask = world.ask("excluded-1").await;
+        world.settled().await;
+        world.bot.github.assert_no_violations();
+
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        let body = pulls[0].body.clone().unwrap_or_default();
+        assert!(
+            body.contains("| `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile | — |"),
+            "{body}"
+        );
+        assert!(
+            body.contains(
+                "**Not updated:**\n\n- fuzz/Cargo.toml — outside the workspace (the root Cargo.toml excludes it: \
+                 Cargo.lock does not lock it and the workspace's tests do not build it): `calcutil` 1.1.0"
+            ),
+            "{body}"
+        );
+        let branch = "pitcrew/deps-cargo";
+        assert_eq!(world.branch_file(branch, "fuzz/Cargo.toml"), fuzz);
+        assert_eq!(locked(&world.branch_file(branch, "Cargo.lock"), "calcutil"), ["1.1.0"]);
+        for leftover in [
+            "tests/__pycache__/test_tally.cpython-312.pyc",
+            ".pytest_cache/v/lastfailed",
+            "venv/pyvenv.cfg",
+            "venv/site.py",
+        ] {
+            assert_eq!(
+                world.bot.git.show(REPO, &format!("refs/heads/{branch}"), leftover),
+                None,
+                "{leftover} was committed"
+            );
+        }
+        // The test command ran to its end, so its leavings were there to commit.
+        assert!(body.contains("**Tests:** pass on the updated dependencies."), "{body}");
+        assert!(world.bot.model.requests().is_empty());
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update calcutil to 1.1.0 (opened)"), "{answer}");
+        assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
         world.bot
     });
 }

@@ -1,13 +1,15 @@
 //! The Cargo ecosystem of dependency chores against a real local registry: a fixture crate locked
 //! by real `cargo` at old versions, newer ones published (one yanked), then scan, the index's
 //! releases, the plan under both policies, the major's manifest edit, and the real `cargo update`
-//! of `lock_command` moving `Cargo.lock`, after which the fixture builds and tests offline against
+//! of `lock_command` moving `Cargo.lock` (the whole refresh, and the minimal one after the major's
+//! edit), read as changes by `lock::diff`, after which the fixture builds and tests offline against
 //! the new versions.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
+use pitcrew::chores::lock::{self, ChangeKind, Refresh};
 use pitcrew::chores::version::{plan, plan_for_rust};
 use pitcrew::chores::{Dependency, HeldBack, RegistryClient, Release, Toolchain, Update, UpdateKind, cargo};
 use pitcrew::config::deps::{Ecosystem, Policy, Registries};
@@ -224,33 +226,71 @@ async fn cargo_chores_update_a_real_lockfile_and_manifest_against_a_local_regist
     );
 
     // The lockfile refresh alone takes the in-range releases, not the yanked one.
-    cli.run(root, &cargo::lock_command(&index));
+    let snapshot = || lock::Snapshot::from([(String::new(), lock::read_cargo(root).unwrap().unwrap())]);
+    let first = snapshot();
+    let first_lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
+    cli.run(root, &cargo::lock_command(&index, Refresh::Full));
     let refreshed = cargo::locked(root).unwrap();
     assert_eq!(refreshed, versions(&[("calcutil", "1.1.0"), ("fmtutil", "0.3.2")]));
+    let kinds = |before: &lock::Snapshot| -> Vec<(String, ChangeKind)> {
+        lock::diff(Ecosystem::Cargo, before, &snapshot())
+            .into_iter()
+            .map(|c| (c.name, c.kind))
+            .collect()
+    };
+    let updated = |name: &str, from: &str, to: &str| {
+        (
+            name.to_owned(),
+            ChangeKind::Updated {
+                from: from.into(),
+                to: to.into(),
+            },
+        )
+    };
     assert_eq!(
-        cargo::lock_changes(&locked_at_first, &refreshed, &[]),
+        kinds(&first),
         [
-            update("calcutil", "1.0.0", "1.1.0", UpdateKind::Lockfile, None),
-            update("fmtutil", "0.3.1", "0.3.2", UpdateKind::Lockfile, None),
+            updated("calcutil", "1.0.0", "1.1.0"),
+            updated("fmtutil", "0.3.1", "0.3.2")
         ]
     );
 
-    // The major's edit, then the refresh that follows it.
+    // The major's edit, then a minimal refresh: only what the edit needs moves.
+    let refreshed_snapshot = snapshot();
+    std::fs::write(root.join("Cargo.lock"), &first_lock).unwrap();
     cargo::apply(root, &calcutil_major).unwrap();
     assert_eq!(
         std::fs::read_to_string(root.join("Cargo.toml")).unwrap(),
         MANIFEST.replace("calcutil = \"1.0\"", "calcutil = \"2.0\"")
     );
-    cli.run(root, &cargo::lock_command(&index));
+    cli.run(root, &cargo::lock_command(&index, Refresh::Minimal));
+    assert_eq!(
+        cargo::locked(root).unwrap(),
+        versions(&[("calcutil", "2.0.0"), ("fmtutil", "0.3.1")])
+    );
+    assert_eq!(
+        kinds(&first),
+        [(
+            "calcutil".to_owned(),
+            ChangeKind::Replaced {
+                from: "1.0.0".into(),
+                to: "2.0.0".into()
+            }
+        )]
+    );
+    // A full one after it takes the in-range fmtutil too.
+    cli.run(root, &cargo::lock_command(&index, Refresh::Full));
     let after_major = cargo::locked(root).unwrap();
     assert_eq!(after_major, versions(&[("calcutil", "2.0.0"), ("fmtutil", "0.3.2")]));
     assert_eq!(
-        cargo::lock_changes(&refreshed, &after_major, &["calcutil".to_owned()]),
-        []
-    );
-    assert_eq!(
-        cargo::lock_changes(&refreshed, &after_major, &[]),
-        [update("calcutil", "1.1.0", "2.0.0", UpdateKind::Lockfile, None)]
+        kinds(&refreshed_snapshot),
+        [(
+            "calcutil".to_owned(),
+            ChangeKind::Replaced {
+                from: "1.1.0".into(),
+                to: "2.0.0".into()
+            }
+        )]
     );
 
     // The project builds and tests offline against what the lockfile now says.

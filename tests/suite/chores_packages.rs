@@ -2,12 +2,13 @@
 //! npm registry and PyPI ([`PackageRegistry`]) and the fake GitHub's tags. Each test scans a
 //! fixture, reads the releases through pitcrew's clients, plans under several policies and applies
 //! the edits, comparing the manifests' whole text; for npm, real `npm` locks the fixture before and
-//! after, and `locked` reads the change.
+//! after (a minimal refresh, then the whole one), and `locked` and `lock::diff` read the change.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use pitcrew::chores::lock::{self, Refresh};
 use pitcrew::chores::{Dependency, RegistryClient, Release, Update, UpdateKind, actions, npm, python};
 use pitcrew::config::deps::{Ecosystem, Policy, Registries};
 use pitcrew::github::{Auth, ClientOptions, GithubClient};
@@ -299,9 +300,30 @@ async fn npm_dependencies_are_planned_edited_and_relocked_by_real_npm() {
 "#;
     assert_eq!(std::fs::read_to_string(root.join("package.json")).unwrap(), edited);
 
+    // A minimal refresh (the majors' pull request's) takes the edits and `tiny` that @acme/util
+    // 2.2.0 brings, and leaves `colorful` where it was locked although 4.1.0 is in range.
+    let lockfile_before = std::fs::read_to_string(root.join("package-lock.json")).unwrap();
+    let read = || lock::Snapshot::from([(String::new(), lock::read_npm(root, "").unwrap().unwrap())]);
+    let before = read();
+    npm_cli.run(root, &npm::lock_command(&npm_url, Refresh::Minimal));
+    let rows: Vec<String> = lock::diff(Ecosystem::Npm, &before, &read())
+        .iter()
+        .map(|c| format!("{} {}", c.name, c.describe()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "@acme/util 2.1.0 -> 2.2.0 (lockfile, in range)",
+            "left-pad 1.1.0 -> 2.0.0 (replaced: a new major)",
+            "pinned-dep 1.0.0 -> 1.0.5 (lockfile, in range)",
+            "tiny 1.0.0 (new)",
+        ]
+    );
+    std::fs::write(root.join("package-lock.json"), lockfile_before).unwrap();
+
     // The real lockfile refresh: the edits, the in-range `colorful` 4.1.0, and `tiny` that
     // @acme/util 2.2.0 brings; `package.json` untouched by it.
-    npm_cli.run(root, &npm::lock_command(&npm_url));
+    npm_cli.run(root, &npm::lock_command(&npm_url, Refresh::Full));
     assert_eq!(
         npm::locked(root).unwrap(),
         locks(&[

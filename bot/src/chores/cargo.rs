@@ -12,7 +12,7 @@ use serde::Deserialize;
 use toml_edit::{DocumentMut, Item, TableLike, Value};
 use url::Url;
 
-use super::{Dependency, RegistryClient, RegistryError, Release, Update, UpdateKind, version};
+use super::{Dependency, RegistryClient, RegistryError, Release, Update, lock};
 use crate::config::deps::Ecosystem;
 use crate::shell;
 
@@ -43,10 +43,8 @@ pub enum CargoError {
         #[source]
         source: std::io::Error,
     },
-    #[error("could not read Cargo.lock: {0}")]
-    ReadLockfile(#[source] std::io::Error),
-    #[error("Cargo.lock is not a valid lockfile: {0}")]
-    Lockfile(#[source] toml::de::Error),
+    #[error(transparent)]
+    Lockfile(#[from] lock::LockError),
     #[error("could not read {manifest}: {source}")]
     Read {
         manifest: String,
@@ -73,6 +71,10 @@ pub enum CargoError {
         name: String,
         section: String,
     },
+    #[error(
+        "{manifest} — outside the workspace (the root Cargo.toml excludes it: Cargo.lock does not lock it and the workspace's tests do not build it)"
+    )]
+    OutsideWorkspace { manifest: String },
     #[error("could not write {manifest}: {source}")]
     Write {
         manifest: String,
@@ -117,32 +119,9 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, CargoError> {
 /// when a crate is locked twice. Workspace members, path and git packages are left out. An empty
 /// map when there is no lockfile.
 pub fn locked(root: &Path) -> Result<BTreeMap<String, Vec<String>>, CargoError> {
-    #[derive(Deserialize)]
-    struct Lockfile {
-        #[serde(default)]
-        package: Vec<LockedPackage>,
-    }
-    #[derive(Deserialize)]
-    struct LockedPackage {
-        name: String,
-        version: String,
-        source: Option<String>,
-    }
-
-    let path = root.join("Cargo.lock");
-    let text = match fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(CargoError::ReadLockfile(e)),
-    };
-    let lockfile: Lockfile = toml::from_str(&text).map_err(CargoError::Lockfile)?;
     let mut locked: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for package in lockfile.package {
-        let from_registry = package
-            .source
-            .as_deref()
-            .is_some_and(|source| source.starts_with("registry+") || source.starts_with("sparse+"));
-        if from_registry {
+    for package in lock::read_cargo(root)?.unwrap_or_default() {
+        if package.source == lock::Source::Registry {
             locked.entry(package.name).or_default().push(package.version);
         }
     }
@@ -301,6 +280,11 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), CargoError> {
             name: name.clone(),
         });
     };
+    if outside_workspace(root, manifest) {
+        return Err(CargoError::OutsideWorkspace {
+            manifest: manifest.to_owned(),
+        });
+    }
     let mut document = read_manifest(root, manifest)?;
     let mut edited = 0;
     for_each_entry(&mut document, &mut |label, key, item| {
@@ -324,77 +308,58 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), CargoError> {
     })
 }
 
-/// The shell command, run at the workspace root, that refreshes `Cargo.lock` inside the declared
-/// requirements against the sparse index `index`. For crates.io's own index (sparse or git) it is
-/// `cargo update`; for any other the index replaces crates.io through `--config` flags, so the
-/// project's own Cargo configuration stays untouched:
-/// `cargo update --config 'source.crates-io.replace-with="pitcrew-registry"' --config
+/// Whether `manifest` (relative to `root`) is a crate the repository's workspace leaves out: the
+/// root `Cargo.toml` has a `[workspace]` whose `exclude` lists the manifest's directory or one
+/// above it (`fuzz/` of most fuzzed crates). Such a crate is locked by no lockfile the chore
+/// refreshes and built by none of its tests, so the chore does not edit it.
+pub fn outside_workspace(root: &Path, manifest: &str) -> bool {
+    let Some((dir, _)) = manifest.rsplit_once('/') else {
+        return false;
+    };
+    let Ok(document) = read_manifest(root, "Cargo.toml") else {
+        return false;
+    };
+    let Some(excluded) = document
+        .get("workspace")
+        .and_then(|workspace| workspace.get("exclude"))
+        .and_then(Item::as_array)
+    else {
+        return false;
+    };
+    excluded.iter().filter_map(Value::as_str).any(|path| {
+        let path = path.trim_start_matches("./").trim_end_matches('/');
+        !path.is_empty() && (dir == path || dir.strip_prefix(path).is_some_and(|rest| rest.starts_with('/')))
+    })
+}
+
+/// `cargo update`, or `cargo update --workspace` for a minimal refresh: the lockfile refresh
+/// against the sources the project's own Cargo configuration names.
+pub fn update_command(refresh: lock::Refresh) -> &'static str {
+    match refresh {
+        lock::Refresh::Full => "cargo update",
+        lock::Refresh::Minimal => "cargo update --workspace",
+    }
+}
+
+/// The shell command, run at the workspace root, that refreshes `Cargo.lock` against the sparse
+/// index `index`, as far as `refresh` says: `cargo update`, or `cargo update --workspace` (only
+/// what the edited manifests need). For crates.io's own index (sparse or git) that is all; for any
+/// other the index replaces crates.io through `--config` flags, so the project's own Cargo
+/// configuration stays untouched: `cargo update --config
+/// 'source.crates-io.replace-with="pitcrew-registry"' --config
 /// 'source.pitcrew-registry.registry="sparse+http://127.0.0.1:8080/"'`.
-pub fn lock_command(index: &Url) -> String {
+pub fn lock_command(index: &Url, refresh: lock::Refresh) -> String {
+    let update = update_command(refresh);
     let root = index_root(index);
     if root == "https://index.crates.io/" || root == "https://github.com/rust-lang/crates.io-index/" {
-        return "cargo update".to_owned();
+        return update.to_owned();
     }
     let registry = Value::from(format!("sparse+{root}")).to_string();
     format!(
-        "cargo update --config {} --config {}",
+        "{update} --config {} --config {}",
         shell::quote("source.crates-io.replace-with=\"pitcrew-registry\""),
         shell::quote(&format!("source.pitcrew-registry.registry={}", registry.trim())),
     )
-}
-
-/// The lockfile-only updates between two reads of [`locked`]: every package whose locked version
-/// changed, except the `manifest_updated` ones (their manifest updates say it already), with kind
-/// [`UpdateKind::Lockfile`] and no manifest. A crate locked several times pairs each old version
-/// with the new one compatible with it (or the only new one with the only old one); versions that
-/// only appear or only disappear are packages added or removed, not updates. Sorted by name.
-pub fn lock_changes(
-    before: &BTreeMap<String, Vec<String>>,
-    after: &BTreeMap<String, Vec<String>>,
-    manifest_updated: &[String],
-) -> Vec<Update> {
-    let mut updates = Vec::new();
-    for (name, old) in before {
-        let Some(new) = after.get(name) else { continue };
-        if manifest_updated.contains(name) {
-            continue;
-        }
-        let mut removed: Vec<&String> = old.iter().filter(|v| !new.contains(v)).collect();
-        let mut added: Vec<&String> = new.iter().filter(|v| !old.contains(v)).collect();
-        let mut pairs = Vec::new();
-        removed.retain(|from| {
-            let Ok(from_version) = Version::parse(from) else {
-                return true;
-            };
-            let compatible = added.iter().position(|to| {
-                Version::parse(to).is_ok_and(|to_version| version::compatible(&from_version, &to_version))
-            });
-            match compatible {
-                Some(index) => {
-                    pairs.push((*from, added.remove(index)));
-                    false
-                }
-                None => true,
-            }
-        });
-        if let ([from], [to]) = (removed.as_slice(), added.as_slice()) {
-            pairs.push((from, to));
-        }
-        pairs.sort_by_key(|(from, _)| Version::parse(from).ok());
-        updates.extend(pairs.into_iter().map(|(from, to)| Update {
-            ecosystem: Ecosystem::Cargo,
-            name: name.clone(),
-            manifest: None,
-            section: None,
-            from: from.clone(),
-            to: to.clone(),
-            kind: UpdateKind::Lockfile,
-            new_requirement: None,
-            notes_url: None,
-            marker: None,
-        }));
-    }
-    updates
 }
 
 /// A registry dependency as an entry of a dependency table declares it.
@@ -565,6 +530,8 @@ fn index_root(index: &Url) -> String {
 #[expect(clippy::unwrap_used, reason = "a failing test should panic")]
 mod tests {
     use super::*;
+    use crate::chores::UpdateKind;
+    use crate::chores::lock::Refresh;
 
     fn write(root: &Path, files: &[(&str, &str)]) {
         for (path, text) in files {
@@ -713,6 +680,37 @@ windows = "0.58"
             fs::read_to_string(dir.path().join("crates/app/Cargo.toml")).unwrap(),
             expected
         );
+    }
+
+    #[test]
+    fn apply_leaves_a_crate_the_workspace_excludes_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let fuzz = "[package]\nname = \"app-fuzz\"\n\n[dependencies]\nanyhow = \"1\"\n";
+        write(
+            dir.path(),
+            &[
+                (
+                    "Cargo.toml",
+                    "[workspace]\nmembers = [\"crates/*\"]\nexclude = [\"./fuzz/\", \"tools/old\"]\n",
+                ),
+                ("fuzz/Cargo.toml", fuzz),
+                ("tools/old/x/Cargo.toml", fuzz),
+                ("tools/older/Cargo.toml", fuzz),
+                ("crates/app/Cargo.toml", MEMBER),
+            ],
+        );
+        let mut excluded = update("dependencies", "anyhow", "2");
+        excluded.manifest = Some("fuzz/Cargo.toml".into());
+        assert_eq!(
+            apply(dir.path(), &excluded).unwrap_err().to_string(),
+            "fuzz/Cargo.toml — outside the workspace (the root Cargo.toml excludes it: Cargo.lock does not lock it and \
+             the workspace's tests do not build it)"
+        );
+        assert_eq!(fs::read_to_string(dir.path().join("fuzz/Cargo.toml")).unwrap(), fuzz);
+        assert!(outside_workspace(dir.path(), "tools/old/x/Cargo.toml"));
+        assert!(!outside_workspace(dir.path(), "tools/older/Cargo.toml"));
+        assert!(!outside_workspace(dir.path(), "Cargo.toml"));
+        apply(dir.path(), &update("dependencies", "anyhow", "2")).unwrap();
     }
 
     #[test]
@@ -893,61 +891,36 @@ source = "git+https://example.test/forked.git#0123456789abcdef0123456789abcdef01
     #[test]
     fn the_lock_command_replaces_crates_io_by_flags_only_for_another_index() {
         let url = |text: &str| Url::parse(text).unwrap();
-        assert_eq!(lock_command(&url("https://index.crates.io/")), "cargo update");
-        assert_eq!(lock_command(&url("sparse+https://index.crates.io")), "cargo update");
         assert_eq!(
-            lock_command(&url("https://github.com/rust-lang/crates.io-index")),
+            lock_command(&url("https://index.crates.io/"), Refresh::Full),
             "cargo update"
         );
         assert_eq!(
-            lock_command(&url("http://127.0.0.1:8080/index")),
+            lock_command(&url("sparse+https://index.crates.io"), Refresh::Full),
+            "cargo update"
+        );
+        assert_eq!(
+            lock_command(&url("https://github.com/rust-lang/crates.io-index"), Refresh::Full),
+            "cargo update"
+        );
+        assert_eq!(
+            lock_command(&url("http://127.0.0.1:8080/index"), Refresh::Full),
             "cargo update --config 'source.crates-io.replace-with=\"pitcrew-registry\"' \
              --config 'source.pitcrew-registry.registry=\"sparse+http://127.0.0.1:8080/index/\"'"
         );
         assert_eq!(
-            lock_command(&url("https://mirror.example.test/it's/")),
+            lock_command(&url("https://mirror.example.test/it's/"), Refresh::Full),
             "cargo update --config 'source.crates-io.replace-with=\"pitcrew-registry\"' \
              --config 'source.pitcrew-registry.registry=\"sparse+https://mirror.example.test/it'\\''s/\"'"
         );
-    }
-
-    #[test]
-    fn lock_changes_pair_old_and_new_versions_and_skip_manifest_updates() {
-        let before = map(&[
-            ("rand", &["0.8.4", "0.9.0"]),
-            ("serde", &["1.0.200"]),
-            ("regex", &["1.10.0"]),
-            ("gone", &["1.0.0"]),
-            ("libc", &["0.2.150"]),
-            ("syn", &["1.0.109", "2.0.50"]),
-        ]);
-        let after = map(&[
-            ("rand", &["0.8.5", "0.9.2"]),
-            ("serde", &["1.0.210"]),
-            ("regex", &["1.11.1"]),
-            ("libc", &["0.2.150"]),
-            ("syn", &["2.0.87"]),
-            ("new", &["1.0.0"]),
-        ]);
-        let changes = lock_changes(&before, &after, &["regex".to_owned()]);
-        let lines: Vec<String> = changes
-            .iter()
-            .map(|u| {
-                assert_eq!(
-                    (u.kind, &u.manifest, &u.new_requirement),
-                    (UpdateKind::Lockfile, &None, &None)
-                );
-                format!("{} {}→{}", u.name, u.from, u.to)
-            })
-            .collect();
+        // The majors' refresh moves only what the edited manifests need.
         assert_eq!(
-            lines,
-            [
-                "rand 0.8.4→0.8.5",
-                "rand 0.9.0→0.9.2",
-                "serde 1.0.200→1.0.210",
-                "syn 2.0.50→2.0.87"
-            ]
+            lock_command(&url("https://index.crates.io/"), Refresh::Minimal),
+            "cargo update --workspace"
+        );
+        assert!(
+            lock_command(&url("http://127.0.0.1:8080/index"), Refresh::Minimal)
+                .starts_with("cargo update --workspace --config 'source.crates-io.replace-with=")
         );
     }
 }

@@ -19,6 +19,7 @@ use crate::config::deps::Ecosystem;
 
 pub mod actions;
 pub mod cargo;
+pub mod lock;
 pub mod npm;
 pub mod plan;
 pub mod python;
@@ -27,12 +28,11 @@ pub mod version;
 
 pub use registry::{RegistryClient, RegistryError};
 
-/// How far an update goes, smallest first.
+/// How far a manifest update goes, smallest first. (A version inside the range the manifest
+/// declares changes only the lockfile: [`lock::ChangeKind::Updated`].)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UpdateKind {
-    /// Inside the range the manifest declares: only the lockfile changes.
-    Lockfile,
     Patch,
     Minor,
     /// A version the declared range's compatibility excludes (for `0.x`, a new minor).
@@ -42,7 +42,6 @@ pub enum UpdateKind {
 impl UpdateKind {
     pub fn as_str(self) -> &'static str {
         match self {
-            UpdateKind::Lockfile => "lockfile",
             UpdateKind::Patch => "patch",
             UpdateKind::Minor => "minor",
             UpdateKind::Major => "major",
@@ -233,6 +232,6 @@ mod tests {
 
     #[test]
     fn kinds_order_by_size() {
-        assert!(UpdateKind::Lockfile < UpdateKind::Patch && UpdateKind::Minor < UpdateKind::Major);
+        assert!(UpdateKind::Patch < UpdateKind::Minor && UpdateKind::Minor < UpdateKind::Major);
     }
 }

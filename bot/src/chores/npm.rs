@@ -42,6 +42,8 @@ pub enum NpmError {
         #[source]
         source: serde_json::Error,
     },
+    #[error(transparent)]
+    Lock(#[from] super::lock::LockError),
     #[error("{manifest}: not a path inside the repository")]
     Outside { manifest: String },
     #[error("{manifest}: {source}")]
@@ -329,54 +331,15 @@ fn github_releases_url(repository: &Value) -> Option<String> {
 }
 
 /// The versions `package-lock.json` (or `npm-shrinkwrap.json`) in `dir` holds: package name →
-/// every version locked (several when the tree has a package twice), from `packages` (lockfile
-/// versions 2 and 3) or `dependencies` (version 1). An empty map when there is no lockfile.
+/// every version locked (several when the tree has a package twice), as [`super::lock::read_npm`]
+/// reads them, semver versions only. An empty map when there is no lockfile.
 pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, NpmError> {
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let Some((path, text)) = ["npm-shrinkwrap.json", "package-lock.json"]
-        .into_iter()
-        .find_map(|name| {
-            let path = dir.join(name);
-            std::fs::read_to_string(&path).ok().map(|text| (path, text))
-        })
-    else {
-        return Ok(versions);
-    };
-    let json: Value = serde_json::from_str(&text).map_err(|source| NpmError::Json {
-        file: path.display().to_string(),
-        source,
-    })?;
-    let mut add = |name: &str, version: &str| {
-        if Version::parse(version).is_ok() {
-            let list = versions.entry(name.to_owned()).or_default();
-            if !list.iter().any(|v| v == version) {
-                list.push(version.to_owned());
-            }
-        }
-    };
-    if let Some(packages) = json.get("packages").and_then(Value::as_object) {
-        for (key, entry) in packages {
-            let Some(at) = key.rfind("node_modules/") else {
-                // The root package and workspace folders.
-                continue;
-            };
-            if entry.get("link").and_then(Value::as_bool) == Some(true) {
-                continue;
-            }
-            if let Some(version) = entry.get("version").and_then(Value::as_str) {
-                add(&key[at + "node_modules/".len()..], version);
-            }
-        }
-    } else if let Some(dependencies) = json.get("dependencies").and_then(Value::as_object) {
-        let mut pending: Vec<&serde_json::Map<String, Value>> = vec![dependencies];
-        while let Some(level) = pending.pop() {
-            for (name, entry) in level {
-                if let Some(version) = entry.get("version").and_then(Value::as_str) {
-                    add(name, version);
-                }
-                if let Some(nested) = entry.get("dependencies").and_then(Value::as_object) {
-                    pending.push(nested);
-                }
+    for package in super::lock::read_npm(dir, &dir.display().to_string())?.unwrap_or_default() {
+        if Version::parse(&package.version).is_ok() {
+            let list = versions.entry(package.name).or_default();
+            if !list.contains(&package.version) {
+                list.push(package.version);
             }
         }
     }
@@ -386,11 +349,12 @@ pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, NpmError> {
     Ok(versions)
 }
 
-/// The command that refreshes `package-lock.json` against `registry`: every locked version moved
-/// to the newest its range (as edited) admits, `package.json` left alone, no install scripts run,
-/// no audit asked for. It is `npm update`: `npm install --package-lock-only` keeps a locked version
-/// its range still admits, so it would refresh nothing.
-pub fn lock_command(registry: &Url) -> String {
+/// The command that refreshes `package-lock.json` against `registry`, `package.json` left alone,
+/// no install scripts run, no audit asked for. A full refresh is `npm update`: every locked
+/// version moved to the newest its range (as edited) admits. A minimal one is `npm install
+/// --package-lock-only`, which keeps every locked version its range still admits and moves only
+/// what the manifest edits need.
+pub fn lock_command(registry: &Url, refresh: super::lock::Refresh) -> String {
     let url = registry.as_str();
     let plain = url.chars().all(|c| {
         c.is_ascii_alphanumeric() || matches!(c, ':' | '/' | '.' | '_' | '~' | '%' | '@' | '+' | '=' | '-' | ',')
@@ -400,7 +364,11 @@ pub fn lock_command(registry: &Url) -> String {
     } else {
         crate::shell::quote(url)
     };
-    format!("npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry {url}")
+    let command = match refresh {
+        super::lock::Refresh::Full => "update",
+        super::lock::Refresh::Minimal => "install",
+    };
+    format!("npm {command} --package-lock-only --ignore-scripts --no-audit --no-fund --registry {url}")
 }
 
 /// Writes `update.new_requirement` as the value of `update.name` in its section of its
@@ -609,6 +577,7 @@ impl Scanner<'_> {
 #[expect(clippy::unwrap_used, reason = "a failing test should panic")]
 mod tests {
     use super::*;
+    use crate::chores::lock::Refresh;
 
     fn dep(requirement: &str) -> Dependency {
         Dependency {
@@ -868,7 +837,7 @@ mod tests {
             locked(dir.path())
                 .unwrap_err()
                 .to_string()
-                .ends_with("package-lock.json: not valid JSON: EOF while parsing an object at line 1 column 1")
+                .ends_with("package-lock.json is not a valid lockfile: EOF while parsing an object at line 1 column 1")
         );
     }
 
@@ -935,12 +904,16 @@ mod tests {
         );
         assert!(package_url(&base, "bad name").is_err());
         assert_eq!(
-            lock_command(&Url::parse("http://127.0.0.1:4873/").unwrap()),
+            lock_command(&Url::parse("http://127.0.0.1:4873/").unwrap(), Refresh::Full),
             "npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry http://127.0.0.1:4873/"
         );
         assert_eq!(
-            lock_command(&Url::parse("https://r.test/npm/?a=1&b=2").unwrap()),
+            lock_command(&Url::parse("https://r.test/npm/?a=1&b=2").unwrap(), Refresh::Full),
             "npm update --package-lock-only --ignore-scripts --no-audit --no-fund --registry 'https://r.test/npm/?a=1&b=2'"
+        );
+        assert_eq!(
+            lock_command(&Url::parse("http://127.0.0.1:4873/").unwrap(), Refresh::Minimal),
+            "npm install --package-lock-only --ignore-scripts --no-audit --no-fund --registry http://127.0.0.1:4873/"
         );
     }
 }

@@ -10,13 +10,13 @@ use futures_util::stream::{self, StreamExt};
 
 use super::HeldBack;
 use super::{Dependency, RegistryClient, Release, Update, UpdateKind};
-use super::{actions, cargo, npm, python};
+use super::{actions, cargo, lock, npm, python};
 use crate::config::deps::{Ecosystem, Policy, Registries};
 use crate::github::GithubClient;
 
 /// Locked versions by package, per lockfile scope (the directory of an npm `package-lock.json`;
 /// `""` for the repository's one lockfile).
-pub type Snapshot = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+type Locks = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
 /// Registry requests in flight at once.
 const CONCURRENT_LOOKUPS: usize = 8;
@@ -134,7 +134,7 @@ pub async fn find(
 
 /// Where a dependency's locked versions are read: the workspace's `Cargo.lock`, the
 /// `package-lock.json` beside each `package.json`, Python's `==` pins; Actions lock nothing.
-fn locked(ecosystem: Ecosystem, root: &Path, dependencies: &[Dependency]) -> Snapshot {
+fn locked(ecosystem: Ecosystem, root: &Path, dependencies: &[Dependency]) -> Locks {
     let mut out = BTreeMap::new();
     match ecosystem {
         Ecosystem::Cargo => {
@@ -153,7 +153,7 @@ fn locked(ecosystem: Ecosystem, root: &Path, dependencies: &[Dependency]) -> Sna
     out
 }
 
-fn locked_for(ecosystem: Ecosystem, locked: &Snapshot, dep: &Dependency) -> Option<String> {
+fn locked_for(ecosystem: Ecosystem, locked: &Locks, dep: &Dependency) -> Option<String> {
     let scope = match ecosystem {
         Ecosystem::Npm => parent(&dep.manifest),
         _ => String::new(),
@@ -236,8 +236,14 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), ManifestError> {
 }
 
 /// The commands, each with the directory (relative to the root) it runs in, that refresh
-/// `ecosystem`'s lockfiles inside the declared ranges; none for an ecosystem without lockfiles.
-pub fn lock_commands(ecosystem: Ecosystem, root: &Path, registries: &Registries) -> Vec<(String, String)> {
+/// `ecosystem`'s lockfiles inside the declared ranges, as far as `refresh` says; none for an
+/// ecosystem without lockfiles.
+pub fn lock_commands(
+    ecosystem: Ecosystem,
+    root: &Path,
+    registries: &Registries,
+    refresh: lock::Refresh,
+) -> Vec<(String, String)> {
     match ecosystem {
         Ecosystem::Cargo if root.join("Cargo.lock").is_file() => {
             // A project that replaces crates.io itself (its own mirror) keeps it: Cargo refuses
@@ -246,9 +252,9 @@ pub fn lock_commands(ecosystem: Ecosystem, root: &Path, registries: &Registries)
                 .iter()
                 .any(|file| std::fs::read_to_string(root.join(file)).is_ok_and(|text| text.contains("replace-with")));
             let command = if own_mirror {
-                "cargo update".to_owned()
+                cargo::update_command(refresh).to_owned()
             } else {
-                cargo::lock_command(&registries.cargo_index)
+                cargo::lock_command(&registries.cargo_index, refresh)
             };
             vec![(String::new(), command)]
         }
@@ -259,7 +265,7 @@ pub fn lock_commands(ecosystem: Ecosystem, root: &Path, registries: &Registries)
             manifest_dirs(&dependencies)
                 .into_iter()
                 .filter(|dir| root.join(dir).join("package-lock.json").is_file())
-                .map(|dir| (dir, npm::lock_command(&registries.npm)))
+                .map(|dir| (dir, npm::lock_command(&registries.npm, refresh)))
                 .collect()
         }
         Ecosystem::Python => python::locks(root)
@@ -270,31 +276,26 @@ pub fn lock_commands(ecosystem: Ecosystem, root: &Path, registries: &Registries)
     }
 }
 
-/// Every locked version of `ecosystem` under `root`, for comparing before and after a refresh.
-pub fn snapshot(ecosystem: Ecosystem, root: &Path) -> Snapshot {
-    let dependencies = match ecosystem {
-        Ecosystem::Npm => npm::scan(root).unwrap_or_default(),
-        _ => Vec::new(),
-    };
-    locked(ecosystem, root, &dependencies)
-}
-
-/// The lockfile-only updates between two snapshots, leaving out `manifest_updated` packages.
-pub fn lock_changes(
-    ecosystem: Ecosystem,
-    before: &Snapshot,
-    after: &Snapshot,
-    manifest_updated: &[String],
-) -> Vec<Update> {
-    let mut out: Vec<Update> = Vec::new();
-    for (scope, old) in before {
-        let Some(new) = after.get(scope) else { continue };
-        for mut update in cargo::lock_changes(old, new, manifest_updated) {
-            update.ecosystem = ecosystem;
-            if !out.iter().any(|u| u.name == update.name && u.to == update.to) {
-                out.push(update);
+/// Every package `ecosystem`'s lockfiles under `root` lock, for comparing before and after a
+/// refresh ([`lock::diff`]): the workspace's `Cargo.lock`, the `package-lock.json` beside each
+/// `package.json`; nothing for ecosystems without lockfiles. A lockfile that cannot be read counts
+/// as absent.
+pub fn snapshot(ecosystem: Ecosystem, root: &Path) -> lock::Snapshot {
+    let mut out = lock::Snapshot::new();
+    match ecosystem {
+        Ecosystem::Cargo => {
+            if let Ok(Some(packages)) = lock::read_cargo(root) {
+                out.insert(String::new(), packages);
             }
         }
+        Ecosystem::Npm => {
+            for dir in manifest_dirs(&npm::scan(root).unwrap_or_default()) {
+                if let Ok(Some(packages)) = lock::read_npm(&root.join(&dir), &dir) {
+                    out.insert(dir, packages);
+                }
+            }
+        }
+        Ecosystem::Python | Ecosystem::Actions => {}
     }
     out
 }

@@ -2,16 +2,20 @@
 //! enabled ecosystem's manifests are scanned and its registry asked for newer versions; the
 //! policy (`[chores.deps]`) picks the updates, grouped into pull requests (one per ecosystem by
 //! default, majors apart). For each pull request a fresh working copy gets the manifest edits on
-//! the host, the lockfile refresh in the sandbox (with network for that step only, as the operator
-//! allows), and the tests; if the tests fail, they are run on the untouched base too (once per run,
+//! the host (not those of a crate the workspace excludes), the lockfile refresh in the sandbox
+//! (with network for that step only, as the operator allows; the whole lockfile for the compatible
+//! updates, only what the edits need for the majors, so that the two pull requests merge in either
+//! order), and the tests; if the tests fail, they are run on the untouched base too (once per run,
 //! only then: the baseline), and the agent gets what the update broke — not what failed before it
 //! too — and the updates, and adapts the code or reverts the update it cannot make work; when the
-//! update broke nothing, the agent is not run. The result is committed as the bot,
-//! force-pushed to `pitcrew/deps-<ecosystem>` and opened as a pull request, or the existing one
-//! is updated; pull requests of earlier runs whose updates are no longer needed are closed. A run
-//! that finds nothing to do posts nothing (unless someone asked).
+//! update broke nothing, the agent is not run. The lockfiles' changes are compared before and after
+//! ([`crate::chores::lock`]), one row each. Only the files the edits, the refresh and the agent
+//! changed are committed, as the bot, force-pushed to `pitcrew/deps-<ecosystem>` and opened as a
+//! pull request, or the existing one is updated; pull requests of earlier runs whose updates are
+//! no longer needed are closed. A run that finds nothing to do posts nothing (unless someone
+//! asked).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +23,7 @@ use std::time::Duration;
 use crate::agent::StopReason;
 use crate::beneath::{Beneath, Open};
 use crate::chores::HeldBack;
+use crate::chores::lock::{self, Change};
 use crate::chores::plan::{self, Found};
 use crate::chores::python;
 use crate::chores::{RegistryClient, Update, UpdateKind};
@@ -32,6 +37,7 @@ use crate::report::chore::{self as text, ChorePull, TestOutcome};
 use crate::session::{AgentRun, AgentSession, NetworkStep, SessionError, Toolset};
 use crate::triggers::JobSource;
 use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
+use crate::workspace::scope::TreeState;
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
 use super::record::{ChoreDetail, ChorePullRequest, Detail, EcosystemPlan, JobRecord, Summary};
@@ -570,10 +576,10 @@ async fn run_group(chore: &ChoreRun<'_>, group: &Group, open_pull: bool) -> Resu
     let root = lease.path().to_owned();
     let result = run_group_in(chore, &root, group).await;
     let result = match result {
-        Ok(Some((pull, _))) if !open_pull && declined(env, &group.branch, &text::table(&pull.updates)).await => {
+        Ok(Some(Prepared { pull, .. })) if !open_pull && declined(env, &group.branch, &text::table(&pull)).await => {
             Ok(Grouped::Declined)
         }
-        Ok(Some((pull, spent))) => {
+        Ok(Some(Prepared { pull, spent, scope })) => {
             let message = text::commit_message(&pull);
             let identity = CommitIdentity {
                 name: env.config().github.bot_name.clone(),
@@ -583,7 +589,9 @@ async fn run_group(chore: &ChoreRun<'_>, group: &Group, open_pull: bool) -> Resu
             let path = root.clone();
             let committed = tokio::task::spawn_blocking(move || -> Result<Option<String>, WorkspaceError> {
                 let repo = LocalRepo::open(&path)?;
-                Ok(repo.commit_all(&message, limit, &[], Some(&identity))?.commit)
+                Ok(repo
+                    .commit_scoped(&scope, &message, limit, &[], Some(&identity))?
+                    .commit)
             })
             .await
             .map_err(|e| HandlerError::Other(format!("the commit task failed: {e}")))??;
@@ -602,11 +610,15 @@ async fn run_group(chore: &ChoreRun<'_>, group: &Group, open_pull: bool) -> Resu
     result
 }
 
-async fn run_group_in(
-    chore: &ChoreRun<'_>,
-    root: &Path,
-    group: &Group,
-) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
+/// A group's pull request, ready to commit: its texts, what the agent spent, and the files to
+/// commit (the manifests and lockfiles the chore changed, and what the agent changed).
+struct Prepared {
+    pull: ChorePull,
+    spent: Spent,
+    scope: BTreeSet<String>,
+}
+
+async fn run_group_in(chore: &ChoreRun<'_>, root: &Path, group: &Group) -> Result<Option<Prepared>, HandlerError> {
     let env = chore.env;
     let registries = &env.config().chores.registries;
     // What the Python lockfiles and their manifests held before the edits: a lockfile whose
@@ -626,18 +638,37 @@ async fn run_group_in(
         Vec::new()
     };
     let mut updates = Vec::new();
+    // Why updates were not made, each with the packages it kept from being updated.
+    let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for update in &group.updates {
         match plan::apply(root, update) {
             Ok(()) => updates.push(update.clone()),
-            Err(problem) => env.note(format!("{} {} was not updated: {problem}", update.name, update.to)),
+            Err(problem) => {
+                env.note(format!("{} {} was not updated: {problem}", update.name, update.to));
+                skipped
+                    .entry(problem.to_string())
+                    .or_default()
+                    .push(format!("`{}` {}", update.name, update.to));
+            }
         }
     }
+    let mut not_updated: Vec<String> = skipped
+        .into_iter()
+        .map(|(problem, packages)| format!("{problem}: {}", packages.join(", ")))
+        .collect();
+    // The majors' refresh moves only what their manifest edits need: the compatible pull request
+    // holds the rest of the refresh, and the two merge in either order.
+    let refresh = if group.major {
+        lock::Refresh::Minimal
+    } else {
+        lock::Refresh::Full
+    };
     let mut commands: Vec<(String, String)> = group
         .ecosystems
         .iter()
-        .flat_map(|e| plan::lock_commands(*e, root, registries))
+        .flat_map(|e| plan::lock_commands(*e, root, registries, refresh))
         .collect();
-    let mut before: Vec<_> = group
+    let before: Vec<_> = group
         .ecosystems
         .iter()
         .map(|e| (*e, plan::snapshot(*e, root)))
@@ -649,7 +680,6 @@ async fn run_group_in(
         env.config(),
         &format!("{}-{}", env.job_id(), group.branch.replace('/', "-")),
     );
-    let mut not_updated = Vec::new();
     let session = loop {
         let run = AgentRun {
             sandbox_id: format!("{}-{}", env.sandbox_id(), short(&group.branch)),
@@ -674,12 +704,6 @@ async fn run_group_in(
             return Err(lock_refresh_failed(error, &group.branch));
         };
         restore(root, saved)?;
-        // Python's "before" is the manifests' pins, which the restore just changed back.
-        for (ecosystem, snapshot) in &mut before {
-            if *ecosystem == Ecosystem::Python {
-                *snapshot = plan::snapshot(Ecosystem::Python, root);
-            }
-        }
         let manifest = lock.manifest();
         let dropped: Vec<String> = updates
             .iter()
@@ -738,6 +762,29 @@ fn short(branch: &str) -> String {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()
+}
+
+/// The changes of the lockfiles since `before` (the group's ecosystems' snapshots) that no
+/// manifest update of `updates` accounts for.
+fn lock_rows(root: &Path, before: &[(Ecosystem, lock::Snapshot)], updates: &[Update]) -> Vec<Change> {
+    before
+        .iter()
+        .flat_map(|(ecosystem, snapshot)| lock::diff(*ecosystem, snapshot, &plan::snapshot(*ecosystem, root)))
+        .filter(|change| {
+            !updates
+                .iter()
+                .any(|u| u.ecosystem == change.ecosystem && u.name == change.name)
+        })
+        .collect()
+}
+
+/// What of the working tree differs from the base now (see [`crate::workspace::scope`]).
+async fn tree_state(root: &Path) -> Result<TreeState, HandlerError> {
+    let root = root.to_owned();
+    tokio::task::spawn_blocking(move || LocalRepo::open(&root)?.tree_state())
+        .await
+        .map_err(|e| HandlerError::Other(format!("reading the working tree failed: {e}")))?
+        .map_err(HandlerError::from)
 }
 
 /// The session start's failure as the chore says it.
@@ -800,19 +847,16 @@ async fn in_session(
     root: &Path,
     group: &Group,
     mut updates: Vec<Update>,
-    before: Vec<(Ecosystem, plan::Snapshot)>,
+    before: Vec<(Ecosystem, lock::Snapshot)>,
     not_updated: Vec<String>,
     setup_network: bool,
-) -> Result<Option<(ChorePull, Spent)>, HandlerError> {
+) -> Result<Option<Prepared>, HandlerError> {
     let env = chore.env;
-    let manifest_updated: Vec<String> = updates.iter().map(|u| u.name.clone()).collect();
-    for (ecosystem, snapshot) in &before {
-        let after = plan::snapshot(*ecosystem, root);
-        updates.extend(plan::lock_changes(*ecosystem, snapshot, &after, &manifest_updated));
-    }
-    if updates.is_empty() {
+    if updates.is_empty() && lock_rows(root, &before, &updates).is_empty() {
         return Ok(None);
     }
+    // The manifests and lockfiles the edits and the refresh changed; the tests' leavings are not.
+    let mut scope = tree_state(root).await?.paths();
 
     let mut spent = Spent::default();
     let mut agent_summary = None;
@@ -824,23 +868,29 @@ async fn in_session(
         None => TestOutcome::NotRun,
         Some(after) if !after.fails() => TestOutcome::Passed { after_fix: false },
         Some(after) => {
-            let before = chore.baselines[usize::from(setup_network)]
+            let base_run = chore.baselines[usize::from(setup_network)]
                 .get_or_init(|| baseline(chore, setup_network))
                 .await
                 .as_ref();
-            let comparison = Comparison::new(before, &after);
+            let comparison = Comparison::new(base_run, &after);
             if comparison.update_broke_something() {
                 let prompt = env.services.prompts.render(
                     Template::Chore,
                     &[
-                        ("updates", &text::updates_for_prompt(&updates)),
+                        (
+                            "updates",
+                            &text::updates_for_prompt(&updates, &lock_rows(root, &before, &updates)),
+                        ),
                         ("failure", &comparison.for_agent()),
                         ("instructions", &session.instructions()),
                     ],
                 )?;
+                let before_agent = tree_state(root).await?;
                 let outcome = session
                     .run_agent(prompt, Toolset::Full, Arc::new(crate::agent::events::NoEvents))
                     .await?;
+                // What the agent changed (its own test runs' leavings aside) is committed too.
+                scope.extend(tree_state(root).await?.since(&before_agent));
                 spent = Spent::from_outcome(&outcome);
                 if matches!(outcome.stop, StopReason::Finished) && !outcome.summary.trim().is_empty() {
                     agent_summary = Some(outcome.summary.clone());
@@ -849,7 +899,7 @@ async fn in_session(
                     None => TestOutcome::NotRun,
                     Some(after) if !after.fails() => TestOutcome::Passed { after_fix: true },
                     Some(after) => TestOutcome::Failing {
-                        comparison: Box::new(Comparison::new(before, &after)),
+                        comparison: Box::new(Comparison::new(base_run, &after)),
                         after_fix: true,
                     },
                 }
@@ -885,25 +935,44 @@ async fn in_session(
             kept
         });
     }
-    if updates.is_empty() {
+    // The lockfiles as they are now, after the agent and the tests: what the commit holds. A
+    // lockfile only the tests touched is not committed, so its changes are no rows.
+    let mut lock = lock_rows(root, &before, &updates);
+    lock.retain(|change| {
+        let dir = if change.scope.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", change.scope)
+        };
+        let files: &[&str] = match change.ecosystem {
+            Ecosystem::Npm => &["package-lock.json", "npm-shrinkwrap.json"],
+            _ => &["Cargo.lock"],
+        };
+        files.iter().any(|file| scope.contains(&format!("{dir}{file}")))
+    });
+    // A majors' pull request whose majors were all reverted has nothing of its own left; a
+    // compatible one still has its refresh.
+    if updates.is_empty() && (group.major || lock.is_empty()) {
         env.note(format!("every update of `{}` was reverted", group.branch));
         return Ok(None);
     }
-    Ok(Some((
-        ChorePull {
+    Ok(Some(Prepared {
+        pull: ChorePull {
             branch: group.branch.clone(),
             ecosystems: group.ecosystems.clone(),
             major: group.major,
             updates,
+            lock,
+            not_updated,
             tests,
             agent_summary,
             reverted,
             unchecked: group.unchecked.clone(),
             held_back: group.held_back.clone(),
-            not_updated,
         },
         spent,
-    )))
+        scope,
+    }))
 }
 
 /// The tests on the untouched base commit, in a copy and a sandbox of their own, set up as the

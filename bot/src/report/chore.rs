@@ -1,8 +1,10 @@
-//! The texts of a dependency chore: the pull request's title and body (a table of the updates —
-//! package, from → to, kind, release notes — the tests' result, compared with the tests before the
-//! update when they fail, and, when the update broke them, what the agent did), the commit
-//! message, and the answer to whoever asked for the chore.
+//! The texts of a dependency chore: the pull request's title and body (a table with one row per
+//! change — the manifest updates, then every other change of the lockfiles with its kind: in
+//! range, git commit, replaced, new, removed — the manifests left alone, the tests' result,
+//! compared with the tests before the update when they fail, and, when the update broke them, what
+//! the agent did), the commit message, and the answer to whoever asked for the chore.
 
+use crate::chores::lock::{self, Change, ChangeKind};
 use crate::chores::{HeldBack, Toolchain, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 
@@ -31,7 +33,10 @@ pub struct ChorePull {
     /// The ecosystems in it (one, unless the repository groups them all).
     pub ecosystems: Vec<Ecosystem>,
     pub major: bool,
+    /// The manifest edits.
     pub updates: Vec<Update>,
+    /// Every change of the lockfiles that no manifest edit above accounts for.
+    pub lock: Vec<Change>,
     pub tests: TestOutcome,
     /// What the agent said it did, when the tests failed on the update.
     pub agent_summary: Option<String>,
@@ -43,7 +48,8 @@ pub struct ChorePull {
     /// Newer releases not proposed because they need a newer Rust or Python than the project
     /// declares.
     pub held_back: Vec<HeldBack>,
-    /// Manifests left as they were, one sentence each (a lockfile that could not be refreshed).
+    /// Manifests left as they were, one sentence each (a lockfile that could not be refreshed, a
+    /// crate outside the workspace: `fuzz/Cargo.toml — outside the workspace …`).
     pub not_updated: Vec<String>,
 }
 
@@ -54,34 +60,45 @@ fn ecosystem_words(ecosystems: &[Ecosystem]) -> String {
     }
 }
 
-/// `chore(deps): update cargo dependencies` / `…: update cargo dependencies (major)`.
+/// `chore(deps): update cargo dependencies` / `…: update cargo dependencies (major)`; with one
+/// row, `update calcutil to 1.1.0` (a git dependency's short commit for its version).
 pub fn title(pull: &ChorePull) -> String {
     let what = ecosystem_words(&pull.ecosystems);
-    let count = pull.updates.len();
-    match (pull.major, count) {
-        (true, 1) => format!(
-            "chore(deps): update {} to {} (major)",
-            pull.updates[0].name, pull.updates[0].to
-        ),
-        (true, _) => format!("chore(deps): major {what} updates"),
-        (false, 1) => format!("chore(deps): update {} to {}", pull.updates[0].name, pull.updates[0].to),
-        (false, _) => format!("chore(deps): update {what} dependencies"),
+    let single = match (pull.updates.as_slice(), pull.lock.as_slice()) {
+        ([update], []) => Some((update.name.clone(), update.to.clone())),
+        ([], [change]) => match &change.kind {
+            ChangeKind::Updated { to, .. } | ChangeKind::Replaced { to, .. } => Some((change.name.clone(), to.clone())),
+            ChangeKind::GitMoved { to, .. } => Some((change.name.clone(), lock::short_sha(to).to_owned())),
+            ChangeKind::Alongside { .. } | ChangeKind::Added { .. } | ChangeKind::Removed { .. } => None,
+        },
+        _ => None,
+    };
+    match (pull.major, single) {
+        (true, Some((name, to))) => format!("chore(deps): update {name} to {to} (major)"),
+        (true, None) => format!("chore(deps): major {what} updates"),
+        (false, Some((name, to))) => format!("chore(deps): update {name} to {to}"),
+        (false, None) => format!("chore(deps): update {what} dependencies"),
     }
+}
+
+/// How many rows the pull request's table has.
+fn rows(pull: &ChorePull) -> usize {
+    pull.updates.len() + pull.lock.len()
 }
 
 fn kind_words(kind: UpdateKind) -> &'static str {
     match kind {
-        UpdateKind::Lockfile => "lockfile",
         UpdateKind::Patch => "patch",
         UpdateKind::Minor => "minor",
         UpdateKind::Major => "**major**",
     }
 }
 
-/// The table of updates.
-pub fn table(updates: &[Update]) -> String {
+/// The table of the pull request's changes: its manifest updates, then its lockfiles' other
+/// changes.
+pub fn table(pull: &ChorePull) -> String {
     let mut out = String::from("| Package | Change | Kind | Where | Release notes |\n|---|---|---|---|---|\n");
-    for u in updates {
+    for u in &pull.updates {
         let place = match (&u.manifest, &u.section) {
             (Some(manifest), Some(section)) => {
                 format!("{} `{}`", markdown::code_cell(manifest), markdown::cell(section))
@@ -103,14 +120,72 @@ pub fn table(updates: &[Update]) -> String {
             kind_words(u.kind),
         ));
     }
+    for change in &pull.lock {
+        out.push_str(&lock_row(change));
+    }
     out.trim_end().to_owned()
+}
+
+/// One lockfile change's row: what moved, its kind, which lockfile, and for a git dependency on
+/// GitHub the comparison of its two commits.
+fn lock_row(change: &Change) -> String {
+    let code = markdown::code_cell;
+    let (what, kind) = match &change.kind {
+        ChangeKind::Updated { from, to } => (format!("{} → {}", code(from), code(to)), "lockfile"),
+        ChangeKind::GitMoved { from, to, .. } => (
+            format!("{} → {}", code(lock::short_sha(from)), code(lock::short_sha(to))),
+            "git commit",
+        ),
+        ChangeKind::Replaced { from, to } => (format!("{} → {}", code(from), code(to)), "replaced (new major)"),
+        ChangeKind::Alongside { version, beside } => {
+            let beside: Vec<String> = beside.iter().map(|v| code(v)).collect();
+            (
+                format!("{} beside {}", code(version), beside.join(", ")),
+                "added beside",
+            )
+        }
+        ChangeKind::Added { version } => (code(version), "new"),
+        ChangeKind::Removed { version } => (code(version), "removed"),
+    };
+    let place = if change.scope.is_empty() {
+        "lockfile".to_owned()
+    } else {
+        format!("{} lockfile", code(&change.scope))
+    };
+    let notes = match &change.kind {
+        ChangeKind::GitMoved { repository, from, to } => github_compare(repository, from, to)
+            .map(|url| format!("[compare]({url})"))
+            .unwrap_or_else(|| "—".to_owned()),
+        _ => "—".to_owned(),
+    };
+    format!("| {} | {what} | {kind} | {place} | {notes} |\n", code(&change.name))
+}
+
+/// `https://github.com/o/r/compare/a...b` for a repository on GitHub whose owner, name and commits
+/// are plain (no character a link could be bent with); else `None`.
+fn github_compare(repository: &str, from: &str, to: &str) -> Option<String> {
+    let path = repository
+        .strip_prefix("https://github.com/")
+        .or_else(|| repository.strip_prefix("ssh://git@github.com/"))?;
+    let path = path.trim_end_matches('/').trim_end_matches(".git");
+    let (owner, repo) = path.split_once('/')?;
+    let plain = |part: &str| {
+        !part.is_empty()
+            && part != ".."
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    let sha = |s: &str| !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_hexdigit());
+    (plain(owner) && plain(repo) && sha(from) && sha(to))
+        .then(|| format!("https://github.com/{owner}/{repo}/compare/{from}...{to}"))
 }
 
 /// The pull request's body.
 pub fn body(pull: &ChorePull, job_id: &str) -> String {
     let mut doc = Doc::new();
     doc.fixed(markdown::marker(job_id));
-    let n = pull.updates.len();
+    let n = rows(pull);
     doc.fixed(format!(
         "pitcrew updated {n} {} {}{}.",
         ecosystem_words(&pull.ecosystems),
@@ -121,7 +196,7 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
             " within compatible versions"
         }
     ));
-    doc.cuttable(table(&pull.updates));
+    doc.cuttable(table(pull));
     let tests = match &pull.tests {
         TestOutcome::Passed { after_fix: false } => "**Tests:** pass on the updated dependencies.".to_owned(),
         TestOutcome::Passed { after_fix: true } => {
@@ -221,11 +296,23 @@ pub fn commit_message(pull: &ChorePull) -> String {
     for u in &pull.updates {
         message.push_str(&format!("- {} {} -> {} ({})\n", u.name, u.from, u.to, u.kind.as_str()));
     }
+    for change in &pull.lock {
+        message.push_str(&format!("- {} {}\n", change.name, change.describe()));
+    }
     message
 }
 
-/// The update list for the agent when the tests fail.
-pub fn updates_for_prompt(updates: &[Update]) -> String {
+/// The update list for the agent when the tests fail: the manifest updates, then the lockfiles'
+/// other changes.
+pub fn updates_for_prompt(updates: &[Update], lock: &[Change]) -> String {
+    let lock_lines = lock.iter().map(|c| {
+        let file = if c.scope.is_empty() {
+            "the lockfile".to_owned()
+        } else {
+            format!("the lockfile of {}", c.scope)
+        };
+        format!("- {} {}: {} (in {file})", c.ecosystem.as_str(), c.name, c.describe())
+    });
     updates
         .iter()
         .map(|u| {
@@ -244,6 +331,7 @@ pub fn updates_for_prompt(updates: &[Update]) -> String {
                 u.kind.as_str()
             )
         })
+        .chain(lock_lines)
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -314,22 +402,45 @@ mod tests {
         }
     }
 
+    fn change(name: &str, kind: ChangeKind) -> Change {
+        Change {
+            ecosystem: Ecosystem::Cargo,
+            scope: String::new(),
+            name: name.into(),
+            kind,
+        }
+    }
+
+    fn in_range(name: &str, from: &str, to: &str) -> Change {
+        change(
+            name,
+            ChangeKind::Updated {
+                from: from.into(),
+                to: to.into(),
+            },
+        )
+    }
+
     #[test]
     fn the_body_tabulates_the_updates_and_says_how_the_tests_went() {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
             major: false,
-            updates: vec![
-                update("calcutil", "1.0.0", "1.1.0", UpdateKind::Lockfile, None),
-                update("fmtutil", "0.3.1", "0.3.4", UpdateKind::Minor, Some("Cargo.toml")),
-            ],
+            updates: vec![update(
+                "fmtutil",
+                "0.3.1",
+                "0.3.4",
+                UpdateKind::Minor,
+                Some("Cargo.toml"),
+            )],
+            lock: vec![in_range("calcutil", "1.0.0", "1.1.0")],
+            not_updated: Vec::new(),
             tests: TestOutcome::Passed { after_fix: true },
             agent_summary: Some("`fmt` changed its signature; adapted `src/lib.rs`.".into()),
             reverted: Vec::new(),
             unchecked: Vec::new(),
             held_back: Vec::new(),
-            not_updated: Vec::new(),
         };
         assert_eq!(title(&pull), "chore(deps): update cargo dependencies");
         insta::assert_snapshot!(body(&pull, "9"), @r"
@@ -339,8 +450,8 @@ mod tests {
 
         | Package | Change | Kind | Where | Release notes |
         |---|---|---|---|---|
-        | `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile | — |
         | `fmtutil` | `0.3.1` → `0.3.4` | minor | `Cargo.toml` `dependencies` | [notes](https://github.com/o/r/releases) |
+        | `calcutil` | `1.0.0` → `1.1.0` | lockfile | lockfile | — |
 
         **Tests:** failed on the update and pass after pitcrew adapted the code (below).
 
@@ -352,7 +463,7 @@ mod tests {
         ");
         assert_eq!(
             commit_message(&pull),
-            "chore(deps): update cargo dependencies\n\n- calcutil 1.0.0 -> 1.1.0 (lockfile)\n- fmtutil 0.3.1 -> 0.3.4 (minor)\n"
+            "chore(deps): update cargo dependencies\n\n- fmtutil 0.3.1 -> 0.3.4 (minor)\n- calcutil 1.0.0 -> 1.1.0 (lockfile, in range)\n"
         );
         let major = ChorePull {
             major: true,
@@ -363,9 +474,116 @@ mod tests {
                 UpdateKind::Major,
                 Some("Cargo.toml"),
             )],
-            ..pull
+            lock: Vec::new(),
+            ..pull.clone()
         };
         assert_eq!(title(&major), "chore(deps): update calcutil to 2.0.0 (major)");
+        let lockfile_only = ChorePull {
+            updates: Vec::new(),
+            ..pull
+        };
+        assert_eq!(title(&lockfile_only), "chore(deps): update calcutil to 1.1.0");
+    }
+
+    #[test]
+    fn every_lockfile_change_is_a_row_of_its_kind_and_excluded_manifests_are_said() {
+        let pubgrub = "https://github.com/astral-sh/pubgrub";
+        let pull = ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            major: false,
+            updates: Vec::new(),
+            lock: vec![
+                in_range("anstream", "0.6.15", "0.6.18"),
+                change(
+                    "pubgrub",
+                    ChangeKind::GitMoved {
+                        repository: pubgrub.into(),
+                        from: "73d6ecf5a4e4eb1c754b8c3255c4d31bdc266fdb".into(),
+                        to: "06ec5a5f59ffaeb6cf5079c6cb184467da06c9db".into(),
+                    },
+                ),
+                change(
+                    "forked",
+                    ChangeKind::GitMoved {
+                        repository: "https://example.test/o/forked](javascript:x)".into(),
+                        from: "0123456789".into(),
+                        to: "abcdef0123".into(),
+                    },
+                ),
+                change(
+                    "rustix",
+                    ChangeKind::Alongside {
+                        version: "1.0.1".into(),
+                        beside: vec!["0.38.44".into()],
+                    },
+                ),
+                change(
+                    "windows-sys",
+                    ChangeKind::Replaced {
+                        from: "0.52.0".into(),
+                        to: "0.59.0".into(),
+                    },
+                ),
+                change(
+                    "wasi",
+                    ChangeKind::Added {
+                        version: "0.13.3+wasi-0.2.2".into(),
+                    },
+                ),
+                change(
+                    "instant",
+                    ChangeKind::Removed {
+                        version: "0.1.13".into(),
+                    },
+                ),
+            ],
+            not_updated: vec!["fuzz/Cargo.toml — outside the workspace (`libfuzzer-sys` 0.4.7 → 0.4.8)".into()],
+            tests: TestOutcome::Passed { after_fix: false },
+            agent_summary: None,
+            reverted: Vec::new(),
+            unchecked: Vec::new(),
+            held_back: Vec::new(),
+        };
+        assert_eq!(title(&pull), "chore(deps): update cargo dependencies");
+        insta::assert_snapshot!(body(&pull, "9"), @r"
+        <!-- pitcrew:job=9 -->
+
+        pitcrew updated 7 cargo dependencies within compatible versions.
+
+        | Package | Change | Kind | Where | Release notes |
+        |---|---|---|---|---|
+        | `anstream` | `0.6.15` → `0.6.18` | lockfile | lockfile | — |
+        | `pubgrub` | `73d6ecf` → `06ec5a5` | git commit | lockfile | [compare](https://github.com/astral-sh/pubgrub/compare/73d6ecf5a4e4eb1c754b8c3255c4d31bdc266fdb...06ec5a5f59ffaeb6cf5079c6cb184467da06c9db) |
+        | `forked` | `0123456` → `abcdef0` | git commit | lockfile | — |
+        | `rustix` | `1.0.1` beside `0.38.44` | added beside | lockfile | — |
+        | `windows-sys` | `0.52.0` → `0.59.0` | replaced (new major) | lockfile | — |
+        | `wasi` | `0.13.3+wasi-0.2.2` | new | lockfile | — |
+        | `instant` | `0.1.13` | removed | lockfile | — |
+
+        **Tests:** pass on the updated dependencies.
+
+        **Not updated:**
+
+        - fuzz/Cargo.toml — outside the workspace (`libfuzzer-sys` 0.4.7 → 0.4.8)
+
+        Later runs update this pull request in place (branch `pitcrew/deps-cargo`), and close it once nothing is left to update.
+        ");
+        let git_only = ChorePull {
+            lock: pull.lock[1..2].to_vec(),
+            ..pull.clone()
+        };
+        assert_eq!(title(&git_only), "chore(deps): update pubgrub to 06ec5a5");
+        assert!(
+            commit_message(&git_only)
+                .ends_with("- pubgrub git 73d6ecf -> 06ec5a5 (https://github.com/astral-sh/pubgrub)\n"),
+            "{}",
+            commit_message(&git_only)
+        );
+        assert_eq!(
+            updates_for_prompt(&[], &pull.lock[4..5]),
+            "- cargo windows-sys: 0.52.0 -> 0.59.0 (replaced: a new major) (in the lockfile)"
+        );
     }
 
     #[test]
@@ -387,7 +605,8 @@ mod tests {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
             major: false,
-            updates: vec![update("chrono", "0.4.30", "0.4.38", UpdateKind::Lockfile, None)],
+            updates: Vec::new(),
+            lock: vec![in_range("chrono", "0.4.30", "0.4.38")],
             tests: TestOutcome::Failing {
                 comparison: Box::new(Comparison::new(Some(&before), &after)),
                 after_fix: true,
@@ -423,7 +642,9 @@ mod tests {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
             major: false,
-            updates: vec![update("calcutil", "1.0.0", "1.1.0", UpdateKind::Lockfile, None)],
+            updates: Vec::new(),
+            lock: vec![in_range("calcutil", "1.0.0", "1.1.0")],
+            not_updated: Vec::new(),
             tests: TestOutcome::Passed { after_fix: false },
             agent_summary: None,
             reverted: Vec::new(),
@@ -433,7 +654,6 @@ mod tests {
                 "crates.io answered 503 for `serde`".into(),
             ],
             held_back: Vec::new(),
-            not_updated: Vec::new(),
         };
         let body = body(&pull, "9");
         assert!(
@@ -468,12 +688,13 @@ mod tests {
                 UpdateKind::Patch,
                 Some("Cargo.toml"),
             )],
+            lock: Vec::new(),
+            not_updated: Vec::new(),
             tests: TestOutcome::Passed { after_fix: false },
             agent_summary: None,
             reverted: Vec::new(),
             unchecked: Vec::new(),
             held_back: vec![held("1.0.300", Some("1.0.250")), held("2.0.0", None)],
-            not_updated: Vec::new(),
         };
         let body = body(&pull, "9");
         assert!(

@@ -8,6 +8,7 @@ pub mod diff;
 pub mod mirror;
 pub mod pool;
 pub mod push;
+pub mod scope;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -195,7 +196,39 @@ impl LocalRepo {
         trailers: &[(&str, &str)],
         identity: Option<&CommitIdentity>,
     ) -> Result<CommitResult, WorkspaceError> {
+        self.commit_within(None, message, max_new_file_bytes, trailers, identity)
+    }
+
+    /// [`LocalRepo::commit_all`] of only the `scope` paths (relative, `/` separators): the index
+    /// is first reset to HEAD, so nothing else is committed, whatever was staged or `.gitignore`
+    /// says. See [`scope`].
+    pub fn commit_scoped(
+        &self,
+        scope: &std::collections::BTreeSet<String>,
+        message: &str,
+        max_new_file_bytes: u64,
+        trailers: &[(&str, &str)],
+        identity: Option<&CommitIdentity>,
+    ) -> Result<CommitResult, WorkspaceError> {
+        self.commit_within(Some(scope), message, max_new_file_bytes, trailers, identity)
+    }
+
+    fn commit_within(
+        &self,
+        scope: Option<&std::collections::BTreeSet<String>>,
+        message: &str,
+        max_new_file_bytes: u64,
+        trailers: &[(&str, &str)],
+        identity: Option<&CommitIdentity>,
+    ) -> Result<CommitResult, WorkspaceError> {
         let mut index = self.repo.index()?;
+        if scope.is_some() {
+            // Written at once: libgit2 reloads an index whose file changed on disk (the status
+            // lookups below would bring back what was staged).
+            index.read_tree(&self.repo.find_commit(self.head()?)?.tree()?)?;
+            index.write()?;
+        }
+        let outside = |path: &Path| scope.is_some_and(|scope| !path.to_str().is_some_and(|p| scope.contains(p)));
         // Submodules already in the index are tracked gitlinks: staged as git stages them.
         let gitlinks: std::collections::HashSet<Vec<u8>> = index
             .iter()
@@ -208,6 +241,9 @@ impl LocalRepo {
         let root = self.root.clone();
         let base = self.repo.find_commit(self.head()?)?.tree()?;
         let mut callback = |path: &Path, _spec: &[u8]| -> i32 {
+            if outside(path) {
+                return 1; // skip
+            }
             let full = root.join(path);
             let shown = path.display().to_string();
             let bare_path = shown.trim_end_matches('/');
@@ -240,8 +276,9 @@ impl LocalRepo {
         };
         index.add_all(["*"].iter(), IndexAddOption::DEFAULT, Some(&mut callback))?;
         // A tracked file left out above keeps its committed version rather than being updated here.
-        let mut keep_withheld =
-            |path: &Path, _spec: &[u8]| -> i32 { i32::from(withheld.iter().any(|w| Path::new(w) == path)) };
+        let mut keep_withheld = |path: &Path, _spec: &[u8]| -> i32 {
+            i32::from(outside(path) || withheld.iter().any(|w| Path::new(w) == path))
+        };
         index.update_all(["*"].iter(), Some(&mut keep_withheld))?;
         index.write()?;
         let tree_id = index.write_tree()?;
