@@ -1073,3 +1073,218 @@ fn a_compile_error_after_the_update_is_reported_as_one() {
         world.bot
     });
 }
+
+/// The repository of `tinydep` and `otherdep`, both pinned at 1.0.0 with 1.1.0 out (and 2.0.0 of
+/// tinydep), and `extra` in its `[chores.deps]`; the bot serves against the package registry.
+async fn two_pins(extra: &str) -> (World, PackageRegistry) {
+    let registry = PackageRegistry::start();
+    for version in ["1.0.0", "1.1.0", "2.0.0"] {
+        registry.pypi_release("tinydep", version, false).unwrap();
+    }
+    for version in ["1.0.0", "1.1.0"] {
+        registry.pypi_release("otherdep", version, false).unwrap();
+    }
+    let config = format!("[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n{extra}");
+    let (github, git) = tracked_repo(&[
+        ("requirements.txt", "tinydep==1.0.0\notherdep==1.0.0\n"),
+        (".github/pitcrew.toml", &config),
+    ]);
+    let model = ScriptedModel::start(Script::new());
+    let world = World {
+        bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
+        registry: None,
+    };
+    (world, registry)
+}
+
+impl World {
+    /// `login` (with `association`) comments `body` on `number`; returns the comment's id once
+    /// every job it started has ended.
+    async fn command(&self, number: u64, delivery: &str, who: (&str, &str), body: &str) -> u64 {
+        let id = self.bot.comment((REPO, number), delivery, who, body).await;
+        self.bot.settled().await;
+        id
+    }
+
+    /// The bot's open issues that are not pull requests (marked seen).
+    fn bot_issues(&self) -> Vec<Issue> {
+        let bot = self.bot.github.bot_login();
+        let numbers: Vec<u64> = self.bot.github.state(|s| {
+            s.issues
+                .iter()
+                .filter(|((repo, _), issue)| repo == REPO && issue.pull.is_none() && issue.user == bot)
+                .map(|((_, number), _)| *number)
+                .collect()
+        });
+        numbers
+            .into_iter()
+            .filter_map(|n| self.bot.github.state(|s| s.issue_seen(REPO, n).cloned()))
+            .collect()
+    }
+
+    /// The one dependency dashboard's body.
+    fn dashboard(&self) -> (u64, String) {
+        let issues = self.bot_issues();
+        assert_eq!(issues.len(), 1, "{issues:#?}");
+        assert_eq!(issues[0].title, "Dependency dashboard");
+        (issues[0].number, issues[0].body.clone().unwrap_or_default())
+    }
+
+    /// The open pull request from `branch`.
+    fn open_from(&self, branch: &str) -> Issue {
+        let pulls = self.pull_requests();
+        pulls
+            .iter()
+            .find(|p| p.state == "open" && p.pull.as_ref().is_some_and(|p| p.head.ref_name == branch))
+            .unwrap_or_else(|| panic!("no open pull request from {branch}: {pulls:#?}"))
+            .clone()
+    }
+}
+
+#[test]
+fn ignore_on_a_chore_pull_request_is_recorded_on_the_dashboard_and_the_next_run_leaves_the_package() {
+    super::harness::run_test(|| async move {
+        let (world, _registry) = two_pins("").await;
+        world.bot.github.set_permission(REPO, "mallory", Permission::Read);
+        let first = world.ask("ignore-1").await;
+        world.settled().await;
+        let pull = world.open_from("pitcrew/deps-python");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "tinydep==1.1.0\notherdep==1.1.0\n"
+        );
+
+        // Someone who may not trigger the bot cannot make it ignore anything.
+        world
+            .command(pull.number, "ignore-2", ("mallory", "CONTRIBUTOR"), "@agent ignore tinydep")
+            .await;
+        let refusal = world.bot.bot_comments_on(REPO, pull.number).pop().unwrap();
+        assert!(refusal.contains("only people with write access"), "{refusal}");
+        assert!(world.bot_issues().is_empty());
+
+        // Alice can: the dashboard issue records it.
+        let ignore = world
+            .command(pull.number, "ignore-3", ("alice", "OWNER"), "@agent ignore tinydep")
+            .await;
+        let (dashboard, body) = world.dashboard();
+        let answer = world.bot.bot_comments_on(REPO, pull.number).pop().unwrap();
+        assert!(
+            answer.contains(&format!(
+                "I will not propose `tinydep` again in this repository (recorded in #{dashboard}"
+            )),
+            "{answer}"
+        );
+        assert!(body.starts_with("<!-- pitcrew:dependency-dashboard -->"), "{body}");
+        assert!(body.contains("- [ ] `tinydep` <!-- pitcrew:ignored:tinydep -->"), "{body}");
+
+        // The next run updates the pull request without it.
+        let second = world.ask("ignore-4").await;
+        world.settled().await;
+        let again = world.open_from("pitcrew/deps-python");
+        assert_eq!(again.number, pull.number);
+        assert_eq!(again.title, "chore(deps): update otherdep to 1.1.0");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "tinydep==1.0.0\notherdep==1.1.0\n"
+        );
+
+        // `unignore` takes it off the record.
+        let unignore = world
+            .command(ISSUE, "ignore-5", ("alice", "OWNER"), "@agent unignore tinydep")
+            .await;
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("`tinydep` is proposed again from the next dependency run on"), "{answer}");
+        let (_, body) = world.dashboard();
+        assert!(!body.contains("pitcrew:ignored:tinydep"), "{body}");
+        for ask in [first, second, ignore, unignore] {
+            assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        }
+        world.bot.github.assert_no_violations();
+        world.bot
+    });
+}
+
+#[test]
+fn rebase_recreates_a_chore_pull_request_on_the_default_branch_now() {
+    super::harness::run_test(|| async move {
+        let (world, _registry) = two_pins("").await;
+        let first = world.ask("rebase-1").await;
+        world.settled().await;
+        let pull = world.open_from("pitcrew/deps-python");
+        let before = world.bot.git.rev_parse(REPO, "refs/heads/pitcrew/deps-python").unwrap();
+
+        // The default branch moves on; the pull request is made again on it.
+        world
+            .bot
+            .git
+            .commit(REPO, "main", &[("NOTES.md", "moved on\n")], "Notes")
+            .unwrap();
+        let rebase = world
+            .command(pull.number, "rebase-2", ("alice", "OWNER"), "@agent rebase")
+            .await;
+        let after = world.bot.git.rev_parse(REPO, "refs/heads/pitcrew/deps-python").unwrap();
+        assert_ne!(before, after);
+        assert_eq!(world.branch_file("pitcrew/deps-python", "NOTES.md"), "moved on\n");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "tinydep==1.1.0\notherdep==1.1.0\n"
+        );
+        let answer = world.bot.bot_comments_on(REPO, pull.number).pop().unwrap();
+        assert!(answer.contains(&format!("#{} ", pull.number)) && answer.contains("(updated)"), "{answer}");
+        assert_eq!(world.open_from("pitcrew/deps-python").number, pull.number);
+
+        // Not on an issue, nor on a pull request that is not a chore's.
+        let on_issue = world
+            .command(ISSUE, "rebase-3", ("alice", "OWNER"), "@agent rebase")
+            .await;
+        let refused = world.bot_comments().pop().unwrap();
+        assert_eq!(refused, "`rebase` works on pull requests only.");
+        for ask in [first, rebase, on_issue] {
+            assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        }
+        world.bot.github.assert_no_violations();
+        world.bot
+    });
+}
+
+#[test]
+fn the_dependency_dashboard_lists_open_and_waiting_chore_pull_requests_and_a_ticked_box_asks_for_one() {
+    super::harness::run_test(|| async move {
+        let (world, _registry) = two_pins("major = true\nmax_open_prs = 1\ndashboard = true\n").await;
+        let first = world.ask("dashboard-1").await;
+        world.settled().await;
+        let compatible = world.open_from("pitcrew/deps-python");
+        let (number, body) = world.dashboard();
+        assert!(
+            body.contains(&format!(
+                "## Open pull requests\n\n- #{} {} (`pitcrew/deps-python`)\n",
+                compatible.number, compatible.title
+            )),
+            "{body}"
+        );
+        let pending = "- [ ] `pitcrew/deps-python-major` waits: 1 chore pull request may be open at once \
+                       (`max_open_prs`) <!-- pitcrew:pending:pitcrew/deps-python-major -->";
+        assert!(body.contains(pending), "{body}");
+        assert!(body.contains("## Failed\n\nNone.\n"), "{body}");
+
+        // A maintainer ticks the waiting one: the next run opens it, the limit notwithstanding.
+        world.bot.github.update_issue(REPO, number, |issue| {
+            issue.body = issue.body.as_ref().map(|b| b.replace("- [ ] `pitcrew/deps-python-major`", "- [x] `pitcrew/deps-python-major`"));
+        });
+        let second = world.ask("dashboard-2").await;
+        world.settled().await;
+        let major = world.open_from("pitcrew/deps-python-major");
+        assert_eq!(major.title, "chore(deps): update tinydep to 2.0.0 (major)");
+        let (again, body) = world.dashboard();
+        assert_eq!(again, number, "the dashboard is edited in place");
+        assert!(body.contains("## Pending\n\nNone.\n"), "{body}");
+        assert!(body.contains(&format!("- #{} ", major.number)), "{body}");
+        assert!(body.contains(&format!("- #{} ", compatible.number)), "{body}");
+        for ask in [first, second] {
+            assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        }
+        let _ = world.bot_comments();
+        world.bot.github.assert_no_violations();
+        world.bot
+    });
+}

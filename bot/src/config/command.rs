@@ -14,11 +14,17 @@ pub enum CommandKind {
     Help,
     Stop,
     Chore,
+    /// `ignore <package>` on a dependency pull request: never propose that package again here.
+    Ignore,
+    /// `unignore <package>`: propose it again.
+    Unignore,
+    /// `rebase` on a dependency pull request: recreate it on the default branch's head now.
+    Rebase,
 }
 
 impl CommandKind {
     /// Every command, in the order messages list them (and "did you mean" prefers among equals).
-    pub const ALL: [CommandKind; 7] = [
+    pub const ALL: [CommandKind; 10] = [
         CommandKind::Fix,
         CommandKind::Review,
         CommandKind::Explain,
@@ -26,6 +32,9 @@ impl CommandKind {
         CommandKind::Help,
         CommandKind::Stop,
         CommandKind::Chore,
+        CommandKind::Ignore,
+        CommandKind::Unignore,
+        CommandKind::Rebase,
     ];
 
     /// The command word: as users type it after the trigger, as `[triggers] commands` lists it, and
@@ -39,6 +48,9 @@ impl CommandKind {
             CommandKind::Help => "help",
             CommandKind::Stop => "stop",
             CommandKind::Chore => "chore",
+            CommandKind::Ignore => "ignore",
+            CommandKind::Unignore => "unignore",
+            CommandKind::Rebase => "rebase",
         }
     }
 

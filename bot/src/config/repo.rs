@@ -56,6 +56,7 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "reviewers",
             "assignees",
             "max_open_prs",
+            "dashboard",
         ],
     ),
 ];
@@ -101,6 +102,8 @@ pub struct DepsChore {
     /// The most chore pull requests open at once: beyond it, new ones wait for a later run (the
     /// open ones are still updated). `None`: no limit.
     pub max_open_prs: Option<u32>,
+    /// Keep a "Dependency dashboard" issue current on every run.
+    pub dashboard: bool,
 }
 
 /// Someone asked to review a chore's pull request.
@@ -638,6 +641,7 @@ impl Walk {
                 logins(key, v, "leave it out to assign nobody").map(|x| c.deps.assignees = x)
             }
             ("chores.deps", "max_open_prs") => whole(key, v).map(|x| c.deps.max_open_prs = Some(x)),
+            ("chores.deps", "dashboard") => boolean(key, v).map(|x| c.deps.dashboard = x),
             ("chores.deps", "group") => string(key, v).and_then(|group| match group {
                 "ecosystem" => {
                     c.deps.group = DepsGrouping::Ecosystem;

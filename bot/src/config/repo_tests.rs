@@ -131,7 +131,7 @@ fn every_listed_key_is_accepted() {
                 "max_cost_usd" => "1.5",
                 "max_wall_time" => "\"5m\"",
                 "setup_network" | "assign" | "on_failure" | "auto_fix" | "rerun_flaky" | "comment" | "major"
-                | "update_pinned" => "false",
+                | "update_pinned" | "dashboard" => "false",
                 "schedule" => "\"0 6 * * 1\"",
                 "timezone" => "\"Europe/Berlin\"",
                 "ecosystems" => "[\"cargo\"]",
@@ -225,8 +225,8 @@ fn bad_trigger_word() {
 #[test]
 fn unknown_command_names_each_get_a_hint() {
     insta::assert_snapshot!(problems("[triggers]\ncommands = [\"fix\", \"reveiw\", \"deploy\"]\n"), @r#"
-    .github/pitcrew.toml:2:20: unknown command `reveiw` in `triggers.commands`; did you mean `review`?; the commands are: fix, review, explain, triage, help, stop, chore
-    .github/pitcrew.toml:2:30: unknown command `deploy` in `triggers.commands`; the commands are: fix, review, explain, triage, help, stop, chore
+    .github/pitcrew.toml:2:20: unknown command `reveiw` in `triggers.commands`; did you mean `review`?; the commands are: fix, review, explain, triage, help, stop, chore, ignore, unignore, rebase
+    .github/pitcrew.toml:2:30: unknown command `deploy` in `triggers.commands`; the commands are: fix, review, explain, triage, help, stop, chore, ignore, unignore, rebase
     "#);
 }
 
@@ -279,7 +279,7 @@ name = \"x\"
 ";
     insta::assert_snapshot!(problems(text), @r#"
     .github/pitcrew.toml:2:18: invalid `triggers.min_permission` = "root": expected one of `write`, `maintain`, `admin`
-    .github/pitcrew.toml:3:20: unknown command `stpo` in `triggers.commands`; did you mean `stop`?; the commands are: fix, review, explain, triage, help, stop, chore
+    .github/pitcrew.toml:3:20: unknown command `stpo` in `triggers.commands`; did you mean `stop`?; the commands are: fix, review, explain, triage, help, stop, chore, ignore, unignore, rebase
     .github/pitcrew.toml:6:1: unknown key `max_step` in [agent]; did you mean `max_steps`?; valid keys in [agent]: max_steps, max_cost_usd, max_wall_time, test_command
     .github/pitcrew.toml:7:17: invalid `agent.max_wall_time` = "1.5h": fractions are not supported (no fractions: write "1h30m" or "90m", not "1.5h")
     .github/pitcrew.toml:9:2: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, agent, sandbox, triggers, triage, chores.deps
@@ -505,7 +505,7 @@ fn the_dependency_chore_section() {
     .github/pitcrew.toml:3:12: invalid `chores.deps.timezone` = "Mars/Base": unknown time zone `Mars/Base`; use an IANA name such as `UTC`, `Europe/Berlin` or `America/New_York`
     .github/pitcrew.toml:4:15: unknown ecosystem `crago` in `chores.deps.ecosystems`; did you mean `cargo`?; the ecosystems are: cargo, npm, python, actions
     .github/pitcrew.toml:5:9: invalid `chores.deps.group` = "each": expected `ecosystem` or `all`
-    .github/pitcrew.toml:6:1: unknown key `majr` in [chores.deps]; did you mean `major`?; valid keys in [chores.deps]: schedule, timezone, ecosystems, major, ignore, group, update_pinned, labels, reviewers, assignees, max_open_prs
+    .github/pitcrew.toml:6:1: unknown key `majr` in [chores.deps]; did you mean `major`?; valid keys in [chores.deps]: schedule, timezone, ecosystems, major, ignore, group, update_pinned, labels, reviewers, assignees, max_open_prs, dashboard
     .github/pitcrew.toml:7:9: unknown chore `[chores.dpes]`; did you mean `[chores.deps]`?; the chores are: deps
     "#);
 }

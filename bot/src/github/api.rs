@@ -18,7 +18,7 @@ use super::time::format_rfc3339;
 use super::types::{
     ActionsJob, Annotation, AssigneesBody, BodyOnly, CheckRun, CheckRunOutput, CheckRunPage, CheckRunSummary,
     CheckRunUpdate, CheckRunUpdateBody, CommitPull, ContentEntry, CreatedPull, InstallationRepositoryPage, Issue,
-    IssueComment, JobLogText, JobPage, LabelsBody, NewCheckRun, NewCheckRunBody, NewPull, NewReview, Permission,
+    IssueComment, JobLogText, JobPage, LabelsBody, NewIssue, NewCheckRun, NewCheckRunBody, NewPull, NewReview, Permission,
     PermissionResponse, PullFile, PullRequest, PullSimple, PullUpdate, Reaction, ReactionBody, Repository, Review,
     ReviewComment, ReviewersBody, RunFilter, TagName, WorkflowRunPage, WorkflowRunSummary,
 };
@@ -167,6 +167,28 @@ impl GithubClient {
             message: err.to_string(),
         })?;
         decode_file(entry, &what).map(Some)
+    }
+
+    /// The open issues (not pull requests) `creator` opened, newest first: one page of 100.
+    pub async fn open_issues_by(&self, repo: &RepoName, creator: &str) -> Result<Vec<Issue>, GithubError> {
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["issues"]))
+            .query("state", "open")
+            .query("creator", creator)
+            .query("per_page", "100");
+        let issues: Vec<Issue> = self.json(endpoint, None).await?;
+        Ok(issues.into_iter().filter(|issue| !issue.is_pull_request()).collect())
+    }
+
+    pub async fn create_issue(&self, repo: &RepoName, title: &str, body: &str) -> Result<Issue, GithubError> {
+        let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["issues"]));
+        self.json_with(endpoint, &NewIssue { title, body }).await
+    }
+
+    /// Replaces the body of issue `number`.
+    pub async fn update_issue_body(&self, repo: &RepoName, number: IssueNumber, body: &str) -> Result<Issue, GithubError> {
+        let number = number.to_string();
+        let endpoint = Endpoint::new(Method::PATCH, repo_path(repo, &["issues", &number]));
+        self.json_with(endpoint, &BodyOnly { body }).await
     }
 
     pub async fn create_issue_comment(

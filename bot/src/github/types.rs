@@ -682,6 +682,12 @@ pub(crate) struct ContentEntry {
 }
 
 #[derive(Debug, Serialize)]
+pub(super) struct NewIssue<'a> {
+    pub(super) title: &'a str,
+    pub(super) body: &'a str,
+}
+
+#[derive(Debug, Serialize)]
 pub(super) struct BodyOnly<'a> {
     pub(super) body: &'a str,
 }

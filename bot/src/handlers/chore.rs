@@ -34,12 +34,15 @@ use crate::jobs::Finish;
 use crate::prompts::Template;
 use crate::report::baseline::{Comparison, Observed};
 use crate::report::chore::{self as text, ChorePull, TestOutcome};
+use crate::report::dashboard as text_dashboard;
+use crate::triggers::PackageName;
 use crate::session::{AgentRun, AgentSession, NetworkStep, SessionError, Toolset};
 use crate::triggers::JobSource;
 use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
 use crate::workspace::scope::TreeState;
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
 
+use super::dashboard::{self, Dashboard};
 use super::record::{ChoreDetail, ChorePullRequest, Detail, EcosystemPlan, JobRecord, Summary};
 use super::session::{Spent, agent_run, run_dir, run_tests_with_output};
 use super::{HandlerError, JobEnv};
@@ -47,7 +50,7 @@ use super::{HandlerError, JobEnv};
 /// The longest a lockfile refresh may take.
 const LOCK_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// The prefix of every branch a dependency chore pushes.
-const BRANCH_PREFIX: &str = "pitcrew/deps";
+pub(super) const BRANCH_PREFIX: &str = "pitcrew/deps";
 
 /// One pull request to make: its branch and the manifest updates that go into it.
 #[derive(Debug, Clone)]
@@ -64,6 +67,32 @@ struct Group {
 
 /// The chore, from its request to its pull requests.
 pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
+    run_chore(env, None).await
+}
+
+/// `rebase` on a dependency pull request: its group made again on the default branch's head now
+/// and force-pushed (or the pull request closed when nothing is left for it); the other groups
+/// and the dashboard are left for the next run.
+pub async fn rebase(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
+    let number = env
+        .request
+        .subject
+        .pull_request()
+        .ok_or_else(|| HandlerError::Other("`rebase` works on dependency pull requests only".into()))?;
+    let pull = env.github.get_pull(&env.repo, number).await?;
+    if !dashboard::is_chore_pull(&pull) || pull.state != "open" {
+        let words = format!(
+            "`rebase` works on open dependency pull requests only (from a `{BRANCH_PREFIX}…` branch of this \
+             repository)."
+        );
+        env.reply(&words).await?;
+        return Err(HandlerError::Reported(words));
+    }
+    run_chore(env, Some(pull.head.branch)).await
+}
+
+/// The chore run; `only`: the one branch a `rebase` asked for.
+async fn run_chore(env: &JobEnv, only: Option<String>) -> Result<(Finish, Spent), HandlerError> {
     let asked = !matches!(env.request.source, JobSource::Schedule { .. }) && env.request.subject.number().is_some();
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
@@ -77,7 +106,11 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     };
     let mirror = env.services.mirrors.prepare(&remote, &token, &[]).await?;
 
-    let (base, found) = find_updates(env, &mirror, &registry, deps).await?;
+    // What the dashboard records: the packages ignored by command, the waiting branches asked for.
+    let dashboard = dashboard::find(env).await?;
+    let ledger = dashboard.as_ref().map(Dashboard::ledger).unwrap_or_default();
+    let ignored = ledger.still_ignored();
+    let (base, found) = find_updates(env, &mirror, &registry, deps, &ignored).await?;
     let mut problems: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
     // Lookups that failed (a registry unreachable, a certificate refused) leave the run
     // incomplete: it may not end in a plain success.
@@ -94,14 +127,55 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         token: &token,
         base: &base,
         baselines: Default::default(),
+        asked_for: ledger.asked_for(),
     };
-    let delivered = match deliver(&chore, &groups(&found, deps.group), &open, &mut problems).await? {
+    let mut groups = groups(&found, deps.group);
+    // A rebase touches its own pull request only.
+    let mut closable = open.clone();
+    if let Some(branch) = &only {
+        groups.retain(|g| g.branch == *branch);
+        closable.retain(|p| p.head.branch == *branch);
+    }
+    let delivered = match deliver(&chore, &groups, &open, &mut problems).await? {
         Delivery::Done(delivered) => delivered,
         Delivery::Stopped(spent) => {
             return Ok((Finish::Cancelled("stopped before the chore finished".into()), spent));
         }
     };
-    let closed = close_superseded(env, &open, &found, &delivered.wanted, deps.group).await?;
+    let closed = close_superseded(env, &closable, &found, &delivered.wanted, deps.group).await?;
+    // Boxes ticked under "Ignored" were read: the record is rewritten without them.
+    let unignored = ledger.ignored.iter().any(|e| e.ticked);
+    if only.is_none() && (deps.dashboard || unignored) {
+        let state = text_dashboard::RunState {
+            open: open
+                .iter()
+                .filter(|p| !closed.contains(&p.number.0))
+                .map(|p| {
+                    let title = delivered
+                        .pulls
+                        .iter()
+                        .find(|(_, n, _)| *n == p.number.0)
+                        .map_or(p.title.clone(), |(t, _, _)| t.clone());
+                    (p.number.0, title, p.head.branch.clone())
+                })
+                .chain(delivered.opened.iter().cloned())
+                .collect(),
+            waiting: delivered.waiting.clone(),
+            max_open_prs: deps.max_open_prs,
+            failed: problems.clone(),
+            ignored,
+        };
+        let trigger = env.trigger(&repo_config);
+        let body = if deps.dashboard {
+            text_dashboard::render(&state, &trigger)
+        } else {
+            text_dashboard::with_ignored(dashboard.as_ref().map(|d| d.body.as_str()), &state.ignored, &trigger)
+        };
+        if let Err(error) = dashboard::write(env, dashboard.as_ref(), &body).await {
+            tracing::warn!(%error, "the dependency dashboard could not be written");
+            env.note(format!("the dependency dashboard could not be written: {error}"));
+        }
+    }
     report_run(env, asked, base, delivered, closed, problems, unchecked).await
 }
 
@@ -113,8 +187,11 @@ async fn find_updates(
     mirror: &Mirror,
     registry: &RegistryClient,
     deps: &DepsChore,
+    ignored: &[PackageName],
 ) -> Result<(String, BTreeMap<Ecosystem, Found>), HandlerError> {
-    let policy = deps.policy();
+    let mut policy = deps.policy();
+    // The packages ignored by command (`@agent ignore`) are ignored like `[chores.deps] ignore`.
+    policy.ignore.extend(ignored.iter().map(ToString::to_string));
     let ecosystems: Vec<Ecosystem> = match &deps.ecosystems {
         Some(set) => set.iter().copied().collect(),
         None => Ecosystem::ALL.to_vec(),
@@ -174,6 +251,8 @@ async fn open_chore_pulls(env: &JobEnv) -> Result<Vec<PullRequest>, HandlerError
 struct Delivered {
     /// Opened or updated: title, number, and whether it was an update.
     pulls: Vec<(String, u64, bool)>,
+    /// Opened by this run: number, title, branch.
+    opened: Vec<(u64, String, String)>,
     /// Branches whose updates are still wanted (delivered, or failed this time): not superseded.
     wanted: Vec<String>,
     /// Groups whose work failed.
@@ -202,6 +281,7 @@ async fn deliver(
     let env = chore.env;
     let mut delivered = Delivered {
         pulls: Vec::new(),
+        opened: Vec::new(),
         wanted: Vec::new(),
         failed: 0,
         waiting: Vec::new(),
@@ -215,9 +295,11 @@ async fn deliver(
             return Ok(Delivery::Stopped(delivered.spent));
         }
         let existing = open.iter().find(|p| p.head.branch == group.branch);
+        // A waiting branch someone ticked on the dashboard goes out whatever the limit.
         if existing.is_none()
             && let Some(max) = chore.deps.max_open_prs
             && open_now >= max as usize
+            && !chore.asked_for.contains(&group.branch)
         {
             // Not worked on at all: a later run makes it once one is merged or closed.
             delivered.waiting.push(group.branch.clone());
@@ -250,6 +332,9 @@ async fn deliver(
         let proposed = propose(env, group, &pull, existing).await?;
         if !proposed.2 {
             open_now += 1;
+            delivered
+                .opened
+                .push((proposed.1, proposed.0.clone(), group.branch.clone()));
             decorate(env, chore.deps, IssueNumber(proposed.1)).await;
         }
         delivered.pulls.push(proposed);
@@ -561,6 +646,8 @@ struct ChoreRun<'a> {
     /// The tests on the untouched base ([`baseline`]), run the first time a group's tests fail:
     /// one for groups whose sandbox's setup had network, one for the others.
     baselines: [tokio::sync::OnceCell<Option<Observed>>; 2],
+    /// Waiting branches ticked on the dependency dashboard: made whatever `max_open_prs`.
+    asked_for: Vec<String>,
 }
 
 /// One pull request's work in a fresh copy of the base: edits, lockfile refresh, tests, the agent

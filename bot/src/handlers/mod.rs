@@ -7,6 +7,7 @@
 //! progress comment and the check run), and the job ends failed with the same words.
 
 pub mod chore;
+pub mod dashboard;
 pub mod explain;
 pub mod fix;
 pub mod live;
@@ -271,6 +272,8 @@ impl Services {
             (JobKind::Explain, _) => explain::run(&env).await,
             (JobKind::Triage, _) => triage::run(&env).await,
             (JobKind::Chore(_), _) => chore::run(&env).await,
+            (JobKind::Ignore { .. }, _) => dashboard::ignore(&env).await,
+            (JobKind::Rebase, _) => chore::rebase(&env).await,
         };
         match result {
             Ok((finish, spent)) => (finish, spent),

@@ -29,6 +29,61 @@ pub enum Command {
     Help,
     Stop,
     Chore(Chore),
+    /// `ignore <package>`: never propose the package again in this repository.
+    Ignore {
+        package: PackageName,
+    },
+    /// `unignore <package>`: propose it again.
+    Unignore {
+        package: PackageName,
+    },
+    /// `rebase`: recreate a dependency pull request on the default branch's head.
+    Rebase,
+}
+
+/// A package name as a command gives it: one word of letters, digits and `-_.@/+` (npm's scoped
+/// `@scope/name` included), at most 214 characters (npm's limit, the longest of the ecosystems).
+/// Exact: a pattern (`serde*`) is for `[chores.deps] ignore`, where a review sees it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PackageName(String);
+
+impl PackageName {
+    pub const MAX_CHARS: usize = 214;
+
+    pub fn parse(text: &str) -> Option<PackageName> {
+        let ok = !text.is_empty()
+            && text.len() <= Self::MAX_CHARS
+            && text.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '@')
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@' | '/' | '+'));
+        ok.then(|| PackageName(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for PackageName {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        PackageName::parse(&text).ok_or_else(|| format!("not a package name: {text:?}"))
+    }
+}
+
+impl From<PackageName> for String {
+    fn from(name: PackageName) -> Self {
+        name.0
+    }
+}
+
+impl fmt::Display for PackageName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 impl Command {
@@ -41,6 +96,9 @@ impl Command {
             Command::Help => CommandKind::Help,
             Command::Stop => CommandKind::Stop,
             Command::Chore(_) => CommandKind::Chore,
+            Command::Ignore { .. } => CommandKind::Ignore,
+            Command::Unignore { .. } => CommandKind::Unignore,
+            Command::Rebase => CommandKind::Rebase,
         }
     }
 
@@ -71,6 +129,10 @@ pub enum ParseError {
     MissingChore,
     #[error("unknown chore `{got}`; the chores are: `deps`")]
     UnknownChore { got: String },
+    #[error("`{command}` needs the package's name: `{command} <package>`")]
+    MissingPackage { command: &'static str },
+    #[error("`{got}` is not a package name (`{command}` takes one name, exactly as the manifest spells it)")]
+    BadPackage { command: &'static str, got: String },
 }
 
 /// The text after the command word: `line` is the rest of its line, `all` also the lines after.
@@ -95,6 +157,9 @@ fn parse_args(kind: CommandKind, args: &Args<'_>) -> Result<Command, ParseError>
         CommandKind::Help => no_arguments(args, Command::Help),
         CommandKind::Stop => no_arguments(args, Command::Stop),
         CommandKind::Chore => chore(args),
+        CommandKind::Ignore => package(CommandKind::Ignore, args).map(|package| Command::Ignore { package }),
+        CommandKind::Unignore => package(CommandKind::Unignore, args).map(|package| Command::Unignore { package }),
+        CommandKind::Rebase => no_arguments(args, Command::Rebase),
     }
 }
 
@@ -181,6 +246,23 @@ fn chore(args: &Args<'_>) -> Result<Command, ParseError> {
             }),
         },
         _ => Err(ParseError::UnknownChore { got: name.to_owned() }),
+    }
+}
+
+/// The one package name on the command's line (a trailing full stop aside).
+fn package(kind: CommandKind, args: &Args<'_>) -> Result<PackageName, ParseError> {
+    let command = kind.name();
+    let mut words = args.line.split_whitespace();
+    let Some(word) = words.next() else {
+        return Err(ParseError::MissingPackage { command });
+    };
+    let name = word.trim_end_matches(['.', '!', ',']).trim_matches('`');
+    match (PackageName::parse(name), words.next()) {
+        (Some(name), None) => Ok(name),
+        _ => Err(ParseError::BadPackage {
+            command,
+            got: args.line.to_owned(),
+        }),
     }
 }
 
@@ -395,6 +477,20 @@ mod tests {
         insta::assert_snapshot!(show("@agent help"), @"Help");
         insta::assert_snapshot!(show("@agent stop"), @"Stop");
         insta::assert_snapshot!(show("@agent chore deps"), @"Chore(Deps)");
+        insta::assert_snapshot!(show("@agent ignore tinydep"), @r#"Ignore { package: PackageName("tinydep") }"#);
+        insta::assert_snapshot!(show("@agent ignore `@types/node`."), @r#"Ignore { package: PackageName("@types/node") }"#);
+        insta::assert_snapshot!(show("@agent unignore serde_json"), @r#"Unignore { package: PackageName("serde_json") }"#);
+        insta::assert_snapshot!(show("@agent rebase"), @"Rebase");
+    }
+
+    #[test]
+    fn package_commands_take_exactly_one_name() {
+        insta::assert_snapshot!(show("@agent ignore"), @"error: `ignore` needs the package's name: `ignore <package>`");
+        insta::assert_snapshot!(show("@agent ignore tinydep otherdep"), @"error: `tinydep otherdep` is not a package name (`ignore` takes one name, exactly as the manifest spells it)");
+        insta::assert_snapshot!(show("@agent unignore serde*"), @"error: `serde*` is not a package name (`unignore` takes one name, exactly as the manifest spells it)");
+        insta::assert_snapshot!(show("@agent ignore ../x"), @"error: `../x` is not a package name (`ignore` takes one name, exactly as the manifest spells it)");
+        insta::assert_snapshot!(show("@agent rebase now please"), @"error: `rebase` takes no arguments (got `now please`)");
+        assert!(PackageName::parse(&"a".repeat(PackageName::MAX_CHARS + 1)).is_none());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::command::{Chore, Command, parse_commands};
+use super::command::{Chore, Command, PackageName, parse_commands};
 use super::event::{
     Actor, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event, IssueRef,
     RepoRef, ReviewContext, WorkflowRun,
@@ -51,6 +51,14 @@ pub enum JobKind {
     Explain,
     Triage,
     Chore(Chore),
+    /// `ignore <package>` (`undo`: `unignore`): the dependency chore's ignore list changes.
+    Ignore {
+        package: PackageName,
+        #[serde(default)]
+        undo: bool,
+    },
+    /// `rebase` on a dependency pull request: its group made again on the default branch's head.
+    Rebase,
 }
 
 impl JobKind {
@@ -62,6 +70,9 @@ impl JobKind {
             JobKind::Explain => CommandKind::Explain,
             JobKind::Triage => CommandKind::Triage,
             JobKind::Chore(_) => CommandKind::Chore,
+            JobKind::Ignore { undo: false, .. } => CommandKind::Ignore,
+            JobKind::Ignore { undo: true, .. } => CommandKind::Unignore,
+            JobKind::Rebase => CommandKind::Rebase,
         }
     }
 
@@ -251,10 +262,13 @@ impl From<JobRequestWire> for JobRequest {
 
 impl JobRequest {
     /// The serialisation key: at most one job runs per PR, issue or commit at a time; one chore run
-    /// per repository, whoever asked.
+    /// per repository, whoever asked (and the dependency commands wait for it: they change its
+    /// branches and its ignore list).
     pub fn key(&self) -> String {
-        if let JobKind::Chore(chore) = &self.kind {
-            return chore_key(&self.repo, *chore);
+        match &self.kind {
+            JobKind::Chore(chore) => return chore_key(&self.repo, *chore),
+            JobKind::Ignore { .. } | JobKind::Rebase => return chore_key(&self.repo, Chore::Deps),
+            _ => {}
         }
         self.subject.key(&self.repo.name)
     }
@@ -489,6 +503,9 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
                     Command::Explain { question } => (JobKind::Explain, question),
                     Command::Triage => (JobKind::Triage, None),
                     Command::Chore(chore) => (JobKind::Chore(chore), None),
+                    Command::Ignore { package } => (JobKind::Ignore { package, undo: false }, None),
+                    Command::Unignore { package } => (JobKind::Ignore { package, undo: true }, None),
+                    Command::Rebase => (JobKind::Rebase, None),
                     Command::Help | Command::Stop => continue,
                 };
                 job_action(
@@ -524,7 +541,11 @@ fn job_action(job: JobRequest, cfg: &TriggerConfig) -> Action {
             message: format!("`{}` is turned off in this repository.", job.kind.as_str()),
         };
     }
-    if matches!(job.kind, JobKind::Review | JobKind::Triage) && !job.subject.is_pull_request() {
+    let on_pulls_only = matches!(
+        job.kind,
+        JobKind::Review | JobKind::Triage | JobKind::Rebase | JobKind::Ignore { undo: false, .. }
+    );
+    if on_pulls_only && !job.subject.is_pull_request() {
         return Action::Invalid {
             message: format!("`{}` works on pull requests only.", job.kind.as_str()),
         };

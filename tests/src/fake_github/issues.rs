@@ -1,5 +1,5 @@
-//! The fake GitHub's issues (pull requests are issues too): the issue object, updates, labels,
-//! assignees, and issue comments.
+//! The fake GitHub's issues (pull requests are issues too): the issue object, listing, creating,
+//! updates, labels, assignees, and issue comments.
 
 use serde_json::{Value, json};
 
@@ -16,6 +16,24 @@ pub(crate) fn handle(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Opt
             None => Reply::not_found(ctx),
         },
         "issues/update" => update_issue(state, repo, ctx),
+        "issues/create" => create_issue(state, repo, ctx),
+        "issues/list-for-repo" => {
+            // Pull requests are issues here too, as on GitHub; newest first.
+            let wanted = ctx.query("state").unwrap_or("open");
+            let creator = ctx.query("creator");
+            let issues: Vec<Value> = state
+                .issues
+                .iter()
+                .filter(|((r, _), issue)| {
+                    *r == repo.full_name
+                        && (wanted == "all" || issue.state == wanted)
+                        && creator.is_none_or(|login| issue.user.eq_ignore_ascii_case(login))
+                })
+                .rev()
+                .map(|(_, issue)| issue_json(state, issue, repo, ctx))
+                .collect();
+            list(issues, ctx)
+        }
         "issues/list-comments" => {
             let number = ctx.number("issue_number");
             if state.issue(&repo.full_name, number).is_none() {
@@ -154,6 +172,23 @@ pub(crate) fn apply_issue_fields(issue: &mut Issue, body: &Value) {
         state.clone_into(&mut issue.state);
     }
     issue.updated_at = wire::now_rfc3339();
+}
+
+fn create_issue(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
+    let number = state.next_number(&repo.full_name);
+    let mut issue = Issue::new(number, ctx.body["title"].as_str().unwrap_or(""));
+    issue.body = ctx.body["body"].as_str().map(str::to_owned);
+    issue.user = ctx.login();
+    state.add_issue(&repo.full_name, issue);
+    let Some(issue) = state.issue(&repo.full_name, number).cloned() else {
+        return Reply::not_found(ctx);
+    };
+    let mut reply = Reply::json(201, issue_json(state, &issue, repo, ctx));
+    reply.headers.push((
+        "location".to_owned(),
+        ctx.api(&format!("/repos/{}/issues/{number}", repo.full_name)),
+    ));
+    reply
 }
 
 fn update_issue(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {

@@ -718,7 +718,8 @@ pub struct GithubState {
 }
 
 /// The operations whose object (its `id` in the answer) is an output the test should look at.
-pub(crate) const OUTPUT_OPERATIONS: [&str; 14] = [
+pub(crate) const OUTPUT_OPERATIONS: [&str; 15] = [
+    "issues/create",
     "issues/create-comment",
     "issues/update-comment",
     "issues/update",
