@@ -858,6 +858,10 @@ fn chore_pull_requests_get_their_labels_assignees_and_reviewers_and_no_more_open
             .find(|p| p.state == "open")
             .unwrap_or_else(|| panic!("{pulls:#?}"));
         assert_eq!(major.title, "chore(deps): update tinydep to 2.0.0 (major)");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python-major", "requirements.txt"),
+            "tinydep==2.0.0\notherdep==1.0.0\n"
+        );
         assert_eq!(major.labels, ["dependencies", "python"]);
         assert_eq!(
             world.branch_file("pitcrew/deps-python-major", "requirements.txt"),
@@ -1156,7 +1160,12 @@ fn ignore_on_a_chore_pull_request_is_recorded_on_the_dashboard_and_the_next_run_
 
         // Someone who may not trigger the bot cannot make it ignore anything.
         world
-            .command(pull.number, "ignore-2", ("mallory", "CONTRIBUTOR"), "@agent ignore tinydep")
+            .command(
+                pull.number,
+                "ignore-2",
+                ("mallory", "CONTRIBUTOR"),
+                "@agent ignore tinydep",
+            )
             .await;
         let refusal = world.bot.bot_comments_on(REPO, pull.number).pop().unwrap();
         assert!(refusal.contains("only people with write access"), "{refusal}");
@@ -1175,7 +1184,10 @@ fn ignore_on_a_chore_pull_request_is_recorded_on_the_dashboard_and_the_next_run_
             "{answer}"
         );
         assert!(body.starts_with("<!-- pitcrew:dependency-dashboard -->"), "{body}");
-        assert!(body.contains("- [ ] `tinydep` <!-- pitcrew:ignored:tinydep -->"), "{body}");
+        assert!(
+            body.contains("- [ ] `tinydep` <!-- pitcrew:ignored:tinydep -->"),
+            "{body}"
+        );
 
         // The next run updates the pull request without it.
         let second = world.ask("ignore-4").await;
@@ -1193,7 +1205,10 @@ fn ignore_on_a_chore_pull_request_is_recorded_on_the_dashboard_and_the_next_run_
             .command(ISSUE, "ignore-5", ("alice", "OWNER"), "@agent unignore tinydep")
             .await;
         let answer = world.bot_comments().pop().unwrap();
-        assert!(answer.contains("`tinydep` is proposed again from the next dependency run on"), "{answer}");
+        assert!(
+            answer.contains("`tinydep` is proposed again from the next dependency run on"),
+            "{answer}"
+        );
         let (_, body) = world.dashboard();
         assert!(!body.contains("pitcrew:ignored:tinydep"), "{body}");
         for ask in [first, second, ignore, unignore] {
@@ -1230,15 +1245,22 @@ fn rebase_recreates_a_chore_pull_request_on_the_default_branch_now() {
             "tinydep==1.1.0\notherdep==1.1.0\n"
         );
         let answer = world.bot.bot_comments_on(REPO, pull.number).pop().unwrap();
-        assert!(answer.contains(&format!("#{} ", pull.number)) && answer.contains("(updated)"), "{answer}");
+        assert!(
+            answer.contains(&format!("#{} ", pull.number)) && answer.contains("(updated)"),
+            "{answer}"
+        );
         assert_eq!(world.open_from("pitcrew/deps-python").number, pull.number);
 
-        // Not on an issue, nor on a pull request that is not a chore's.
+        // Not on what is not a chore's pull request (the tracking issue: GitHub has no pull request
+        // of that number).
         let on_issue = world
             .command(ISSUE, "rebase-3", ("alice", "OWNER"), "@agent rebase")
             .await;
         let refused = world.bot_comments().pop().unwrap();
-        assert_eq!(refused, "`rebase` works on pull requests only.");
+        assert_eq!(
+            refused,
+            "`rebase` works on open dependency pull requests only (from a `pitcrew/deps…` branch of this repository)."
+        );
         for ask in [first, rebase, on_issue] {
             assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
         }
@@ -1254,6 +1276,10 @@ fn the_dependency_dashboard_lists_open_and_waiting_chore_pull_requests_and_a_tic
         let first = world.ask("dashboard-1").await;
         world.settled().await;
         let compatible = world.open_from("pitcrew/deps-python");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "tinydep==1.1.0\notherdep==1.1.0\n"
+        );
         let (number, body) = world.dashboard();
         assert!(
             body.contains(&format!(
@@ -1269,12 +1295,19 @@ fn the_dependency_dashboard_lists_open_and_waiting_chore_pull_requests_and_a_tic
 
         // A maintainer ticks the waiting one: the next run opens it, the limit notwithstanding.
         world.bot.github.update_issue(REPO, number, |issue| {
-            issue.body = issue.body.as_ref().map(|b| b.replace("- [ ] `pitcrew/deps-python-major`", "- [x] `pitcrew/deps-python-major`"));
+            issue.body = issue
+                .body
+                .as_ref()
+                .map(|b| b.replace("- [ ] `pitcrew/deps-python-major`", "- [x] `pitcrew/deps-python-major`"));
         });
         let second = world.ask("dashboard-2").await;
         world.settled().await;
         let major = world.open_from("pitcrew/deps-python-major");
         assert_eq!(major.title, "chore(deps): update tinydep to 2.0.0 (major)");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python-major", "requirements.txt"),
+            "tinydep==2.0.0\notherdep==1.0.0\n"
+        );
         let (again, body) = world.dashboard();
         assert_eq!(again, number, "the dashboard is edited in place");
         assert!(body.contains("## Pending\n\nNone.\n"), "{body}");

@@ -18,9 +18,9 @@ use super::time::format_rfc3339;
 use super::types::{
     ActionsJob, Annotation, AssigneesBody, BodyOnly, CheckRun, CheckRunOutput, CheckRunPage, CheckRunSummary,
     CheckRunUpdate, CheckRunUpdateBody, CommitPull, ContentEntry, CreatedPull, InstallationRepositoryPage, Issue,
-    IssueComment, JobLogText, JobPage, LabelsBody, NewIssue, NewCheckRun, NewCheckRunBody, NewPull, NewReview, Permission,
-    PermissionResponse, PullFile, PullRequest, PullSimple, PullUpdate, Reaction, ReactionBody, Repository, Review,
-    ReviewComment, ReviewersBody, RunFilter, TagName, WorkflowRunPage, WorkflowRunSummary,
+    IssueComment, JobLogText, JobPage, LabelsBody, NewCheckRun, NewCheckRunBody, NewIssue, NewPull, NewReview,
+    Permission, PermissionResponse, PullFile, PullRequest, PullSimple, PullUpdate, Reaction, ReactionBody, Repository,
+    Review, ReviewComment, ReviewersBody, RunFilter, TagName, WorkflowRunPage, WorkflowRunSummary,
 };
 
 /// The largest file `get_file` reads (the contents API inlines files up to 1 MB).
@@ -185,7 +185,12 @@ impl GithubClient {
     }
 
     /// Replaces the body of issue `number`.
-    pub async fn update_issue_body(&self, repo: &RepoName, number: IssueNumber, body: &str) -> Result<Issue, GithubError> {
+    pub async fn update_issue_body(
+        &self,
+        repo: &RepoName,
+        number: IssueNumber,
+        body: &str,
+    ) -> Result<Issue, GithubError> {
         let number = number.to_string();
         let endpoint = Endpoint::new(Method::PATCH, repo_path(repo, &["issues", &number]));
         self.json_with(endpoint, &BodyOnly { body }).await

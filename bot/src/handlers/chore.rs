@@ -35,9 +35,9 @@ use crate::prompts::Template;
 use crate::report::baseline::{Comparison, Observed};
 use crate::report::chore::{self as text, ChorePull, TestOutcome};
 use crate::report::dashboard as text_dashboard;
-use crate::triggers::PackageName;
 use crate::session::{AgentRun, AgentSession, NetworkStep, SessionError, Toolset};
 use crate::triggers::JobSource;
+use crate::triggers::PackageName;
 use crate::workspace::mirror::{Mirror, RemoteRepo, Target};
 use crate::workspace::scope::TreeState;
 use crate::workspace::{CommitIdentity, LocalRepo, WorkspaceError};
@@ -74,20 +74,7 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
 /// and force-pushed (or the pull request closed when nothing is left for it); the other groups
 /// and the dashboard are left for the next run.
 pub async fn rebase(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
-    let number = env
-        .request
-        .subject
-        .pull_request()
-        .ok_or_else(|| HandlerError::Other("`rebase` works on dependency pull requests only".into()))?;
-    let pull = env.github.get_pull(&env.repo, number).await?;
-    if !dashboard::is_chore_pull(&pull) || pull.state != "open" {
-        let words = format!(
-            "`rebase` works on open dependency pull requests only (from a `{BRANCH_PREFIX}…` branch of this \
-             repository)."
-        );
-        env.reply(&words).await?;
-        return Err(HandlerError::Reported(words));
-    }
+    let pull = dashboard::chore_pull(env, "rebase").await?;
     run_chore(env, Some(pull.head.branch)).await
 }
 

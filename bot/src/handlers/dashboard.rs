@@ -6,7 +6,7 @@
 //! the permission gate to give the command, and whoever may edit the bot's issue on GitHub
 //! (write access); an issue opened by anyone else, marker or not, is never read.
 
-use crate::github::{Issue, IssueNumber, PullRequest};
+use crate::github::{GithubError, Issue, IssueNumber, PullRequest};
 use crate::jobs::Finish;
 use crate::report::dashboard::{self as text, Ledger};
 use crate::triggers::{JobKind, PackageName};
@@ -49,7 +49,11 @@ fn is_dashboard(issue: &Issue, bot: &str) -> bool {
 }
 
 /// Writes `body` into the dashboard, opening it when there is none; returns its number.
-pub(super) async fn write(env: &JobEnv, dashboard: Option<&Dashboard>, body: &str) -> Result<IssueNumber, HandlerError> {
+pub(super) async fn write(
+    env: &JobEnv,
+    dashboard: Option<&Dashboard>,
+    body: &str,
+) -> Result<IssueNumber, HandlerError> {
     match dashboard {
         Some(dashboard) if dashboard.body == body => Ok(dashboard.number),
         Some(dashboard) => {
@@ -60,9 +64,32 @@ pub(super) async fn write(env: &JobEnv, dashboard: Option<&Dashboard>, body: &st
     }
 }
 
-/// A dependency pull request of this repository: from a `pitcrew/deps…` branch of its own.
-pub(super) fn is_chore_pull(pull: &PullRequest) -> bool {
-    pull.head.branch.starts_with(BRANCH_PREFIX) && !pull.is_cross_repository()
+/// The open dependency pull request the command `name` was given on (from a `pitcrew/deps…`
+/// branch of this repository), or the reply that it works there only, said and reported.
+pub(super) async fn chore_pull(env: &JobEnv, name: &str) -> Result<PullRequest, HandlerError> {
+    let pull = match env.request.subject.pull_request() {
+        Some(number) => match env.github.get_pull(&env.repo, number).await {
+            Ok(pull) => Some(pull),
+            Err(GithubError::NotFound { .. }) => None,
+            Err(error) => return Err(error.into()),
+        },
+        None => None,
+    };
+    match pull {
+        Some(pull)
+            if pull.state == "open" && pull.head.branch.starts_with(BRANCH_PREFIX) && !pull.is_cross_repository() =>
+        {
+            Ok(pull)
+        }
+        _ => {
+            let words = format!(
+                "`{name}` works on open dependency pull requests only (from a `{BRANCH_PREFIX}…` branch of this \
+                 repository)."
+            );
+            env.reply(&words).await?;
+            Err(HandlerError::Reported(words))
+        }
+    }
 }
 
 /// `ignore <package>` (on a dependency pull request) and `unignore <package>`: the dashboard's
@@ -74,20 +101,13 @@ pub async fn ignore(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let repo_config = env.repo_config().await?;
     let trigger = env.trigger(&repo_config);
     if !undo {
-        let number = env.request.subject.pull_request().ok_or_else(|| {
-            HandlerError::Other("`ignore` works on dependency pull requests only".into())
-        })?;
-        let pull = env.github.get_pull(&env.repo, number).await?;
-        if !is_chore_pull(&pull) {
-            let words = format!(
-                "`ignore` works on dependency pull requests only (from a `{BRANCH_PREFIX}…` branch of this repository)."
-            );
-            env.reply(&words).await?;
-            return Err(HandlerError::Reported(words));
-        }
+        chore_pull(env, "ignore").await?;
     }
     let dashboard = find(env).await?;
-    let mut ignored = dashboard.as_ref().map(|d| d.ledger().still_ignored()).unwrap_or_default();
+    let mut ignored = dashboard
+        .as_ref()
+        .map(|d| d.ledger().still_ignored())
+        .unwrap_or_default();
     let listed = ignored.contains(package);
     let answer = match (undo, listed) {
         (false, true) => format!("`{package}` was already ignored; nothing changed."),

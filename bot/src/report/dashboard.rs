@@ -96,7 +96,9 @@ fn hidden_marker(line: &str) -> Option<&str> {
 fn is_chore_branch(branch: &str) -> bool {
     branch.starts_with("pitcrew/deps")
         && branch.len() <= 100
-        && branch.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-'))
+        && branch
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-'))
 }
 
 /// The ignored packages' section: one box per package, ticking it proposes it again.
@@ -249,7 +251,11 @@ mod tests {
     #[test]
     fn the_whole_dashboard() {
         let state = RunState {
-            open: vec![(5, "chore(deps): update tinydep to 1.1.0".into(), "pitcrew/deps-python".into())],
+            open: vec![(
+                5,
+                "chore(deps): update tinydep to 1.1.0".into(),
+                "pitcrew/deps-python".into(),
+            )],
             waiting: vec!["pitcrew/deps-python-major".into()],
             max_open_prs: Some(1),
             failed: vec!["cargo: calcutil: the registry could not be reached".into()],

@@ -54,7 +54,10 @@ impl PackageName {
     pub fn parse(text: &str) -> Option<PackageName> {
         let ok = !text.is_empty()
             && text.len() <= Self::MAX_CHARS
-            && text.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '@')
+            && text
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '@')
             && text
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@' | '/' | '+'));
