@@ -1200,6 +1200,24 @@ fn ignore_on_a_chore_pull_request_is_recorded_on_the_dashboard_and_the_next_run_
             "tinydep==1.0.0\notherdep==1.1.0\n"
         );
 
+        // With otherdep ignored too, nothing is left for the pull request: the next run closes it.
+        let ignore_other = world
+            .command(pull.number, "ignore-6", ("alice", "OWNER"), "@agent ignore otherdep")
+            .await;
+        let third = world.ask("ignore-7").await;
+        world.settled().await;
+        let closed = world
+            .bot
+            .github
+            .state(|s| s.issue_seen(REPO, pull.number).cloned())
+            .unwrap();
+        assert_eq!(closed.state, "closed");
+        let note = world.bot.bot_comments_on(REPO, pull.number).pop().unwrap();
+        assert!(
+            note.starts_with("Closing: a newer dependency run found nothing left"),
+            "{note}"
+        );
+
         // `unignore` takes it off the record.
         let unignore = world
             .command(ISSUE, "ignore-5", ("alice", "OWNER"), "@agent unignore tinydep")
@@ -1211,7 +1229,8 @@ fn ignore_on_a_chore_pull_request_is_recorded_on_the_dashboard_and_the_next_run_
         );
         let (_, body) = world.dashboard();
         assert!(!body.contains("pitcrew:ignored:tinydep"), "{body}");
-        for ask in [first, second, ignore, unignore] {
+        assert!(body.contains("pitcrew:ignored:otherdep"), "{body}");
+        for ask in [first, second, ignore, ignore_other, third, unignore] {
             assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
         }
         world.bot.github.assert_no_violations();
