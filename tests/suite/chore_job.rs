@@ -1154,7 +1154,8 @@ fn ignore_on_a_chore_pull_request_is_recorded_on_the_dashboard_and_the_next_run_
             "tinydep==1.1.0\notherdep==1.1.0\n"
         );
 
-        // Someone who may not trigger the bot cannot make it ignore anything.
+        // Someone who may not trigger the bot (GitHub says: read access) cannot make it ignore
+        // anything.
         world
             .command(
                 pull.number,

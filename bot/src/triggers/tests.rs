@@ -412,6 +412,45 @@ fn disabled_misplaced_and_mistyped_commands_are_invalid() {
 }
 
 #[test]
+fn dependency_commands_queue_behind_the_repositorys_chore() {
+    let (event, payload) = pr_comment_saying("@agent ignore tinydep\n@agent rebase\n@agent unignore otherdep");
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(request.permission, PermissionGate::NeedsPermissionCheck);
+    let jobs: Vec<&JobRequest> = request
+        .actions
+        .iter()
+        .map(|action| match action {
+            Action::Run(job) => job.as_ref(),
+            other => panic!("not a job: {other:?}"),
+        })
+        .collect();
+    let chore_key = chore_key(&jobs[0].repo, Chore::Deps);
+    assert!(jobs.iter().all(|job| job.key() == chore_key), "{jobs:#?}");
+    let kinds: Vec<&str> = jobs.iter().map(|job| job.kind.as_str()).collect();
+    assert_eq!(kinds, ["ignore", "rebase", "unignore"]);
+    let json = serde_json::to_value(jobs[0]).unwrap();
+    assert_eq!(json["kind"], json!({"ignore": {"package": "tinydep", "undo": false}}));
+    assert_eq!(&serde_json::from_value::<JobRequest>(json).unwrap(), jobs[0]);
+
+    // `ignore` and `rebase` need a pull request; `unignore` works on the dashboard issue too.
+    let (event, mut payload) = load("issue_comment/created.payload.json");
+    payload["comment"]["body"] = json!("@agent ignore tinydep\n@agent rebase\n@agent unignore tinydep");
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(
+        request.actions[..2],
+        [
+            Action::Invalid {
+                message: "`ignore` works on pull requests only.".to_owned()
+            },
+            Action::Invalid {
+                message: "`rebase` works on pull requests only.".to_owned()
+            }
+        ]
+    );
+    assert!(matches!(&request.actions[2], Action::Run(job) if job.kind.as_str() == "unignore"));
+}
+
+#[test]
 fn several_commands_in_one_comment() {
     let (event, payload) = pr_comment_saying("@agent review\n\n@agent explain why the lock?\n\n@agent review");
     let request = act(decide_on(&event, &payload));
