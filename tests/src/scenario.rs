@@ -214,6 +214,30 @@ fn example_payload(event: &str, file: &str, repo: &str, clone_url: &str, install
     payload
 }
 
+/// An issue whose body was edited, by whom and from what.
+pub struct IssueEdit<'a> {
+    pub number: u64,
+    /// Who opened the issue.
+    pub author: &'a str,
+    /// Who edited it.
+    pub editor: &'a str,
+    pub before: &'a str,
+    pub after: &'a str,
+}
+
+/// GitHub's example `issues.edited` delivery (octokit's), made `edit` of issue `edit.number` of
+/// `repo`.
+pub fn issue_edited_payload(repo: &str, clone_url: &str, edit: &IssueEdit<'_>, installation: Option<u64>) -> Value {
+    let mut payload = example_payload("issues", "edited.payload.json", repo, clone_url, installation);
+    payload["issue"]["number"] = json!(edit.number);
+    payload["issue"]["body"] = json!(edit.after);
+    payload["issue"]["user"]["login"] = json!(edit.author);
+    payload["issue"]["user"]["type"] = json!(if edit.author.ends_with("[bot]") { "Bot" } else { "User" });
+    payload["changes"] = json!({ "body": { "from": edit.before } });
+    payload["sender"]["login"] = json!(edit.editor);
+    payload
+}
+
 /// GitHub's example `workflow_run.completed` delivery (octokit's), made a failure of run `run_id`
 /// of workflow `CI` on `head_sha` for pull request `number` of `repo`.
 pub fn workflow_run_payload(

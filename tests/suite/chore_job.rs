@@ -20,6 +20,7 @@ use pitcrew_tests::chore_fixture::{LIB, MANIFEST, calcutil, cargo_config, fmtuti
 use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
 use pitcrew_tests::git_server::GitServer;
 use pitcrew_tests::package_registry::PackageRegistry;
+use pitcrew_tests::scenario::{IssueEdit, issue_edited_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
 use serde_json::json;
 use tempfile::TempDir;
@@ -1337,6 +1338,71 @@ fn the_dependency_dashboard_lists_open_and_waiting_chore_pull_requests_and_a_tic
             assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
         }
         let _ = world.bot_comments();
+        world.bot.github.assert_no_violations();
+        world.bot
+    });
+}
+
+#[test]
+fn ticking_a_box_on_the_dependency_dashboard_asks_for_a_run_at_once_if_the_editor_may() {
+    super::harness::run_test(|| async move {
+        let (world, _registry) = two_pins("major = true\nmax_open_prs = 1\ndashboard = true\n").await;
+        world.bot.github.set_permission(REPO, "mallory", Permission::Read);
+        let first = world.ask("tick-1").await;
+        world.settled().await;
+        world.open_from("pitcrew/deps-python");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "tinydep==1.1.0\notherdep==1.1.0\n"
+        );
+        let (number, body) = world.dashboard();
+        let ticked = body.replace("- [ ] `pitcrew/deps-python-major`", "- [x] `pitcrew/deps-python-major`");
+        assert_ne!(ticked, body);
+        world
+            .bot
+            .github
+            .update_issue(REPO, number, |issue| issue.body = Some(ticked.clone()));
+        let bot = world.bot.github.bot_login();
+        let edited_by = |editor: &'static str| {
+            let edit = IssueEdit {
+                number,
+                author: &bot,
+                editor,
+                before: &body,
+                after: &ticked,
+            };
+            issue_edited_payload(
+                REPO,
+                &world.bot.git.url(REPO),
+                &edit,
+                Some(world.bot.github.installation_id()),
+            )
+        };
+
+        // Someone with read access ticked it: refused, nothing runs.
+        world.bot.deliver("issues", "tick-2", &edited_by("mallory")).await;
+        world.bot.settled().await;
+        let refusal = world.bot.bot_comments_on(REPO, number);
+        assert_eq!(refusal.len(), 1, "{refusal:#?}");
+        assert!(refusal[0].contains("only people with write access"), "{refusal:?}");
+        assert!(world.open_from("pitcrew/deps-python").state == "open");
+        assert_eq!(world.pull_requests().len(), 1);
+
+        // Alice did: the run opens the waiting one at once, and answers with the dashboard only.
+        world.bot.deliver("issues", "tick-3", &edited_by("alice")).await;
+        world.settled().await;
+        let major = world.open_from("pitcrew/deps-python-major");
+        assert_eq!(major.title, "chore(deps): update tinydep to 2.0.0 (major)");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python-major", "requirements.txt"),
+            "tinydep==2.0.0\notherdep==1.0.0\n"
+        );
+        let (again, body) = world.dashboard();
+        assert_eq!(again, number);
+        assert!(body.contains("## Pending\n\nNone.\n"), "{body}");
+        assert_eq!(world.bot.bot_comments_on(REPO, number).len(), 1);
+        assert_eq!(world.bot.reactions_on_comment(first), ["eyes"]);
+        assert_eq!(world.bot_comments().len(), 1);
         world.bot.github.assert_no_violations();
         world.bot
     });

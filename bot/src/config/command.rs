@@ -1,7 +1,9 @@
 //! The comment commands, by kind: the one vocabulary that the command parser, a repository's
-//! `[triggers] commands`, the job store and the reports spell commands with.
+//! `[triggers] commands`, the job store and the reports spell commands with; and the package name
+//! the dependency commands (`ignore <package>`) take.
 
 use std::collections::BTreeSet;
+use std::fmt;
 
 /// A comment command, without what follows its word. Types that carry more (the parser's command
 /// with its instructions, a job with its chore) say which kind they are with a `kind()`.
@@ -57,6 +59,54 @@ impl CommandKind {
     /// The command whose word is exactly `word`.
     pub fn parse(word: &str) -> Option<CommandKind> {
         CommandKind::ALL.into_iter().find(|kind| kind.name() == word)
+    }
+}
+
+/// A package name as a command gives it: one word of letters, digits and `-_.@/+` (npm's scoped
+/// `@scope/name` included), at most 214 characters (npm's limit, the longest of the ecosystems).
+/// Exact: a pattern (`serde*`) is for `[chores.deps] ignore`, where a review sees it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PackageName(String);
+
+impl PackageName {
+    pub const MAX_CHARS: usize = 214;
+
+    pub fn parse(text: &str) -> Option<PackageName> {
+        let ok = !text.is_empty()
+            && text.len() <= Self::MAX_CHARS
+            && text
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '@')
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@' | '/' | '+'));
+        ok.then(|| PackageName(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for PackageName {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        PackageName::parse(&text).ok_or_else(|| format!("not a package name: {text:?}"))
+    }
+}
+
+impl From<PackageName> for String {
+    fn from(name: PackageName) -> Self {
+        name.0
+    }
+}
+
+impl fmt::Display for PackageName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 

@@ -80,7 +80,9 @@ pub async fn rebase(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
 
 /// The chore run; `only`: the one branch a `rebase` asked for.
 async fn run_chore(env: &JobEnv, only: Option<String>) -> Result<(Finish, Spent), HandlerError> {
-    let asked = !matches!(env.request.source, JobSource::Schedule { .. }) && env.request.subject.number().is_some();
+    // A schedule tells nobody; a box ticked on the dashboard is answered by the dashboard itself.
+    let asked = !matches!(env.request.source, JobSource::Schedule { .. } | JobSource::Dashboard)
+        && env.request.subject.number().is_some();
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
     let deps = &repo_config.deps;

@@ -42,7 +42,9 @@ const REPO_CONFIG_TTL: Duration = Duration::from_secs(60);
 async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSettings>, Retry> {
     let (event_ctx, body) = match event {
         Event::Comment(comment) => (&comment.ctx, Some(comment.body.as_str())),
-        Event::IssueAssigned { ctx, .. } | Event::IssueLabeled { ctx, .. } => (ctx, None),
+        Event::IssueAssigned { ctx, .. } | Event::IssueLabeled { ctx, .. } | Event::IssueEdited { ctx, .. } => {
+            (ctx, None)
+        }
         // Only a failure can start a triage: a passing run needs no settings.
         Event::WorkflowRunCompleted(run) if run.conclusion.as_ref().is_some_and(|c| c.is_failure()) => (&run.ctx, None),
         Event::CheckRunCompleted(run) if run.conclusion.as_ref().is_some_and(|c| c.is_failure()) => (&run.ctx, None),

@@ -379,7 +379,9 @@ impl Loop {
 fn serial_key(event: &Event) -> Option<String> {
     let (ctx, number) = match event {
         Event::Comment(comment) => (&comment.ctx, comment.issue.number),
-        Event::IssueAssigned { ctx, issue, .. } | Event::IssueLabeled { ctx, issue, .. } => (ctx, issue.number),
+        Event::IssueAssigned { ctx, issue, .. }
+        | Event::IssueLabeled { ctx, issue, .. }
+        | Event::IssueEdited { ctx, issue, .. } => (ctx, issue.number),
         // The failures of one commit arrive together (a check run per job, a suite, a workflow run):
         // one at a time, so that the first queues the triage and the others find it.
         Event::WorkflowRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.name, run.head_sha)),

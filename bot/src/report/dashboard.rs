@@ -6,7 +6,7 @@
 //! the next run, or to propose the package again. Only the bot's own issue is read (the handler
 //! checks its author), and only what parses as a package name or a chore branch counts.
 
-use crate::triggers::PackageName;
+use crate::config::command::PackageName;
 
 use super::markdown;
 
@@ -82,6 +82,23 @@ impl Ledger {
             .map(|e| e.name.clone())
             .collect()
     }
+}
+
+/// Whether `body` is a dependency dashboard's (whose issue it is, the caller checks).
+pub fn is_dashboard_body(body: &str) -> bool {
+    body.trim_start().starts_with(MARKER)
+}
+
+/// Whether `after` has a box ticked that `before` did not: a package to propose again, a waiting
+/// pull request to open.
+pub fn newly_ticked(before: &str, after: &str) -> bool {
+    let (before, after) = (Ledger::read(before), Ledger::read(after));
+    let was = |name: &str| {
+        before.ignored.iter().any(|e| e.ticked && e.name.as_str() == name)
+            || before.pending.iter().any(|e| e.ticked && e.name == name)
+    };
+    after.ignored.iter().any(|e| e.ticked && !was(e.name.as_str()))
+        || after.pending.iter().any(|e| e.ticked && !was(&e.name))
 }
 
 /// The text of the last `<!-- … -->` on a line, trimmed.
@@ -246,6 +263,17 @@ mod tests {
         assert_eq!(ledger.ignored.len(), 2);
         assert_eq!(ledger.asked_for(), ["pitcrew/deps-python-major"]);
         assert_eq!(ledger.pending.len(), 1);
+    }
+
+    #[test]
+    fn only_a_newly_ticked_box_is_a_request() {
+        let body = with_ignored(None, &[name("tinydep")], "@agent");
+        let ticked = body.replace("- [ ] `tinydep`", "- [x] `tinydep`");
+        assert!(is_dashboard_body(&body) && !is_dashboard_body("Dependency dashboard"));
+        assert!(newly_ticked(&body, &ticked));
+        assert!(!newly_ticked(&ticked, &ticked));
+        assert!(!newly_ticked(&ticked, &body));
+        assert!(!newly_ticked(&body, &format!("{body}\nA note.")));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use crate::config::command::CommandKind;
+use crate::config::command::{CommandKind, PackageName};
 
 /// What a mention asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,54 +39,6 @@ pub enum Command {
     },
     /// `rebase`: recreate a dependency pull request on the default branch's head.
     Rebase,
-}
-
-/// A package name as a command gives it: one word of letters, digits and `-_.@/+` (npm's scoped
-/// `@scope/name` included), at most 214 characters (npm's limit, the longest of the ecosystems).
-/// Exact: a pattern (`serde*`) is for `[chores.deps] ignore`, where a review sees it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct PackageName(String);
-
-impl PackageName {
-    pub const MAX_CHARS: usize = 214;
-
-    pub fn parse(text: &str) -> Option<PackageName> {
-        let ok = !text.is_empty()
-            && text.len() <= Self::MAX_CHARS
-            && text
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '@')
-            && text
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@' | '/' | '+'));
-        ok.then(|| PackageName(text.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for PackageName {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<Self, Self::Error> {
-        PackageName::parse(&text).ok_or_else(|| format!("not a package name: {text:?}"))
-    }
-}
-
-impl From<PackageName> for String {
-    fn from(name: PackageName) -> Self {
-        name.0
-    }
-}
-
-impl fmt::Display for PackageName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 impl Command {

@@ -3,14 +3,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::command::{Chore, Command, PackageName, parse_commands};
+use super::command::{Chore, Command, parse_commands};
 use super::event::{
     Actor, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event, IssueRef,
     RepoRef, ReviewContext, WorkflowRun,
 };
 use super::subject::Subject;
-use crate::config::command::{CommandKind, EnabledCommands};
+use crate::config::command::{CommandKind, EnabledCommands, PackageName};
 use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber, Login};
+use crate::report::dashboard;
 
 /// The trigger settings of one installation or repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +172,8 @@ pub enum JobSource {
     Schedule {
         schedule: String,
     },
+    /// A box was ticked on the dependency dashboard.
+    Dashboard,
 }
 
 /// The failed CI that started a triage: what GitHub reported, by its own ids.
@@ -415,6 +418,12 @@ pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
             Some(_) => ignore(format!("label `{label}` is not the trigger label")),
             None => ignore("no trigger label is configured".to_owned()),
         },
+        Event::IssueEdited {
+            ctx,
+            issue,
+            author,
+            before,
+        } => dashboard_ticked(ctx, issue, author, before, cfg),
         Event::PullRequestClosed { number, .. } => ignore(format!("pull request #{number} closed")),
         Event::PullRequestSynchronize { number, .. } => ignore(format!("pull request #{number} updated")),
         Event::WorkflowRunCompleted(run) => ci_failure(&run.ctx, workflow_failure(run), cfg),
@@ -559,6 +568,64 @@ fn gate(association: &AuthorAssociation) -> PermissionGate {
     } else {
         PermissionGate::Refuse
     }
+}
+
+/// An edit of the bot's own dependency dashboard that ticked a box asks for a chore run now (the
+/// run reads the boxes, `report/dashboard.rs`); any other edit, or anyone else's issue, asks for
+/// nothing. The editor's permission is checked with GitHub, as for a command.
+fn dashboard_ticked(ctx: &Context, issue: &IssueRef, author: &Actor, before: &str, cfg: &TriggerConfig) -> Decision {
+    if is_bot(&ctx.sender, cfg) {
+        return ignore(format!(
+            "issue #{} edited by the bot account {}",
+            issue.number, ctx.sender.login
+        ));
+    }
+    let body = issue.body.as_deref().unwrap_or_default();
+    if issue.is_pull_request || !is_self(author.login.as_str(), &cfg.bot_login) || !dashboard::is_dashboard_body(body) {
+        return ignore(format!("issue #{} is not the bot's dependency dashboard", issue.number));
+    }
+    if !dashboard::newly_ticked(before, body) {
+        return ignore(format!(
+            "the dependency dashboard #{} was edited, no box ticked",
+            issue.number
+        ));
+    }
+    if !cfg.commands.allows(CommandKind::Chore) {
+        return ignore("`chore` is turned off".to_owned());
+    }
+    let requested_by = Requester {
+        login: ctx.sender.login.clone(),
+        id: ctx.sender.id,
+        association: None,
+    };
+    let subject = Subject::Issue { number: issue.number };
+    let reply_to = ReplyTarget::Issue {
+        number: issue.number,
+        comment_id: None,
+    };
+    let job = JobRequest {
+        kind: JobKind::Chore(Chore::Deps),
+        repo: ctx.repo.clone(),
+        installation_id: ctx.installation_id,
+        subject: subject.clone(),
+        requested_by: requested_by.clone(),
+        reply_to: reply_to.clone(),
+        source: JobSource::Dashboard,
+        instructions: None,
+        review_comment: None,
+        head_sha: None,
+        delivery_id: None,
+    };
+    Decision::Act(Box::new(Request {
+        repo: ctx.repo.clone(),
+        installation_id: ctx.installation_id,
+        subject,
+        requested_by,
+        reply_to,
+        // The payload has no association for the editor: always ask GitHub.
+        permission: PermissionGate::NeedsPermissionCheck,
+        actions: vec![Action::Run(Box::new(job))],
+    }))
 }
 
 /// An assigned or labelled issue: a fix that ends in a new pull request.

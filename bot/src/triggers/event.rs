@@ -327,6 +327,16 @@ pub enum Event {
         issue: IssueRef,
         label: String,
     },
+    /// An issue's body was edited (`issues.edited` with `changes.body`): on the bot's dependency
+    /// dashboard, a ticked box asks for a chore run.
+    IssueEdited {
+        ctx: Context,
+        issue: IssueRef,
+        /// Who opened the issue.
+        author: Actor,
+        /// The body before the edit.
+        before: String,
+    },
     PullRequestClosed {
         ctx: Context,
         number: IssueNumber,
@@ -402,6 +412,7 @@ impl Event {
             Event::Comment(comment) => Some(&comment.ctx),
             Event::IssueAssigned { ctx, .. }
             | Event::IssueLabeled { ctx, .. }
+            | Event::IssueEdited { ctx, .. }
             | Event::PullRequestClosed { ctx, .. }
             | Event::PullRequestSynchronize { ctx, .. } => Some(ctx),
             Event::WorkflowRunCompleted(run) => Some(&run.ctx),
@@ -454,6 +465,18 @@ fn parse_known(event: &str, action: Option<&str>, root: &Node<'_>, name: &str) -
                 ctx: context(root)?,
                 issue: issue(&root.field("issue")?)?,
                 label: label.string("name")?,
+            })
+        }
+        ("issues", Some("edited")) => {
+            let Some(before) = root.opt("changes").and_then(|changes| changes.opt("body")) else {
+                return ignored(format!("{name}: the body did not change"));
+            };
+            let node = root.field("issue")?;
+            Ok(Event::IssueEdited {
+                ctx: context(root)?,
+                issue: issue(&node)?,
+                author: actor(&node.field("user")?)?,
+                before: before.opt_string("from")?.unwrap_or_default(),
             })
         }
         ("pull_request", Some("closed")) => {

@@ -14,7 +14,8 @@ pub mod subject;
 #[cfg(test)]
 mod tests;
 
-pub use command::{Chore, Command, PackageName, ParseError, parse_commands};
+pub use crate::config::command::PackageName;
+pub use command::{Chore, Command, ParseError, parse_commands};
 pub use decide::{
     Action, CiFailure, Decision, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request, Requester,
     TriggerConfig, chore_key, decide,

@@ -99,6 +99,7 @@ fn every_example_of_every_event_parses() {
                 Event::Comment(_) => "comment",
                 Event::IssueAssigned { .. } => "assigned",
                 Event::IssueLabeled { .. } => "labeled",
+                Event::IssueEdited { .. } => "edited",
                 Event::PullRequestClosed { .. } => "closed",
                 Event::PullRequestSynchronize { .. } => "synchronize",
                 Event::WorkflowRunCompleted(_) => "workflow_run",
@@ -448,6 +449,40 @@ fn dependency_commands_queue_behind_the_repositorys_chore() {
         ]
     );
     assert!(matches!(&request.actions[2], Action::Run(job) if job.kind.as_str() == "unignore"));
+}
+
+#[test]
+fn a_box_ticked_on_the_bots_dependency_dashboard_asks_for_the_chore() {
+    let before = crate::report::dashboard::with_ignored(None, &[PackageName::parse("tinydep").unwrap()], "@agent");
+    let after = before.replace("- [ ]", "- [x]");
+    let edited = |author: &str, sender: &str, before: &str, after: &str| {
+        let (_, mut payload) = load("issues/edited.payload.json");
+        payload["issue"]["user"]["login"] = json!(author);
+        payload["issue"]["body"] = json!(after);
+        payload["changes"] = json!({"body": {"from": before}});
+        payload["sender"]["login"] = json!(sender);
+        decide_on("issues", &payload)
+    };
+    let request = act(edited("pitcrew[bot]", "alice", &before, &after));
+    assert_eq!(request.permission, PermissionGate::NeedsPermissionCheck);
+    assert_eq!(request.requested_by.login.as_str(), "alice");
+    let [Action::Run(job)] = request.actions.as_slice() else {
+        panic!("{:?}", request.actions)
+    };
+    assert_eq!(job.kind, JobKind::Chore(Chore::Deps));
+    assert_eq!(job.source, JobSource::Dashboard);
+
+    // Someone else's issue with the same text, an untick, an edit by the bot: nothing.
+    for decision in [
+        edited("mallory", "mallory", &before, &after),
+        edited("pitcrew[bot]", "alice", &after, &before),
+        edited("pitcrew[bot]", "pitcrew[bot]", &before, &after),
+    ] {
+        assert!(matches!(decision, Decision::Ignore { .. }), "{decision:?}");
+    }
+    // An edit of the title only is not read.
+    let (_, payload) = load("issues/edited.payload.json");
+    assert!(matches!(decide_on("issues", &payload), Decision::Ignore { .. }));
 }
 
 #[test]
