@@ -13,7 +13,10 @@
 //! changed are committed, as the bot, force-pushed to `pitcrew/deps-<ecosystem>` and opened as a
 //! pull request, or the existing one is updated; pull requests of earlier runs whose updates are
 //! no longer needed are closed. A run that finds nothing to do posts nothing (unless someone
-//! asked).
+//! asked). The packages ignored by `@agent ignore` and the boxes ticked on the dependency
+//! dashboard ([`super::dashboard`]) are read when a run starts; with `[chores.deps] dashboard` the
+//! run rewrites that issue at its end. `@agent rebase` runs the chore for its pull request's group
+//! alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

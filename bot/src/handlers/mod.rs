@@ -1,7 +1,7 @@
 //! Job handlers: what a job does from its request to its report on GitHub. The worker pool calls
 //! [`job_handler`]'s function with each claimed job; it reads the [`JobRequest`], acts for the kind
-//! of job ([`fix`] on a pull request or an issue, `review`, `explain`, [`triage`] of failed CI), and
-//! returns how it ended.
+//! of job ([`fix`] on a pull request or an issue, `review`, `explain`, [`triage`] of failed CI,
+//! [`chore`] and its pull requests' `rebase`, [`dashboard`]'s `ignore`), and returns how it ended.
 //!
 //! A handler never loses a failure: whatever goes wrong is said on GitHub in plain words (the
 //! progress comment and the check run), and the job ends failed with the same words.
