@@ -18,6 +18,9 @@ pub const MARKER: &str = "<!-- pitcrew:dependency-dashboard -->";
 const IGNORED_SECTION: &str = "<!-- pitcrew:ignored-section -->";
 const IGNORED: &str = "pitcrew:ignored:";
 const PENDING: &str = "pitcrew:pending:";
+/// The most failures listed: the body has a size limit (65,536 characters) and the
+/// ignored packages come after them.
+const MAX_FAILED: usize = 50;
 
 /// One checklist line read back: its name and whether its box is ticked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,8 +212,14 @@ pub fn render(state: &RunState, trigger: &str) -> String {
     if state.failed.is_empty() {
         out.push_str("None.\n");
     }
-    for problem in &state.failed {
+    for problem in state.failed.iter().take(MAX_FAILED) {
         out.push_str(&format!("- {}\n", markdown::inline(problem)));
+    }
+    if state.failed.len() > MAX_FAILED {
+        out.push_str(&format!(
+            "- and {} more (the run's answer and its job record have them all)\n",
+            state.failed.len() - MAX_FAILED
+        ));
     }
     out.push('\n');
     out.push_str(&ignored_section(&state.ignored, trigger));
@@ -319,5 +328,13 @@ mod tests {
         assert_eq!(ledger.still_ignored(), [name("otherdep")]);
         assert_eq!(ledger.pending.len(), 1);
         assert!(ledger.asked_for().is_empty());
+
+        let many = RunState {
+            failed: (0..60).map(|i| format!("lookup {i} failed")).collect(),
+            ..state
+        };
+        let body = render(&many, "@agent");
+        assert!(body.contains("- lookup 49 failed\n- and 10 more"), "{body}");
+        assert!(!body.contains("lookup 50 failed"));
     }
 }
