@@ -16,7 +16,7 @@ use super::dispatch::DispatchSettings;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
 use crate::github::{GithubAccess, GithubClient, GithubError, Reaction, RepoName};
 use crate::jobs::{DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, StopRequest, WorkerPool, now_ms};
-use crate::report::replies;
+use crate::report::{dashboard, replies};
 use crate::triggers::{
     Action, Decision, Event, EventError, JobKind, JobRequest, PermissionGate, ReplyTarget, Request, TriggerConfig,
     decide,
@@ -42,7 +42,12 @@ const REPO_CONFIG_TTL: Duration = Duration::from_secs(60);
 async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSettings>, Retry> {
     let (event_ctx, body) = match event {
         Event::Comment(comment) => (&comment.ctx, Some(comment.body.as_str())),
-        Event::IssueAssigned { ctx, .. } | Event::IssueLabeled { ctx, .. } | Event::IssueEdited { ctx, .. } => {
+        Event::IssueAssigned { ctx, .. } | Event::IssueLabeled { ctx, .. } => (ctx, None),
+        // Only a person's edit of a dependency dashboard can ask for anything: every other issue
+        // edit costs no read of the configuration.
+        Event::IssueEdited { ctx, issue, .. }
+            if !ctx.sender.is_bot() && issue.body.as_deref().is_some_and(dashboard::is_dashboard_body) =>
+        {
             (ctx, None)
         }
         // Only a failure can start a triage: a passing run needs no settings.
