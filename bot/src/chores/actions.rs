@@ -71,8 +71,8 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, ActionsError> {
     }
     files.sort();
     let mut deps = Vec::new();
-    for (manifest, path) in files {
-        let text = std::fs::read_to_string(&path).map_err(|source| ActionsError::Read {
+    for (manifest, _) in files {
+        let text = super::read_text(root, &manifest).map_err(|source| ActionsError::Read {
             manifest: manifest.clone(),
             source,
         })?;
@@ -348,7 +348,7 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), ActionsError> {
         });
     }
     let path = root.join(relative);
-    let text = std::fs::read_to_string(&path).map_err(|source| ActionsError::Read {
+    let text = super::read_text(root, manifest).map_err(|source| ActionsError::Read {
         manifest: manifest.clone(),
         source,
     })?;

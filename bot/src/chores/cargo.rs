@@ -493,7 +493,8 @@ fn find_manifests(dir: &Path, relative: &str, found: &mut Vec<String>) -> Result
 }
 
 fn read_manifest(root: &Path, manifest: &str) -> Result<DocumentMut, CargoError> {
-    let text = fs::read_to_string(root.join(confined(manifest)?)).map_err(|source| CargoError::Read {
+    confined(manifest)?;
+    let text = super::read_text(root, manifest).map_err(|source| CargoError::Read {
         manifest: manifest.to_owned(),
         source,
     })?;

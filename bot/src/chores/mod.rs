@@ -164,6 +164,18 @@ impl std::fmt::Display for HeldBack {
     }
 }
 
+/// The most of a manifest read.
+const MAX_MANIFEST: u64 = 16 << 20;
+
+/// The text of manifest `relative` (`/`-separated, below `root`), opened without following a
+/// symlink anywhere on the way and only when it is a regular file: scans run again after the
+/// sandbox has run, and it may have swapped a manifest for a symlink out of the checkout or a FIFO
+/// that would block the read.
+pub(crate) fn read_text(root: &Path, relative: &str) -> std::io::Result<String> {
+    let bytes = crate::beneath::Beneath::open(root)?.read_regular(Path::new(relative), MAX_MANIFEST)?;
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// Why the manifests under a directory could not be listed.
 #[derive(Debug, thiserror::Error)]
 pub enum WalkError {
@@ -227,8 +239,35 @@ pub(crate) fn manifest_files(
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "a failing test should panic")]
 mod tests {
     use super::*;
+
+    #[test]
+    fn manifests_are_read_only_as_regular_files_inside_the_checkout() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(outside.path().join("Cargo.toml"), "[package]\nname = \"secret\"\n").unwrap();
+        std::fs::create_dir(root.join("app")).unwrap();
+        std::fs::write(root.join("app/Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        assert_eq!(
+            read_text(root, "app/Cargo.toml").unwrap(),
+            "[package]\nname = \"app\"\n"
+        );
+        // What a process in the sandbox can leave where a manifest was: a symlink out, a
+        // directory swapped for one, a FIFO that would block a plain read.
+        std::os::unix::fs::symlink(outside.path().join("Cargo.toml"), root.join("Cargo.toml")).unwrap();
+        assert!(read_text(root, "Cargo.toml").is_err());
+        std::os::unix::fs::symlink(outside.path(), root.join("lib")).unwrap();
+        assert!(read_text(root, "lib/Cargo.toml").is_err());
+        nix::unistd::mkfifo(
+            &root.join("package.json"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap();
+        assert!(read_text(root, "package.json").is_err());
+    }
 
     #[test]
     fn kinds_order_by_size() {

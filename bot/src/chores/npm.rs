@@ -91,8 +91,8 @@ pub enum EditError {
 /// aliases, GitHub shorthands, dist-tags such as `latest`.
 pub fn scan(root: &Path) -> Result<Vec<Dependency>, NpmError> {
     let mut deps = Vec::new();
-    for (path, manifest) in manifests(root)? {
-        let text = std::fs::read_to_string(&path).map_err(|source| NpmError::Read {
+    for (_, manifest) in manifests(root)? {
+        let text = super::read_text(root, &manifest).map_err(|source| NpmError::Read {
             file: manifest.clone(),
             source,
         })?;
@@ -335,7 +335,7 @@ fn github_releases_url(repository: &Value) -> Option<String> {
 /// reads them, semver versions only. An empty map when there is no lockfile.
 pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, NpmError> {
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for package in super::lock::read_npm(dir, &dir.display().to_string())?.unwrap_or_default() {
+    for package in super::lock::read_npm(dir, "")?.unwrap_or_default() {
         if Version::parse(&package.version).is_ok() {
             let list = versions.entry(package.name).or_default();
             if !list.contains(&package.version) {
@@ -380,7 +380,7 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), NpmError> {
         return Ok(());
     };
     let path = manifest_path(root, manifest)?;
-    let text = std::fs::read_to_string(&path).map_err(|source| NpmError::Read {
+    let text = super::read_text(root, manifest).map_err(|source| NpmError::Read {
         file: manifest.clone(),
         source,
     })?;

@@ -250,7 +250,7 @@ pub fn lock_commands(
             // two replacements of one source.
             let own_mirror = [".cargo/config.toml", ".cargo/config"]
                 .iter()
-                .any(|file| std::fs::read_to_string(root.join(file)).is_ok_and(|text| text.contains("replace-with")));
+                .any(|file| super::read_text(root, file).is_ok_and(|text| text.contains("replace-with")));
             let command = if own_mirror {
                 cargo::update_command(refresh).to_owned()
             } else {
@@ -290,7 +290,7 @@ pub fn snapshot(ecosystem: Ecosystem, root: &Path) -> lock::Snapshot {
         }
         Ecosystem::Npm => {
             for dir in manifest_dirs(&npm::scan(root).unwrap_or_default()) {
-                if let Ok(Some(packages)) = lock::read_npm(&root.join(&dir), &dir) {
+                if let Ok(Some(packages)) = lock::read_npm(root, &dir) {
                     out.insert(dir, packages);
                 }
             }

@@ -75,8 +75,8 @@ pub enum PythonError {
 /// requirements without a specifier.
 pub fn scan(root: &Path) -> Result<Vec<Dependency>, PythonError> {
     let mut deps = Vec::new();
-    for (path, manifest) in manifests(root)? {
-        let text = std::fs::read_to_string(&path).map_err(|source| PythonError::Read {
+    for (_, manifest) in manifests(root)? {
+        let text = super::read_text(root, &manifest).map_err(|source| PythonError::Read {
             manifest: manifest.clone(),
             source,
         })?;
@@ -142,10 +142,10 @@ fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, super::WalkError> {
     // Follow includes until no new file turns up.
     let mut queue: Vec<String> = wanted.iter().filter(|r| r.ends_with(".txt")).cloned().collect();
     while let Some(relative) = queue.pop() {
-        let Some((path, _)) = every.iter().find(|(_, r)| *r == relative) else {
+        if !every.iter().any(|(_, r)| *r == relative) {
             continue;
-        };
-        let Ok(text) = std::fs::read_to_string(path) else {
+        }
+        let Ok(text) = super::read_text(root, &relative) else {
             continue;
         };
         for included in includes(&text) {
@@ -829,7 +829,7 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), PythonError> {
         });
     }
     let path = root.join(relative);
-    let text = std::fs::read_to_string(&path).map_err(|source| PythonError::Read {
+    let text = super::read_text(root, manifest).map_err(|source| PythonError::Read {
         manifest: manifest.clone(),
         source,
     })?;
