@@ -149,7 +149,8 @@ fn is_registry_spec(spec: &str) -> bool {
 /// alternatives, the highest is the one moved. `locked` is the version the lockfile has; one the
 /// range does not admit (another copy of the package deeper in the tree) is not this dependency's.
 pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy: &Policy) -> Vec<Update> {
-    if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
+    let policy = policy.for_package(dep.ecosystem, &dep.name);
+    if policy.ignore || (dep.pinned && !policy.update_pinned) {
         return Vec::new();
     }
     let Ok(range) = Range::parse(&dep.requirement) else {

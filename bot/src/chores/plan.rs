@@ -55,7 +55,7 @@ pub async fn find(
     found.dependencies = dependencies.len();
     found.has_lockfile = has_lockfile(ecosystem, root, &dependencies);
     let locked = locked(ecosystem, root, &dependencies);
-    let wanted: Vec<&Dependency> = dependencies.iter().filter(|d| !policy.ignores(&d.name)).collect();
+    let wanted: Vec<&Dependency> = dependencies.iter().filter(|d| !policy.for_package(ecosystem, &d.name).ignore).collect();
     let names: BTreeSet<String> = wanted.iter().map(|d| d.name.clone()).collect();
     let lookups: Vec<(String, Result<Vec<Release>, String>)> = stream::iter(names.into_iter().map(|name| {
         let registry = registry.clone();

@@ -611,7 +611,8 @@ pub fn plan(
     pythons: Option<&Pythons>,
 ) -> Planned {
     let mut planned = Planned::default();
-    if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
+    let policy = policy.for_package(dep.ecosystem, &dep.name);
+    if policy.ignore || (dep.pinned && !policy.update_pinned) {
         return planned;
     }
     let Ok(spec) = Spec::parse(&dep.requirement, Syntax::Poetry) else {

@@ -68,7 +68,8 @@ pub fn plan_for_rust(
     project_rust: Option<&str>,
 ) -> Planned {
     let mut planned = Planned::default();
-    if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
+    let policy = policy.for_package(dep.ecosystem, &dep.name);
+    if policy.ignore || (dep.pinned && !policy.update_pinned) {
         return planned;
     }
     let Ok(requirement) = VersionReq::parse(dep.requirement.trim()) else {
@@ -363,6 +364,8 @@ mod tests {
         major: true,
         ignore: Vec::new(),
         update_pinned: false,
+        rules: Vec::new(),
+        min_release_age: None,
     };
 
     /// An update as `kind from→to requirement`.
@@ -529,6 +532,7 @@ mod tests {
             major: true,
             ignore: vec!["calc*".into()],
             update_pinned: false,
+            ..Policy::default()
         };
         assert!(brief("1.0", None, &["2.0.0"], &ignoring).is_empty());
     }

@@ -27,7 +27,7 @@ use crate::chores::lock::{self, Change};
 use crate::chores::plan::{self, Found};
 use crate::chores::python;
 use crate::chores::{RegistryClient, Update, UpdateKind};
-use crate::config::deps::Ecosystem;
+use crate::config::deps::{Ecosystem, Policy};
 use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings, Reviewer};
 use crate::github::{CheckConclusion, IssueNumber, NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
@@ -54,11 +54,14 @@ const BRANCH_PREFIX: &str = "pitcrew/deps";
 struct Group {
     branch: String,
     ecosystems: Vec<Ecosystem>,
+    /// The rule's group name, for a `[[chores.deps.rules]]` group; `None` for an ecosystem's (or
+    /// every ecosystem's) pull request.
+    name: Option<String>,
     major: bool,
     updates: Vec<Update>,
     /// What could not be looked up for its ecosystems: updates this pull request may miss.
     unchecked: Vec<String>,
-    /// Releases held back for the package's `rust-version`.
+    /// Releases held back (for the package's toolchain, or too young to propose).
     held_back: Vec<HeldBack>,
 }
 
@@ -95,13 +98,14 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         base: &base,
         baselines: Default::default(),
     };
-    let delivered = match deliver(&chore, &groups(&found, deps.group), &open, &mut problems).await? {
+    let delivered = match deliver(&chore, &groups(&found, deps.group, &deps.policy()), &open, &mut problems).await? {
         Delivery::Done(delivered) => delivered,
         Delivery::Stopped(spent) => {
             return Ok((Finish::Cancelled("stopped before the chore finished".into()), spent));
         }
     };
-    let closed = close_superseded(env, &open, &found, &delivered.wanted, deps.group).await?;
+    let named: Vec<String> = deps.rules.iter().filter_map(|r| r.group.clone()).collect();
+    let closed = close_superseded(env, &open, &found, &delivered.wanted, deps.group, &named).await?;
     report_run(env, asked, base, delivered, closed, problems, unchecked).await
 }
 
@@ -341,16 +345,18 @@ async fn close_superseded(
     found: &BTreeMap<Ecosystem, Found>,
     wanted: &[String],
     grouping: DepsGrouping,
+    named: &[String],
 ) -> Result<Vec<u64>, HandlerError> {
     let clean: Vec<Ecosystem> = found
         .iter()
         .filter(|(_, f)| f.problems.is_empty())
         .map(|(e, _)| *e)
         .collect();
+    let all_clean = clean.len() == found.len();
     let mut closed = Vec::new();
     for pull in open {
         let branch = pull.head.branch.as_str();
-        if wanted.iter().any(|b| b == branch) || !closable(branch, &clean, grouping) {
+        if wanted.iter().any(|b| b == branch) || !closable(branch, &clean, all_clean, grouping, named) {
             continue;
         }
         let note = "Closing: a newer dependency run found nothing left to update on this branch (the updates were \
@@ -447,22 +453,26 @@ async fn declined(env: &JobEnv, branch: &str, table: &str) -> bool {
 /// The pull requests to make: per ecosystem (or all together), the compatible updates, and the
 /// majors apart. An ecosystem with a lockfile gets its pull request even without manifest
 /// updates: the lockfile refresh may find versions inside the ranges.
-fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Group> {
+fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping, policy: &Policy) -> Vec<Group> {
+    let named = |ecosystem: Ecosystem, name: &str| policy.for_package(ecosystem, name).group;
+    // The updates of the ecosystem's (or every ecosystem's) pull requests: those no rule names a
+    // group for.
     let split = |f: &Found, major: bool| -> Vec<Update> {
         f.updates
             .iter()
-            .filter(|u| (u.kind == UpdateKind::Major) == major)
+            .filter(|u| (u.kind == UpdateKind::Major) == major && named(u.ecosystem, &u.name).is_none())
             .cloned()
             .collect()
     };
     // The held-back notes of a pull request: the majors' go to the majors' one when there is one,
     // else with the compatible ones.
-    let held = |founds: &[&Found], major: bool, majors_pr: bool| -> Vec<HeldBack> {
+    let held = |founds: &[(&Ecosystem, &Found)], group: Option<&str>, major: bool, majors_pr: bool| -> Vec<HeldBack> {
         founds
             .iter()
-            .flat_map(|f| f.held_back.iter())
-            .filter(|h| if major { h.major } else { !h.major || !majors_pr })
-            .cloned()
+            .flat_map(|(e, f)| f.held_back.iter().map(move |h| (**e, h)))
+            .filter(|(e, h)| named(*e, &h.name).as_deref() == group)
+            .filter(|(_, h)| if major { h.major } else { !h.major || !majors_pr })
+            .map(|(_, h)| h.clone())
             .collect()
     };
     let mut out = Vec::new();
@@ -475,20 +485,22 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                     out.push(Group {
                         branch: format!("{BRANCH_PREFIX}-{}", ecosystem.as_str()),
                         ecosystems: vec![*ecosystem],
+                        name: None,
                         major: false,
                         updates: compatible,
                         unchecked: f.problems.clone(),
-                        held_back: held(&[f], false, !majors.is_empty()),
+                        held_back: held(&[(ecosystem, f)], None, false, !majors.is_empty()),
                     });
                 }
                 if !majors.is_empty() {
                     out.push(Group {
                         branch: format!("{BRANCH_PREFIX}-{}-major", ecosystem.as_str()),
                         ecosystems: vec![*ecosystem],
+                        name: None,
                         major: true,
                         updates: majors,
                         unchecked: f.problems.clone(),
-                        held_back: held(&[f], true, true),
+                        held_back: held(&[(ecosystem, f)], None, true, true),
                     });
                 }
             }
@@ -496,45 +508,80 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
         DepsGrouping::All => {
             let ecosystems: Vec<Ecosystem> = found.keys().copied().collect();
             let unchecked: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
-            let founds: Vec<&Found> = found.values().collect();
+            let founds: Vec<(&Ecosystem, &Found)> = found.iter().collect();
             let compatible: Vec<Update> = found.values().flat_map(|f| split(f, false)).collect();
             let majors: Vec<Update> = found.values().flat_map(|f| split(f, true)).collect();
             if !compatible.is_empty() || found.values().any(|f| f.has_lockfile) {
                 out.push(Group {
                     branch: BRANCH_PREFIX.to_owned(),
                     ecosystems: ecosystems.clone(),
+                    name: None,
                     major: false,
                     updates: compatible,
                     unchecked: unchecked.clone(),
-                    held_back: held(&founds, false, !majors.is_empty()),
+                    held_back: held(&founds, None, false, !majors.is_empty()),
                 });
             }
             if !majors.is_empty() {
                 out.push(Group {
                     branch: format!("{BRANCH_PREFIX}-major"),
                     ecosystems,
+                    name: None,
                     major: true,
                     updates: majors,
                     unchecked,
-                    held_back: held(&founds, true, true),
+                    held_back: held(&founds, None, true, true),
                 });
             }
+        }
+    }
+    // The rules' named groups, across ecosystems: a pull request of their own (majors apart),
+    // whatever the grouping of the rest. Their refresh moves only what their edits need, as the
+    // majors' does: the ecosystem's pull request holds the rest of the lockfile.
+    let mut by_name: BTreeMap<String, Vec<&Update>> = BTreeMap::new();
+    for u in found.values().flat_map(|f| f.updates.iter()) {
+        if let Some(name) = named(u.ecosystem, &u.name) {
+            by_name.entry(name).or_default().push(u);
+        }
+    }
+    for (name, updates) in by_name {
+        let ecosystems: BTreeSet<Ecosystem> = updates.iter().map(|u| u.ecosystem).collect();
+        let founds: Vec<(&Ecosystem, &Found)> = found.iter().filter(|(e, _)| ecosystems.contains(e)).collect();
+        let unchecked: Vec<String> = founds.iter().flat_map(|(_, f)| f.problems.clone()).collect();
+        let (majors, compatible): (Vec<&Update>, Vec<&Update>) =
+            updates.into_iter().partition(|u| u.kind == UpdateKind::Major);
+        for (major, updates) in [(false, compatible), (true, majors.clone())] {
+            if updates.is_empty() {
+                continue;
+            }
+            out.push(Group {
+                branch: format!("{BRANCH_PREFIX}-{name}{}", if major { "-major" } else { "" }),
+                ecosystems: ecosystems.iter().copied().collect(),
+                name: Some(name.clone()),
+                major,
+                updates: updates.into_iter().cloned().collect(),
+                unchecked: unchecked.clone(),
+                held_back: held(&founds, Some(&name), major, major || !majors.is_empty()),
+            });
         }
     }
     out
 }
 
-/// Whether an open pull request on `branch` belongs to a group this run computed cleanly.
-fn closable(branch: &str, clean: &[Ecosystem], grouping: DepsGrouping) -> bool {
+/// Whether an open pull request on `branch` belongs to a group this run computed cleanly: an
+/// ecosystem's whose lookups all answered, or a rule's named group (in `named`) when every
+/// ecosystem's did.
+fn closable(branch: &str, clean: &[Ecosystem], all_clean: bool, grouping: DepsGrouping, named: &[String]) -> bool {
     let Some(rest) = branch.strip_prefix(BRANCH_PREFIX) else {
         return false;
     };
+    let name = rest.trim_start_matches('-').trim_end_matches("-major");
+    if named.iter().any(|n| n == name) {
+        return all_clean;
+    }
     match grouping {
         DepsGrouping::All => matches!(rest, "" | "-major"),
-        DepsGrouping::Ecosystem => {
-            let name = rest.trim_start_matches('-').trim_end_matches("-major");
-            Ecosystem::parse(name).is_some_and(|e| clean.contains(&e))
-        }
+        DepsGrouping::Ecosystem => Ecosystem::parse(name).is_some_and(|e| clean.contains(&e)),
     }
 }
 
@@ -656,9 +703,10 @@ async fn run_group_in(chore: &ChoreRun<'_>, root: &Path, group: &Group) -> Resul
         .into_iter()
         .map(|(problem, packages)| format!("{problem}: {}", packages.join(", ")))
         .collect();
-    // The majors' refresh moves only what their manifest edits need: the compatible pull request
-    // holds the rest of the refresh, and the two merge in either order.
-    let refresh = if group.major {
+    // The majors' and a named group's refresh moves only what their manifest edits need: the
+    // ecosystem's compatible pull request holds the rest of the refresh, and they merge in any
+    // order.
+    let refresh = if group.major || group.name.is_some() {
         lock::Refresh::Minimal
     } else {
         lock::Refresh::Full
@@ -960,6 +1008,7 @@ async fn in_session(
         pull: ChorePull {
             branch: group.branch.clone(),
             ecosystems: group.ecosystems.clone(),
+            group: group.name.clone(),
             major: group.major,
             updates,
             lock,

@@ -32,6 +32,8 @@ pub struct ChorePull {
     pub branch: String,
     /// The ecosystems in it (one, unless the repository groups them all).
     pub ecosystems: Vec<Ecosystem>,
+    /// The `[[chores.deps.rules]]` group it is for, if any (its title names it).
+    pub group: Option<String>,
     pub major: bool,
     /// The manifest edits.
     pub updates: Vec<Update>,
@@ -63,7 +65,10 @@ fn ecosystem_words(ecosystems: &[Ecosystem]) -> String {
 /// `chore(deps): update cargo dependencies` / `…: update cargo dependencies (major)`; with one
 /// row, `update calcutil to 1.1.0` (a git dependency's short commit for its version).
 pub fn title(pull: &ChorePull) -> String {
-    let what = ecosystem_words(&pull.ecosystems);
+    let what = match &pull.group {
+        Some(group) => group.clone(),
+        None => ecosystem_words(&pull.ecosystems),
+    };
     let single = match (pull.updates.as_slice(), pull.lock.as_slice()) {
         ([update], []) => Some((update.name.clone(), update.to.clone())),
         ([], [change]) => match &change.kind {
@@ -426,6 +431,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: vec![update(
                 "fmtutil",
@@ -491,6 +497,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: Vec::new(),
             lock: vec![
@@ -604,6 +611,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: Vec::new(),
             lock: vec![in_range("chrono", "0.4.30", "0.4.38")],
@@ -641,6 +649,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: Vec::new(),
             lock: vec![in_range("calcutil", "1.0.0", "1.1.0")],
@@ -680,6 +689,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: vec![update(
                 "serde",
