@@ -68,6 +68,7 @@ fn release(version: &str, yanked: bool, notes: Option<&str>) -> Release {
         notes_url: notes.map(str::to_owned),
         rust_version: None,
         requires_python: Vec::new(),
+        published: None,
     }
 }
 

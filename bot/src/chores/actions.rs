@@ -268,6 +268,7 @@ fn releases_from_tags(repo: &RepoName, tags: Vec<String>) -> Vec<Release> {
                 notes_url: Some(notes_url),
                 rust_version: None,
                 requires_python: Vec::new(),
+                published: None,
             };
             (key, release)
         })

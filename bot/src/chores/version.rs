@@ -5,7 +5,7 @@
 
 use semver::{Comparator, Op, Version, VersionReq};
 
-use super::{Dependency, HeldBack, Planned, Release, Toolchain, Update, UpdateKind};
+use super::{Dependency, HeldBack, Planned, Release, Hold, Update, UpdateKind};
 use crate::config::deps::Policy;
 
 /// The updates for a semver dependency: `dep.requirement` as written (cargo syntax: `1.2`,
@@ -133,7 +133,7 @@ pub fn plan_for_rust(
             .filter(|(version, release)| too_new(release).is_none() && !requirement.matches(version))
             .max_by(|a, b| a.0.cmp(&b.0));
         planned.held_back.push(HeldBack {
-            toolchain: Toolchain::Rust,
+            reason: Hold::Rust,
             name: dep.name.clone(),
             version: newest.1.version.trim().to_owned(),
             needs,
@@ -348,6 +348,7 @@ mod tests {
                     notes_url: None,
                     rust_version: None,
                     requires_python: Vec::new(),
+                    published: None,
                 },
                 None => Release {
                     version: (*v).into(),
@@ -355,6 +356,7 @@ mod tests {
                     notes_url: Some(format!("https://example.test/calc/{v}")),
                     rust_version: None,
                     requires_python: Vec::new(),
+                    published: None,
                 },
             })
             .collect()
@@ -563,6 +565,7 @@ mod tests {
                     notes_url: None,
                     rust_version: rust,
                     requires_python: Vec::new(),
+                    published: None,
                 }
             })
             .collect()

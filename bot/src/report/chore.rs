@@ -5,7 +5,7 @@
 //! the agent did), the commit message, and the answer to whoever asked for the chore.
 
 use crate::chores::lock::{self, Change, ChangeKind};
-use crate::chores::{HeldBack, Toolchain, Update, UpdateKind};
+use crate::chores::{HeldBack, Hold, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 
 use super::baseline::Comparison;
@@ -47,8 +47,8 @@ pub struct ChorePull {
     /// What could not be looked up for its ecosystems (a registry unreachable, a certificate
     /// refused): updates this pull request may be missing.
     pub unchecked: Vec<String>,
-    /// Newer releases not proposed because they need a newer Rust or Python than the project
-    /// declares.
+    /// Newer releases not proposed: they need a newer Rust or Python than the project declares, or
+    /// are younger than `min_release_age`.
     pub held_back: Vec<HeldBack>,
     /// Manifests left as they were, one sentence each (a lockfile that could not be refreshed, a
     /// crate outside the workspace: `fuzz/Cargo.toml — outside the workspace …`).
@@ -230,9 +230,17 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
             .collect();
         doc.cuttable(items.join("\n"));
     }
-    if !pull.held_back.is_empty() {
-        let rust = pull.held_back.iter().any(|h| h.toolchain == Toolchain::Rust);
-        let python = pull.held_back.iter().any(|h| h.toolchain == Toolchain::Python);
+    let (young, toolchain): (Vec<&HeldBack>, Vec<&HeldBack>) =
+        pull.held_back.iter().partition(|h| h.reason == Hold::Young);
+    let instead = |h: &HeldBack| {
+        h.instead
+            .as_deref()
+            .map(|v| format!(" ({} is proposed instead)", markdown::code_span(v)))
+            .unwrap_or_default()
+    };
+    if !toolchain.is_empty() {
+        let rust = toolchain.iter().any(|h| h.reason == Hold::Rust);
+        let python = toolchain.iter().any(|h| h.reason == Hold::Python);
         let declared = match (rust, python) {
             (true, true) => "`rust-version` and Python",
             (true, false) => "`rust-version`",
@@ -241,25 +249,37 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
         doc.fixed(format!(
             "**Held back** for the declared {declared} (raise it to take them):"
         ));
-        let items: Vec<String> = pull
-            .held_back
+        let items: Vec<String> = toolchain
             .iter()
             .map(|h| {
-                let instead = h
-                    .instead
-                    .as_deref()
-                    .map(|v| format!(" ({} is proposed instead)", markdown::code_span(v)))
-                    .unwrap_or_default();
-                let (needs, declares) = match h.toolchain {
-                    Toolchain::Rust => ("Rust", "this package declares `rust-version`"),
-                    Toolchain::Python => ("Python", "the requirement is for Python"),
+                let (needs, declares) = match h.reason {
+                    Hold::Rust => ("Rust", "this package declares `rust-version`"),
+                    Hold::Python | Hold::Young => ("Python", "the requirement is for Python"),
                 };
                 format!(
-                    "- {} {} needs {needs} {}; {declares} {}{instead}",
+                    "- {} {} needs {needs} {}; {declares} {}{}",
                     markdown::code_span(&h.name),
                     markdown::code_span(&h.version),
                     markdown::code_span(&h.needs),
                     markdown::code_span(&h.declared),
+                    instead(h),
+                )
+            })
+            .collect();
+        doc.cuttable(items.join("\n"));
+    }
+    if !young.is_empty() {
+        doc.fixed("**Not yet proposed**, younger than this repository's `min_release_age`:");
+        let items: Vec<String> = young
+            .iter()
+            .map(|h| {
+                format!(
+                    "- {} {} waits until {} (`min_release_age` {}){}",
+                    markdown::code_span(&h.name),
+                    markdown::code_span(&h.version),
+                    markdown::inline(&h.needs),
+                    markdown::code_span(&h.declared),
+                    instead(h),
                 )
             })
             .collect();
@@ -678,7 +698,7 @@ mod tests {
     #[test]
     fn the_body_says_what_was_held_back_for_the_rust_version() {
         let held = |version: &str, instead: Option<&str>| HeldBack {
-            toolchain: Toolchain::Rust,
+            reason: Hold::Rust,
             name: "serde".into(),
             version: version.into(),
             needs: "1.80".into(),
