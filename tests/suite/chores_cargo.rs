@@ -11,7 +11,7 @@ use std::process::Command;
 
 use pitcrew::chores::lock::{self, ChangeKind, Refresh};
 use pitcrew::chores::version::{plan, plan_for_rust};
-use pitcrew::chores::{Dependency, HeldBack, RegistryClient, Release, Hold, Update, UpdateKind, cargo};
+use pitcrew::chores::{Dependency, HeldBack, Hold, RegistryClient, Release, Update, UpdateKind, cargo};
 use pitcrew::config::deps::{Ecosystem, Policy, Registries};
 use pitcrew_tests::cargo_registry::CargoRegistry;
 use tempfile::TempDir;

@@ -267,8 +267,7 @@ fn parse_packument(body: &str) -> Result<Vec<Release>, NpmError> {
                 notes_url: notes_url.clone(),
                 rust_version: None,
                 requires_python: Vec::new(),
-                published: times
-                    .and_then(|t| t.get(version)?.as_str()?.parse::<jiff::Timestamp>().ok()),
+                published: times.and_then(|t| t.get(version)?.as_str()?.parse::<jiff::Timestamp>().ok()),
             };
             Some((parsed, release))
         })

@@ -9,8 +9,8 @@ use std::path::Path;
 use futures_util::stream::{self, StreamExt};
 use jiff::{SignedDuration, Timestamp};
 
-use super::{HeldBack, Hold, Planned};
 use super::{Dependency, RegistryClient, Release, Update, UpdateKind};
+use super::{HeldBack, Hold, Planned};
 use super::{actions, cargo, lock, npm, python};
 use crate::config::deps::{Ecosystem, Policy, Registries};
 use crate::config::duration::format_duration;
@@ -59,7 +59,10 @@ pub async fn find(
     found.has_lockfile = has_lockfile(ecosystem, root, &dependencies);
     let locked = locked(ecosystem, root, &dependencies);
     let now = Timestamp::now();
-    let wanted: Vec<&Dependency> = dependencies.iter().filter(|d| !policy.for_package(ecosystem, &d.name).ignore).collect();
+    let wanted: Vec<&Dependency> = dependencies
+        .iter()
+        .filter(|d| !policy.for_package(ecosystem, &d.name).ignore)
+        .collect();
     let names: BTreeSet<String> = wanted.iter().map(|d| d.name.clone()).collect();
     let lookups: Vec<(String, Result<Vec<Release>, String>)> = stream::iter(names.into_iter().map(|name| {
         let registry = registry.clone();

@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 use url::Url;
 
-use super::{Dependency, HeldBack, Planned, RegistryClient, RegistryError, Release, Hold, Update, UpdateKind};
+use super::{Dependency, HeldBack, Hold, Planned, RegistryClient, RegistryError, Release, Update, UpdateKind};
 use crate::config::deps::{Ecosystem, Policy};
 
 pub mod interpreter;
@@ -801,7 +801,12 @@ fn parse_project(body: &str) -> Result<Vec<Release>, PythonError> {
 fn uploaded(files: &[Value]) -> Option<jiff::Timestamp> {
     files
         .iter()
-        .filter_map(|file| file.get("upload_time_iso_8601")?.as_str()?.parse::<jiff::Timestamp>().ok())
+        .filter_map(|file| {
+            file.get("upload_time_iso_8601")?
+                .as_str()?
+                .parse::<jiff::Timestamp>()
+                .ok()
+        })
         .min()
 }
 

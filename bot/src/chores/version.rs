@@ -5,7 +5,7 @@
 
 use semver::{Comparator, Op, Version, VersionReq};
 
-use super::{Dependency, HeldBack, Planned, Release, Hold, Update, UpdateKind};
+use super::{Dependency, HeldBack, Hold, Planned, Release, Update, UpdateKind};
 use crate::config::deps::Policy;
 
 /// The updates for a semver dependency: `dep.requirement` as written (cargo syntax: `1.2`,

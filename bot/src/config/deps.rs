@@ -199,7 +199,10 @@ mod tests {
         assert!(glob_matches("*", "anything") && glob_matches("@types/*", "@types/node"));
         assert!(glob_matches("a*b*c", "abc") && glob_matches("a*b*c", "axxbyyc") && !glob_matches("a*b*c", "acb"));
         assert!(!glob_matches("ab*ba", "aba"), "the prefix and suffix may not overlap");
-        assert_eq!(glob_problem("serde?"), Some("only `*` is a wildcard (it matches any run of characters)"));
+        assert_eq!(
+            glob_problem("serde?"),
+            Some("only `*` is a wildcard (it matches any run of characters)")
+        );
         assert_eq!(glob_problem("react*"), None);
     }
 

@@ -1025,7 +1025,10 @@ fn rules(key: &str, v: &Value<'_>) -> Result<Vec<Rule>, Bad> {
         let DeValue::Table(table) = item.get_ref() else {
             bad.push((
                 item.span().start,
-                format!("`{key}` must hold only tables (`[[chores.deps.rules]]`), found {}", item.get_ref().type_str()),
+                format!(
+                    "`{key}` must hold only tables (`[[chores.deps.rules]]`), found {}",
+                    item.get_ref().type_str()
+                ),
             ));
             continue;
         };
@@ -1043,7 +1046,11 @@ fn rules(key: &str, v: &Value<'_>) -> Result<Vec<Rule>, Bad> {
             let result = match name {
                 "match" => globs(field, value).and_then(|patterns| {
                     if patterns.is_empty() {
-                        Err(invalid_array(field, value, "must name at least one package (`*` matches any run of characters)"))
+                        Err(invalid_array(
+                            field,
+                            value,
+                            "must name at least one package (`*` matches any run of characters)",
+                        ))
                     } else {
                         rule.matches = patterns;
                         Ok(())
@@ -1075,7 +1082,9 @@ fn rules(key: &str, v: &Value<'_>) -> Result<Vec<Rule>, Bad> {
         if !has_match {
             bad.push((
                 at,
-                format!("`{key}[{n}]` has no `match`: list the package names it applies to, e.g. `match = [\"serde*\"]`"),
+                format!(
+                    "`{key}[{n}]` has no `match`: list the package names it applies to, e.g. `match = [\"serde*\"]`"
+                ),
             ));
         }
         let sets_something =
@@ -1083,7 +1092,9 @@ fn rules(key: &str, v: &Value<'_>) -> Result<Vec<Rule>, Bad> {
         if !sets_something && bad.len() == before {
             bad.push((
                 at,
-                format!("`{key}[{n}]` sets nothing: give it at least one of `ignore`, `major`, `update_pinned`, `group`"),
+                format!(
+                    "`{key}[{n}]` sets nothing: give it at least one of `ignore`, `major`, `update_pinned`, `group`"
+                ),
             ));
         }
         if bad.len() == before {
@@ -1099,7 +1110,9 @@ fn group_name(key: &str, v: &Value<'_>) -> Result<String, Bad> {
     let name = string(key, v)?;
     let shaped = !name.is_empty()
         && name.len() <= 40
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-');
     if !shaped {

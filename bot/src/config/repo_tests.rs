@@ -551,16 +551,28 @@ update_pinned = true
     let policy = deps.policy();
     assert!(policy.for_package(Ecosystem::Cargo, "serde_json").ignore);
     assert!(policy.for_package(Ecosystem::Npm, "left-pad").ignore);
-    assert_eq!(policy.for_package(Ecosystem::Cargo, "aws-sdk-s3").group.as_deref(), Some("aws"));
+    assert_eq!(
+        policy.for_package(Ecosystem::Cargo, "aws-sdk-s3").group.as_deref(),
+        Some("aws")
+    );
     assert_eq!(policy.for_package(Ecosystem::Npm, "aws-sdk").group, None);
     let react = policy.for_package(Ecosystem::Npm, "react-dom");
     assert!(react.major && react.update_pinned && !react.ignore);
     assert_eq!(policy.min_release_age, Some(Duration::from_secs(3 * 86_400)));
 
-    let ages = [("\"12h\"", 12 * 3_600), ("\"2 weeks\"", 14 * 86_400), ("\"1 hour\"", 3_600), ("86400", 86_400)];
+    let ages = [
+        ("\"12h\"", 12 * 3_600),
+        ("\"2 weeks\"", 14 * 86_400),
+        ("\"1 hour\"", 3_600),
+        ("86400", 86_400),
+    ];
     for (written, seconds) in ages {
         let config = RepoConfig::parse(&format!("[chores.deps]\nmin_release_age = {written}\n")).unwrap();
-        assert_eq!(config.deps.min_release_age, Some(Duration::from_secs(seconds)), "{written}");
+        assert_eq!(
+            config.deps.min_release_age,
+            Some(Duration::from_secs(seconds)),
+            "{written}"
+        );
     }
 }
 

@@ -98,7 +98,14 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         base: &base,
         baselines: Default::default(),
     };
-    let delivered = match deliver(&chore, &groups(&found, deps.group, &deps.policy()), &open, &mut problems).await? {
+    let delivered = match deliver(
+        &chore,
+        &groups(&found, deps.group, &deps.policy()),
+        &open,
+        &mut problems,
+    )
+    .await?
+    {
         Delivery::Done(delivered) => delivered,
         Delivery::Stopped(spent) => {
             return Ok((Finish::Cancelled("stopped before the chore finished".into()), spent));
