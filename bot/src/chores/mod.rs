@@ -1,7 +1,8 @@
 //! Dependency chores: find a repository's dependencies (Cargo, npm, Python, GitHub Actions), ask
 //! their registries for newer versions, and decide by policy which updates to make: inside the
 //! declared ranges (a lockfile refresh), newer compatible versions (a manifest edit), majors only
-//! when asked and in a pull request of their own.
+//! when asked and in a pull request of their own; a release younger than `min_release_age` waits
+//! (`plan::find`), the newest old enough proposed instead.
 //!
 //! Each ecosystem module scans its manifests, plans updates from the releases its registry lists,
 //! and applies them to the manifests' text (formatting and comments kept). Lockfiles are refreshed

@@ -1,7 +1,7 @@
 //! `chore deps`: keep a repository's dependencies current. On the default branch's head, each
 //! enabled ecosystem's manifests are scanned and its registry asked for newer versions; the
 //! policy (`[chores.deps]`) picks the updates, grouped into pull requests (one per ecosystem by
-//! default, majors apart). For each pull request a fresh working copy gets the manifest edits on
+//! default, majors apart, and one for each named group of `[[chores.deps.rules]]`). For each pull request a fresh working copy gets the manifest edits on
 //! the host (not those of a crate the workspace excludes), the lockfile refresh in the sandbox
 //! (with network for that step only, as the operator allows; the whole lockfile for the compatible
 //! updates, only what the edits need for the majors, so that the two pull requests merge in either
@@ -1085,4 +1085,140 @@ async fn baseline(chore: &ChoreRun<'_>, setup_network: bool) -> Option<Observed>
     };
     lease.release().await;
     observed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chores::Hold;
+    use crate::config::deps::Rule;
+
+    fn update(ecosystem: Ecosystem, name: &str, kind: UpdateKind) -> Update {
+        Update {
+            ecosystem,
+            name: name.into(),
+            manifest: Some("Cargo.toml".into()),
+            section: Some("dependencies".into()),
+            from: "1.0.0".into(),
+            to: "2.0.0".into(),
+            kind,
+            new_requirement: Some("2.0".into()),
+            notes_url: None,
+            marker: None,
+        }
+    }
+
+    #[test]
+    fn a_rules_group_gets_pull_requests_of_its_own_across_ecosystems() {
+        let young = HeldBack {
+            reason: Hold::Young,
+            name: "aws-sdk".into(),
+            version: "1.3.0".into(),
+            needs: "2026-12-05 10:00 UTC".into(),
+            declared: "3d".into(),
+            major: false,
+            instead: Some("2.0.0".into()),
+        };
+        let found = BTreeMap::from([
+            (
+                Ecosystem::Cargo,
+                Found {
+                    updates: vec![
+                        update(Ecosystem::Cargo, "serde", UpdateKind::Minor),
+                        update(Ecosystem::Cargo, "aws-sdk", UpdateKind::Minor),
+                        update(Ecosystem::Cargo, "aws-types", UpdateKind::Major),
+                    ],
+                    has_lockfile: true,
+                    held_back: vec![young.clone()],
+                    ..Found::default()
+                },
+            ),
+            (
+                Ecosystem::Npm,
+                Found {
+                    updates: vec![update(Ecosystem::Npm, "aws-cdk", UpdateKind::Patch)],
+                    problems: vec!["the npm registry did not answer".into()],
+                    ..Found::default()
+                },
+            ),
+        ]);
+        let policy = Policy {
+            major: true,
+            rules: vec![Rule {
+                matches: vec!["aws-*".into()],
+                group: Some("aws".into()),
+                ..Rule::default()
+            }],
+            ..Policy::default()
+        };
+        let made = groups(&found, DepsGrouping::Ecosystem, &policy);
+        let summary: Vec<(&str, Vec<&str>, Vec<Ecosystem>, usize)> = made
+            .iter()
+            .map(|g| {
+                let names = g.updates.iter().map(|u| u.name.as_str()).collect();
+                (g.branch.as_str(), names, g.ecosystems.clone(), g.held_back.len())
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("pitcrew/deps-cargo", vec!["serde"], vec![Ecosystem::Cargo], 0),
+                (
+                    "pitcrew/deps-aws",
+                    vec!["aws-sdk", "aws-cdk"],
+                    vec![Ecosystem::Cargo, Ecosystem::Npm],
+                    1
+                ),
+                (
+                    "pitcrew/deps-aws-major",
+                    vec!["aws-types"],
+                    vec![Ecosystem::Cargo, Ecosystem::Npm],
+                    0
+                ),
+            ]
+        );
+        let aws = &made[1];
+        assert_eq!((aws.name.as_deref(), aws.major), (Some("aws"), false));
+        assert_eq!(aws.unchecked, ["the npm registry did not answer"]);
+        assert_eq!(made[0].name, None);
+
+        // With every ecosystem in one pull request, the group still has its own.
+        let all: Vec<String> = groups(&found, DepsGrouping::All, &policy)
+            .into_iter()
+            .map(|g| g.branch)
+            .collect();
+        assert_eq!(all, ["pitcrew/deps", "pitcrew/deps-aws", "pitcrew/deps-aws-major"]);
+
+        // A group's branch closes only after a run whose every lookup answered.
+        let named = ["aws".to_owned()];
+        let clean = [Ecosystem::Cargo];
+        assert!(!closable(
+            "pitcrew/deps-aws",
+            &clean,
+            false,
+            DepsGrouping::Ecosystem,
+            &named
+        ));
+        assert!(closable(
+            "pitcrew/deps-aws-major",
+            &clean,
+            true,
+            DepsGrouping::Ecosystem,
+            &named
+        ));
+        assert!(closable(
+            "pitcrew/deps-cargo",
+            &clean,
+            false,
+            DepsGrouping::Ecosystem,
+            &named
+        ));
+        assert!(!closable(
+            "pitcrew/deps-gcp",
+            &clean,
+            true,
+            DepsGrouping::Ecosystem,
+            &named
+        ));
+    }
 }

@@ -741,4 +741,67 @@ mod tests {
             "`serde` 1.0.300 needs Rust 1.80; this package declares rust-version 1.70 (1.0.250 is proposed instead)"
         );
     }
+
+    #[test]
+    fn the_body_says_which_releases_wait_for_min_release_age() {
+        let held = |reason: Hold, version: &str, instead: Option<&str>| HeldBack {
+            reason,
+            name: "serde".into(),
+            version: version.into(),
+            needs: if reason == Hold::Young {
+                "2026-12-05 10:00 UTC"
+            } else {
+                "1.80"
+            }
+            .into(),
+            declared: if reason == Hold::Young { "3d" } else { "1.70" }.into(),
+            major: false,
+            instead: instead.map(str::to_owned),
+        };
+        let pull = ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            group: None,
+            major: false,
+            updates: vec![update(
+                "serde",
+                "1.0.100",
+                "1.0.250",
+                UpdateKind::Patch,
+                Some("Cargo.toml"),
+            )],
+            lock: Vec::new(),
+            not_updated: Vec::new(),
+            tests: TestOutcome::Passed { after_fix: false },
+            agent_summary: None,
+            reverted: Vec::new(),
+            unchecked: Vec::new(),
+            held_back: vec![
+                held(Hold::Young, "1.0.260", Some("1.0.250")),
+                held(Hold::Rust, "1.0.300", Some("1.0.250")),
+            ],
+        };
+        let body = body(&pull, "9");
+        assert!(
+            body.contains(
+                "**Held back** for the declared `rust-version` (raise it to take them):\n\n\
+                 - `serde` `1.0.300` needs Rust `1.80`; this package declares `rust-version` `1.70` (`1.0.250` is \
+                 proposed instead)\n\n\
+                 **Not yet proposed**, younger than this repository's `min_release_age`:\n\n\
+                 - `serde` `1.0.260` waits until 2026-12-05 10:00 UTC (`min_release_age` `3d`) (`1.0.250` is \
+                 proposed instead)\n"
+            ),
+            "{body}"
+        );
+        let grouped = ChorePull {
+            group: Some("aws".into()),
+            ..pull
+        };
+        assert_eq!(title(&grouped), "chore(deps): update serde to 1.0.250");
+        let two = ChorePull {
+            updates: [grouped.updates.clone(), grouped.updates.clone()].concat(),
+            ..grouped
+        };
+        assert_eq!(title(&two), "chore(deps): update aws dependencies");
+    }
 }
