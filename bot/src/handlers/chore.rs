@@ -1129,7 +1129,7 @@ mod tests {
                         update(Ecosystem::Cargo, "aws-types", UpdateKind::Major),
                     ],
                     has_lockfile: true,
-                    held_back: vec![young.clone()],
+                    held_back: vec![young],
                     ..Found::default()
                 },
             ),
