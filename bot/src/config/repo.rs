@@ -1061,6 +1061,13 @@ fn rules(key: &str, v: &Value<'_>) -> Result<Vec<Rule>, Bad> {
                 "major" => boolean(field, value).map(|x| rule.major = Some(x)),
                 "update_pinned" => boolean(field, value).map(|x| rule.update_pinned = Some(x)),
                 "group" => group_name(field, value).map(|x| rule.group = Some(x)),
+                "schedule" => Err(vec![(
+                    k.span().start,
+                    format!(
+                        "a rule has no `schedule` of its own: rules apply on every run; valid keys in a `[[{key}]]` table: {}",
+                        RULE_KEYS.join(", ")
+                    ),
+                )]),
                 other => {
                     let hint = match did_you_mean(other, RULE_KEYS.iter().copied()) {
                         Some(close) => Hint::did_you_mean(format!("`{close}`")),

@@ -619,6 +619,9 @@ group = "Has Space"
     .github/pitcrew.toml:2:10: `chores.deps.rules` must hold only tables (`[[chores.deps.rules]]`), found integer
     .github/pitcrew.toml:3:19: invalid `chores.deps.min_release_age` = "0 days": must be longer than zero
     "#);
+    insta::assert_snapshot!(problems("[chores.deps]\n[[chores.deps.rules]]\nmatch = [\"a*\"]\nschedule = \"@daily\"\n"), @r#"
+    .github/pitcrew.toml:4:1: a rule has no `schedule` of its own: rules apply on every run; valid keys in a `[[chores.deps.rules]]` table: match, ecosystems, ignore, major, update_pinned, group
+    "#);
     insta::assert_snapshot!(problems("[chores.deps]\nrules = \"none\"\n"), @r#"
     .github/pitcrew.toml:2:9: `chores.deps.rules` must be an array of tables (`[[chores.deps.rules]]`), found string
     "#);

@@ -471,13 +471,24 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping, policy: &P
             .cloned()
             .collect()
     };
-    // The held-back notes of a pull request: the majors' go to the majors' one when there is one,
-    // else with the compatible ones.
+    // The rules' named groups with updates, across ecosystems.
+    let mut by_name: BTreeMap<String, Vec<&Update>> = BTreeMap::new();
+    for u in found.values().flat_map(|f| f.updates.iter()) {
+        if let Some(name) = named(u.ecosystem, &u.name) {
+            by_name.entry(name).or_default().push(u);
+        }
+    }
+    // The held-back notes of a pull request: a package's go to its group's pull requests when it
+    // has some, else to its ecosystem's; the majors' to the majors' one when there is one, else
+    // with the compatible ones.
     let held = |founds: &[(&Ecosystem, &Found)], group: Option<&str>, major: bool, majors_pr: bool| -> Vec<HeldBack> {
         founds
             .iter()
             .flat_map(|(e, f)| f.held_back.iter().map(move |h| (**e, h)))
-            .filter(|(e, h)| named(*e, &h.name).as_deref() == group)
+            .filter(|(e, h)| {
+                let own = named(*e, &h.name).filter(|g| by_name.contains_key(g));
+                own.as_deref() == group
+            })
             .filter(|(_, h)| if major { h.major } else { !h.major || !majors_pr })
             .map(|(_, h)| h.clone())
             .collect()
@@ -542,21 +553,15 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping, policy: &P
             }
         }
     }
-    // The rules' named groups, across ecosystems: a pull request of their own (majors apart),
-    // whatever the grouping of the rest. Their refresh moves only what their edits need, as the
-    // majors' does: the ecosystem's pull request holds the rest of the lockfile.
-    let mut by_name: BTreeMap<String, Vec<&Update>> = BTreeMap::new();
-    for u in found.values().flat_map(|f| f.updates.iter()) {
-        if let Some(name) = named(u.ecosystem, &u.name) {
-            by_name.entry(name).or_default().push(u);
-        }
-    }
-    for (name, updates) in by_name {
+    // The named groups: a pull request of their own (majors apart), whatever the grouping of the
+    // rest. Their refresh moves only what their edits need, as the majors' does: the ecosystem's
+    // pull request holds the rest of the lockfile.
+    for (name, updates) in &by_name {
         let ecosystems: BTreeSet<Ecosystem> = updates.iter().map(|u| u.ecosystem).collect();
         let founds: Vec<(&Ecosystem, &Found)> = found.iter().filter(|(e, _)| ecosystems.contains(e)).collect();
         let unchecked: Vec<String> = founds.iter().flat_map(|(_, f)| f.problems.clone()).collect();
         let (majors, compatible): (Vec<&Update>, Vec<&Update>) =
-            updates.into_iter().partition(|u| u.kind == UpdateKind::Major);
+            updates.iter().copied().partition(|u| u.kind == UpdateKind::Major);
         for (major, updates) in [(false, compatible), (true, majors.clone())] {
             if updates.is_empty() {
                 continue;
@@ -568,7 +573,7 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping, policy: &P
                 major,
                 updates: updates.into_iter().cloned().collect(),
                 unchecked: unchecked.clone(),
-                held_back: held(&founds, Some(&name), major, major || !majors.is_empty()),
+                held_back: held(&founds, Some(name), major, major || !majors.is_empty()),
             });
         }
     }
@@ -1188,6 +1193,24 @@ mod tests {
             .map(|g| g.branch)
             .collect();
         assert_eq!(all, ["pitcrew/deps", "pitcrew/deps-aws", "pitcrew/deps-aws-major"]);
+
+        // A group with no update this run: its packages' notes go to their ecosystem's pull request.
+        let quiet = Policy {
+            rules: vec![Rule {
+                matches: vec!["aws-sdk".into()],
+                group: Some("sdk".into()),
+                ..Rule::default()
+            }],
+            ..policy.clone()
+        };
+        let mut found = found;
+        if let Some(cargo) = found.get_mut(&Ecosystem::Cargo) {
+            cargo.updates.retain(|u| u.name != "aws-sdk");
+        }
+        let made = groups(&found, DepsGrouping::Ecosystem, &quiet);
+        assert_eq!(made[0].branch, "pitcrew/deps-cargo");
+        assert_eq!(made[0].held_back.len(), 1);
+        assert!(made.iter().all(|g| !g.branch.contains("sdk")));
 
         // A group's branch closes only after a run whose every lookup answered.
         let named = ["aws".to_owned()];
