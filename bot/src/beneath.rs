@@ -69,6 +69,25 @@ impl Beneath {
         self.open_last(parent.as_ref().map_or(self.fd.as_fd(), |fd| fd.as_fd()), last, how)
     }
 
+    /// The bytes of the regular file `relative`; an error for anything else (a directory, a FIFO,
+    /// a symlink) and for a file of more than `limit` bytes (never a part of one).
+    pub(crate) fn read_regular(&self, relative: &Path, limit: u64) -> io::Result<Vec<u8>> {
+        use std::io::Read;
+        let file = self.open_at(relative, Open::Read)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+        }
+        let mut bytes = Vec::new();
+        file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > limit {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!("larger than {limit} bytes"),
+            ));
+        }
+        Ok(bytes)
+    }
+
     /// Metadata of `relative` itself (a symlink's own, were one there).
     pub(crate) fn metadata(&self, relative: &Path) -> io::Result<Metadata> {
         self.open_at(relative, Open::Path)?.metadata()
@@ -193,6 +212,14 @@ mod tests {
         assert_eq!(fs::read_to_string(dir.path().join("x/y/z.txt")).unwrap(), "new");
         beneath.write(Path::new("a/b/c.txt"), b"hi").unwrap();
         assert_eq!(fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "hi");
+        // Whole regular files only: never a directory, never a part of a file.
+        assert_eq!(beneath.read_regular(Path::new("a/b/c.txt"), 2).unwrap(), b"hi");
+        let err = beneath.read_regular(Path::new("a/b/c.txt"), 1).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge, "{err}");
+        assert_eq!(
+            beneath.read_regular(Path::new("a/b"), 100).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
     }
 
     #[test]
@@ -230,5 +257,6 @@ mod tests {
         let beneath = Beneath::open(dir.path()).unwrap();
         let file = beneath.open_at(Path::new("fifo"), Open::Read).unwrap();
         assert!(file.metadata().unwrap().file_type().is_fifo());
+        assert!(beneath.read_regular(Path::new("fifo"), 100).is_err());
     }
 }

@@ -1064,6 +1064,27 @@ impl Validator<'_> {
         let cargo_index = self.url("chores.cargo_index", chores.cargo_index, defaults.cargo_index.as_str());
         let npm_registry = self.url("chores.npm_registry", chores.npm_registry, defaults.npm.as_str());
         let pypi = self.url("chores.pypi", chores.pypi, defaults.pypi.as_str());
+        // The lockfile refresh hands the registry's address to the sandbox, where the repository's
+        // code runs: a password in it would be the repository's to read.
+        let without_credentials = |v: &mut Self, key: &str, url: Option<Url>| -> Option<Url> {
+            let url = url?;
+            if url.username().is_empty() && url.password().is_none() {
+                return Some(url);
+            }
+            let mut shown = url;
+            let _ = shown.set_username("");
+            let _ = shown.set_password(None);
+            v.invalid(
+                key,
+                Some(format!("\"{shown}\" with credentials")),
+                "a registry address must not hold credentials: the lockfile refresh hands it to the sandbox, where \
+                 the repository's code runs; give them to the tool's own configuration in the image instead",
+            );
+            None
+        };
+        let cargo_index = without_credentials(self, "chores.cargo_index", cargo_index);
+        let npm_registry = without_credentials(self, "chores.npm_registry", npm_registry);
+        let pypi = without_credentials(self, "chores.pypi", pypi);
         // Registry bases are joined with relative paths: they must end in `/`.
         let base = |url: Url| {
             if url.path().ends_with('/') {

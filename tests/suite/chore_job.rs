@@ -1076,6 +1076,84 @@ fn a_compile_error_after_the_update_is_reported_as_one() {
     });
 }
 
+/// `poetry.lock` of a Poetry project with `pyproject`, made by the host's Poetry (its own home, so
+/// that no cache of another run answers).
+fn poetry_lock(pyproject: &str) -> String {
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    let output = Command::new("poetry")
+        .arg("lock")
+        .env("HOME", dir.path().join("home"))
+        .current_dir(dir.path())
+        .output()
+        .expect("the chore tests need Poetry (python3 -m pip install poetry)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    std::fs::read_to_string(dir.path().join("poetry.lock")).unwrap()
+}
+
+#[test]
+fn a_poetry_lock_is_refreshed_with_its_manifest_by_real_poetry() {
+    super::harness::run_test(|| async move {
+        let registry = PackageRegistry::start();
+        registry.pypi_release_requiring("tinydep", "1.0.0", ">=3.8").unwrap();
+        // The project names the test registry as its source, as a company's projects name their
+        // mirror: Poetry reads its sources from the project.
+        let pyproject = |version: &str| {
+            format!(
+                "[tool.poetry]\nname = \"app\"\nversion = \"0.1.0\"\ndescription = \"\"\nauthors = []\npackage-mode = false\n\n\
+                 [tool.poetry.dependencies]\npython = \"^3.8\"\ntinydep = \"{version}\"\n\n\
+                 [[tool.poetry.source]]\nname = \"mirror\"\nurl = \"{}simple/\"\npriority = \"primary\"\n",
+                registry.pypi_url()
+            )
+        };
+        let lock = poetry_lock(&pyproject("1.0.0"));
+        assert!(lock.contains("name = \"tinydep\"\nversion = \"1.0.0\""), "{lock}");
+        registry.pypi_release_requiring("tinydep", "1.1.0", ">=3.8").unwrap();
+        let (github, git) = tracked_repo(&[
+            ("pyproject.toml", &pyproject("1.0.0")),
+            ("poetry.lock", &lock),
+            (
+                ".github/pitcrew.toml",
+                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
+            ),
+        ]);
+        let model = ScriptedModel::start(Script::new());
+        let world = World {
+            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
+            registry: None,
+        };
+        let ask = world.ask("poetry").await;
+        world.settled().await;
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 1, "{pulls:#?}");
+        assert_eq!(pulls[0].title, "chore(deps): update tinydep to 1.1.0");
+        let manifest = world.branch_file("pitcrew/deps-python", "pyproject.toml");
+        assert_eq!(manifest, pyproject("1.1.0"));
+        let refreshed = world.branch_file("pitcrew/deps-python", "poetry.lock");
+        assert!(
+            refreshed.contains("name = \"tinydep\"\nversion = \"1.1.0\""),
+            "{refreshed}"
+        );
+        // Poetry itself finds the lock in line with the manifest.
+        let check = TempDir::new().unwrap();
+        std::fs::write(check.path().join("pyproject.toml"), &manifest).unwrap();
+        std::fs::write(check.path().join("poetry.lock"), &refreshed).unwrap();
+        let output = Command::new("poetry")
+            .args(["check", "--lock"])
+            .env("HOME", check.path().join("home"))
+            .current_dir(check.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let body = pulls[0].body.clone().unwrap_or_default();
+        assert!(!body.contains("Not updated"), "{body}");
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update tinydep to 1.1.0 (opened)"), "{answer}");
+        assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        world.bot
+    });
+}
+
 #[test]
 fn rules_group_and_ignore_packages_and_a_release_younger_than_min_release_age_waits() {
     super::harness::run_test(|| async move {

@@ -4,6 +4,7 @@ pub(crate) mod agent_loop;
 mod chore_job;
 mod chores_cargo;
 mod chores_packages;
+mod chores_real;
 mod chores_schedule;
 mod docker_proxy;
 mod fake_github;

@@ -578,15 +578,8 @@ pub fn locks(root: &Path) -> Vec<Lock> {
 /// The text of `relative` under `root`, opened without following a symlink; `None` when it is not
 /// a readable regular file.
 fn read_beneath(root: &Path, relative: &str) -> Option<String> {
-    use std::io::Read;
     let beneath = crate::beneath::Beneath::open(root).ok()?;
-    let file = beneath.open_at(Path::new(relative), crate::beneath::Open::Read).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut text = String::new();
-    file.take(4 << 20).read_to_string(&mut text).ok()?;
-    Some(text)
+    String::from_utf8(beneath.read_regular(Path::new(relative), 4 << 20).ok()?).ok()
 }
 
 // ---------------------------------------------------------------------------------------------

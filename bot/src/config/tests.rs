@@ -1164,6 +1164,18 @@ fn chore_registries_from_every_layer_end_in_a_slash() {
     assert_eq!(c.chores.registries.npm.as_str(), "http://npm.mirror.internal/npm/");
     assert_eq!(c.chores.registries.pypi.as_str(), "https://pypi.mirror.internal/");
     assert!(!c.chores.lock_network && c.chores.schedules);
+    // Credentials in a registry's address would reach the sandbox: refused, and never shown.
+    let errs = errors(
+        Some("[model]\nname = \"m\"\n[chores]\nnpm_registry = \"https://ci:s3cr3t@npm.internal/\"\n"),
+        &[KEY],
+        &[],
+    );
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].contains("chores.npm_registry") && errs[0].contains("must not hold credentials"),
+        "{errs:?}"
+    );
+    assert!(!errs[0].contains("s3cr3t") && !errs[0].contains("ci:"), "{errs:?}");
     let errs = errors(
         Some("[model]\nname = \"m\"\n[chores]\npypi = \"ftp://pypi\"\n"),
         &[KEY],

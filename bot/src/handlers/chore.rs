@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::StopReason;
-use crate::beneath::{Beneath, Open};
+use crate::beneath::Beneath;
 use crate::chores::HeldBack;
 use crate::chores::lock::{self, Change};
 use crate::chores::plan::{self, Found};
@@ -868,19 +868,12 @@ fn lock_refresh_failed(error: SessionError, branch: &str) -> HandlerError {
 type Saved = Vec<(String, Vec<u8>)>;
 
 /// The bytes of the regular file `relative` in the working copy, opened without following a
-/// symlink.
+/// symlink (a lockfile or manifest: at most 64 MiB).
 fn read_regular(root: &Path, relative: &str) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut file = Beneath::open(root)
+    Beneath::open(root)
         .ok()?
-        .open_at(Path::new(relative), Open::Read)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+        .read_regular(Path::new(relative), 64 << 20)
+        .ok()
 }
 
 /// Writes `saved` files back into the working copy, never through a symlink.

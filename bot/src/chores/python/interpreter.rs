@@ -4,12 +4,11 @@
 //! `python_full_version`), and whether a release's files (PyPI's per-file `requires_python`)
 //! install on them.
 
-use std::io::Read;
 use std::path::Path;
 
 use super::pep440::Pep440;
 use super::{ClauseOp, Spec, Syntax};
-use crate::beneath::{Beneath, Open};
+use crate::beneath::Beneath;
 use crate::chores::Release;
 
 /// The most of a project file read for its Python declaration.
@@ -256,13 +255,8 @@ fn declarations(beneath: &Beneath, dir: &str) -> Vec<Pythons> {
         } else {
             format!("{dir}/{name}")
         };
-        let file = beneath.open_at(Path::new(&relative), Open::Read).ok()?;
-        if !file.metadata().ok()?.is_file() {
-            return None;
-        }
-        let mut text = String::new();
-        file.take(MAX_FILE).read_to_string(&mut text).ok()?;
-        Some(text)
+        let bytes = beneath.read_regular(Path::new(&relative), MAX_FILE).ok()?;
+        String::from_utf8(bytes).ok()
     };
     let mut found = Vec::new();
     let mut declared = |text: &str, syntax: Syntax, source: &str| {
