@@ -1194,7 +1194,7 @@ mod tests {
                 group: Some("sdk".into()),
                 ..Rule::default()
             }],
-            ..policy.clone()
+            ..policy
         };
         let mut found = found;
         if let Some(cargo) = found.get_mut(&Ecosystem::Cargo) {
