@@ -1005,6 +1005,7 @@ fn globs(key: &str, v: &Value<'_>) -> Result<Vec<String>, Bad> {
     let (patterns, mut bad) = strings(key, v)?;
     let mut out = Vec::new();
     for (pattern, at) in patterns {
+        let pattern = pattern.trim();
         match glob_problem(pattern) {
             Some(why) => bad.push((at, format!("invalid pattern {pattern:?} in `{key}`: {why}"))),
             None => out.push(pattern.to_owned()),
