@@ -217,6 +217,7 @@ fn parse_index(name: &str, text: &str) -> Result<Vec<Release>, RegistryError> {
                 notes_url: None,
                 rust_version: entry.rust_version,
                 requires_python: Vec::new(),
+                published: None,
             })
         })
         .collect()
