@@ -8,7 +8,7 @@
 pub(crate) mod bytesize;
 pub mod command;
 pub mod deps;
-mod duration;
+pub(crate) mod duration;
 mod error;
 mod raw;
 mod render;

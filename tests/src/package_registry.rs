@@ -4,13 +4,15 @@
 //! - npm, under [`PackageRegistry::npm_url`] (`http://127.0.0.1:PORT/npm/`): `GET {name}` (a scoped
 //!   name as npm sends it, `@scope%2fpkg`) is the package document: `versions` (each with its
 //!   `dependencies`, `deprecated` message when deprecated, and `dist`: `tarball`, `shasum`,
-//!   `integrity`), `dist-tags.latest` (the highest release), `repository` when set. Tarballs are
+//!   `integrity`), `dist-tags.latest` (the highest release), `time` (when each version was
+//!   published: long ago unless set), `repository` when set. Tarballs are
 //!   real: a gzip'd tar of `package/package.json` made with the system's `tar`, hashed with
 //!   `sha1sum` and `sha512sum`, served at `{name}/-/{basename}-{version}.tgz`.
 //! - PyPI, under [`PackageRegistry::pypi_url`] (`http://127.0.0.1:PORT/`): `GET pypi/{name}/json`
 //!   (any spelling of the name, PEP 503) is the project's JSON: `info` (with `project_urls` when
 //!   set) and `releases`, one sdist per release (a real `.tar.gz` of its `PKG-INFO`, with its
-//!   SHA-256, `yanked` and `requires_python` as set), served at `packages/{file}`; and `GET
+//!   SHA-256, `yanked`, `requires_python` and `upload_time_iso_8601` as set), served at
+//!   `packages/{file}`; and `GET
 //!   simple/{name}/`, the simple repository API's page of its files (what pip and uv resolve
 //!   from: `{pypi_url}simple`). The `PKG-INFO` is metadata 2.2 without dynamic fields, which
 //!   installers read without building the sdist.
@@ -100,6 +102,8 @@ struct NpmVersion {
     tarball: Bytes,
     shasum: String,
     integrity: String,
+    /// When it was published (the packument's `time`), RFC 3339.
+    published: String,
 }
 
 #[derive(Debug)]
@@ -118,12 +122,18 @@ struct PypiRelease {
     filename: String,
     sdist: Bytes,
     sha256: String,
+    /// When its file was uploaded (`upload_time_iso_8601`), RFC 3339.
+    uploaded: String,
 }
 
 /// Locks `mutex`; a test that panicked while holding it leaves consistent data behind.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+/// When a release is published unless a test says otherwise: long ago, so that no
+/// `min_release_age` holds it back.
+const LONG_AGO: &str = "2020-01-01T00:00:00.000Z";
 
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
@@ -207,8 +217,19 @@ impl PackageRegistry {
                 tarball,
                 shasum,
                 integrity,
+                published: LONG_AGO.to_owned(),
             });
         Ok(())
+    }
+
+    /// Sets when npm package `name` `version` was published (RFC 3339), as its packument's `time`
+    /// says; [`PackageRegistry::npm_publish`] dates a version long ago.
+    ///
+    /// # Errors
+    /// When that version was never published.
+    pub fn npm_published_at(&self, name: &str, version: &str, time: &str) -> io::Result<()> {
+        self.npm_find(name, version, |v| time.clone_into(&mut v.published))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name}@{version} is not published")))
     }
 
     /// Deprecates npm package `name` `version`, as `npm deprecate` does: its metadata carries a
@@ -308,7 +329,24 @@ impl PackageRegistry {
             filename: format!("{base}.tar.gz"),
             sdist,
             sha256,
+            uploaded: LONG_AGO.to_owned(),
         });
+        Ok(())
+    }
+
+    /// Sets when Python project `name` `version`'s file was uploaded (RFC 3339, PyPI's
+    /// `upload_time_iso_8601`); a release is otherwise dated long ago.
+    ///
+    /// # Errors
+    /// When that version was never released.
+    pub fn pypi_uploaded_at(&self, name: &str, version: &str, time: &str) -> io::Result<()> {
+        let mut packages = lock(&self.shared.packages);
+        let release = packages
+            .pypi
+            .get_mut(&pep503(name))
+            .and_then(|p| p.releases.iter_mut().find(|r| r.version == version))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name} {version} is not released")))?;
+        time.clone_into(&mut release.uploaded);
         Ok(())
     }
 
@@ -635,11 +673,20 @@ fn packument(base: &str, name: &str, package: &NpmPackage) -> Value {
         .filter_map(|v| release_key(&v.version).map(|key| (key, &v.version)))
         .max()
         .map(|(_, version)| version.clone());
+    let mut time: Map<String, Value> = package
+        .versions
+        .iter()
+        .map(|v| (v.version.clone(), json!(v.published)))
+        .collect();
+    if let Some(first) = package.versions.iter().map(|v| v.published.clone()).min() {
+        time.insert("created".to_owned(), json!(first));
+    }
     let mut document = json!({
         "_id": name,
         "name": name,
         "dist-tags": latest.map_or_else(|| json!({}), |latest| json!({"latest": latest})),
         "versions": versions,
+        "time": time,
     });
     if let Some(url) = &package.repository {
         document["repository"] = json!({"type": "git", "url": url});
@@ -658,6 +705,7 @@ fn pypi_json(base: &str, project: &PypiProject) -> Value {
             "digests": {"sha256": release.sha256},
             "size": release.sdist.len(),
             "requires_python": release.requires_python,
+            "upload_time_iso_8601": release.uploaded,
             "yanked": release.yanked,
             "yanked_reason": if release.yanked { json!("yanked by the test") } else { Value::Null },
         })

@@ -10,11 +10,13 @@
 //! a failure that was there before the update is no reason to run the agent, and the agent hears
 //! only what the update broke; a compile error is said as one. Python releases are held back for
 //! the project's Python, a uv.lock is refreshed with its manifest, and the pull requests get their
-//! labels, assignees and reviewers, no more open than allowed. `@agent ignore` on a chore pull
-//! request is recorded on the dependency dashboard issue (only by someone who may trigger the bot)
-//! and the next run leaves the package; `@agent rebase` makes a pull request again on the moved
-//! default branch; `[chores.deps] dashboard` keeps that issue current, and a ticked box (read at
-//! the next run, or its edit's webhook) opens a waiting pull request.
+//! labels, assignees and reviewers, no more open than allowed. `[[chores.deps.rules]]` put a
+//! group's updates in a pull request of their own and ignore packages, and a release younger than
+//! `min_release_age` waits while the newest old enough is proposed. `@agent ignore` on a chore
+//! pull request is recorded on the dependency dashboard issue (only by someone who may trigger the
+//! bot) and the next run leaves the package; `@agent rebase` makes a pull request again on the
+//! moved default branch; `[chores.deps] dashboard` keeps that issue current, and a ticked box (read
+//! at the next run, or its edit's webhook) opens a waiting pull request.
 
 use std::process::Command;
 
@@ -1484,6 +1486,99 @@ fn a_poetry_lock_is_refreshed_with_its_manifest_by_real_poetry() {
         let body = pulls[0].body.clone().unwrap_or_default();
         assert!(!body.contains("Not updated"), "{body}");
         let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update tinydep to 1.1.0 (opened)"), "{answer}");
+        assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        world.bot
+    });
+}
+
+#[test]
+fn rules_group_and_ignore_packages_and_a_release_younger_than_min_release_age_waits() {
+    super::harness::run_test(|| async move {
+        let registry = PackageRegistry::start();
+        for (name, version) in [
+            ("tinydep", "1.0.0"),
+            ("tinydep", "1.1.0"),
+            ("tinydep", "1.2.0"),
+            ("aws-core", "1.0.0"),
+            ("aws-core", "1.1.0"),
+            ("aws-s3", "1.0.0"),
+            ("aws-s3", "1.3.0"),
+            ("legacy-lib", "1.0.0"),
+            ("legacy-lib", "1.5.0"),
+        ] {
+            registry.pypi_release(name, version, false).unwrap();
+        }
+        // tinydep 1.2.0 came out a day ago: younger than the repository's three days.
+        let yesterday = jiff::Timestamp::now()
+            .checked_sub(jiff::SignedDuration::from_hours(24))
+            .unwrap();
+        registry
+            .pypi_uploaded_at("tinydep", "1.2.0", &yesterday.to_string())
+            .unwrap();
+        let requirements = "tinydep==1.0.0\naws-core==1.0.0\naws-s3==1.0.0\nlegacy-lib==1.0.0\n";
+        let (github, git) = tracked_repo(&[
+            ("requirements.txt", requirements),
+            (
+                ".github/pitcrew.toml",
+                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\nmin_release_age = \"3 days\"\n\n\
+                 [[chores.deps.rules]]\nmatch = [\"aws-*\"]\ngroup = \"aws\"\n\n\
+                 [[chores.deps.rules]]\nmatch = [\"legacy*\"]\necosystems = [\"python\"]\nignore = true\n",
+            ),
+        ]);
+        let model = ScriptedModel::start(Script::new());
+        let world = World {
+            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
+            registry: None,
+        };
+        let ask = world.ask("rules-1").await;
+        world.settled().await;
+        world.bot.github.assert_no_violations();
+
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 2, "{pulls:#?}");
+        let on = |branch: &str| {
+            pulls
+                .iter()
+                .find(|p| p.pull.as_ref().is_some_and(|pull| pull.head.ref_name == branch))
+                .unwrap_or_else(|| panic!("no pull request from {branch}: {pulls:#?}"))
+        };
+        // The aws group's updates make a pull request of their own; the ignored package stays.
+        let aws = on("pitcrew/deps-aws");
+        assert_eq!(aws.title, "chore(deps): update aws dependencies");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-aws", "requirements.txt"),
+            "tinydep==1.0.0\naws-core==1.1.0\naws-s3==1.3.0\nlegacy-lib==1.0.0\n"
+        );
+        // The rest: tinydep's newest old enough, and the young one said to wait.
+        let python = on("pitcrew/deps-python");
+        assert_eq!(python.title, "chore(deps): update tinydep to 1.1.0");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "tinydep==1.1.0\naws-core==1.0.0\naws-s3==1.0.0\nlegacy-lib==1.0.0\n"
+        );
+        let body = python.body.clone().unwrap_or_default();
+        let until = yesterday
+            .checked_add(jiff::SignedDuration::from_hours(72))
+            .unwrap()
+            .strftime("%Y-%m-%d %H:%M UTC")
+            .to_string();
+        assert!(
+            body.contains(&format!(
+                "**Not yet proposed**, younger than this repository's `min_release_age`:\n\n\
+                 - `tinydep` `1.2.0` waits until {until} (`min_release_age` `3d`) (`1.1.0` is proposed instead)\n"
+            )),
+            "{body}"
+        );
+        assert!(!aws.body.clone().unwrap_or_default().contains("Not yet proposed"));
+        for pull in &pulls {
+            assert!(
+                !pull.body.clone().unwrap_or_default().contains("legacy-lib"),
+                "{pull:#?}"
+            );
+        }
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(answer.contains("update aws dependencies (opened)"), "{answer}");
         assert!(answer.contains("update tinydep to 1.1.0 (opened)"), "{answer}");
         assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
         world.bot

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use pitcrew::chores::lock::{self, ChangeKind, Refresh};
 use pitcrew::chores::version::{plan, plan_for_rust};
-use pitcrew::chores::{Dependency, HeldBack, RegistryClient, Release, Toolchain, Update, UpdateKind, cargo};
+use pitcrew::chores::{Dependency, HeldBack, Hold, RegistryClient, Release, Update, UpdateKind, cargo};
 use pitcrew::config::deps::{Ecosystem, Policy, Registries};
 use pitcrew_tests::cargo_registry::CargoRegistry;
 use tempfile::TempDir;
@@ -119,6 +119,7 @@ fn release(version: &str, yanked: bool) -> Release {
         notes_url: None,
         rust_version: None,
         requires_python: Vec::new(),
+        published: None,
     }
 }
 
@@ -378,7 +379,7 @@ async fn cargo_chores_hold_back_releases_that_need_a_newer_rust_than_the_package
         planned.held_back,
         [
             HeldBack {
-                toolchain: Toolchain::Rust,
+                reason: Hold::Rust,
                 name: "msrvutil".into(),
                 version: "1.2.0".into(),
                 needs: "1.80".into(),
@@ -387,7 +388,7 @@ async fn cargo_chores_hold_back_releases_that_need_a_newer_rust_than_the_package
                 instead: Some("1.1.0".into()),
             },
             HeldBack {
-                toolchain: Toolchain::Rust,
+                reason: Hold::Rust,
                 name: "msrvutil".into(),
                 version: "2.0.0".into(),
                 needs: "1.85".into(),

@@ -61,6 +61,7 @@ fn edit(dep: &Dependency, from: &str, to: &str, kind: UpdateKind, requirement: &
     }
 }
 
+/// A release of the test registries, which date every release long ago unless told otherwise.
 fn release(version: &str, yanked: bool, notes: Option<&str>) -> Release {
     Release {
         version: version.to_owned(),
@@ -68,6 +69,7 @@ fn release(version: &str, yanked: bool, notes: Option<&str>) -> Release {
         notes_url: notes.map(str::to_owned),
         rust_version: None,
         requires_python: Vec::new(),
+        published: Some("2020-01-01T00:00:00Z".parse().unwrap()),
     }
 }
 

@@ -71,8 +71,8 @@ pub fn scan(root: &Path) -> Result<Vec<Dependency>, ActionsError> {
     }
     files.sort();
     let mut deps = Vec::new();
-    for (manifest, path) in files {
-        let text = std::fs::read_to_string(&path).map_err(|source| ActionsError::Read {
+    for (manifest, _) in files {
+        let text = super::read_text(root, &manifest).map_err(|source| ActionsError::Read {
             manifest: manifest.clone(),
             source,
         })?;
@@ -268,6 +268,7 @@ fn releases_from_tags(repo: &RepoName, tags: Vec<String>) -> Vec<Release> {
                 notes_url: Some(notes_url),
                 rust_version: None,
                 requires_python: Vec::new(),
+                published: None,
             };
             (key, release)
         })
@@ -281,7 +282,8 @@ fn releases_from_tags(repo: &RepoName, tags: Vec<String>) -> Vec<Release> {
 /// newer major as an update of its own. A SHA stays, even with `policy.update_pinned`: the tag list
 /// has names, not the commits a pin would need. Workflows have no lockfile: `_locked` is unused.
 pub fn plan(dep: &Dependency, _locked: Option<&str>, releases: &[Release], policy: &Policy) -> Vec<Update> {
-    if policy.ignores(&dep.name) {
+    let policy = policy.for_package(dep.ecosystem, &dep.name);
+    if policy.ignore {
         return Vec::new();
     }
     let Some(Reference::Version(current)) = Reference::parse(&dep.requirement) else {
@@ -348,7 +350,7 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), ActionsError> {
         });
     }
     let path = root.join(relative);
-    let text = std::fs::read_to_string(&path).map_err(|source| ActionsError::Read {
+    let text = super::read_text(root, manifest).map_err(|source| ActionsError::Read {
         manifest: manifest.clone(),
         source,
     })?;

@@ -217,6 +217,7 @@ fn parse_index(name: &str, text: &str) -> Result<Vec<Release>, RegistryError> {
                 notes_url: None,
                 rust_version: entry.rust_version,
                 requires_python: Vec::new(),
+                published: None,
             })
         })
         .collect()
@@ -493,7 +494,8 @@ fn find_manifests(dir: &Path, relative: &str, found: &mut Vec<String>) -> Result
 }
 
 fn read_manifest(root: &Path, manifest: &str) -> Result<DocumentMut, CargoError> {
-    let text = fs::read_to_string(root.join(confined(manifest)?)).map_err(|source| CargoError::Read {
+    confined(manifest)?;
+    let text = super::read_text(root, manifest).map_err(|source| CargoError::Read {
         manifest: manifest.to_owned(),
         source,
     })?;

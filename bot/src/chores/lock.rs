@@ -122,7 +122,7 @@ impl Change {
 /// The packages `Cargo.lock` at `root` locks from a registry or a git repository (workspace
 /// members and path packages, which have no `source`, are left out). `None` without a lockfile.
 pub fn read_cargo(root: &Path) -> Result<Option<Vec<Locked>>, LockError> {
-    let Some(text) = read(&root.join("Cargo.lock"), "Cargo.lock")? else {
+    let Some(text) = read(root, "Cargo.lock")? else {
         return Ok(None);
     };
     parse_cargo(&text).map(Some).map_err(|message| LockError::Invalid {
@@ -178,16 +178,16 @@ fn git_source(url: &str) -> Option<Source> {
     })
 }
 
-/// The packages `npm-shrinkwrap.json` or `package-lock.json` in `dir` locks (`shown` names the
-/// directory in errors); `None` without either.
-pub fn read_npm(dir: &Path, shown: &str) -> Result<Option<Vec<Locked>>, LockError> {
+/// The packages `npm-shrinkwrap.json` or `package-lock.json` in directory `dir` (relative to
+/// `root`, `""` for the root itself) locks; `None` without either.
+pub fn read_npm(root: &Path, dir: &str) -> Result<Option<Vec<Locked>>, LockError> {
     for name in ["npm-shrinkwrap.json", "package-lock.json"] {
-        let file = if shown.is_empty() {
+        let file = if dir.is_empty() {
             name.to_owned()
         } else {
-            format!("{shown}/{name}")
+            format!("{dir}/{name}")
         };
-        if let Some(text) = read(&dir.join(name), &file)? {
+        if let Some(text) = read(root, &file)? {
             let json: Value = serde_json::from_str(&text).map_err(|e| LockError::Invalid {
                 file,
                 message: e.to_string(),
@@ -247,14 +247,24 @@ pub fn parse_npm(json: &Value) -> Vec<Locked> {
     out
 }
 
-fn read(path: &Path, file: &str) -> Result<Option<String>, LockError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(LockError::Read {
+/// The most of a lockfile read.
+const MAX_LOCKFILE: u64 = 256 << 20;
+
+/// The text of lockfile `file` (relative to `root`), opened below `root` without following a
+/// symlink: the sandbox may have left one (or a FIFO) where the lockfile was. `None` when absent.
+fn read(root: &Path, file: &str) -> Result<Option<String>, LockError> {
+    let error = |source: std::io::Error| LockError::Read {
+        file: file.to_owned(),
+        source,
+    };
+    let beneath = crate::beneath::Beneath::open(root).map_err(error)?;
+    match beneath.read_regular(Path::new(file), MAX_LOCKFILE) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| LockError::Invalid {
             file: file.to_owned(),
-            source,
+            message: format!("not UTF-8: {e}"),
         }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(error(source)),
     }
 }
 
@@ -620,11 +630,37 @@ mod tests {
         std::fs::write(dir.path().join("Cargo.lock"), "[[package]]\nname = 1\n").unwrap();
         let error = read_cargo(dir.path()).unwrap_err().to_string();
         assert!(error.starts_with("Cargo.lock is not a valid lockfile: "), "{error}");
-        std::fs::write(dir.path().join("package-lock.json"), "{").unwrap();
+        std::fs::create_dir(dir.path().join("web")).unwrap();
+        std::fs::write(dir.path().join("web/package-lock.json"), "{").unwrap();
         let error = read_npm(dir.path(), "web").unwrap_err().to_string();
         assert!(
             error.starts_with("web/package-lock.json is not a valid lockfile: "),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_lockfile_the_sandbox_swapped_for_a_symlink_or_a_fifo_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(
+            outside.path().join("Cargo.lock"),
+            "[[package]]\nname = \"secret\"\nversion = \"1.0.0\"\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path().join("Cargo.lock"), dir.path().join("Cargo.lock")).unwrap();
+        assert!(read_cargo(dir.path()).is_err());
+        // A directory on the way swapped for a symlink is refused too.
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("web")).unwrap();
+        std::fs::write(outside.path().join("package-lock.json"), "{\"packages\": {}}").unwrap();
+        assert!(read_npm(dir.path(), "web").is_err());
+        // A FIFO would block a plain read forever.
+        std::fs::remove_file(dir.path().join("Cargo.lock")).unwrap();
+        nix::unistd::mkfifo(
+            &dir.path().join("Cargo.lock"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap();
+        assert!(read_cargo(dir.path()).is_err());
     }
 }

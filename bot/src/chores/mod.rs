@@ -1,7 +1,8 @@
 //! Dependency chores: find a repository's dependencies (Cargo, npm, Python, GitHub Actions), ask
 //! their registries for newer versions, and decide by policy which updates to make: inside the
 //! declared ranges (a lockfile refresh), newer compatible versions (a manifest edit), majors only
-//! when asked and in a pull request of their own.
+//! when asked and in a pull request of their own; a release younger than `min_release_age` waits
+//! (`plan::find`), the newest old enough proposed instead.
 //!
 //! Each ecosystem module scans its manifests, plans updates from the releases its registry lists,
 //! and applies them to the manifests' text (formatting and comments kept). Lockfiles are refreshed
@@ -88,6 +89,11 @@ pub struct Release {
     /// `>=3.8`); empty when any file declares none, so that any Python installs it. Python only.
     #[serde(default)]
     pub requires_python: Vec<String>,
+    /// When it was published, when the registry says: npm's `time`, PyPI's earliest file
+    /// `upload_time_iso_8601`. A Cargo sparse index and a repository's tags say nothing (`None`):
+    /// such a release is taken as old enough for `min_release_age`.
+    #[serde(default)]
+    pub published: Option<jiff::Timestamp>,
 }
 
 /// A change to make.
@@ -111,30 +117,34 @@ pub struct Update {
     pub marker: Option<String>,
 }
 
-/// The updates planned for one dependency and the releases held back for the project's toolchain.
+/// The updates planned for one dependency and the releases held back (for the project's
+/// toolchain, or too young).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Planned {
     pub updates: Vec<Update>,
     pub held_back: Vec<HeldBack>,
 }
 
-/// The toolchain whose declared version a release needs a newer one of.
+/// Why a release that would have been proposed is not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Toolchain {
-    /// Cargo's `rust-version`.
+pub enum Hold {
+    /// It needs a newer Rust than Cargo's `rust-version`.
     Rust,
-    /// Python's `requires-python` (or what else the project declares it with).
+    /// It needs a newer Python than `requires-python` (or what else the project declares it with).
     Python,
+    /// It is younger than the repository's `min_release_age`.
+    Young,
 }
 
-/// A release that would have been proposed but needs a newer toolchain than the project declares.
+/// A release that would have been proposed but is held back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldBack {
-    pub toolchain: Toolchain,
+    pub reason: Hold,
     pub name: String,
     pub version: String,
-    /// What the release needs (its `rust_version`; its files' `requires_python`) and what the
-    /// project declares, as written.
+    /// What the release needs and what the project declares, as written: its `rust_version` and
+    /// `rust-version`; its files' `requires_python` and the project's Pythons; for [`Hold::Young`],
+    /// when it is old enough (`2026-12-05 10:00 UTC`) and the `min_release_age` (`3d`).
     pub needs: String,
     pub declared: String,
     /// Whether it was a major update (its note goes to the majors' pull request).
@@ -145,16 +155,21 @@ pub struct HeldBack {
 
 impl std::fmt::Display for HeldBack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.toolchain {
-            Toolchain::Rust => write!(
+        match self.reason {
+            Hold::Rust => write!(
                 f,
                 "`{}` {} needs Rust {}; this package declares rust-version {}",
                 self.name, self.version, self.needs, self.declared
             )?,
-            Toolchain::Python => write!(
+            Hold::Python => write!(
                 f,
                 "`{}` {} needs Python {}; the requirement is for Python {}",
                 self.name, self.version, self.needs, self.declared
+            )?,
+            Hold::Young => write!(
+                f,
+                "`{}` {} is younger than min_release_age {}; it waits until {}",
+                self.name, self.version, self.declared, self.needs
             )?,
         }
         match &self.instead {
@@ -162,6 +177,18 @@ impl std::fmt::Display for HeldBack {
             None => Ok(()),
         }
     }
+}
+
+/// The most of a manifest read.
+const MAX_MANIFEST: u64 = 16 << 20;
+
+/// The text of manifest `relative` (`/`-separated, below `root`), opened without following a
+/// symlink anywhere on the way and only when it is a regular file: scans run again after the
+/// sandbox has run, and it may have swapped a manifest for a symlink out of the checkout or a FIFO
+/// that would block the read.
+pub(crate) fn read_text(root: &Path, relative: &str) -> std::io::Result<String> {
+    let bytes = crate::beneath::Beneath::open(root)?.read_regular(Path::new(relative), MAX_MANIFEST)?;
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Why the manifests under a directory could not be listed.
@@ -227,8 +254,35 @@ pub(crate) fn manifest_files(
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "a failing test should panic")]
 mod tests {
     use super::*;
+
+    #[test]
+    fn manifests_are_read_only_as_regular_files_inside_the_checkout() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(outside.path().join("Cargo.toml"), "[package]\nname = \"secret\"\n").unwrap();
+        std::fs::create_dir(root.join("app")).unwrap();
+        std::fs::write(root.join("app/Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        assert_eq!(
+            read_text(root, "app/Cargo.toml").unwrap(),
+            "[package]\nname = \"app\"\n"
+        );
+        // What a process in the sandbox can leave where a manifest was: a symlink out, a
+        // directory swapped for one, a FIFO that would block a plain read.
+        std::os::unix::fs::symlink(outside.path().join("Cargo.toml"), root.join("Cargo.toml")).unwrap();
+        assert!(read_text(root, "Cargo.toml").is_err());
+        std::os::unix::fs::symlink(outside.path(), root.join("lib")).unwrap();
+        assert!(read_text(root, "lib/Cargo.toml").is_err());
+        nix::unistd::mkfifo(
+            &root.join("package.json"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap();
+        assert!(read_text(root, "package.json").is_err());
+    }
 
     #[test]
     fn kinds_order_by_size() {

@@ -91,8 +91,8 @@ pub enum EditError {
 /// aliases, GitHub shorthands, dist-tags such as `latest`.
 pub fn scan(root: &Path) -> Result<Vec<Dependency>, NpmError> {
     let mut deps = Vec::new();
-    for (path, manifest) in manifests(root)? {
-        let text = std::fs::read_to_string(&path).map_err(|source| NpmError::Read {
+    for (_, manifest) in manifests(root)? {
+        let text = super::read_text(root, &manifest).map_err(|source| NpmError::Read {
             file: manifest.clone(),
             source,
         })?;
@@ -149,7 +149,8 @@ fn is_registry_spec(spec: &str) -> bool {
 /// alternatives, the highest is the one moved. `locked` is the version the lockfile has; one the
 /// range does not admit (another copy of the package deeper in the tree) is not this dependency's.
 pub fn plan(dep: &Dependency, locked: Option<&str>, releases: &[Release], policy: &Policy) -> Vec<Update> {
-    if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
+    let policy = policy.for_package(dep.ecosystem, &dep.name);
+    if policy.ignore || (dep.pinned && !policy.update_pinned) {
         return Vec::new();
     }
     let Ok(range) = Range::parse(&dep.requirement) else {
@@ -247,6 +248,9 @@ fn parse_packument(body: &str) -> Result<Vec<Release>, NpmError> {
         .and_then(Value::as_object)
         .ok_or(NpmError::NoVersions)?;
     let notes_url = json.get("repository").and_then(github_releases_url);
+    // The full document's `time` maps each version to when it was published (the abbreviated
+    // one npm installs from has no `time`).
+    let times = json.get("time").and_then(Value::as_object);
     let mut releases: Vec<(Version, Release)> = versions
         .iter()
         .filter_map(|(version, meta)| {
@@ -263,6 +267,7 @@ fn parse_packument(body: &str) -> Result<Vec<Release>, NpmError> {
                 notes_url: notes_url.clone(),
                 rust_version: None,
                 requires_python: Vec::new(),
+                published: times.and_then(|t| t.get(version)?.as_str()?.parse::<jiff::Timestamp>().ok()),
             };
             Some((parsed, release))
         })
@@ -335,7 +340,7 @@ fn github_releases_url(repository: &Value) -> Option<String> {
 /// reads them, semver versions only. An empty map when there is no lockfile.
 pub fn locked(dir: &Path) -> Result<BTreeMap<String, Vec<String>>, NpmError> {
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for package in super::lock::read_npm(dir, &dir.display().to_string())?.unwrap_or_default() {
+    for package in super::lock::read_npm(dir, "")?.unwrap_or_default() {
         if Version::parse(&package.version).is_ok() {
             let list = versions.entry(package.name).or_default();
             if !list.contains(&package.version) {
@@ -380,7 +385,7 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), NpmError> {
         return Ok(());
     };
     let path = manifest_path(root, manifest)?;
-    let text = std::fs::read_to_string(&path).map_err(|source| NpmError::Read {
+    let text = super::read_text(root, manifest).map_err(|source| NpmError::Read {
         file: manifest.clone(),
         source,
     })?;
@@ -605,6 +610,7 @@ mod tests {
                     notes_url: Some(format!("https://example.test/{version}")),
                     rust_version: None,
                     requires_python: Vec::new(),
+                    published: None,
                 }
             })
             .collect()
@@ -856,6 +862,7 @@ mod tests {
                     notes_url: notes.clone(),
                     rust_version: None,
                     requires_python: Vec::new(),
+                    published: None,
                 },
                 Release {
                     version: "1.0.1".into(),
@@ -863,6 +870,7 @@ mod tests {
                     notes_url: notes.clone(),
                     rust_version: None,
                     requires_python: Vec::new(),
+                    published: None,
                 },
                 Release {
                     version: "1.1.0".into(),
@@ -870,6 +878,7 @@ mod tests {
                     notes_url: notes,
                     rust_version: None,
                     requires_python: Vec::new(),
+                    published: None,
                 },
             ]
         );
@@ -877,6 +886,14 @@ mod tests {
             parse_packument("{}").unwrap_err().to_string(),
             "it has no `versions` object"
         );
+        let timed = r#"{"versions": {"1.0.0": {}, "1.1.0": {}, "1.2.0": {}},
+            "time": {"created": "2020-01-01T00:00:00.000Z", "1.0.0": "2020-01-02T03:04:05.678Z", "1.1.0": "yesterday"}}"#;
+        let published: Vec<Option<String>> = parse_packument(timed)
+            .unwrap()
+            .iter()
+            .map(|r| r.published.map(|t| t.to_string()))
+            .collect();
+        assert_eq!(published, [Some("2020-01-02T03:04:05.678Z".to_owned()), None, None]);
         for (repository, expected) in [
             (serde_json::json!("github:o/r"), Some("https://github.com/o/r/releases")),
             (serde_json::json!("o/r"), Some("https://github.com/o/r/releases")),

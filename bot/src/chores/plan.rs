@@ -7,11 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use futures_util::stream::{self, StreamExt};
+use jiff::{SignedDuration, Timestamp};
 
-use super::HeldBack;
 use super::{Dependency, RegistryClient, Release, Update, UpdateKind};
+use super::{HeldBack, Hold, Planned};
 use super::{actions, cargo, lock, npm, python};
 use crate::config::deps::{Ecosystem, Policy, Registries};
+use crate::config::duration::format_duration;
 use crate::github::GithubClient;
 
 /// Locked versions by package, per lockfile scope (the directory of an npm `package-lock.json`;
@@ -32,7 +34,8 @@ pub struct Found {
     pub has_lockfile: bool,
     /// What could not be looked up, one sentence each (a registry down, a package gone).
     pub problems: Vec<String>,
-    /// Releases not proposed because they need a newer Rust or Python than the project declares.
+    /// Releases not proposed: they need a newer Rust or Python than the project declares, or are
+    /// younger than `min_release_age`.
     pub held_back: Vec<HeldBack>,
 }
 
@@ -55,7 +58,11 @@ pub async fn find(
     found.dependencies = dependencies.len();
     found.has_lockfile = has_lockfile(ecosystem, root, &dependencies);
     let locked = locked(ecosystem, root, &dependencies);
-    let wanted: Vec<&Dependency> = dependencies.iter().filter(|d| !policy.ignores(&d.name)).collect();
+    let now = Timestamp::now();
+    let wanted: Vec<&Dependency> = dependencies
+        .iter()
+        .filter(|d| !policy.for_package(ecosystem, &d.name).ignore)
+        .collect();
     let names: BTreeSet<String> = wanted.iter().map(|d| d.name.clone()).collect();
     let lookups: Vec<(String, Result<Vec<Release>, String>)> = stream::iter(names.into_iter().map(|name| {
         let registry = registry.clone();
@@ -96,40 +103,96 @@ pub async fn find(
             _ => locked_for(ecosystem, &locked, dep),
         };
         let locked_version = locked_version.as_deref();
-        let planned = match ecosystem {
-            Ecosystem::Cargo => {
-                let rust = rust_versions
-                    .entry(dep.manifest.clone())
-                    .or_insert_with(|| cargo::rust_version(root, &dep.manifest));
-                let planned = super::version::plan_for_rust(dep, locked_version, releases, policy, rust.as_deref());
-                for held in planned.held_back {
-                    if !found.held_back.contains(&held) {
-                        found.held_back.push(held);
-                    }
-                }
-                planned.updates
-            }
-            Ecosystem::Npm => npm::plan(dep, locked_version, releases, policy),
+        let rust = match ecosystem {
+            Ecosystem::Cargo => rust_versions
+                .entry(dep.manifest.clone())
+                .or_insert_with(|| cargo::rust_version(root, &dep.manifest))
+                .clone(),
+            _ => None,
+        };
+        let limit = match ecosystem {
             Ecosystem::Python => {
                 let project = pythons
                     .entry(dep.manifest.clone())
                     .or_insert_with(|| python::interpreter::project(root, &dep.manifest));
-                let limit = python::interpreter::for_requirement(project.as_ref(), dep.marker.as_deref());
-                let planned = python::plan(dep, locked_version, releases, policy, limit.as_ref());
-                for held in planned.held_back {
-                    if !found.held_back.contains(&held) {
-                        found.held_back.push(held);
-                    }
-                }
-                planned.updates
+                python::interpreter::for_requirement(project.as_ref(), dep.marker.as_deref())
             }
-            Ecosystem::Actions => actions::plan(dep, locked_version, releases, policy),
+            _ => None,
         };
-        found.updates.extend(planned);
+        let plan = |releases: &[Release]| match ecosystem {
+            Ecosystem::Cargo => super::version::plan_for_rust(dep, locked_version, releases, policy, rust.as_deref()),
+            Ecosystem::Npm => Planned {
+                updates: npm::plan(dep, locked_version, releases, policy),
+                held_back: Vec::new(),
+            },
+            Ecosystem::Python => python::plan(dep, locked_version, releases, policy, limit.as_ref()),
+            Ecosystem::Actions => Planned {
+                updates: actions::plan(dep, locked_version, releases, policy),
+                held_back: Vec::new(),
+            },
+        };
+        let planned = match policy.min_release_age {
+            Some(age) => old_enough(&dep.name, releases, age, now, plan),
+            None => plan(releases),
+        };
+        for held in planned.held_back {
+            if !found.held_back.contains(&held) {
+                found.held_back.push(held);
+            }
+        }
+        found.updates.extend(planned.updates);
     }
     // Compatible updates first, then majors; each in manifest order.
     found.updates.sort_by_key(|u| u.kind == UpdateKind::Major);
     found
+}
+
+/// The plan `plan` makes from the releases at least `age` old at `now` (a release without a
+/// known date counts as old enough), with a [`Hold::Young`] note for each update it would have
+/// made from all of them that a younger release holds back: the newest release old enough is
+/// proposed instead, if it still is an update.
+fn old_enough(
+    name: &str,
+    releases: &[Release],
+    age: std::time::Duration,
+    now: Timestamp,
+    plan: impl Fn(&[Release]) -> Planned,
+) -> Planned {
+    let Ok(age_signed) = SignedDuration::try_from(age) else {
+        return plan(releases);
+    };
+    let until = |release: &Release| release.published.and_then(|p| p.checked_add(age_signed).ok());
+    let young = |release: &Release| until(release).is_some_and(|until| until > now);
+    if !releases.iter().any(young) {
+        return plan(releases);
+    }
+    let old: Vec<Release> = releases.iter().filter(|r| !young(r)).cloned().collect();
+    let mut planned = plan(&old);
+    let eager = plan(releases);
+    for update in &eager.updates {
+        let Some(release) = releases.iter().find(|r| r.version == update.to && young(r)) else {
+            continue;
+        };
+        let Some(until) = until(release) else {
+            continue;
+        };
+        let major = update.kind == UpdateKind::Major;
+        let instead = planned
+            .updates
+            .iter()
+            .find(|u| (u.kind == UpdateKind::Major) == major && u.manifest == update.manifest)
+            .map(|u| u.to.clone());
+        planned.held_back.push(HeldBack {
+            reason: Hold::Young,
+            name: name.to_owned(),
+            version: update.to.clone(),
+            needs: until.strftime("%Y-%m-%d %H:%M UTC").to_string(),
+            declared: format_duration(age),
+            major,
+            instead,
+        });
+    }
+    planned
 }
 
 /// Where a dependency's locked versions are read: the workspace's `Cargo.lock`, the
@@ -250,7 +313,7 @@ pub fn lock_commands(
             // two replacements of one source.
             let own_mirror = [".cargo/config.toml", ".cargo/config"]
                 .iter()
-                .any(|file| std::fs::read_to_string(root.join(file)).is_ok_and(|text| text.contains("replace-with")));
+                .any(|file| super::read_text(root, file).is_ok_and(|text| text.contains("replace-with")));
             let command = if own_mirror {
                 cargo::update_command(refresh).to_owned()
             } else {
@@ -290,7 +353,7 @@ pub fn snapshot(ecosystem: Ecosystem, root: &Path) -> lock::Snapshot {
         }
         Ecosystem::Npm => {
             for dir in manifest_dirs(&npm::scan(root).unwrap_or_default()) {
-                if let Ok(Some(packages)) = lock::read_npm(&root.join(&dir), &dir) {
+                if let Ok(Some(packages)) = lock::read_npm(root, &dir) {
                     out.insert(dir, packages);
                 }
             }
@@ -298,4 +361,88 @@ pub fn snapshot(ecosystem: Ecosystem, root: &Path) -> lock::Snapshot {
         Ecosystem::Python | Ecosystem::Actions => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+
+    use std::time::Duration;
+
+    use super::*;
+
+    fn dep(requirement: &str) -> Dependency {
+        Dependency {
+            ecosystem: Ecosystem::Npm,
+            name: "left".into(),
+            manifest: "package.json".into(),
+            section: "dependencies".into(),
+            requirement: requirement.into(),
+            pinned: false,
+            marker: None,
+        }
+    }
+
+    /// Releases published the given number of days before `now` (`None`: no date known).
+    fn releases(now: Timestamp, versions: &[(&str, Option<i64>)]) -> Vec<Release> {
+        versions
+            .iter()
+            .map(|(version, days)| Release {
+                version: (*version).into(),
+                yanked: false,
+                notes_url: None,
+                rust_version: None,
+                requires_python: Vec::new(),
+                published: days.map(|d| now.checked_sub(SignedDuration::from_hours(24 * d)).unwrap()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_release_younger_than_the_minimum_age_waits_and_the_newest_old_one_is_proposed() {
+        let now: Timestamp = "2026-12-03T12:00:00Z".parse().unwrap();
+        let policy = Policy {
+            major: true,
+            min_release_age: Some(Duration::from_secs(3 * 86_400)),
+            ..Policy::default()
+        };
+        let dep = dep("~1.0.0");
+        let all = releases(
+            now,
+            &[
+                ("1.0.0", Some(400)),
+                ("1.1.0", Some(10)),
+                ("1.2.0", Some(1)),
+                ("2.0.0", Some(2)),
+            ],
+        );
+        let plan = |r: &[Release]| Planned {
+            updates: npm::plan(&dep, Some("1.0.0"), r, &policy),
+            held_back: Vec::new(),
+        };
+        let planned = old_enough("left", &all, Duration::from_secs(3 * 86_400), now, plan);
+        let proposed: Vec<(&str, UpdateKind)> = planned.updates.iter().map(|u| (u.to.as_str(), u.kind)).collect();
+        assert_eq!(proposed, [("1.1.0", UpdateKind::Minor)]);
+        let held: Vec<String> = planned.held_back.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            held,
+            [
+                "`left` 1.2.0 is younger than min_release_age 3d; it waits until 2026-12-05 12:00 UTC (1.1.0 is \
+                 proposed instead)",
+                "`left` 2.0.0 is younger than min_release_age 3d; it waits until 2026-12-04 12:00 UTC",
+            ]
+        );
+        assert!(planned.held_back[1].major && !planned.held_back[0].major);
+
+        // A release without a date is old enough; with nothing young, the plan is the plain one.
+        let undated = releases(now, &[("1.0.0", None), ("1.2.0", None)]);
+        let planned = old_enough("left", &undated, Duration::from_secs(3 * 86_400), now, plan);
+        assert_eq!(planned.updates.len(), 1);
+        assert_eq!((planned.updates[0].to.as_str(), planned.held_back.len()), ("1.2.0", 0));
+
+        // Old enough exactly at the minimum age.
+        let boundary = releases(now, &[("1.0.0", Some(400)), ("1.2.0", Some(3))]);
+        let planned = old_enough("left", &boundary, Duration::from_secs(3 * 86_400), now, plan);
+        assert_eq!((planned.updates[0].to.as_str(), planned.held_back.len()), ("1.2.0", 0));
+    }
 }

@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 use url::Url;
 
-use super::{Dependency, HeldBack, Planned, RegistryClient, RegistryError, Release, Toolchain, Update, UpdateKind};
+use super::{Dependency, HeldBack, Hold, Planned, RegistryClient, RegistryError, Release, Update, UpdateKind};
 use crate::config::deps::{Ecosystem, Policy};
 
 pub mod interpreter;
@@ -75,8 +75,8 @@ pub enum PythonError {
 /// requirements without a specifier.
 pub fn scan(root: &Path) -> Result<Vec<Dependency>, PythonError> {
     let mut deps = Vec::new();
-    for (path, manifest) in manifests(root)? {
-        let text = std::fs::read_to_string(&path).map_err(|source| PythonError::Read {
+    for (_, manifest) in manifests(root)? {
+        let text = super::read_text(root, &manifest).map_err(|source| PythonError::Read {
             manifest: manifest.clone(),
             source,
         })?;
@@ -142,10 +142,10 @@ fn manifests(root: &Path) -> Result<Vec<(PathBuf, String)>, super::WalkError> {
     // Follow includes until no new file turns up.
     let mut queue: Vec<String> = wanted.iter().filter(|r| r.ends_with(".txt")).cloned().collect();
     while let Some(relative) = queue.pop() {
-        let Some((path, _)) = every.iter().find(|(_, r)| *r == relative) else {
+        if !every.iter().any(|(_, r)| *r == relative) {
             continue;
-        };
-        let Ok(text) = std::fs::read_to_string(path) else {
+        }
+        let Ok(text) = super::read_text(root, &relative) else {
             continue;
         };
         for included in includes(&text) {
@@ -604,7 +604,8 @@ pub fn plan(
     pythons: Option<&Pythons>,
 ) -> Planned {
     let mut planned = Planned::default();
-    if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
+    let policy = policy.for_package(dep.ecosystem, &dep.name);
+    if policy.ignore || (dep.pinned && !policy.update_pinned) {
         return planned;
     }
     let Ok(spec) = Spec::parse(&dep.requirement, Syntax::Poetry) else {
@@ -657,7 +658,7 @@ pub fn plan(
             .filter(|(_, release)| installs(release))
             .max_by(|a, b| a.0.cmp(&b.0));
         planned.held_back.push(HeldBack {
-            toolchain: Toolchain::Python,
+            reason: Hold::Python,
             name: dep.name.clone(),
             version: newest.1.version.clone(),
             needs: newest.1.requires_python.join(" or "),
@@ -779,12 +780,27 @@ fn parse_project(body: &str) -> Result<Vec<Release>, PythonError> {
                     notes_url: notes_url.clone(),
                     rust_version: None,
                     requires_python: requires_python(files),
+                    published: uploaded(files),
                 },
             ))
         })
         .collect();
     found.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(found.into_iter().map(|(_, r)| r).collect())
+}
+
+/// When a release was published: its earliest file's `upload_time_iso_8601`; `None` when no
+/// file says.
+fn uploaded(files: &[Value]) -> Option<jiff::Timestamp> {
+    files
+        .iter()
+        .filter_map(|file| {
+            file.get("upload_time_iso_8601")?
+                .as_str()?
+                .parse::<jiff::Timestamp>()
+                .ok()
+        })
+        .min()
 }
 
 /// The distinct `requires_python` of a release's files that are not yanked (all of them when all
@@ -829,7 +845,7 @@ pub fn apply(root: &Path, update: &Update) -> Result<(), PythonError> {
         });
     }
     let path = root.join(relative);
-    let text = std::fs::read_to_string(&path).map_err(|source| PythonError::Read {
+    let text = super::read_text(root, manifest).map_err(|source| PythonError::Read {
         manifest: manifest.clone(),
         source,
     })?;
@@ -1300,6 +1316,7 @@ mod tests {
                 notes_url: None,
                 rust_version: None,
                 requires_python: Vec::new(),
+                published: None,
             })
             .collect();
         let locked = Spec::parse(requirement, Syntax::Poetry).unwrap().pin();
@@ -1597,6 +1614,15 @@ mod tests {
             parse_project("{}").unwrap_err().to_string(),
             "it has no `releases` object"
         );
+        // A release's date is its earliest file's upload.
+        let timed = r#"{"releases": {"1.0": [{"upload_time_iso_8601": "2024-05-02T10:00:00.123456Z"},
+            {"upload_time_iso_8601": "2024-05-01T09:30:00.000000Z"}], "1.1": [{"upload_time": "2024-06-01T00:00:00"}]}}"#;
+        let published: Vec<Option<String>> = parse_project(timed)
+            .unwrap()
+            .iter()
+            .map(|r| r.published.map(|t| t.to_string()))
+            .collect();
+        assert_eq!(published, [Some("2024-05-01T09:30:00Z".to_owned()), None]);
         let base = Url::parse("http://127.0.0.1:1/simple-mirror").unwrap();
         assert_eq!(
             project_url(&base, "flask-login").unwrap().as_str(),
@@ -1692,6 +1718,7 @@ mod tests {
             notes_url: None,
             rust_version: None,
             requires_python: vec![python.into()],
+            published: None,
         };
         let releases = [
             release("7.4.0", ">=3.7"),

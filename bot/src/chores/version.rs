@@ -5,7 +5,7 @@
 
 use semver::{Comparator, Op, Version, VersionReq};
 
-use super::{Dependency, HeldBack, Planned, Release, Toolchain, Update, UpdateKind};
+use super::{Dependency, HeldBack, Hold, Planned, Release, Update, UpdateKind};
 use crate::config::deps::Policy;
 
 /// The updates for a semver dependency: `dep.requirement` as written (cargo syntax: `1.2`,
@@ -68,7 +68,8 @@ pub fn plan_for_rust(
     project_rust: Option<&str>,
 ) -> Planned {
     let mut planned = Planned::default();
-    if policy.ignores(&dep.name) || (dep.pinned && !policy.update_pinned) {
+    let policy = policy.for_package(dep.ecosystem, &dep.name);
+    if policy.ignore || (dep.pinned && !policy.update_pinned) {
         return planned;
     }
     let Ok(requirement) = VersionReq::parse(dep.requirement.trim()) else {
@@ -132,7 +133,7 @@ pub fn plan_for_rust(
             .filter(|(version, release)| too_new(release).is_none() && !requirement.matches(version))
             .max_by(|a, b| a.0.cmp(&b.0));
         planned.held_back.push(HeldBack {
-            toolchain: Toolchain::Rust,
+            reason: Hold::Rust,
             name: dep.name.clone(),
             version: newest.1.version.trim().to_owned(),
             needs,
@@ -347,6 +348,7 @@ mod tests {
                     notes_url: None,
                     rust_version: None,
                     requires_python: Vec::new(),
+                    published: None,
                 },
                 None => Release {
                     version: (*v).into(),
@@ -354,6 +356,7 @@ mod tests {
                     notes_url: Some(format!("https://example.test/calc/{v}")),
                     rust_version: None,
                     requires_python: Vec::new(),
+                    published: None,
                 },
             })
             .collect()
@@ -363,6 +366,8 @@ mod tests {
         major: true,
         ignore: Vec::new(),
         update_pinned: false,
+        rules: Vec::new(),
+        min_release_age: None,
     };
 
     /// An update as `kind from→to requirement`.
@@ -529,6 +534,7 @@ mod tests {
             major: true,
             ignore: vec!["calc*".into()],
             update_pinned: false,
+            ..Policy::default()
         };
         assert!(brief("1.0", None, &["2.0.0"], &ignoring).is_empty());
     }
@@ -559,6 +565,7 @@ mod tests {
                     notes_url: None,
                     rust_version: rust,
                     requires_python: Vec::new(),
+                    published: None,
                 }
             })
             .collect()

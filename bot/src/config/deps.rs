@@ -4,6 +4,9 @@
 //! are, the public ones by default. `chores/` works with these; they live here so that the
 //! configuration is read into typed values without depending on the chores themselves.
 
+use std::collections::BTreeSet;
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -39,24 +42,116 @@ impl Ecosystem {
     }
 }
 
-/// What the repository allows (`[chores.deps]`).
+/// What the repository allows (`[chores.deps]`): the defaults of its top-level keys, refined per
+/// package by its `[[chores.deps.rules]]`. Ask it with [`Policy::for_package`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Policy {
     /// Propose major updates (in a pull request of their own).
     pub major: bool,
-    /// Package names never touched; a trailing `*` matches any suffix (`serde*`).
+    /// Package name globs never touched (`*` matches any run of characters: `serde*`).
     pub ignore: Vec<String>,
     /// Move pinned requirements too.
     pub update_pinned: bool,
+    /// The rules, in file order: a later match overrides what an earlier one set.
+    pub rules: Vec<Rule>,
+    /// Releases younger than this are not proposed yet (`None`: any age).
+    pub min_release_age: Option<Duration>,
+}
+
+/// One `[[chores.deps.rules]]` table: the packages it matches and what it sets for them (`None`:
+/// left as the defaults and earlier rules have it).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Rule {
+    /// Package name globs; never empty.
+    pub matches: Vec<String>,
+    /// The ecosystems it applies to; `None`: every one.
+    pub ecosystems: Option<BTreeSet<Ecosystem>>,
+    pub ignore: Option<bool>,
+    pub major: Option<bool>,
+    pub update_pinned: Option<bool>,
+    /// The named group whose pull request the matched packages' updates go to.
+    pub group: Option<String>,
+}
+
+/// What the policy says of one package.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PackagePolicy {
+    /// Never proposed.
+    pub ignore: bool,
+    /// Majors proposed (in the majors' pull request of its group).
+    pub major: bool,
+    /// A pinned requirement moves too.
+    pub update_pinned: bool,
+    /// Its updates go to the pull request of this named group (`pitcrew/deps-{group}`) rather
+    /// than its ecosystem's.
+    pub group: Option<String>,
 }
 
 impl Policy {
-    /// Whether `name` is on the ignore list.
-    pub fn ignores(&self, name: &str) -> bool {
-        self.ignore.iter().any(|pattern| match pattern.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => pattern == name,
-        })
+    /// The defaults with every matching rule applied in order.
+    pub fn for_package(&self, ecosystem: Ecosystem, name: &str) -> PackagePolicy {
+        let mut out = PackagePolicy {
+            ignore: self.ignore.iter().any(|pattern| glob_matches(pattern, name)),
+            major: self.major,
+            update_pinned: self.update_pinned,
+            group: None,
+        };
+        let applies = |rule: &&Rule| {
+            rule.ecosystems.as_ref().is_none_or(|set| set.contains(&ecosystem))
+                && rule.matches.iter().any(|pattern| glob_matches(pattern, name))
+        };
+        for rule in self.rules.iter().filter(applies) {
+            if let Some(ignore) = rule.ignore {
+                out.ignore = ignore;
+            }
+            if let Some(major) = rule.major {
+                out.major = major;
+            }
+            if let Some(update_pinned) = rule.update_pinned {
+                out.update_pinned = update_pinned;
+            }
+            if let Some(group) = &rule.group {
+                out.group = Some(group.clone());
+            }
+        }
+        out
+    }
+}
+
+/// Whether `name` matches `pattern`, where each `*` matches any run of characters (none
+/// included) and everything else matches itself.
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        // No `*`: the whole name.
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// Why a text is not a package glob, as a sentence fragment.
+pub fn glob_problem(pattern: &str) -> Option<&'static str> {
+    if pattern.trim().is_empty() {
+        Some("an empty pattern matches no package")
+    } else if pattern.chars().any(char::is_whitespace) {
+        Some("package names have no whitespace")
+    } else if pattern.contains(['?', '[', ']', '{', '}', '!']) {
+        Some("only `*` is a wildcard (it matches any run of characters)")
+    } else if pattern.contains("**") {
+        Some("write one `*`: it already matches any run of characters")
+    } else {
+        None
     }
 }
 
@@ -87,13 +182,77 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_ignore_list_matches_names_and_prefixes() {
+    fn the_ignore_list_matches_names_and_globs() {
         let policy = Policy {
-            ignore: vec!["serde*".into(), "tokio".into()],
+            ignore: vec!["serde*".into(), "tokio".into(), "*-sys".into()],
             ..Policy::default()
         };
-        assert!(policy.ignores("serde_json") && policy.ignores("serde") && policy.ignores("tokio"));
-        assert!(!policy.ignores("tokio-util") && !policy.ignores("reqwest"));
+        let ignored = |name: &str| policy.for_package(Ecosystem::Cargo, name).ignore;
+        assert!(ignored("serde_json") && ignored("serde") && ignored("tokio") && ignored("openssl-sys"));
+        assert!(!ignored("tokio-util") && !ignored("reqwest") && !ignored("sys"));
+    }
+
+    #[test]
+    fn globs_match_a_star_anywhere() {
+        assert!(glob_matches("aws-*-sdk", "aws-s3-sdk") && glob_matches("aws-*-sdk", "aws--sdk"));
+        assert!(!glob_matches("aws-*-sdk", "aws-sdk") && !glob_matches("aws-*-sdk", "aws-s3-sdk-x"));
+        assert!(glob_matches("*", "anything") && glob_matches("@types/*", "@types/node"));
+        assert!(glob_matches("a*b*c", "abc") && glob_matches("a*b*c", "axxbyyc") && !glob_matches("a*b*c", "acb"));
+        assert!(!glob_matches("ab*ba", "aba"), "the prefix and suffix may not overlap");
+        assert_eq!(
+            glob_problem("serde?"),
+            Some("only `*` is a wildcard (it matches any run of characters)")
+        );
+        assert_eq!(glob_problem("react*"), None);
+    }
+
+    #[test]
+    fn later_rules_override_earlier_ones_and_the_defaults() {
+        let policy = Policy {
+            major: false,
+            ignore: vec!["left-pad".into()],
+            rules: vec![
+                Rule {
+                    matches: vec!["react*".into()],
+                    major: Some(true),
+                    group: Some("react".into()),
+                    ..Rule::default()
+                },
+                Rule {
+                    matches: vec!["react-dom".into(), "left-pad".into()],
+                    ecosystems: Some([Ecosystem::Npm].into()),
+                    major: Some(false),
+                    ignore: Some(false),
+                    ..Rule::default()
+                },
+                Rule {
+                    matches: vec!["react-native".into()],
+                    ignore: Some(true),
+                    update_pinned: Some(true),
+                    ..Rule::default()
+                },
+            ],
+            ..Policy::default()
+        };
+        let react = policy.for_package(Ecosystem::Npm, "react");
+        assert_eq!(
+            react,
+            PackagePolicy {
+                ignore: false,
+                major: true,
+                update_pinned: false,
+                group: Some("react".into()),
+            }
+        );
+        let dom = policy.for_package(Ecosystem::Npm, "react-dom");
+        assert!(!dom.major && dom.group.as_deref() == Some("react"));
+        // The second rule is npm's only: a crate of the name keeps the first rule's major.
+        assert!(policy.for_package(Ecosystem::Cargo, "react-dom").major);
+        assert!(!policy.for_package(Ecosystem::Npm, "left-pad").ignore);
+        assert!(policy.for_package(Ecosystem::Python, "left-pad").ignore);
+        let native = policy.for_package(Ecosystem::Npm, "react-native");
+        assert!(native.ignore && native.update_pinned && native.major);
+        assert_eq!(policy.for_package(Ecosystem::Npm, "vue"), PackagePolicy::default());
     }
 
     #[test]

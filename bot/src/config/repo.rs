@@ -14,7 +14,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::command::{CommandKind, EnabledCommands};
-use super::deps::{Ecosystem, Policy};
+use super::deps::{Ecosystem, Policy, Rule, glob_problem};
 use super::duration::{format_duration, parse_duration};
 use super::error::Hint;
 use super::raw::line_column;
@@ -56,10 +56,15 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "reviewers",
             "assignees",
             "max_open_prs",
+            "rules",
+            "min_release_age",
             "dashboard",
         ],
     ),
 ];
+
+/// The keys of a `[[chores.deps.rules]]` table.
+const RULE_KEYS: &[&str] = &["match", "ecosystems", "ignore", "major", "update_pinned", "group"];
 
 /// GitHub refuses label names longer than this.
 const MAX_LABEL_CHARS: usize = 50;
@@ -88,7 +93,7 @@ pub struct DepsChore {
     pub ecosystems: Option<BTreeSet<Ecosystem>>,
     /// Propose major updates, in pull requests of their own.
     pub major: bool,
-    /// Package names never updated; a trailing `*` matches any suffix.
+    /// Package name globs never updated (`*` matches any run of characters).
     pub ignore: Vec<String>,
     pub group: DepsGrouping,
     /// Move pinned versions too.
@@ -102,6 +107,10 @@ pub struct DepsChore {
     /// The most chore pull requests open at once: beyond it, new ones wait for a later run (the
     /// open ones are still updated). `None`: no limit.
     pub max_open_prs: Option<u32>,
+    /// `[[chores.deps.rules]]`, in file order: per-package refinements of the settings above.
+    pub rules: Vec<Rule>,
+    /// Releases younger than this are not proposed yet.
+    pub min_release_age: Option<Duration>,
     /// Keep a "Dependency dashboard" issue current on every run.
     pub dashboard: bool,
 }
@@ -131,6 +140,8 @@ impl DepsChore {
             major: self.major,
             ignore: self.ignore.clone(),
             update_pinned: self.update_pinned,
+            rules: self.rules.clone(),
+            min_release_age: self.min_release_age,
         }
     }
 }
@@ -627,14 +638,9 @@ impl Walk {
             ("chores.deps", "ecosystems") => ecosystems(key, v).map(|x| c.deps.ecosystems = Some(x)),
             ("chores.deps", "major") => boolean(key, v).map(|x| c.deps.major = x),
             ("chores.deps", "update_pinned") => boolean(key, v).map(|x| c.deps.update_pinned = x),
-            ("chores.deps", "ignore") => strings(key, v).and_then(|(names, bad)| {
-                if bad.is_empty() {
-                    c.deps.ignore = names.into_iter().map(|(n, _)| n.trim().to_owned()).collect();
-                    Ok(())
-                } else {
-                    Err(bad)
-                }
-            }),
+            ("chores.deps", "ignore") => globs(key, v).map(|x| c.deps.ignore = x),
+            ("chores.deps", "rules") => rules(key, v).map(|x| c.deps.rules = x),
+            ("chores.deps", "min_release_age") => age(key, v).map(|x| c.deps.min_release_age = Some(x)),
             ("chores.deps", "labels") => labels(key, v).map(|x| c.deps.labels = x),
             ("chores.deps", "reviewers") => reviewers(key, v).map(|x| c.deps.reviewers = x),
             ("chores.deps", "assignees") => {
@@ -996,6 +1002,179 @@ fn reviewers(key: &str, v: &Value<'_>) -> Result<Vec<Reviewer>, Bad> {
         }
     }
     if bad.is_empty() { Ok(out) } else { Err(bad) }
+}
+
+/// Package name globs (`serde*`, `*-sys`); an empty array is allowed (nothing ignored).
+fn globs(key: &str, v: &Value<'_>) -> Result<Vec<String>, Bad> {
+    let (patterns, mut bad) = strings(key, v)?;
+    let mut out = Vec::new();
+    for (pattern, at) in patterns {
+        let pattern = pattern.trim();
+        match glob_problem(pattern) {
+            Some(why) => bad.push((at, format!("invalid pattern {pattern:?} in `{key}`: {why}"))),
+            None => out.push(pattern.to_owned()),
+        }
+    }
+    if bad.is_empty() { Ok(out) } else { Err(bad) }
+}
+
+/// `[[chores.deps.rules]]`: an array of tables, each with a non-empty `match` and at least one
+/// setting. Every problem of every rule is reported.
+fn rules(key: &str, v: &Value<'_>) -> Result<Vec<Rule>, Bad> {
+    let DeValue::Array(items) = v.get_ref() else {
+        return Err(wrong_type(key, "an array of tables (`[[chores.deps.rules]]`)", v));
+    };
+    let mut out = Vec::new();
+    let mut bad = Vec::new();
+    for (n, item) in items.iter().enumerate() {
+        let DeValue::Table(table) = item.get_ref() else {
+            bad.push((
+                item.span().start,
+                format!(
+                    "`{key}` must hold only tables (`[[chores.deps.rules]]`), found {}",
+                    item.get_ref().type_str()
+                ),
+            ));
+            continue;
+        };
+        let at = item.span().start;
+        let before = bad.len();
+        let mut rule = Rule::default();
+        let has_match = table.iter().any(|(k, _)| {
+            let name: &str = k.get_ref();
+            name == "match"
+        });
+        for (k, value) in table.iter() {
+            let name: &str = k.get_ref();
+            let dotted = format!("{key}[{n}].{name}");
+            let field = dotted.as_str();
+            let result = match name {
+                "match" => globs(field, value).and_then(|patterns| {
+                    if patterns.is_empty() {
+                        Err(invalid_array(
+                            field,
+                            value,
+                            "must name at least one package (`*` matches any run of characters)",
+                        ))
+                    } else {
+                        rule.matches = patterns;
+                        Ok(())
+                    }
+                }),
+                "ecosystems" => ecosystems(field, value).map(|x| rule.ecosystems = Some(x)),
+                "ignore" => boolean(field, value).map(|x| rule.ignore = Some(x)),
+                "major" => boolean(field, value).map(|x| rule.major = Some(x)),
+                "update_pinned" => boolean(field, value).map(|x| rule.update_pinned = Some(x)),
+                "group" => group_name(field, value).map(|x| rule.group = Some(x)),
+                "schedule" => Err(vec![(
+                    k.span().start,
+                    format!(
+                        "a rule has no `schedule` of its own: rules apply on every run; valid keys in a `[[{key}]]` table: {}",
+                        RULE_KEYS.join(", ")
+                    ),
+                )]),
+                other => {
+                    let hint = match did_you_mean(other, RULE_KEYS.iter().copied()) {
+                        Some(close) => Hint::did_you_mean(format!("`{close}`")),
+                        None => Hint::default(),
+                    };
+                    Err(vec![(
+                        k.span().start,
+                        format!(
+                            "unknown key `{other}` in a `[[{key}]]` table{hint}; valid keys: {}",
+                            RULE_KEYS.join(", ")
+                        ),
+                    )])
+                }
+            };
+            if let Err(problems) = result {
+                bad.extend(problems);
+            }
+        }
+        if !has_match {
+            bad.push((
+                at,
+                format!(
+                    "`{key}[{n}]` has no `match`: list the package names it applies to, e.g. `match = [\"serde*\"]`"
+                ),
+            ));
+        }
+        let sets_something =
+            rule.ignore.is_some() || rule.major.is_some() || rule.update_pinned.is_some() || rule.group.is_some();
+        if !sets_something && bad.len() == before {
+            bad.push((
+                at,
+                format!(
+                    "`{key}[{n}]` sets nothing: give it at least one of `ignore`, `major`, `update_pinned`, `group`"
+                ),
+            ));
+        }
+        if bad.len() == before {
+            out.push(rule);
+        }
+    }
+    if bad.is_empty() { Ok(out) } else { Err(bad) }
+}
+
+/// A rule's group name: it makes the branch `pitcrew/deps-{name}`, so lowercase letters, digits
+/// and inner `-`, and none that an ecosystem's or the majors' branch already is.
+fn group_name(key: &str, v: &Value<'_>) -> Result<String, Bad> {
+    let name = string(key, v)?;
+    let shaped = !name.is_empty()
+        && name.len() <= 40
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if !shaped {
+        return Err(invalid(
+            key,
+            v,
+            "a group name is lowercase letters, digits and inner `-`, at most 40 characters (it names the branch `pitcrew/deps-<group>`)",
+        ));
+    }
+    if Ecosystem::parse(name).is_some() || name == "major" || name.ends_with("-major") {
+        return Err(invalid(
+            key,
+            v,
+            "that name is taken by the branches of the ecosystems and of majors; choose another",
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+/// A release age: a duration like `"12h"` or `"3d"`, or in words, `"3 days"`, `"12 hours"`,
+/// `"2 weeks"` (Renovate's spelling); longer than zero.
+fn age(key: &str, v: &Value<'_>) -> Result<Duration, Bad> {
+    let DeValue::String(text) = v.get_ref() else {
+        return duration(key, v);
+    };
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let seconds = |n: &str, unit: u64| n.parse::<u64>().ok().and_then(|n| n.checked_mul(unit));
+    let in_words = match words.as_slice() {
+        [n, unit] => match unit.trim_end_matches('s') {
+            "minute" => seconds(n, 60),
+            "hour" => seconds(n, 3_600),
+            "day" => seconds(n, 86_400),
+            "week" => seconds(n, 7 * 86_400),
+            _ => None,
+        },
+        _ => None,
+    };
+    match in_words {
+        Some(0) => Err(invalid(key, v, "must be longer than zero")),
+        Some(secs) => Ok(Duration::from_secs(secs)),
+        None if words.len() == 2 => Err(invalid(
+            key,
+            v,
+            format!(
+                "unknown unit `{}`; write e.g. \"3 days\", \"12 hours\", \"2 weeks\", \"30 minutes\", or \"12h\"",
+                words[1]
+            ),
+        )),
+        None => duration(key, v),
+    }
 }
 
 fn invalid_array(key: &str, v: &Value<'_>, message: &str) -> Bad {

@@ -144,6 +144,8 @@ fn every_listed_key_is_accepted() {
                 "labels" => "[\"dependencies\"]",
                 "reviewers" => "[\"alice\", \"acme/platform\"]",
                 "max_open_prs" => "2",
+                "rules" => "[{ match = [\"aws-*\"], group = \"aws\" }]",
+                "min_release_age" => "\"3 days\"",
                 _ => "\"x\"",
             };
             let text = format!("[{section}]\n{key} = {value}\n");
@@ -468,7 +470,7 @@ fn the_dependency_chore_section() {
     assert_eq!(deps.ecosystems, Some([Ecosystem::Cargo, Ecosystem::Actions].into()));
     assert_eq!(deps.group, DepsGrouping::All);
     let policy = deps.policy();
-    assert!(policy.major && !policy.update_pinned && policy.ignores("serde_json"));
+    assert!(policy.major && !policy.update_pinned && policy.for_package(Ecosystem::Cargo, "serde_json").ignore);
     assert_eq!(RepoConfig::default().deps.schedule, None);
     assert_eq!(
         (&deps.labels, &deps.reviewers, &deps.assignees, deps.max_open_prs),
@@ -505,7 +507,122 @@ fn the_dependency_chore_section() {
     .github/pitcrew.toml:3:12: invalid `chores.deps.timezone` = "Mars/Base": unknown time zone `Mars/Base`; use an IANA name such as `UTC`, `Europe/Berlin` or `America/New_York`
     .github/pitcrew.toml:4:15: unknown ecosystem `crago` in `chores.deps.ecosystems`; did you mean `cargo`?; the ecosystems are: cargo, npm, python, actions
     .github/pitcrew.toml:5:9: invalid `chores.deps.group` = "each": expected `ecosystem` or `all`
-    .github/pitcrew.toml:6:1: unknown key `majr` in [chores.deps]; did you mean `major`?; valid keys in [chores.deps]: schedule, timezone, ecosystems, major, ignore, group, update_pinned, labels, reviewers, assignees, max_open_prs, dashboard
+    .github/pitcrew.toml:6:1: unknown key `majr` in [chores.deps]; did you mean `major`?; valid keys in [chores.deps]: schedule, timezone, ecosystems, major, ignore, group, update_pinned, labels, reviewers, assignees, max_open_prs, rules, min_release_age, dashboard
     .github/pitcrew.toml:7:9: unknown chore `[chores.dpes]`; did you mean `[chores.deps]`?; the chores are: deps
+    "#);
+}
+
+#[test]
+fn dependency_rules_refine_the_defaults_per_package() {
+    let config = RepoConfig::parse(
+        r#"
+[chores.deps]
+ignore = ["left-pad"]
+min_release_age = "3 days"
+
+[[chores.deps.rules]]
+match = ["serde*", "tokio"]
+ignore = true
+
+[[chores.deps.rules]]
+match = ["aws-*"]
+ecosystems = ["cargo"]
+group = "aws"
+
+[[chores.deps.rules]]
+match = ["react*"]
+major = true
+update_pinned = true
+"#,
+    )
+    .unwrap();
+    let deps = &config.deps;
+    assert_eq!(deps.min_release_age, Some(Duration::from_secs(3 * 86_400)));
+    assert_eq!(deps.rules.len(), 3);
+    assert_eq!(
+        deps.rules[1],
+        Rule {
+            matches: vec!["aws-*".into()],
+            ecosystems: Some([Ecosystem::Cargo].into()),
+            group: Some("aws".into()),
+            ..Rule::default()
+        }
+    );
+    let policy = deps.policy();
+    assert!(policy.for_package(Ecosystem::Cargo, "serde_json").ignore);
+    assert!(policy.for_package(Ecosystem::Npm, "left-pad").ignore);
+    assert_eq!(
+        policy.for_package(Ecosystem::Cargo, "aws-sdk-s3").group.as_deref(),
+        Some("aws")
+    );
+    assert_eq!(policy.for_package(Ecosystem::Npm, "aws-sdk").group, None);
+    let react = policy.for_package(Ecosystem::Npm, "react-dom");
+    assert!(react.major && react.update_pinned && !react.ignore);
+    assert_eq!(policy.min_release_age, Some(Duration::from_secs(3 * 86_400)));
+
+    let ages = [
+        ("\"12h\"", 12 * 3_600),
+        ("\"2 weeks\"", 14 * 86_400),
+        ("\"1 hour\"", 3_600),
+        ("86400", 86_400),
+    ];
+    for (written, seconds) in ages {
+        let config = RepoConfig::parse(&format!("[chores.deps]\nmin_release_age = {written}\n")).unwrap();
+        assert_eq!(
+            config.deps.min_release_age,
+            Some(Duration::from_secs(seconds)),
+            "{written}"
+        );
+    }
+}
+
+#[test]
+fn bad_dependency_rules_are_located() {
+    insta::assert_snapshot!(problems(r#"[chores.deps]
+ignore = ["serde?"]
+min_release_age = "3 dayz"
+
+[[chores.deps.rules]]
+match = []
+ignore = true
+
+[[chores.deps.rules]]
+match = ["aws-*", "a b", 3]
+grup = "aws"
+major = "yes"
+
+[[chores.deps.rules]]
+ecosystems = ["crago"]
+group = "cargo"
+
+[[chores.deps.rules]]
+match = ["x"]
+
+[[chores.deps.rules]]
+match = ["y"]
+group = "Has Space"
+"#), @r#"
+    .github/pitcrew.toml:2:11: invalid pattern "serde?" in `chores.deps.ignore`: only `*` is a wildcard (it matches any run of characters)
+    .github/pitcrew.toml:3:19: invalid `chores.deps.min_release_age` = "3 dayz": unknown unit `dayz`; write e.g. "3 days", "12 hours", "2 weeks", "30 minutes", or "12h"
+    .github/pitcrew.toml:6:9: invalid `chores.deps.rules[0].match`: must name at least one package (`*` matches any run of characters)
+    .github/pitcrew.toml:10:19: invalid pattern "a b" in `chores.deps.rules[1].match`: package names have no whitespace
+    .github/pitcrew.toml:10:26: `chores.deps.rules[1].match` must hold only strings, found integer
+    .github/pitcrew.toml:11:1: unknown key `grup` in a `[[chores.deps.rules]]` table; did you mean `group`?; valid keys: match, ecosystems, ignore, major, update_pinned, group
+    .github/pitcrew.toml:12:9: `chores.deps.rules[1].major` must be a boolean (true or false), found string
+    .github/pitcrew.toml:14:1: `chores.deps.rules[2]` has no `match`: list the package names it applies to, e.g. `match = ["serde*"]`
+    .github/pitcrew.toml:15:15: unknown ecosystem `crago` in `chores.deps.rules[2].ecosystems`; did you mean `cargo`?; the ecosystems are: cargo, npm, python, actions
+    .github/pitcrew.toml:16:9: invalid `chores.deps.rules[2].group` = "cargo": that name is taken by the branches of the ecosystems and of majors; choose another
+    .github/pitcrew.toml:18:1: `chores.deps.rules[3]` sets nothing: give it at least one of `ignore`, `major`, `update_pinned`, `group`
+    .github/pitcrew.toml:23:9: invalid `chores.deps.rules[4].group` = "Has Space": a group name is lowercase letters, digits and inner `-`, at most 40 characters (it names the branch `pitcrew/deps-<group>`)
+    "#);
+    insta::assert_snapshot!(problems("[chores.deps]\nrules = [1]\nmin_release_age = \"0 days\"\n"), @r#"
+    .github/pitcrew.toml:2:10: `chores.deps.rules` must hold only tables (`[[chores.deps.rules]]`), found integer
+    .github/pitcrew.toml:3:19: invalid `chores.deps.min_release_age` = "0 days": must be longer than zero
+    "#);
+    insta::assert_snapshot!(problems("[chores.deps]\n[[chores.deps.rules]]\nmatch = [\"a*\"]\nschedule = \"@daily\"\n"), @r#"
+    .github/pitcrew.toml:4:1: a rule has no `schedule` of its own: rules apply on every run; valid keys in a `[[chores.deps.rules]]` table: match, ecosystems, ignore, major, update_pinned, group
+    "#);
+    insta::assert_snapshot!(problems("[chores.deps]\nrules = \"none\"\n"), @r#"
+    .github/pitcrew.toml:2:9: `chores.deps.rules` must be an array of tables (`[[chores.deps.rules]]`), found string
     "#);
 }

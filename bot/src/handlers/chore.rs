@@ -1,7 +1,7 @@
 //! `chore deps`: keep a repository's dependencies current. On the default branch's head, each
 //! enabled ecosystem's manifests are scanned and its registry asked for newer versions; the
 //! policy (`[chores.deps]`) picks the updates, grouped into pull requests (one per ecosystem by
-//! default, majors apart). For each pull request a fresh working copy gets the manifest edits on
+//! default, majors apart, and one for each named group of `[[chores.deps.rules]]`). For each pull request a fresh working copy gets the manifest edits on
 //! the host (not those of a crate the workspace excludes), the lockfile refresh in the sandbox
 //! (with network for that step only, as the operator allows; the whole lockfile for the compatible
 //! updates, only what the edits need for the majors, so that the two pull requests merge in either
@@ -30,7 +30,7 @@ use crate::chores::lock::{self, Change};
 use crate::chores::plan::{self, Found};
 use crate::chores::python;
 use crate::chores::{RegistryClient, Update, UpdateKind};
-use crate::config::deps::Ecosystem;
+use crate::config::deps::{Ecosystem, Policy};
 use crate::config::repo::{DepsChore, DepsGrouping, EffectiveSettings, Reviewer};
 use crate::github::{CheckConclusion, IssueNumber, NewPull, PullRequest, PullUpdate};
 use crate::jobs::Finish;
@@ -60,11 +60,14 @@ pub(super) const BRANCH_PREFIX: &str = "pitcrew/deps";
 struct Group {
     branch: String,
     ecosystems: Vec<Ecosystem>,
+    /// The rule's group name, for a `[[chores.deps.rules]]` group; `None` for an ecosystem's (or
+    /// every ecosystem's) pull request.
+    name: Option<String>,
     major: bool,
     updates: Vec<Update>,
     /// What could not be looked up for its ecosystems: updates this pull request may miss.
     unchecked: Vec<String>,
-    /// Releases held back for the package's `rust-version`.
+    /// Releases held back (for the package's toolchain, or too young to propose).
     held_back: Vec<HeldBack>,
 }
 
@@ -121,7 +124,7 @@ async fn run_chore(env: &JobEnv, only: Option<String>) -> Result<(Finish, Spent)
         baselines: Default::default(),
         asked_for: ledger.asked_for(),
     };
-    let mut groups = groups(&found, deps.group);
+    let mut groups = groups(&found, deps.group, &deps.policy());
     // A rebase touches its own pull request only.
     let mut closable = open.clone();
     if let Some(branch) = &only {
@@ -134,7 +137,8 @@ async fn run_chore(env: &JobEnv, only: Option<String>) -> Result<(Finish, Spent)
             return Ok((Finish::Cancelled("stopped before the chore finished".into()), spent));
         }
     };
-    let closed = close_superseded(env, &closable, &found, &delivered.wanted, deps.group).await?;
+    let named: Vec<String> = deps.rules.iter().filter_map(|r| r.group.clone()).collect();
+    let closed = close_superseded(env, &closable, &found, &delivered.wanted, deps.group, &named).await?;
     // Boxes ticked under "Ignored" were read: the record is rewritten without them.
     let unignored = ledger.ignored.iter().any(|e| e.ticked);
     if only.is_none() && (deps.dashboard || unignored) {
@@ -418,16 +422,18 @@ async fn close_superseded(
     found: &BTreeMap<Ecosystem, Found>,
     wanted: &[String],
     grouping: DepsGrouping,
+    named: &[String],
 ) -> Result<Vec<u64>, HandlerError> {
     let clean: Vec<Ecosystem> = found
         .iter()
         .filter(|(_, f)| f.problems.is_empty())
         .map(|(e, _)| *e)
         .collect();
+    let all_clean = clean.len() == found.len();
     let mut closed = Vec::new();
     for pull in open {
         let branch = pull.head.branch.as_str();
-        if wanted.iter().any(|b| b == branch) || !closable(branch, &clean, grouping) {
+        if wanted.iter().any(|b| b == branch) || !closable(branch, &clean, all_clean, grouping, named) {
             continue;
         }
         let note = "Closing: a newer dependency run found nothing left to update on this branch (the updates were \
@@ -524,22 +530,37 @@ async fn declined(env: &JobEnv, branch: &str, table: &str) -> bool {
 /// The pull requests to make: per ecosystem (or all together), the compatible updates, and the
 /// majors apart. An ecosystem with a lockfile gets its pull request even without manifest
 /// updates: the lockfile refresh may find versions inside the ranges.
-fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Group> {
+fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping, policy: &Policy) -> Vec<Group> {
+    let named = |ecosystem: Ecosystem, name: &str| policy.for_package(ecosystem, name).group;
+    // The updates of the ecosystem's (or every ecosystem's) pull requests: those no rule names a
+    // group for.
     let split = |f: &Found, major: bool| -> Vec<Update> {
         f.updates
             .iter()
-            .filter(|u| (u.kind == UpdateKind::Major) == major)
+            .filter(|u| (u.kind == UpdateKind::Major) == major && named(u.ecosystem, &u.name).is_none())
             .cloned()
             .collect()
     };
-    // The held-back notes of a pull request: the majors' go to the majors' one when there is one,
-    // else with the compatible ones.
-    let held = |founds: &[&Found], major: bool, majors_pr: bool| -> Vec<HeldBack> {
+    // The rules' named groups with updates, across ecosystems.
+    let mut by_name: BTreeMap<String, Vec<&Update>> = BTreeMap::new();
+    for u in found.values().flat_map(|f| f.updates.iter()) {
+        if let Some(name) = named(u.ecosystem, &u.name) {
+            by_name.entry(name).or_default().push(u);
+        }
+    }
+    // The held-back notes of a pull request: a package's go to its group's pull requests when it
+    // has some, else to its ecosystem's; the majors' to the majors' one when there is one, else
+    // with the compatible ones.
+    let held = |founds: &[(&Ecosystem, &Found)], group: Option<&str>, major: bool, majors_pr: bool| -> Vec<HeldBack> {
         founds
             .iter()
-            .flat_map(|f| f.held_back.iter())
-            .filter(|h| if major { h.major } else { !h.major || !majors_pr })
-            .cloned()
+            .flat_map(|(e, f)| f.held_back.iter().map(move |h| (**e, h)))
+            .filter(|(e, h)| {
+                let own = named(*e, &h.name).filter(|g| by_name.contains_key(g));
+                own.as_deref() == group
+            })
+            .filter(|(_, h)| if major { h.major } else { !h.major || !majors_pr })
+            .map(|(_, h)| h.clone())
             .collect()
     };
     let mut out = Vec::new();
@@ -552,20 +573,22 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
                     out.push(Group {
                         branch: format!("{BRANCH_PREFIX}-{}", ecosystem.as_str()),
                         ecosystems: vec![*ecosystem],
+                        name: None,
                         major: false,
                         updates: compatible,
                         unchecked: f.problems.clone(),
-                        held_back: held(&[f], false, !majors.is_empty()),
+                        held_back: held(&[(ecosystem, f)], None, false, !majors.is_empty()),
                     });
                 }
                 if !majors.is_empty() {
                     out.push(Group {
                         branch: format!("{BRANCH_PREFIX}-{}-major", ecosystem.as_str()),
                         ecosystems: vec![*ecosystem],
+                        name: None,
                         major: true,
                         updates: majors,
                         unchecked: f.problems.clone(),
-                        held_back: held(&[f], true, true),
+                        held_back: held(&[(ecosystem, f)], None, true, true),
                     });
                 }
             }
@@ -573,45 +596,74 @@ fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping) -> Vec<Gro
         DepsGrouping::All => {
             let ecosystems: Vec<Ecosystem> = found.keys().copied().collect();
             let unchecked: Vec<String> = found.values().flat_map(|f| f.problems.clone()).collect();
-            let founds: Vec<&Found> = found.values().collect();
+            let founds: Vec<(&Ecosystem, &Found)> = found.iter().collect();
             let compatible: Vec<Update> = found.values().flat_map(|f| split(f, false)).collect();
             let majors: Vec<Update> = found.values().flat_map(|f| split(f, true)).collect();
             if !compatible.is_empty() || found.values().any(|f| f.has_lockfile) {
                 out.push(Group {
                     branch: BRANCH_PREFIX.to_owned(),
                     ecosystems: ecosystems.clone(),
+                    name: None,
                     major: false,
                     updates: compatible,
                     unchecked: unchecked.clone(),
-                    held_back: held(&founds, false, !majors.is_empty()),
+                    held_back: held(&founds, None, false, !majors.is_empty()),
                 });
             }
             if !majors.is_empty() {
                 out.push(Group {
                     branch: format!("{BRANCH_PREFIX}-major"),
                     ecosystems,
+                    name: None,
                     major: true,
                     updates: majors,
                     unchecked,
-                    held_back: held(&founds, true, true),
+                    held_back: held(&founds, None, true, true),
                 });
             }
+        }
+    }
+    // The named groups: a pull request of their own (majors apart), whatever the grouping of the
+    // rest. Their refresh moves only what their edits need, as the majors' does: the ecosystem's
+    // pull request holds the rest of the lockfile.
+    for (name, updates) in &by_name {
+        let ecosystems: BTreeSet<Ecosystem> = updates.iter().map(|u| u.ecosystem).collect();
+        let founds: Vec<(&Ecosystem, &Found)> = found.iter().filter(|(e, _)| ecosystems.contains(e)).collect();
+        let unchecked: Vec<String> = founds.iter().flat_map(|(_, f)| f.problems.clone()).collect();
+        let (majors, compatible): (Vec<&Update>, Vec<&Update>) =
+            updates.iter().copied().partition(|u| u.kind == UpdateKind::Major);
+        for (major, updates) in [(false, compatible), (true, majors.clone())] {
+            if updates.is_empty() {
+                continue;
+            }
+            out.push(Group {
+                branch: format!("{BRANCH_PREFIX}-{name}{}", if major { "-major" } else { "" }),
+                ecosystems: ecosystems.iter().copied().collect(),
+                name: Some(name.clone()),
+                major,
+                updates: updates.into_iter().cloned().collect(),
+                unchecked: unchecked.clone(),
+                held_back: held(&founds, Some(name), major, major || !majors.is_empty()),
+            });
         }
     }
     out
 }
 
-/// Whether an open pull request on `branch` belongs to a group this run computed cleanly.
-fn closable(branch: &str, clean: &[Ecosystem], grouping: DepsGrouping) -> bool {
+/// Whether an open pull request on `branch` belongs to a group this run computed cleanly: an
+/// ecosystem's whose lookups all answered, or a rule's named group (in `named`) when every
+/// ecosystem's did.
+fn closable(branch: &str, clean: &[Ecosystem], all_clean: bool, grouping: DepsGrouping, named: &[String]) -> bool {
     let Some(rest) = branch.strip_prefix(BRANCH_PREFIX) else {
         return false;
     };
+    let name = rest.trim_start_matches('-').trim_end_matches("-major");
+    if named.iter().any(|n| n == name) {
+        return all_clean;
+    }
     match grouping {
         DepsGrouping::All => matches!(rest, "" | "-major"),
-        DepsGrouping::Ecosystem => {
-            let name = rest.trim_start_matches('-').trim_end_matches("-major");
-            Ecosystem::parse(name).is_some_and(|e| clean.contains(&e))
-        }
+        DepsGrouping::Ecosystem => Ecosystem::parse(name).is_some_and(|e| clean.contains(&e)),
     }
 }
 
@@ -735,9 +787,10 @@ async fn run_group_in(chore: &ChoreRun<'_>, root: &Path, group: &Group) -> Resul
         .into_iter()
         .map(|(problem, packages)| format!("{problem}: {}", packages.join(", ")))
         .collect();
-    // The majors' refresh moves only what their manifest edits need: the compatible pull request
-    // holds the rest of the refresh, and the two merge in either order.
-    let refresh = if group.major {
+    // The majors' and a named group's refresh moves only what their manifest edits need: the
+    // ecosystem's compatible pull request holds the rest of the refresh, and they merge in any
+    // order.
+    let refresh = if group.major || group.name.is_some() {
         lock::Refresh::Minimal
     } else {
         lock::Refresh::Full
@@ -1032,6 +1085,7 @@ async fn in_session(
         pull: ChorePull {
             branch: group.branch.clone(),
             ecosystems: group.ecosystems.clone(),
+            group: group.name.clone(),
             major: group.major,
             updates,
             lock,
@@ -1101,4 +1155,158 @@ async fn baseline(chore: &ChoreRun<'_>, setup_network: bool) -> Option<Observed>
     };
     lease.release().await;
     observed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chores::Hold;
+    use crate::config::deps::Rule;
+
+    fn update(ecosystem: Ecosystem, name: &str, kind: UpdateKind) -> Update {
+        Update {
+            ecosystem,
+            name: name.into(),
+            manifest: Some("Cargo.toml".into()),
+            section: Some("dependencies".into()),
+            from: "1.0.0".into(),
+            to: "2.0.0".into(),
+            kind,
+            new_requirement: Some("2.0".into()),
+            notes_url: None,
+            marker: None,
+        }
+    }
+
+    #[test]
+    fn a_rules_group_gets_pull_requests_of_its_own_across_ecosystems() {
+        let young = HeldBack {
+            reason: Hold::Young,
+            name: "aws-sdk".into(),
+            version: "1.3.0".into(),
+            needs: "2026-12-05 10:00 UTC".into(),
+            declared: "3d".into(),
+            major: false,
+            instead: Some("2.0.0".into()),
+        };
+        let found = BTreeMap::from([
+            (
+                Ecosystem::Cargo,
+                Found {
+                    updates: vec![
+                        update(Ecosystem::Cargo, "serde", UpdateKind::Minor),
+                        update(Ecosystem::Cargo, "aws-sdk", UpdateKind::Minor),
+                        update(Ecosystem::Cargo, "aws-types", UpdateKind::Major),
+                    ],
+                    has_lockfile: true,
+                    held_back: vec![young],
+                    ..Found::default()
+                },
+            ),
+            (
+                Ecosystem::Npm,
+                Found {
+                    updates: vec![update(Ecosystem::Npm, "aws-cdk", UpdateKind::Patch)],
+                    problems: vec!["the npm registry did not answer".into()],
+                    ..Found::default()
+                },
+            ),
+        ]);
+        let policy = Policy {
+            major: true,
+            rules: vec![Rule {
+                matches: vec!["aws-*".into()],
+                group: Some("aws".into()),
+                ..Rule::default()
+            }],
+            ..Policy::default()
+        };
+        let made = groups(&found, DepsGrouping::Ecosystem, &policy);
+        let summary: Vec<(&str, Vec<&str>, Vec<Ecosystem>, usize)> = made
+            .iter()
+            .map(|g| {
+                let names = g.updates.iter().map(|u| u.name.as_str()).collect();
+                (g.branch.as_str(), names, g.ecosystems.clone(), g.held_back.len())
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("pitcrew/deps-cargo", vec!["serde"], vec![Ecosystem::Cargo], 0),
+                (
+                    "pitcrew/deps-aws",
+                    vec!["aws-sdk", "aws-cdk"],
+                    vec![Ecosystem::Cargo, Ecosystem::Npm],
+                    1
+                ),
+                (
+                    "pitcrew/deps-aws-major",
+                    vec!["aws-types"],
+                    vec![Ecosystem::Cargo, Ecosystem::Npm],
+                    0
+                ),
+            ]
+        );
+        let aws = &made[1];
+        assert_eq!((aws.name.as_deref(), aws.major), (Some("aws"), false));
+        assert_eq!(aws.unchecked, ["the npm registry did not answer"]);
+        assert_eq!(made[0].name, None);
+
+        // With every ecosystem in one pull request, the group still has its own.
+        let all: Vec<String> = groups(&found, DepsGrouping::All, &policy)
+            .into_iter()
+            .map(|g| g.branch)
+            .collect();
+        assert_eq!(all, ["pitcrew/deps", "pitcrew/deps-aws", "pitcrew/deps-aws-major"]);
+
+        // A group with no update this run: its packages' notes go to their ecosystem's pull request.
+        let quiet = Policy {
+            rules: vec![Rule {
+                matches: vec!["aws-sdk".into()],
+                group: Some("sdk".into()),
+                ..Rule::default()
+            }],
+            ..policy
+        };
+        let mut found = found;
+        if let Some(cargo) = found.get_mut(&Ecosystem::Cargo) {
+            cargo.updates.retain(|u| u.name != "aws-sdk");
+        }
+        let made = groups(&found, DepsGrouping::Ecosystem, &quiet);
+        assert_eq!(made[0].branch, "pitcrew/deps-cargo");
+        assert_eq!(made[0].held_back.len(), 1);
+        assert!(made.iter().all(|g| !g.branch.contains("sdk")));
+
+        // A group's branch closes only after a run whose every lookup answered.
+        let named = ["aws".to_owned()];
+        let clean = [Ecosystem::Cargo];
+        assert!(!closable(
+            "pitcrew/deps-aws",
+            &clean,
+            false,
+            DepsGrouping::Ecosystem,
+            &named
+        ));
+        assert!(closable(
+            "pitcrew/deps-aws-major",
+            &clean,
+            true,
+            DepsGrouping::Ecosystem,
+            &named
+        ));
+        assert!(closable(
+            "pitcrew/deps-cargo",
+            &clean,
+            false,
+            DepsGrouping::Ecosystem,
+            &named
+        ));
+        assert!(!closable(
+            "pitcrew/deps-gcp",
+            &clean,
+            true,
+            DepsGrouping::Ecosystem,
+            &named
+        ));
+    }
 }

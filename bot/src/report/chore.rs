@@ -5,7 +5,7 @@
 //! the agent did), the commit message, and the answer to whoever asked for the chore.
 
 use crate::chores::lock::{self, Change, ChangeKind};
-use crate::chores::{HeldBack, Toolchain, Update, UpdateKind};
+use crate::chores::{HeldBack, Hold, Update, UpdateKind};
 use crate::config::deps::Ecosystem;
 
 use super::baseline::Comparison;
@@ -32,6 +32,8 @@ pub struct ChorePull {
     pub branch: String,
     /// The ecosystems in it (one, unless the repository groups them all).
     pub ecosystems: Vec<Ecosystem>,
+    /// The `[[chores.deps.rules]]` group it is for, if any (its title names it).
+    pub group: Option<String>,
     pub major: bool,
     /// The manifest edits.
     pub updates: Vec<Update>,
@@ -45,8 +47,8 @@ pub struct ChorePull {
     /// What could not be looked up for its ecosystems (a registry unreachable, a certificate
     /// refused): updates this pull request may be missing.
     pub unchecked: Vec<String>,
-    /// Newer releases not proposed because they need a newer Rust or Python than the project
-    /// declares.
+    /// Newer releases not proposed: they need a newer Rust or Python than the project declares, or
+    /// are younger than `min_release_age`.
     pub held_back: Vec<HeldBack>,
     /// Manifests left as they were, one sentence each (a lockfile that could not be refreshed, a
     /// crate outside the workspace: `fuzz/Cargo.toml — outside the workspace …`).
@@ -63,7 +65,10 @@ fn ecosystem_words(ecosystems: &[Ecosystem]) -> String {
 /// `chore(deps): update cargo dependencies` / `…: update cargo dependencies (major)`; with one
 /// row, `update calcutil to 1.1.0` (a git dependency's short commit for its version).
 pub fn title(pull: &ChorePull) -> String {
-    let what = ecosystem_words(&pull.ecosystems);
+    let what = match &pull.group {
+        Some(group) => group.clone(),
+        None => ecosystem_words(&pull.ecosystems),
+    };
     let single = match (pull.updates.as_slice(), pull.lock.as_slice()) {
         ([update], []) => Some((update.name.clone(), update.to.clone())),
         ([], [change]) => match &change.kind {
@@ -225,9 +230,17 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
             .collect();
         doc.cuttable(items.join("\n"));
     }
-    if !pull.held_back.is_empty() {
-        let rust = pull.held_back.iter().any(|h| h.toolchain == Toolchain::Rust);
-        let python = pull.held_back.iter().any(|h| h.toolchain == Toolchain::Python);
+    let (young, toolchain): (Vec<&HeldBack>, Vec<&HeldBack>) =
+        pull.held_back.iter().partition(|h| h.reason == Hold::Young);
+    let instead = |h: &HeldBack| {
+        h.instead
+            .as_deref()
+            .map(|v| format!(" ({} is proposed instead)", markdown::code_span(v)))
+            .unwrap_or_default()
+    };
+    if !toolchain.is_empty() {
+        let rust = toolchain.iter().any(|h| h.reason == Hold::Rust);
+        let python = toolchain.iter().any(|h| h.reason == Hold::Python);
         let declared = match (rust, python) {
             (true, true) => "`rust-version` and Python",
             (true, false) => "`rust-version`",
@@ -236,25 +249,37 @@ pub fn body(pull: &ChorePull, job_id: &str) -> String {
         doc.fixed(format!(
             "**Held back** for the declared {declared} (raise it to take them):"
         ));
-        let items: Vec<String> = pull
-            .held_back
+        let items: Vec<String> = toolchain
             .iter()
             .map(|h| {
-                let instead = h
-                    .instead
-                    .as_deref()
-                    .map(|v| format!(" ({} is proposed instead)", markdown::code_span(v)))
-                    .unwrap_or_default();
-                let (needs, declares) = match h.toolchain {
-                    Toolchain::Rust => ("Rust", "this package declares `rust-version`"),
-                    Toolchain::Python => ("Python", "the requirement is for Python"),
+                let (needs, declares) = match h.reason {
+                    Hold::Rust => ("Rust", "this package declares `rust-version`"),
+                    Hold::Python | Hold::Young => ("Python", "the requirement is for Python"),
                 };
                 format!(
-                    "- {} {} needs {needs} {}; {declares} {}{instead}",
+                    "- {} {} needs {needs} {}; {declares} {}{}",
                     markdown::code_span(&h.name),
                     markdown::code_span(&h.version),
                     markdown::code_span(&h.needs),
                     markdown::code_span(&h.declared),
+                    instead(h),
+                )
+            })
+            .collect();
+        doc.cuttable(items.join("\n"));
+    }
+    if !young.is_empty() {
+        doc.fixed("**Not yet proposed**, younger than this repository's `min_release_age`:");
+        let items: Vec<String> = young
+            .iter()
+            .map(|h| {
+                format!(
+                    "- {} {} waits until {} (`min_release_age` {}){}",
+                    markdown::code_span(&h.name),
+                    markdown::code_span(&h.version),
+                    markdown::inline(&h.needs),
+                    markdown::code_span(&h.declared),
+                    instead(h),
                 )
             })
             .collect();
@@ -426,6 +451,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: vec![update(
                 "fmtutil",
@@ -491,6 +517,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: Vec::new(),
             lock: vec![
@@ -604,6 +631,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: Vec::new(),
             lock: vec![in_range("chrono", "0.4.30", "0.4.38")],
@@ -641,6 +669,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: Vec::new(),
             lock: vec![in_range("calcutil", "1.0.0", "1.1.0")],
@@ -669,7 +698,7 @@ mod tests {
     #[test]
     fn the_body_says_what_was_held_back_for_the_rust_version() {
         let held = |version: &str, instead: Option<&str>| HeldBack {
-            toolchain: Toolchain::Rust,
+            reason: Hold::Rust,
             name: "serde".into(),
             version: version.into(),
             needs: "1.80".into(),
@@ -680,6 +709,7 @@ mod tests {
         let pull = ChorePull {
             branch: "pitcrew/deps-cargo".into(),
             ecosystems: vec![Ecosystem::Cargo],
+            group: None,
             major: false,
             updates: vec![update(
                 "serde",
@@ -710,5 +740,68 @@ mod tests {
             held("1.0.300", Some("1.0.250")).to_string(),
             "`serde` 1.0.300 needs Rust 1.80; this package declares rust-version 1.70 (1.0.250 is proposed instead)"
         );
+    }
+
+    #[test]
+    fn the_body_says_which_releases_wait_for_min_release_age() {
+        let held = |reason: Hold, version: &str, instead: Option<&str>| HeldBack {
+            reason,
+            name: "serde".into(),
+            version: version.into(),
+            needs: if reason == Hold::Young {
+                "2026-12-05 10:00 UTC"
+            } else {
+                "1.80"
+            }
+            .into(),
+            declared: if reason == Hold::Young { "3d" } else { "1.70" }.into(),
+            major: false,
+            instead: instead.map(str::to_owned),
+        };
+        let pull = ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            group: None,
+            major: false,
+            updates: vec![update(
+                "serde",
+                "1.0.100",
+                "1.0.250",
+                UpdateKind::Patch,
+                Some("Cargo.toml"),
+            )],
+            lock: Vec::new(),
+            not_updated: Vec::new(),
+            tests: TestOutcome::Passed { after_fix: false },
+            agent_summary: None,
+            reverted: Vec::new(),
+            unchecked: Vec::new(),
+            held_back: vec![
+                held(Hold::Young, "1.0.260", Some("1.0.250")),
+                held(Hold::Rust, "1.0.300", Some("1.0.250")),
+            ],
+        };
+        let body = body(&pull, "9");
+        assert!(
+            body.contains(
+                "**Held back** for the declared `rust-version` (raise it to take them):\n\n\
+                 - `serde` `1.0.300` needs Rust `1.80`; this package declares `rust-version` `1.70` (`1.0.250` is \
+                 proposed instead)\n\n\
+                 **Not yet proposed**, younger than this repository's `min_release_age`:\n\n\
+                 - `serde` `1.0.260` waits until 2026-12-05 10:00 UTC (`min_release_age` `3d`) (`1.0.250` is \
+                 proposed instead)\n"
+            ),
+            "{body}"
+        );
+        let grouped = ChorePull {
+            group: Some("aws".into()),
+            ..pull
+        };
+        assert_eq!(title(&grouped), "chore(deps): update serde to 1.0.250");
+        let two = ChorePull {
+            updates: [grouped.updates.clone(), grouped.updates.clone()].concat(),
+            ..grouped
+        };
+        assert_eq!(title(&two), "chore(deps): update aws dependencies");
     }
 }

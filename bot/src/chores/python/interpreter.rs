@@ -375,6 +375,7 @@ mod tests {
             notes_url: None,
             rust_version: None,
             requires_python: specs.iter().map(|s| (*s).to_owned()).collect(),
+            published: None,
         }
     }
 
