@@ -368,6 +368,7 @@ mod tests {
         update_pinned: false,
         rules: Vec::new(),
         min_release_age: None,
+        ignored_by_command: Vec::new(),
     };
 
     /// An update as `kind from→to requirement`.

@@ -56,6 +56,9 @@ pub struct Policy {
     pub rules: Vec<Rule>,
     /// Releases younger than this are not proposed yet (`None`: any age).
     pub min_release_age: Option<Duration>,
+    /// Packages a maintainer ignored by command (`@agent ignore`): never proposed, whatever the
+    /// rules say. Names as the command gave them, compared as the registry compares names.
+    pub ignored_by_command: Vec<String>,
 }
 
 /// One `[[chores.deps.rules]]` table: the packages it matches and what it sets for them (`None`:
@@ -114,8 +117,37 @@ impl Policy {
                 out.group = Some(group.clone());
             }
         }
+        if self
+            .ignored_by_command
+            .iter()
+            .any(|ignored| same_package(ecosystem, ignored, name))
+        {
+            out.ignore = true;
+        }
         out
     }
+}
+
+/// Whether two spellings name one package: npm and Actions names are exact up to ASCII case
+/// (GitHub's), Cargo's treat `-` and `_` alike, Python's compare as PEP 503 normalises them.
+fn same_package(ecosystem: Ecosystem, a: &str, b: &str) -> bool {
+    let fold = |name: &str| -> String {
+        let mut out = String::with_capacity(name.len());
+        for c in name.chars() {
+            let c = c.to_ascii_lowercase();
+            match (ecosystem, c) {
+                (Ecosystem::Python, '-' | '_' | '.') => {
+                    if !out.ends_with('-') {
+                        out.push('-');
+                    }
+                }
+                (Ecosystem::Cargo, '_') => out.push('-'),
+                _ => out.push(c),
+            }
+        }
+        out
+    };
+    fold(a) == fold(b)
 }
 
 /// Whether `name` matches `pattern`, where each `*` matches any run of characters (none
@@ -190,6 +222,23 @@ mod tests {
         let ignored = |name: &str| policy.for_package(Ecosystem::Cargo, name).ignore;
         assert!(ignored("serde_json") && ignored("serde") && ignored("tokio") && ignored("openssl-sys"));
         assert!(!ignored("tokio-util") && !ignored("reqwest") && !ignored("sys"));
+    }
+
+    #[test]
+    fn a_package_ignored_by_command_stays_ignored_whatever_the_rules_say() {
+        let policy = Policy {
+            rules: vec![Rule {
+                matches: vec!["*".into()],
+                ignore: Some(false),
+                ..Rule::default()
+            }],
+            ignored_by_command: vec!["Django".into(), "serde_json".into()],
+            ..Policy::default()
+        };
+        assert!(policy.for_package(Ecosystem::Python, "django").ignore);
+        assert!(policy.for_package(Ecosystem::Cargo, "serde-json").ignore);
+        assert!(!policy.for_package(Ecosystem::Npm, "serde-json").ignore);
+        assert!(!policy.for_package(Ecosystem::Python, "flask").ignore);
     }
 
     #[test]

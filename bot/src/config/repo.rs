@@ -142,6 +142,7 @@ impl DepsChore {
             update_pinned: self.update_pinned,
             rules: self.rules.clone(),
             min_release_age: self.min_release_age,
+            ignored_by_command: Vec::new(),
         }
     }
 }

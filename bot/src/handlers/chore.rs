@@ -186,8 +186,8 @@ async fn find_updates(
     ignored: &[PackageName],
 ) -> Result<(String, BTreeMap<Ecosystem, Found>), HandlerError> {
     let mut policy = deps.policy();
-    // The packages ignored by command (`@agent ignore`) are ignored like `[chores.deps] ignore`.
-    policy.ignore.extend(ignored.iter().map(ToString::to_string));
+    // The packages ignored by command (`@agent ignore`) stay ignored whatever the rules say.
+    policy.ignored_by_command = ignored.iter().map(ToString::to_string).collect();
     let ecosystems: Vec<Ecosystem> = match &deps.ecosystems {
         Some(set) => set.iter().copied().collect(),
         None => Ecosystem::ALL.to_vec(),
