@@ -6,7 +6,9 @@
 //! A published crate is a real `.crate` file: a gzip'd tar of `name-version/Cargo.toml` and
 //! `name-version/src/lib.rs`, made with the system's `tar` and hashed with `sha256sum`. Like the
 //! other fake servers it runs on a thread and runtime of its own; dropping the [`CargoRegistry`]
-//! stops it. Every request is recorded ([`CargoRegistry::requests`]).
+//! stops it. Every request is recorded ([`CargoRegistry::requests`]). Its `config.json` names its
+//! web API, which answers `GET api/v1/crates/{name}/versions` with each version's `created_at`
+//! (long ago, unless [`CargoRegistry::set_published`] says otherwise), as crates.io's does.
 //!
 //! ```no_run
 //! use pitcrew_tests::cargo_registry::CargoRegistry;
@@ -69,6 +71,8 @@ struct Published {
     yanked: bool,
     /// The `rust_version` its index line declares, when it declares one.
     rust_version: Option<String>,
+    /// When it was published (RFC 3339), as the API says.
+    created_at: String,
     file: Bytes,
 }
 
@@ -174,6 +178,7 @@ impl CargoRegistry {
                 cksum,
                 yanked: false,
                 rust_version: rust_version.map(str::to_owned),
+                created_at: "2020-01-01T00:00:00.000000+00:00".to_owned(),
                 file,
             });
         Ok(())
@@ -186,6 +191,16 @@ impl CargoRegistry {
     /// When that version was never published.
     pub fn yank(&self, name: &str, version: &str) -> io::Result<()> {
         self.find(name, version, |published| published.yanked = true)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name} {version} is not published")))
+    }
+
+    /// Says `name` `version` was published at `created_at` (RFC 3339, as crates.io writes it:
+    /// `2026-12-02T10:00:00.000000+00:00`).
+    ///
+    /// # Errors
+    /// When that version was never published.
+    pub fn set_published(&self, name: &str, version: &str, created_at: &str) -> io::Result<()> {
+        self.find(name, version, |published| published.created_at = created_at.to_owned())
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name} {version} is not published")))
     }
 
@@ -302,12 +317,24 @@ fn answer(shared: &Shared, path: &str) -> (StatusCode, &'static str, Bytes) {
         let base = shared.base.get().map_or("", String::as_str);
         let config = json!({
             "dl": format!("{base}api/v1/crates/{{crate}}/{{version}}/download"),
-            "api": null,
+            "api": base.trim_end_matches('/'),
         });
         return (StatusCode::OK, "application/json", Bytes::from(config.to_string()));
     }
     let crates = lock(&shared.crates);
     if let Some(rest) = path.strip_prefix("/api/v1/crates/") {
+        if let [name, "versions"] = rest.split('/').collect::<Vec<_>>()[..] {
+            let Some(versions) = crates.get(&name.to_ascii_lowercase()) else {
+                return not_found;
+            };
+            let listed: Vec<_> = versions
+                .iter()
+                .rev()
+                .map(|p| json!({"num": p.version, "created_at": p.created_at, "yanked": p.yanked}))
+                .collect();
+            let page = json!({"versions": listed, "meta": {"total": listed.len(), "next_page": null}});
+            return (StatusCode::OK, "application/json", Bytes::from(page.to_string()));
+        }
         let [name, version, "download"] = rest.split('/').collect::<Vec<_>>()[..] else {
             return not_found;
         };

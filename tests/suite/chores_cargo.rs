@@ -405,3 +405,91 @@ async fn cargo_chores_hold_back_releases_that_need_a_newer_rust_than_the_package
         .collect();
     assert_eq!(unlimited, ["1.2.0", "2.0.0"]);
 }
+
+#[tokio::test]
+async fn cargo_releases_are_dated_by_the_registrys_api_for_min_release_age() {
+    let registry = CargoRegistry::start();
+    for version in ["1.0.0", "1.1.0", "1.2.0"] {
+        registry
+            .publish("datedutil", version, &crate_lib(version), &[])
+            .unwrap();
+    }
+    // 1.2.0 is a day old: younger than the repository's three days.
+    let yesterday = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
+    registry
+        .set_published("datedutil", "1.2.0", &yesterday.to_string())
+        .unwrap();
+    let project = TempDir::new().unwrap();
+    let root = project.path();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "").unwrap();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\ndatedutil = \"=1.0.0\"\n",
+    )
+    .unwrap();
+    let client = RegistryClient::new(Registries {
+        cargo_index: Url::parse(&registry.index_url()).unwrap(),
+        ..Registries::default()
+    })
+    .unwrap();
+    let api = cargo::registry_api(&client)
+        .await
+        .unwrap()
+        .expect("the index names its API");
+    let dates = cargo::release_dates(&client, &api, "datedutil").await.unwrap();
+    assert_eq!(dates.len(), 3);
+    assert_eq!(dates["1.2.0"].as_second(), yesterday.as_second());
+    assert!(dates["1.0.0"] < dates["1.2.0"]);
+
+    let github = pitcrew::github::GithubClient::new(
+        &Url::parse("http://127.0.0.1:9/").unwrap(),
+        pitcrew::github::Auth::Token(secrecy::SecretString::from("unused")),
+        pitcrew::github::ClientOptions::default(),
+    )
+    .unwrap();
+    let policy = Policy {
+        update_pinned: true,
+        min_release_age: Some(std::time::Duration::from_secs(3 * 86_400)),
+        ..Policy::default()
+    };
+    let found = pitcrew::chores::plan::find(Ecosystem::Cargo, root, &client, &github, &policy).await;
+    assert!(found.problems.is_empty(), "{:?}", found.problems);
+    let to: Vec<&str> = found.updates.iter().map(|u| u.to.as_str()).collect();
+    assert_eq!(to, ["1.1.0"], "{found:#?}");
+    let held: Vec<(Hold, &str, Option<&str>)> = found
+        .held_back
+        .iter()
+        .map(|h| (h.reason, h.version.as_str(), h.instead.as_deref()))
+        .collect();
+    assert_eq!(held, [(Hold::Young, "1.2.0", Some("1.1.0"))]);
+    assert!(
+        registry
+            .requests()
+            .iter()
+            .any(|r| r.path == "/api/v1/crates/datedutil/versions")
+    );
+
+    // Without the limit the API is not asked: the index is enough.
+    let before = registry.requests().len();
+    let found = pitcrew::chores::plan::find(
+        Ecosystem::Cargo,
+        root,
+        &client,
+        &github,
+        &Policy {
+            update_pinned: true,
+            ..Policy::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        found.updates.iter().map(|u| u.to.as_str()).collect::<Vec<_>>(),
+        ["1.2.0"]
+    );
+    assert!(
+        registry.requests()[before..]
+            .iter()
+            .all(|r| !r.path.starts_with("/api/"))
+    );
+}

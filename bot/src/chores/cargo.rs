@@ -186,6 +186,89 @@ pub async fn releases(client: &RegistryClient, name: &str) -> Result<Vec<Release
     parse_index(name, &text)
 }
 
+/// Where the registry's web API is, as its index's `config.json` says (`api`: crates.io's is
+/// `https://crates.io`); `None` when the index names none (a mirror, most private registries), and
+/// then no release has a known date.
+pub async fn registry_api(client: &RegistryClient) -> Result<Option<Url>, RegistryError> {
+    let what = "config.json";
+    let url = Url::parse(&format!("{}config.json", index_root(&client.registries.cargo_index)))
+        .map_err(|e| malformed(what, format!("the index URL does not take `config.json`: {e}")))?;
+    let Some(text) = client.get(REGISTRY, what, url, "application/json").await? else {
+        return Ok(None);
+    };
+    let config: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| malformed(what, format!("the index's config.json: {e}")))?;
+    match config.get("api").and_then(serde_json::Value::as_str) {
+        Some(api) if !api.trim().is_empty() => {
+            let mut text = api.trim().to_owned();
+            if !text.ends_with('/') {
+                text.push('/');
+            }
+            Url::parse(&text)
+                .map(Some)
+                .map_err(|e| malformed(what, format!("its `api` is not a URL: {e}")))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The most pages of a crate's versions read from the API.
+const MAX_VERSION_PAGES: usize = 20;
+
+/// When each release of `name` was published, by the registry's API at `api` (`GET
+/// api/v1/crates/{name}/versions`: `versions[].num` and `created_at`, following `meta.next_page`).
+pub async fn release_dates(
+    client: &RegistryClient,
+    api: &Url,
+    name: &str,
+) -> Result<BTreeMap<String, jiff::Timestamp>, RegistryError> {
+    #[derive(Deserialize)]
+    struct Page {
+        versions: Vec<Entry>,
+        #[serde(default)]
+        meta: Meta,
+    }
+    #[derive(Deserialize)]
+    struct Entry {
+        num: String,
+        created_at: String,
+    }
+    #[derive(Deserialize, Default)]
+    struct Meta {
+        next_page: Option<String>,
+    }
+    if index_path(name).is_none() {
+        return Ok(BTreeMap::new());
+    }
+    let first = api
+        .join(&format!("api/v1/crates/{name}/versions"))
+        .map_err(|e| malformed(name, format!("the API URL does not take the crate's path: {e}")))?;
+    let mut url = first.clone();
+    let mut dates = BTreeMap::new();
+    for _ in 0..MAX_VERSION_PAGES {
+        let Some(text) = client.get(REGISTRY, name, url.clone(), "application/json").await? else {
+            return Ok(dates);
+        };
+        let page: Page = serde_json::from_str(&text).map_err(|e| malformed(name, format!("its versions: {e}")))?;
+        for entry in page.versions {
+            let published = entry
+                .created_at
+                .parse::<jiff::Timestamp>()
+                .map_err(|e| malformed(name, format!("`{}` of {}: {e}", entry.created_at, entry.num)))?;
+            dates.insert(entry.num, published);
+        }
+        // `?page=2&per_page=100`: a query on the same path, never another host.
+        match page.meta.next_page.as_deref().and_then(|next| next.strip_prefix('?')) {
+            Some(query) => {
+                url = first.clone();
+                url.set_query(Some(query));
+            }
+            None => return Ok(dates),
+        }
+    }
+    Ok(dates)
+}
+
 fn malformed(name: &str, message: String) -> RegistryError {
     RegistryError::Malformed {
         registry: REGISTRY,

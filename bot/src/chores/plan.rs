@@ -64,12 +64,28 @@ pub async fn find(
         .filter(|d| !policy.for_package(ecosystem, &d.name).ignore)
         .collect();
     let names: BTreeSet<String> = wanted.iter().map(|d| d.name.clone()).collect();
+    // A sparse index has no dates: with a `min_release_age`, Cargo's come from the registry's API
+    // when its index names one (crates.io's does); a date that cannot be looked up makes the
+    // crate's lookup fail rather than let a release of unknown age through.
+    let cargo_api = match ecosystem {
+        Ecosystem::Cargo if policy.min_release_age.is_some() && !names.is_empty() => {
+            match cargo::registry_api(registry).await {
+                Ok(api) => api,
+                Err(problem) => {
+                    found.problems.push(problem.to_string());
+                    return found;
+                }
+            }
+        }
+        _ => None,
+    };
     let lookups: Vec<(String, Result<Vec<Release>, String>)> = stream::iter(names.into_iter().map(|name| {
         let registry = registry.clone();
         let github = github.clone();
+        let cargo_api = cargo_api.clone();
         async move {
             let releases = match ecosystem {
-                Ecosystem::Cargo => cargo::releases(&registry, &name).await.map_err(|e| e.to_string()),
+                Ecosystem::Cargo => cargo_releases(&registry, cargo_api.as_ref(), &name).await,
                 Ecosystem::Npm => npm::releases(&registry, &name).await.map_err(|e| e.to_string()),
                 Ecosystem::Python => python::releases(&registry, &name).await.map_err(|e| e.to_string()),
                 Ecosystem::Actions => actions::releases(&github, &name).await.map_err(|e| e.to_string()),
@@ -145,6 +161,22 @@ pub async fn find(
     // Compatible updates first, then majors; each in manifest order.
     found.updates.sort_by_key(|u| u.kind == UpdateKind::Major);
     found
+}
+
+/// A crate's releases, dated by the registry's API when `api` is known.
+async fn cargo_releases(registry: &RegistryClient, api: Option<&url::Url>, name: &str) -> Result<Vec<Release>, String> {
+    let mut releases = cargo::releases(registry, name).await.map_err(|e| e.to_string())?;
+    if let Some(api) = api
+        && !releases.is_empty()
+    {
+        let dates = cargo::release_dates(registry, api, name)
+            .await
+            .map_err(|e| e.to_string())?;
+        for release in &mut releases {
+            release.published = dates.get(release.version.trim()).copied();
+        }
+    }
+    Ok(releases)
 }
 
 /// The plan `plan` makes from the releases at least `age` old at `now` (a release without a
