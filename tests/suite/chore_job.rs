@@ -1175,6 +1175,19 @@ fn ignore_on_a_chore_pull_request_is_recorded_on_the_dashboard_and_the_next_run_
         assert!(refusal.contains("only people with write access"), "{refusal}");
         assert!(world.bot_issues().is_empty());
 
+        // Words that name no package of this pull request record nothing.
+        let words = world
+            .command(pull.number, "ignore-2b", ("alice", "OWNER"), "@agent ignore this")
+            .await;
+        let answer = world.bot.bot_comments_on(REPO, pull.number).pop().unwrap();
+        assert!(
+            answer.contains(
+                "`this` is not a package this pull request updates (`tinydep`, `otherdep`), so nothing was ignored."
+            ),
+            "{answer}"
+        );
+        assert!(world.bot_issues().is_empty());
+
         // Alice can: the dashboard issue records it.
         let ignore = world
             .command(pull.number, "ignore-3", ("alice", "OWNER"), "@agent ignore tinydep")
@@ -1234,7 +1247,7 @@ fn ignore_on_a_chore_pull_request_is_recorded_on_the_dashboard_and_the_next_run_
         let (_, body) = world.dashboard();
         assert!(!body.contains("pitcrew:ignored:tinydep"), "{body}");
         assert!(body.contains("pitcrew:ignored:otherdep"), "{body}");
-        for ask in [first, second, ignore, ignore_other, third, unignore] {
+        for ask in [first, words, second, ignore, ignore_other, third, unignore] {
             assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
         }
         world.bot.github.assert_no_violations();

@@ -101,7 +101,33 @@ pub async fn ignore(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let repo_config = env.repo_config().await?;
     let trigger = env.trigger(&repo_config);
     if !undo {
-        chore_pull(env, "ignore").await?;
+        let pull = chore_pull(env, "ignore").await?;
+        // A name this pull request does not update is most likely words, not a package
+        // (`@agent ignore this`): nothing is recorded.
+        let listed = crate::report::chore::table_packages(&pull.body);
+        if !listed.is_empty()
+            && !listed
+                .iter()
+                .any(|name| name.eq_ignore_ascii_case(&package.to_string()))
+        {
+            let names: Vec<String> = listed.iter().map(|n| format!("`{n}`")).collect();
+            let answer = format!(
+                "`{package}` is not a package this pull request updates ({}), so nothing was ignored.",
+                names.join(", ")
+            );
+            env.reply(&answer).await?;
+            let headline = format!("{package} not ignored: not in this pull request");
+            let summary = Summary {
+                headline: headline.clone(),
+                conclusion: crate::github::CheckConclusion::Neutral,
+                commit: None,
+                pull_request: None,
+                summary: headline,
+                report: answer,
+                detail: None,
+            };
+            return Ok((super::succeeded(&summary), Spent::default()));
+        }
     }
     let dashboard = find(env).await?;
     let mut ignored = dashboard

@@ -131,6 +131,36 @@ pub fn table(pull: &ChorePull) -> String {
     out.trim_end().to_owned()
 }
 
+/// The packages the table of a chore pull request's `body` lists (each row's first cell, as
+/// [`table`] writes it); empty when the body has no such table.
+pub fn table_packages(body: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut in_table = false;
+    for line in body.lines() {
+        if line.starts_with("| Package | Change |") {
+            in_table = true;
+            continue;
+        }
+        if !in_table {
+            continue;
+        }
+        if !line.starts_with('|') {
+            break;
+        }
+        let Some(name) = line
+            .strip_prefix("| `")
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(name, _)| name)
+        else {
+            continue;
+        };
+        if !out.iter().any(|n| n == name) {
+            out.push(name.to_owned());
+        }
+    }
+    out
+}
+
 /// One lockfile change's row: what moved, its kind, which lockfile, and for a git dependency on
 /// GitHub the comparison of its two commits.
 fn lock_row(change: &Change) -> String {
@@ -662,6 +692,32 @@ mod tests {
 
         Later runs update this pull request in place (branch `pitcrew/deps-cargo`), and close it once nothing is left to update.
         ");
+    }
+
+    #[test]
+    fn the_table_is_read_back_for_its_packages() {
+        let pull = ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            major: false,
+            group: None,
+            updates: vec![update(
+                "serde",
+                "1.0.100",
+                "1.0.250",
+                UpdateKind::Patch,
+                Some("Cargo.toml"),
+            )],
+            lock: vec![in_range("calcutil", "1.0.0", "1.1.0")],
+            not_updated: Vec::new(),
+            tests: TestOutcome::Passed { after_fix: false },
+            agent_summary: None,
+            reverted: Vec::new(),
+            unchecked: Vec::new(),
+            held_back: Vec::new(),
+        };
+        assert_eq!(table_packages(&body(&pull, "9")), ["serde", "calcutil"]);
+        assert!(table_packages("no table here\n| `x` | y |").is_empty());
     }
 
     #[test]
