@@ -72,6 +72,17 @@ fn tracked_repo(files: &[(&str, &str)]) -> (FakeGithub, GitServer) {
     (github, git)
 }
 
+/// The repository with `files` served by the bot, whose PyPI is `registry` (and the scripted
+/// model with nothing to say: these chores need no agent).
+async fn python_world(registry: &PackageRegistry, files: &[(&str, &str)]) -> World {
+    let (github, git) = tracked_repo(files);
+    let model = ScriptedModel::start(Script::new());
+    World {
+        bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
+        registry: None,
+    }
+}
+
 struct World {
     bot: Bot,
     registry: Option<CargoRegistry>,
@@ -451,18 +462,17 @@ fn lookups_that_fail_are_said_in_the_pull_request_and_never_end_in_a_plain_succe
         }
         // `ghost-package` is in no registry: its lookup fails (as every lookup does behind a
         // proxy whose certificate is not trusted).
-        let (github, git) = tracked_repo(&[
-            ("requirements.txt", "requests==2.30.0\nghost-package==1.0\n"),
-            (
-                ".github/pitcrew.toml",
-                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
-            ),
-        ]);
-        let model = ScriptedModel::start(Script::new());
-        let world = World {
-            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
-            registry: None,
-        };
+        let world = python_world(
+            &registry,
+            &[
+                ("requirements.txt", "requests==2.30.0\nghost-package==1.0\n"),
+                (
+                    ".github/pitcrew.toml",
+                    "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
+                ),
+            ],
+        )
+        .await;
 
         // One update goes out, and says what it could not check; the run is neutral.
         let first = world.ask("lookups-1").await;
@@ -620,25 +630,24 @@ fn python_releases_that_do_not_install_on_the_projects_python_are_held_back_and_
         ] {
             registry.pypi_release_requiring(name, version, python).unwrap();
         }
-        let (github, git) = tracked_repo(&[
-            (
-                "pyproject.toml",
-                "[project]\nname = \"app\"\nrequires-python = \">=3.8\"\n",
-            ),
-            (
-                "requirements.txt",
-                "pytest==8.2.0\nnumpy==1.24.4; python_version<\"3.9\"\nnumpy==1.25.0; python_version>=\"3.9\"\n",
-            ),
-            (
-                ".github/pitcrew.toml",
-                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
-            ),
-        ]);
-        let model = ScriptedModel::start(Script::new());
-        let world = World {
-            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
-            registry: None,
-        };
+        let world = python_world(
+            &registry,
+            &[
+                (
+                    "pyproject.toml",
+                    "[project]\nname = \"app\"\nrequires-python = \">=3.8\"\n",
+                ),
+                (
+                    "requirements.txt",
+                    "pytest==8.2.0\nnumpy==1.24.4; python_version<\"3.9\"\nnumpy==1.25.0; python_version>=\"3.9\"\n",
+                ),
+                (
+                    ".github/pitcrew.toml",
+                    "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
+                ),
+            ],
+        )
+        .await;
         let ask = world.ask("python-floor").await;
         world.bot.settled().await;
         let jobs = world.bot.store().jobs(&JobFilter::default()).await.unwrap();
@@ -703,20 +712,19 @@ fn a_uv_lock_is_refreshed_with_its_manifest_and_one_that_cannot_be_leaves_the_ma
         let lock = uv_lock(&registry, pyproject);
         assert!(lock.contains("name = \"tinydep\"\nversion = \"1.0.0\""), "{lock}");
         registry.pypi_release_requiring("tinydep", "1.1.0", ">=3.8").unwrap();
-        let (github, git) = tracked_repo(&[
-            ("pyproject.toml", pyproject),
-            ("uv.lock", &lock),
-            ("requirements.txt", "otherdep==1.0.0\n"),
-            (
-                ".github/pitcrew.toml",
-                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
-            ),
-        ]);
-        let model = ScriptedModel::start(Script::new());
-        let world = World {
-            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
-            registry: None,
-        };
+        let world = python_world(
+            &registry,
+            &[
+                ("pyproject.toml", pyproject),
+                ("uv.lock", &lock),
+                ("requirements.txt", "otherdep==1.0.0\n"),
+                (
+                    ".github/pitcrew.toml",
+                    "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
+                ),
+            ],
+        )
+        .await;
 
         // uv brings its lockfile in line with the edited manifest.
         let first = world.ask("uv-1").await;
@@ -801,20 +809,19 @@ fn chore_pull_requests_get_their_labels_assignees_and_reviewers_and_no_more_open
         for version in ["1.0.0", "1.1.0", "2.0.0"] {
             registry.pypi_release("tinydep", version, false).unwrap();
         }
-        let (github, git) = tracked_repo(&[
-            ("requirements.txt", "tinydep==1.0.0\n"),
-            (
-                ".github/pitcrew.toml",
-                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\nmajor = true\n\
+        let world = python_world(
+            &registry,
+            &[
+                ("requirements.txt", "tinydep==1.0.0\n"),
+                (
+                    ".github/pitcrew.toml",
+                    "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\nmajor = true\n\
                  labels = [\"dependencies\", \"python\"]\nreviewers = [\"carol\", \"acme/platform\"]\n\
                  assignees = [\"bob\"]\nmax_open_prs = 1\n",
-            ),
-        ]);
-        let model = ScriptedModel::start(Script::new());
-        let world = World {
-            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
-            registry: None,
-        };
+                ),
+            ],
+        )
+        .await;
 
         // The compatible update opens; the major waits for the one open pull request.
         let first = world.ask("limits-1").await;
@@ -1092,15 +1099,14 @@ async fn two_pins(extra: &str) -> (World, PackageRegistry) {
         registry.pypi_release("otherdep", version, false).unwrap();
     }
     let config = format!("[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n{extra}");
-    let (github, git) = tracked_repo(&[
-        ("requirements.txt", "tinydep==1.0.0\notherdep==1.0.0\n"),
-        (".github/pitcrew.toml", &config),
-    ]);
-    let model = ScriptedModel::start(Script::new());
-    let world = World {
-        bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
-        registry: None,
-    };
+    let world = python_world(
+        &registry,
+        &[
+            ("requirements.txt", "tinydep==1.0.0\notherdep==1.0.0\n"),
+            (".github/pitcrew.toml", &config),
+        ],
+    )
+    .await;
     (world, registry)
 }
 
@@ -1460,19 +1466,18 @@ fn a_poetry_lock_is_refreshed_with_its_manifest_by_real_poetry() {
         let lock = poetry_lock(&pyproject("1.0.0"));
         assert!(lock.contains("name = \"tinydep\"\nversion = \"1.0.0\""), "{lock}");
         registry.pypi_release_requiring("tinydep", "1.1.0", ">=3.8").unwrap();
-        let (github, git) = tracked_repo(&[
-            ("pyproject.toml", &pyproject("1.0.0")),
-            ("poetry.lock", &lock),
-            (
-                ".github/pitcrew.toml",
-                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
-            ),
-        ]);
-        let model = ScriptedModel::start(Script::new());
-        let world = World {
-            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
-            registry: None,
-        };
+        let world = python_world(
+            &registry,
+            &[
+                ("pyproject.toml", &pyproject("1.0.0")),
+                ("poetry.lock", &lock),
+                (
+                    ".github/pitcrew.toml",
+                    "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\n",
+                ),
+            ],
+        )
+        .await;
         let ask = world.ask("poetry").await;
         world.settled().await;
         let pulls = world.pull_requests();
@@ -1530,7 +1535,7 @@ fn rules_group_and_ignore_packages_and_a_release_younger_than_min_release_age_wa
             .pypi_uploaded_at("tinydep", "1.2.0", &yesterday.to_string())
             .unwrap();
         let requirements = "tinydep==1.0.0\naws-core==1.0.0\naws-s3==1.0.0\nlegacy-lib==1.0.0\n";
-        let (github, git) = tracked_repo(&[
+        let world = python_world(&registry, &[
             ("requirements.txt", requirements),
             (
                 ".github/pitcrew.toml",
@@ -1538,12 +1543,7 @@ fn rules_group_and_ignore_packages_and_a_release_younger_than_min_release_age_wa
                  [[chores.deps.rules]]\nmatch = [\"aws-*\"]\ngroup = \"aws\"\n\n\
                  [[chores.deps.rules]]\nmatch = [\"legacy*\"]\necosystems = [\"python\"]\nignore = true\n",
             ),
-        ]);
-        let model = ScriptedModel::start(Script::new());
-        let world = World {
-            bot: serve(github, git, model, "chores.pypi", registry.pypi_url()).await,
-            registry: None,
-        };
+        ]).await;
         let ask = world.ask("rules-1").await;
         world.settled().await;
         world.bot.github.assert_no_violations();

@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use pitcrew::chores::{Dependency, RegistryClient, Update, cargo, python, version};
 use pitcrew::config::deps::{Policy, Registries};
@@ -23,18 +22,9 @@ fn policy() -> Policy {
     }
 }
 
+/// `program` with `args` in `dir` (the real registries' network allowed); its output.
 fn run(dir: &Path, program: &str, args: &[&str]) -> String {
-    let output = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    assert!(
-        output.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    pitcrew_tests::chore_fixture::run(dir, program, args, &[])
 }
 
 #[test]

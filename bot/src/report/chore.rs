@@ -442,6 +442,25 @@ pub fn answer(
 mod tests {
     use super::*;
 
+    /// A compatible Cargo pull request with nothing in it and passing tests; each test sets what
+    /// it is about.
+    fn empty_pull() -> ChorePull {
+        ChorePull {
+            branch: "pitcrew/deps-cargo".into(),
+            ecosystems: vec![Ecosystem::Cargo],
+            group: None,
+            major: false,
+            updates: Vec::new(),
+            lock: Vec::new(),
+            not_updated: Vec::new(),
+            tests: TestOutcome::Passed { after_fix: false },
+            agent_summary: None,
+            reverted: Vec::new(),
+            unchecked: Vec::new(),
+            held_back: Vec::new(),
+        }
+    }
+
     fn update(name: &str, from: &str, to: &str, kind: UpdateKind, manifest: Option<&str>) -> Update {
         Update {
             ecosystem: Ecosystem::Cargo,
@@ -479,10 +498,6 @@ mod tests {
     #[test]
     fn the_body_tabulates_the_updates_and_says_how_the_tests_went() {
         let pull = ChorePull {
-            branch: "pitcrew/deps-cargo".into(),
-            ecosystems: vec![Ecosystem::Cargo],
-            group: None,
-            major: false,
             updates: vec![update(
                 "fmtutil",
                 "0.3.1",
@@ -491,12 +506,9 @@ mod tests {
                 Some("Cargo.toml"),
             )],
             lock: vec![in_range("calcutil", "1.0.0", "1.1.0")],
-            not_updated: Vec::new(),
             tests: TestOutcome::Passed { after_fix: true },
             agent_summary: Some("`fmt` changed its signature; adapted `src/lib.rs`.".into()),
-            reverted: Vec::new(),
-            unchecked: Vec::new(),
-            held_back: Vec::new(),
+            ..empty_pull()
         };
         assert_eq!(title(&pull), "chore(deps): update cargo dependencies");
         insta::assert_snapshot!(body(&pull, "9"), @r"
@@ -545,11 +557,6 @@ mod tests {
     fn every_lockfile_change_is_a_row_of_its_kind_and_excluded_manifests_are_said() {
         let pubgrub = "https://github.com/astral-sh/pubgrub";
         let pull = ChorePull {
-            branch: "pitcrew/deps-cargo".into(),
-            ecosystems: vec![Ecosystem::Cargo],
-            group: None,
-            major: false,
-            updates: Vec::new(),
             lock: vec![
                 in_range("anstream", "0.6.15", "0.6.18"),
                 change(
@@ -596,11 +603,7 @@ mod tests {
                 ),
             ],
             not_updated: vec!["fuzz/Cargo.toml — outside the workspace (`libfuzzer-sys` 0.4.7 → 0.4.8)".into()],
-            tests: TestOutcome::Passed { after_fix: false },
-            agent_summary: None,
-            reverted: Vec::new(),
-            unchecked: Vec::new(),
-            held_back: Vec::new(),
+            ..empty_pull()
         };
         assert_eq!(title(&pull), "chore(deps): update cargo dependencies");
         insta::assert_snapshot!(body(&pull, "9"), @r"
@@ -659,21 +662,12 @@ mod tests {
         let before = run(5, &["tests::colour"]);
         let after = run(4, &["tests::colour", "tests::parses_dates"]);
         let pull = ChorePull {
-            branch: "pitcrew/deps-cargo".into(),
-            ecosystems: vec![Ecosystem::Cargo],
-            group: None,
-            major: false,
-            updates: Vec::new(),
             lock: vec![in_range("chrono", "0.4.30", "0.4.38")],
             tests: TestOutcome::Failing {
                 comparison: Box::new(Comparison::new(Some(&before), &after)),
                 after_fix: true,
             },
-            agent_summary: None,
-            reverted: Vec::new(),
-            unchecked: Vec::new(),
-            held_back: Vec::new(),
-            not_updated: Vec::new(),
+            ..empty_pull()
         };
         insta::assert_snapshot!(body(&pull, "9"), @r"
         <!-- pitcrew:job=9 -->
@@ -697,10 +691,6 @@ mod tests {
     #[test]
     fn the_table_is_read_back_for_its_packages() {
         let pull = ChorePull {
-            branch: "pitcrew/deps-cargo".into(),
-            ecosystems: vec![Ecosystem::Cargo],
-            major: false,
-            group: None,
             updates: vec![update(
                 "serde",
                 "1.0.100",
@@ -709,12 +699,7 @@ mod tests {
                 Some("Cargo.toml"),
             )],
             lock: vec![in_range("calcutil", "1.0.0", "1.1.0")],
-            not_updated: Vec::new(),
-            tests: TestOutcome::Passed { after_fix: false },
-            agent_summary: None,
-            reverted: Vec::new(),
-            unchecked: Vec::new(),
-            held_back: Vec::new(),
+            ..empty_pull()
         };
         assert_eq!(table_packages(&body(&pull, "9")), ["serde", "calcutil"]);
         assert!(table_packages("no table here\n| `x` | y |").is_empty());
@@ -723,22 +708,13 @@ mod tests {
     #[test]
     fn the_body_says_what_could_not_be_looked_up() {
         let pull = ChorePull {
-            branch: "pitcrew/deps-cargo".into(),
-            ecosystems: vec![Ecosystem::Cargo],
-            group: None,
-            major: false,
-            updates: Vec::new(),
             lock: vec![in_range("calcutil", "1.0.0", "1.1.0")],
-            not_updated: Vec::new(),
-            tests: TestOutcome::Passed { after_fix: false },
-            agent_summary: None,
-            reverted: Vec::new(),
             // As the registry client says them.
             unchecked: vec![
                 "could not reach crates.io for `fmtutil`: invalid peer certificate: UnknownIssuer".into(),
                 "crates.io answered 503 for `serde`".into(),
             ],
-            held_back: Vec::new(),
+            ..empty_pull()
         };
         let body = body(&pull, "9");
         assert!(
@@ -763,10 +739,6 @@ mod tests {
             instead: instead.map(str::to_owned),
         };
         let pull = ChorePull {
-            branch: "pitcrew/deps-cargo".into(),
-            ecosystems: vec![Ecosystem::Cargo],
-            group: None,
-            major: false,
             updates: vec![update(
                 "serde",
                 "1.0.100",
@@ -774,13 +746,8 @@ mod tests {
                 UpdateKind::Patch,
                 Some("Cargo.toml"),
             )],
-            lock: Vec::new(),
-            not_updated: Vec::new(),
-            tests: TestOutcome::Passed { after_fix: false },
-            agent_summary: None,
-            reverted: Vec::new(),
-            unchecked: Vec::new(),
             held_back: vec![held("1.0.300", Some("1.0.250")), held("2.0.0", None)],
+            ..empty_pull()
         };
         let body = body(&pull, "9");
         assert!(
@@ -815,10 +782,6 @@ mod tests {
             instead: instead.map(str::to_owned),
         };
         let pull = ChorePull {
-            branch: "pitcrew/deps-cargo".into(),
-            ecosystems: vec![Ecosystem::Cargo],
-            group: None,
-            major: false,
             updates: vec![update(
                 "serde",
                 "1.0.100",
@@ -826,16 +789,11 @@ mod tests {
                 UpdateKind::Patch,
                 Some("Cargo.toml"),
             )],
-            lock: Vec::new(),
-            not_updated: Vec::new(),
-            tests: TestOutcome::Passed { after_fix: false },
-            agent_summary: None,
-            reverted: Vec::new(),
-            unchecked: Vec::new(),
             held_back: vec![
                 held(Hold::Young, "1.0.260", Some("1.0.250")),
                 held(Hold::Rust, "1.0.300", Some("1.0.250")),
             ],
+            ..empty_pull()
         };
         let body = body(&pull, "9");
         assert!(
