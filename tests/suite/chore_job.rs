@@ -16,7 +16,9 @@
 //! pull request is recorded on the dependency dashboard issue (only by someone who may trigger the
 //! bot) and the next run leaves the package; `@agent rebase` makes a pull request again on the
 //! moved default branch; `[chores.deps] dashboard` keeps that issue current, and a ticked box (read
-//! at the next run, or its edit's webhook) opens a waiting pull request.
+//! at the next run, or its edit's webhook) opens a waiting pull request. A rule group with a
+//! schedule of its own gets its pull request when that schedule fires (the scheduler queues the
+//! chores against the bot's store), and the repository's schedule leaves it alone.
 
 use std::process::Command;
 
@@ -1594,6 +1596,99 @@ fn rules_group_and_ignore_packages_and_a_release_younger_than_min_release_age_wa
         assert!(answer.contains("update aws dependencies (opened)"), "{answer}");
         assert!(answer.contains("update tinydep to 1.1.0 (opened)"), "{answer}");
         assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        world.bot
+    });
+}
+
+#[test]
+fn a_rule_group_with_its_own_schedule_is_made_when_that_schedule_fires_and_left_alone_by_the_repositorys() {
+    use pitcrew::intake::scheduler::{Cache, run_once};
+    super::harness::run_test(|| async move {
+        let registry = PackageRegistry::start();
+        for (name, version) in [
+            ("tinydep", "1.0.0"),
+            ("tinydep", "1.1.0"),
+            ("aws-core", "1.0.0"),
+            ("aws-core", "1.1.0"),
+        ] {
+            registry.pypi_release(name, version, false).unwrap();
+        }
+        let world = python_world(&registry, &[
+            ("requirements.txt", "tinydep==1.0.0\naws-core==1.0.0\n"),
+            (
+                ".github/pitcrew.toml",
+                "[agent]\ntest_command = \"true\"\n\n[chores.deps]\nupdate_pinned = true\nschedule = \"0 6 * * mon\"\n\n\
+                 [[chores.deps.rules]]\nmatch = [\"aws-*\"]\ngroup = \"aws\"\nschedule = \"0 6 1 * *\"\n",
+            ),
+        ]).await;
+        let app = super::chores_schedule::app(&world.bot.github);
+        let store = world.bot.store();
+        let mut cache = Cache::default();
+        let mut fire = async |now: &str| {
+            let tick = run_once(&app, store.as_ref(), &mut cache, now.parse().unwrap(), 1).await;
+            assert!(tick.problems.is_empty() && tick.skipped.is_empty(), "{tick:?}");
+            world.bot.server().pool().wake();
+            world.bot.settled().await;
+            let jobs = store.jobs(&JobFilter::default()).await.unwrap();
+            assert!(jobs.iter().all(|j| j.state == JobState::Succeeded), "{jobs:#?}");
+            tick.queued.into_iter().map(|(label, _)| label).collect::<Vec<_>>()
+        };
+        assert!(fire("2026-05-20T12:00:00Z").await.is_empty());
+        // Monday 1 June: both schedules fire; the repository's chore leaves aws-core to its group's.
+        assert_eq!(
+            fire("2026-06-01T06:00:10Z").await,
+            ["acme/tally", "acme/tally (group aws)"]
+        );
+        let pulls = world.pull_requests();
+        assert_eq!(pulls.len(), 2, "{pulls:#?}");
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "tinydep==1.1.0\naws-core==1.0.0\n"
+        );
+        assert_eq!(
+            world.branch_file("pitcrew/deps-aws", "requirements.txt"),
+            "tinydep==1.0.0\naws-core==1.1.0\n"
+        );
+        let aws = world.open_from("pitcrew/deps-aws");
+        let aws_head = world.bot.git.rev_parse(REPO, "refs/heads/pitcrew/deps-aws").unwrap();
+
+        // New releases of both; the next Monday's chore updates the python pull request only: the
+        // aws one is neither updated nor closed.
+        registry.pypi_release("tinydep", "1.2.0", false).unwrap();
+        registry.pypi_release("aws-core", "1.2.0", false).unwrap();
+        assert_eq!(fire("2026-06-08T06:00:10Z").await, ["acme/tally"]);
+        assert_eq!(
+            world.branch_file("pitcrew/deps-python", "requirements.txt"),
+            "tinydep==1.2.0\naws-core==1.0.0\n"
+        );
+        assert_eq!(
+            world.open_from("pitcrew/deps-python").title,
+            "chore(deps): update tinydep to 1.2.0"
+        );
+        assert_eq!(
+            world.bot.git.rev_parse(REPO, "refs/heads/pitcrew/deps-aws").unwrap(),
+            aws_head
+        );
+        assert_eq!(world.open_from("pitcrew/deps-aws").number, aws.number);
+
+        // Asked for, the chore makes every pull request, the scheduled group's too.
+        let ask = world.ask("scheduled-group-1").await;
+        world.settled().await;
+        assert_eq!(
+            world.branch_file("pitcrew/deps-aws", "requirements.txt"),
+            "tinydep==1.0.0\naws-core==1.2.0\n"
+        );
+        assert_eq!(world.open_from("pitcrew/deps-aws").number, aws.number);
+        let answer = world.bot_comments().pop().unwrap();
+        assert!(
+            answer.contains(&format!(
+                "#{} chore(deps): update aws-core to 1.2.0 (updated)",
+                aws.number
+            )),
+            "{answer}"
+        );
+        assert_eq!(world.bot.reactions_on_comment(ask), ["eyes"]);
+        world.bot.github.assert_no_violations();
         world.bot
     });
 }

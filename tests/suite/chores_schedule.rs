@@ -1,7 +1,8 @@
 //! The chore scheduler against the fake GitHub (the App's installations, their repositories, each
 //! repository's `.github/pitcrew.toml`) and a real SQLite job store, with the clock in the test's
 //! hands: a schedule counts from when it is first seen, fires once when it comes due in its time
-//! zone, is skipped while its chore still runs, and survives a restart.
+//! zone, is skipped while its chore still runs, and survives a restart. A rule group's schedule
+//! fires on its own, for that group only, and counts only its own group's chores as busy.
 
 use std::time::Duration;
 
@@ -17,7 +18,8 @@ fn at(text: &str) -> Timestamp {
     text.parse().unwrap()
 }
 
-fn app(github: &FakeGithub) -> Arc<AppAuth> {
+/// The App's authentication against `github`, as `pitcrew serve` makes it.
+pub(crate) fn app(github: &FakeGithub) -> Arc<AppAuth> {
     let credentials = AppCredentials::load(github.app_id(), &FakeGithub::test_private_key_path()).unwrap();
     Arc::new(AppAuth::new(&github.url().parse().unwrap(), credentials, ClientOptions::default()).unwrap())
 }
@@ -67,7 +69,8 @@ async fn a_weekly_schedule_fires_once_in_its_time_zone_and_waits_for_its_chore()
     assert_eq!(
         request.source,
         JobSource::Schedule {
-            schedule: "0 6 * * mon".into()
+            schedule: "0 6 * * mon".into(),
+            group: None,
         }
     );
     assert_eq!(request.installation_id.map(|id| id.0), Some(github.installation_id()));
@@ -112,5 +115,102 @@ async fn a_weekly_schedule_fires_once_in_its_time_zone_and_waits_for_its_chore()
     assert!(tick.queued.is_empty(), "{tick:?}");
     let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-12-14T05:00:00Z"), 3).await;
     assert_eq!(tick.queued.len(), 1, "{tick:?}");
+    github.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_rule_groups_schedule_fires_its_own_chore_beside_the_repositorys() {
+    let github = FakeGithub::start();
+    github.add_repo(Repo::new("acme/calc").default_branch("main"));
+    // The repository's chore on Mondays at 06:00 UTC; the aws group's on the first of the month at
+    // 06:00, whatever day that is.
+    github.add_file(
+        "acme/calc",
+        "main",
+        ".github/pitcrew.toml",
+        "[chores.deps]\nschedule = \"0 6 * * mon\"\n\n\
+         [[chores.deps.rules]]\nmatch = [\"aws-*\"]\ngroup = \"aws\"\nschedule = \"0 6 1 * *\"\n",
+    );
+    let data = tempfile::tempdir().unwrap();
+    let store: Arc<dyn JobStore> = Arc::new(SqliteStore::open(data.path()).unwrap());
+    let app = app(&github);
+    let mut cache = Cache::default();
+    let sources = |ids: &[(String, pitcrew::jobs::JobId)]| {
+        let store = Arc::clone(&store);
+        let ids = ids.to_vec();
+        async move {
+            let mut out = Vec::new();
+            for (label, id) in ids {
+                let job = store.job(id).await.unwrap().unwrap();
+                assert_eq!(job.key, "acme/calc:deps");
+                let request: JobRequest = serde_json::from_value(job.request).unwrap();
+                out.push((label, request.source));
+            }
+            out
+        }
+    };
+
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-05-20T12:00:00Z"), 3).await;
+    assert_eq!(tick.first_seen, ["acme/calc", "acme/calc (group aws)"], "{tick:?}");
+    // Monday 1 June 2026, 06:00: both come due in the same minute, and both are queued: the
+    // group's chore is not the repository's (which leaves the aws group alone).
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-06-01T06:00:10Z"), 3).await;
+    assert!(tick.skipped.is_empty() && tick.problems.is_empty(), "{tick:?}");
+    assert_eq!(
+        sources(&tick.queued).await,
+        [
+            (
+                "acme/calc".to_owned(),
+                JobSource::Schedule {
+                    schedule: "0 6 * * mon".into(),
+                    group: None
+                }
+            ),
+            (
+                "acme/calc (group aws)".to_owned(),
+                JobSource::Schedule {
+                    schedule: "0 6 1 * *".into(),
+                    group: Some("aws".into())
+                }
+            ),
+        ]
+    );
+    // The repository's chore runs and ends; the group's is still queued.
+    let claim = store
+        .claim(
+            "worker",
+            Duration::from_secs(60),
+            at("2026-06-01T06:00:20Z").as_millisecond(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claim.job.id, tick.queued[0].1, "the older job runs first");
+    store
+        .finish(
+            &claim.lease,
+            Finish::Succeeded(serde_json::json!({})),
+            at("2026-06-01T06:10:00Z").as_millisecond(),
+        )
+        .await
+        .unwrap();
+    // The next Monday the repository's fires and is queued: the group's queued chore does not do
+    // its work.
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-06-08T06:00:10Z"), 3).await;
+    assert!(tick.skipped.is_empty(), "{tick:?}");
+    assert_eq!(
+        sources(&tick.queued).await,
+        [(
+            "acme/calc".to_owned(),
+            JobSource::Schedule {
+                schedule: "0 6 * * mon".into(),
+                group: None
+            }
+        )]
+    );
+    // 1 July: each finds its own chore still queued, and is skipped.
+    let tick = run_once(&app, store.as_ref(), &mut cache, at("2026-07-01T06:00:10Z"), 3).await;
+    assert!(tick.queued.is_empty(), "{tick:?}");
+    assert_eq!(tick.skipped, ["acme/calc", "acme/calc (group aws)"], "{tick:?}");
     github.assert_no_violations();
 }

@@ -4,11 +4,13 @@
 //! are, the public ones by default. `chores/` works with these; they live here so that the
 //! configuration is read into typed values without depending on the chores themselves.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use url::Url;
+
+use super::schedule::Schedule;
 
 /// A package ecosystem pitcrew keeps current.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -74,6 +76,9 @@ pub struct Rule {
     pub update_pinned: Option<bool>,
     /// The named group whose pull request the matched packages' updates go to.
     pub group: Option<String>,
+    /// When that group's pull request is made (only with `group`): its own cron schedule, in the
+    /// repository's time zone; other runs leave the group alone.
+    pub schedule: Option<Schedule>,
 }
 
 /// What the policy says of one package.
@@ -125,6 +130,17 @@ impl Policy {
             out.ignore = true;
         }
         out
+    }
+}
+
+impl Policy {
+    /// The named groups with a schedule of their own, and that schedule (every rule that gives
+    /// one for a group gives the same: the configuration refuses two).
+    pub fn group_schedules(&self) -> BTreeMap<String, Schedule> {
+        self.rules
+            .iter()
+            .filter_map(|rule| Some((rule.group.clone()?, rule.schedule.clone()?)))
+            .collect()
     }
 }
 

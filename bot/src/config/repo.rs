@@ -64,7 +64,15 @@ const SECTIONS: &[(&str, &[&str])] = &[
 ];
 
 /// The keys of a `[[chores.deps.rules]]` table.
-const RULE_KEYS: &[&str] = &["match", "ecosystems", "ignore", "major", "update_pinned", "group"];
+const RULE_KEYS: &[&str] = &[
+    "match",
+    "ecosystems",
+    "ignore",
+    "major",
+    "update_pinned",
+    "group",
+    "schedule",
+];
 
 /// GitHub refuses label names longer than this.
 const MAX_LABEL_CHARS: usize = 50;
@@ -1041,6 +1049,7 @@ fn rules(key: &str, v: &Value<'_>) -> Result<Vec<Rule>, Bad> {
         let at = item.span().start;
         let before = bad.len();
         let mut rule = Rule::default();
+        let mut schedule_at = None;
         let has_match = table.iter().any(|(k, _)| {
             let name: &str = k.get_ref();
             name == "match"
@@ -1067,13 +1076,12 @@ fn rules(key: &str, v: &Value<'_>) -> Result<Vec<Rule>, Bad> {
                 "major" => boolean(field, value).map(|x| rule.major = Some(x)),
                 "update_pinned" => boolean(field, value).map(|x| rule.update_pinned = Some(x)),
                 "group" => group_name(field, value).map(|x| rule.group = Some(x)),
-                "schedule" => Err(vec![(
-                    k.span().start,
-                    format!(
-                        "a rule has no `schedule` of its own: rules apply on every run; valid keys in a `[[{key}]]` table: {}",
-                        RULE_KEYS.join(", ")
-                    ),
-                )]),
+                "schedule" => string(field, value).and_then(|text| {
+                    schedule_at = Some(value.span().start);
+                    Schedule::parse(text)
+                        .map(|x| rule.schedule = Some(x))
+                        .map_err(|why| invalid(field, value, why))
+                }),
                 other => {
                     let hint = match did_you_mean(other, RULE_KEYS.iter().copied()) {
                         Some(close) => Hint::did_you_mean(format!("`{close}`")),
@@ -1097,6 +1105,32 @@ fn rules(key: &str, v: &Value<'_>) -> Result<Vec<Rule>, Bad> {
                 at,
                 format!(
                     "`{key}[{n}]` has no `match`: list the package names it applies to, e.g. `match = [\"serde*\"]`"
+                ),
+            ));
+        }
+        if let Some(at) = schedule_at
+            && rule.group.is_none()
+            && bad.len() == before
+        {
+            bad.push((
+                at,
+                format!(
+                    "`{key}[{n}].schedule` needs a `group` in the same rule: the schedule is when that group's pull \
+                     request is made (rules without a group apply on every run)"
+                ),
+            ));
+        }
+        if let (Some(at), Some(group), Some(schedule)) = (schedule_at, &rule.group, &rule.schedule)
+            && let Some(earlier) = out
+                .iter()
+                .find(|r: &&Rule| r.group.as_ref() == Some(group) && r.schedule.as_ref().is_some_and(|s| s != schedule))
+                .and_then(|r| r.schedule.as_ref())
+        {
+            bad.push((
+                at,
+                format!(
+                    "`{key}[{n}].schedule` = \"{schedule}\" differs from the schedule an earlier rule gives group \
+                     `{group}` (\"{earlier}\"): a group has one schedule"
                 ),
             ));
         }

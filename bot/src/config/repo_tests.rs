@@ -528,27 +528,40 @@ ignore = true
 match = ["aws-*"]
 ecosystems = ["cargo"]
 group = "aws"
+schedule = "0 5 * * sat"
 
 [[chores.deps.rules]]
 match = ["react*"]
 major = true
 update_pinned = true
+
+[[chores.deps.rules]]
+match = ["aws-sdk-*"]
+group = "aws"
 "#,
     )
     .unwrap();
     let deps = &config.deps;
     assert_eq!(deps.min_release_age, Some(Duration::from_secs(3 * 86_400)));
-    assert_eq!(deps.rules.len(), 3);
+    assert_eq!(deps.rules.len(), 4);
     assert_eq!(
         deps.rules[1],
         Rule {
             matches: vec!["aws-*".into()],
             ecosystems: Some([Ecosystem::Cargo].into()),
             group: Some("aws".into()),
+            schedule: Some(Schedule::parse("0 5 * * sat").unwrap()),
             ..Rule::default()
         }
     );
     let policy = deps.policy();
+    // A group's schedule is given once and holds for every rule that names the group.
+    let schedules: Vec<(String, String)> = policy
+        .group_schedules()
+        .into_iter()
+        .map(|(group, schedule)| (group, schedule.to_string()))
+        .collect();
+    assert_eq!(schedules, [("aws".to_owned(), "0 5 * * sat".to_owned())]);
     assert!(policy.for_package(Ecosystem::Cargo, "serde_json").ignore);
     assert!(policy.for_package(Ecosystem::Npm, "left-pad").ignore);
     assert_eq!(
@@ -607,7 +620,7 @@ group = "Has Space"
     .github/pitcrew.toml:6:9: invalid `chores.deps.rules[0].match`: must name at least one package (`*` matches any run of characters)
     .github/pitcrew.toml:10:19: invalid pattern "a b" in `chores.deps.rules[1].match`: package names have no whitespace
     .github/pitcrew.toml:10:26: `chores.deps.rules[1].match` must hold only strings, found integer
-    .github/pitcrew.toml:11:1: unknown key `grup` in a `[[chores.deps.rules]]` table; did you mean `group`?; valid keys: match, ecosystems, ignore, major, update_pinned, group
+    .github/pitcrew.toml:11:1: unknown key `grup` in a `[[chores.deps.rules]]` table; did you mean `group`?; valid keys: match, ecosystems, ignore, major, update_pinned, group, schedule
     .github/pitcrew.toml:12:9: `chores.deps.rules[1].major` must be a boolean (true or false), found string
     .github/pitcrew.toml:14:1: `chores.deps.rules[2]` has no `match`: list the package names it applies to, e.g. `match = ["serde*"]`
     .github/pitcrew.toml:15:15: unknown ecosystem `crago` in `chores.deps.rules[2].ecosystems`; did you mean `cargo`?; the ecosystems are: cargo, npm, python, actions
@@ -619,8 +632,10 @@ group = "Has Space"
     .github/pitcrew.toml:2:10: `chores.deps.rules` must hold only tables (`[[chores.deps.rules]]`), found integer
     .github/pitcrew.toml:3:19: invalid `chores.deps.min_release_age` = "0 days": must be longer than zero
     "#);
-    insta::assert_snapshot!(problems("[chores.deps]\n[[chores.deps.rules]]\nmatch = [\"a*\"]\nschedule = \"@daily\"\n"), @r#"
-    .github/pitcrew.toml:4:1: a rule has no `schedule` of its own: rules apply on every run; valid keys in a `[[chores.deps.rules]]` table: match, ecosystems, ignore, major, update_pinned, group
+    insta::assert_snapshot!(problems("[chores.deps]\n[[chores.deps.rules]]\nmatch = [\"a*\"]\nschedule = \"@daily\"\n\n[[chores.deps.rules]]\nmatch = [\"b*\"]\ngroup = \"b\"\nschedule = \"0 6 * *\"\n\n[[chores.deps.rules]]\nmatch = [\"c*\"]\ngroup = \"c\"\nschedule = \"@weekly\"\n\n[[chores.deps.rules]]\nmatch = [\"cc*\"]\ngroup = \"c\"\nschedule = \"@monthly\"\n"), @r#"
+    .github/pitcrew.toml:4:12: `chores.deps.rules[0].schedule` needs a `group` in the same rule: the schedule is when that group's pull request is made (rules without a group apply on every run)
+    .github/pitcrew.toml:9:12: invalid `chores.deps.rules[1].schedule` = "0 6 * *": `0 6 * *` has 4 fields; a schedule has five: minute hour day-of-month month day-of-week (e.g. `0 6 * * 1`)
+    .github/pitcrew.toml:19:12: `chores.deps.rules[3].schedule` = "@monthly" differs from the schedule an earlier rule gives group `c` ("@weekly"): a group has one schedule
     "#);
     insta::assert_snapshot!(problems("[chores.deps]\nrules = \"none\"\n"), @r#"
     .github/pitcrew.toml:2:9: `chores.deps.rules` must be an array of tables (`[[chores.deps.rules]]`), found string

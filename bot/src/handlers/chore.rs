@@ -16,7 +16,8 @@
 //! asked). The packages ignored by `@agent ignore` and the boxes ticked on the dependency
 //! dashboard ([`super::dashboard`]) are read when a run starts; with `[chores.deps] dashboard` the
 //! run rewrites that issue at its end. `@agent rebase` runs the chore for its pull request's group
-//! alone.
+//! alone; so does a rule group's own schedule for that group, and the repository's schedule (or a
+//! ticked box) leaves such a group's pull requests alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -71,9 +72,55 @@ struct Group {
     held_back: Vec<HeldBack>,
 }
 
+/// Which of the chore's pull requests a run makes (and may close).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Scope {
+    /// Every one: someone asked (`@agent chore deps`, the Action's workflow).
+    Everything,
+    /// Every one but those of the rule groups with a schedule of their own: the repository's
+    /// schedule fired, or a box was ticked on the dashboard.
+    Unscheduled,
+    /// A rule group's own (compatible and majors'): its schedule fired.
+    Group(String),
+    /// One pull request's: `@agent rebase` on it.
+    Branch(String),
+}
+
+impl Scope {
+    /// Whether a run of this scope makes (or closes) the pull request of `branch`, given the rule
+    /// groups with a schedule of their own.
+    fn covers(&self, branch: &str, named: &[String], scheduled: &BTreeSet<String>) -> bool {
+        let group = group_of(branch, named);
+        match self {
+            Scope::Everything => true,
+            Scope::Unscheduled => group.is_none_or(|g| !scheduled.contains(g)),
+            Scope::Group(name) => group == Some(name.as_str()),
+            Scope::Branch(only) => branch == only,
+        }
+    }
+
+    /// Whether a run of this scope sees every pull request, and so may rewrite the dashboard.
+    fn whole(&self) -> bool {
+        matches!(self, Scope::Everything | Scope::Unscheduled)
+    }
+}
+
+/// The rule group (of `named`) whose pull request `branch` is: `pitcrew/deps-<group>` or
+/// `pitcrew/deps-<group>-major`.
+fn group_of<'a>(branch: &str, named: &'a [String]) -> Option<&'a str> {
+    let rest = branch.strip_prefix(BRANCH_PREFIX)?.strip_prefix('-')?;
+    let name = rest.strip_suffix("-major").unwrap_or(rest);
+    named.iter().find(|n| *n == name).map(String::as_str)
+}
+
 /// The chore, from its request to its pull requests.
 pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
-    run_chore(env, None).await
+    let scope = match &env.request.source {
+        JobSource::Schedule { group: Some(group), .. } => Scope::Group(group.clone()),
+        JobSource::Schedule { group: None, .. } | JobSource::Dashboard => Scope::Unscheduled,
+        _ => Scope::Everything,
+    };
+    run_chore(env, scope).await
 }
 
 /// `rebase` on a dependency pull request: its group made again on the default branch's head now
@@ -81,11 +128,11 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
 /// and the dashboard are left for the next run.
 pub async fn rebase(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let pull = dashboard::chore_pull(env, "rebase").await?;
-    run_chore(env, Some(pull.head.branch)).await
+    run_chore(env, Scope::Branch(pull.head.branch)).await
 }
 
-/// The chore run; `only`: the one branch a `rebase` asked for.
-async fn run_chore(env: &JobEnv, only: Option<String>) -> Result<(Finish, Spent), HandlerError> {
+/// The chore run over the pull requests of `scope`.
+async fn run_chore(env: &JobEnv, scope: Scope) -> Result<(Finish, Spent), HandlerError> {
     // A schedule tells nobody; a box ticked on the dashboard is answered by the dashboard itself.
     let asked = !matches!(env.request.source, JobSource::Schedule { .. } | JobSource::Dashboard)
         && env.request.subject.number().is_some();
@@ -125,23 +172,23 @@ async fn run_chore(env: &JobEnv, only: Option<String>) -> Result<(Finish, Spent)
         asked_for: ledger.asked_for(),
     };
     let mut groups = groups(&found, deps.group, &deps.policy());
-    // A rebase touches its own pull request only.
+    // A run makes and closes only the pull requests of its scope: a rebase its own, a group's
+    // schedule that group's, the others every one but the groups with a schedule of their own.
+    let named: Vec<String> = deps.rules.iter().filter_map(|r| r.group.clone()).collect();
+    let scheduled: BTreeSet<String> = deps.policy().group_schedules().into_keys().collect();
+    groups.retain(|g| scope.covers(&g.branch, &named, &scheduled));
     let mut closable = open.clone();
-    if let Some(branch) = &only {
-        groups.retain(|g| g.branch == *branch);
-        closable.retain(|p| p.head.branch == *branch);
-    }
+    closable.retain(|p| scope.covers(&p.head.branch, &named, &scheduled));
     let delivered = match deliver(&chore, &groups, &open, &mut problems).await? {
         Delivery::Done(delivered) => delivered,
         Delivery::Stopped(spent) => {
             return Ok((Finish::Cancelled("stopped before the chore finished".into()), spent));
         }
     };
-    let named: Vec<String> = deps.rules.iter().filter_map(|r| r.group.clone()).collect();
     let closed = close_superseded(env, &closable, &found, &delivered.wanted, deps.group, &named).await?;
     // Boxes ticked under "Ignored" were read: the record is rewritten without them.
     let unignored = ledger.ignored.iter().any(|e| e.ticked);
-    if only.is_none() && (deps.dashboard || unignored) {
+    if scope.whole() && (deps.dashboard || unignored) {
         let state = text_dashboard::RunState {
             open: open
                 .iter()

@@ -1,10 +1,11 @@
 //! The chore scheduler of `pitcrew serve`: once a minute it reads the `[chores.deps] schedule` of
-//! every repository the App is installed on and queues a dependency chore for each schedule that
-//! came due. When a schedule fired is kept in the job store, with the job it queued in the same
+//! every repository the App is installed on, and the schedules of its `[[chores.deps.rules]]`
+//! groups, and queues a dependency chore for each schedule that came due (a group's: a chore of
+//! that group only). When a schedule fired is kept in the job store, with the job it queued in the same
 //! transaction, so a restart neither skips nor repeats a firing; a schedule seen for the first
 //! time starts counting from then (no catch-up of past times). One chore per repository runs at a
 //! time: a schedule that comes due while its last chore is still queued or running is marked and
-//! skipped. Repository lists and schedules are read again every [`REFRESH`], not every minute.
+//! skipped (a group's schedule counts only its own group's chores). Repository lists and schedules are read again every [`REFRESH`], not every minute.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,13 +49,23 @@ enum ScheduleProblem {
     Request(#[from] serde_json::Error),
 }
 
-/// A repository's schedule as last read.
+/// A repository's schedules as last read.
 #[derive(Debug, Clone)]
 struct Known {
     installation: InstallationId,
     repo: Repository,
-    /// `None`: no schedule (no file, no `[chores.deps] schedule`).
-    schedule: Option<(Schedule, jiff::tz::TimeZone)>,
+    /// Empty: no schedule (no file, no `[chores.deps] schedule`, no group with one).
+    schedules: Vec<Firing>,
+    tz: jiff::tz::TimeZone,
+}
+
+/// One schedule of a repository: the whole chore's, or a rule group's.
+#[derive(Debug, Clone)]
+struct Firing {
+    /// `None`: the repository's `[chores.deps] schedule`; else the `[[chores.deps.rules]]` group
+    /// whose pull request this schedule makes.
+    group: Option<String>,
+    schedule: Schedule,
 }
 
 /// What the scheduler read, reused for [`REFRESH`].
@@ -199,11 +210,12 @@ async fn read_schedules(app: &Arc<AppAuth>, tick: &mut Tick) -> Option<Vec<Known
             }
         };
         for repo in repos {
-            match schedule_of(&client, &repo).await {
-                Ok(schedule) => known.push(Known {
+            match schedules_of(&client, &repo).await {
+                Ok((schedules, tz)) => known.push(Known {
                     installation: installation.id,
                     repo,
-                    schedule,
+                    schedules,
+                    tz,
                 }),
                 Err(problem) => tick.problems.push((repo.full_name.clone(), problem.to_string())),
             }
@@ -212,29 +224,50 @@ async fn read_schedules(app: &Arc<AppAuth>, tick: &mut Tick) -> Option<Vec<Known
     Some(known)
 }
 
-/// The repository's `[chores.deps] schedule` and time zone, if it has one.
-async fn schedule_of(
+/// The repository's schedules — `[chores.deps] schedule` and its rule groups' — and their time
+/// zone.
+async fn schedules_of(
     client: &GithubClient,
     repo: &Repository,
-) -> Result<Option<(Schedule, jiff::tz::TimeZone)>, ScheduleProblem> {
+) -> Result<(Vec<Firing>, jiff::tz::TimeZone), ScheduleProblem> {
     let repo_name: RepoName = repo.full_name.parse()?;
     let text = client
         .get_file(&repo_name, REPO_CONFIG_PATH, &repo.default_branch)
         .await
         .map_err(ScheduleProblem::ReadConfig)?;
     let Some(text) = text else {
-        return Ok(None);
+        return Ok((Vec::new(), jiff::tz::TimeZone::UTC));
     };
-    // A file with problems elsewhere still schedules: its schedule line is valid on its own.
+    // A file with problems elsewhere still schedules: its schedule lines are valid on their own.
     let config = RepoConfig::parse_lenient(&text).0;
-    let Some(schedule) = config.deps.schedule.clone() else {
-        return Ok(None);
-    };
+    let mut schedules: Vec<Firing> = config
+        .deps
+        .schedule
+        .iter()
+        .map(|schedule| Firing {
+            group: None,
+            schedule: schedule.clone(),
+        })
+        .collect();
+    schedules.extend(
+        config
+            .deps
+            .policy()
+            .group_schedules()
+            .into_iter()
+            .map(|(group, schedule)| Firing {
+                group: Some(group),
+                schedule,
+            }),
+    );
+    if schedules.is_empty() {
+        return Ok((schedules, jiff::tz::TimeZone::UTC));
+    }
     let tz = time_zone(config.deps.timezone.as_deref().unwrap_or("UTC"))?;
-    Ok(Some((schedule, tz)))
+    Ok((schedules, tz))
 }
 
-/// Queues the repository's chore if its schedule is due.
+/// Queues the repository's chores whose schedules are due.
 async fn consider(
     store: &dyn JobStore,
     known: &Known,
@@ -242,9 +275,21 @@ async fn consider(
     job_attempts: u32,
     tick: &mut Tick,
 ) -> Result<(), ScheduleProblem> {
-    let Some((schedule, tz)) = &known.schedule else {
-        return Ok(());
-    };
+    for firing in &known.schedules {
+        consider_one(store, known, firing, now, job_attempts, tick).await?;
+    }
+    Ok(())
+}
+
+/// Queues the chore of one schedule if it is due: the whole chore, or one rule group's.
+async fn consider_one(
+    store: &dyn JobStore,
+    known: &Known,
+    firing: &Firing,
+    now: Timestamp,
+    job_attempts: u32,
+    tick: &mut Tick,
+) -> Result<(), ScheduleProblem> {
     let repo = &known.repo;
     let repo_ref = RepoRef {
         name: repo.full_name.parse()?,
@@ -253,19 +298,23 @@ async fn consider(
         private: repo.private,
     };
     let key = chore_key(&repo_ref, Chore::Deps);
-    let mark_name = key.clone();
+    // The whole chore's mark keeps its historical name (the chore's key); a group's is its own.
+    let (mark_name, label) = match &firing.group {
+        None => (key.clone(), repo.full_name.clone()),
+        Some(group) => (format!("{key}/{group}"), format!("{} (group {group})", repo.full_name)),
+    };
     let now_ms = now.as_millisecond();
     let Some(last) = store.schedule_mark(&mark_name).await? else {
         store.fire_schedule(&mark_name, now_ms, None).await?;
-        tick.first_seen.push(repo.full_name.clone());
+        tick.first_seen.push(label);
         return Ok(());
     };
-    if !is_due(schedule, last, now, tz) {
+    if !is_due(&firing.schedule, last, now, &known.tz) {
         return Ok(());
     }
-    if busy(store, &key).await? {
+    if busy(store, &key, firing.group.as_deref()).await? {
         store.fire_schedule(&mark_name, now_ms, None).await?;
-        tick.skipped.push(repo.full_name.clone());
+        tick.skipped.push(label);
         return Ok(());
     }
     let request = JobRequest {
@@ -280,7 +329,8 @@ async fn consider(
         },
         reply_to: ReplyTarget::Nowhere,
         source: JobSource::Schedule {
-            schedule: schedule.to_string(),
+            schedule: firing.schedule.to_string(),
+            group: firing.group.clone(),
         },
         instructions: None,
         review_comment: None,
@@ -297,7 +347,7 @@ async fn consider(
     };
     let id = store.fire_schedule(&mark_name, now_ms, Some(job)).await?;
     if let Some(id) = id {
-        tick.queued.push((repo.full_name.clone(), id));
+        tick.queued.push((label, id));
     }
     Ok(())
 }
@@ -310,17 +360,33 @@ fn is_due(schedule: &Schedule, last_ms: i64, now: Timestamp, tz: &jiff::tz::Time
     schedule.next_after(last, tz).is_some_and(|next| next <= now)
 }
 
-/// A chore of this repository is queued or running.
-async fn busy(store: &dyn JobStore, key: &str) -> Result<bool, StoreError> {
+/// A dependency chore of this repository that does this schedule's work is queued or running: for
+/// the whole chore, any chore run but a group's own; for a group, that group's. (Other jobs of the
+/// key — a group's run when the whole chore is due, `@agent ignore` — are waited for, not skipped
+/// for: the store runs one job of a key at a time.)
+async fn busy(store: &dyn JobStore, key: &str, group: Option<&str>) -> Result<bool, StoreError> {
     for state in [JobState::Queued, JobState::Running] {
         let filter = JobFilter {
             state: Some(state),
             key: Some(key.to_owned()),
-            limit: 1,
+            limit: 100,
             ..JobFilter::default()
         };
-        if !store.jobs(&filter).await?.is_empty() {
-            return Ok(true);
+        for job in store.jobs(&filter).await? {
+            let Ok(request) = serde_json::from_value::<JobRequest>(job.request.clone()) else {
+                // Not readable as a request: count it, as before schedules had groups.
+                return Ok(true);
+            };
+            if request.kind != JobKind::Chore(Chore::Deps) {
+                continue;
+            }
+            let its_group = match &request.source {
+                JobSource::Schedule { group, .. } => group.as_deref(),
+                _ => None,
+            };
+            if its_group == group {
+                return Ok(true);
+            }
         }
     }
     Ok(false)

@@ -168,9 +168,12 @@ pub enum JobSource {
     },
     /// CI reported a failure: a `workflow_run`, `check_suite` or `check_run` that completed failing.
     Ci(CiFailure),
-    /// The repository's `[chores.deps] schedule` fired (`schedule` is the cron expression).
+    /// The repository's `[chores.deps] schedule` fired (`schedule` is the cron expression), or the
+    /// schedule of a `[[chores.deps.rules]]` group (`group`: only that group's pull request).
     Schedule {
         schedule: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
     },
     /// A box was ticked on the dependency dashboard.
     Dashboard,
