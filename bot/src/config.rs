@@ -71,6 +71,7 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     pub agent: AgentConfig,
     pub chores: ChoresConfig,
+    pub review: ReviewConfig,
     /// Overrides of the built-in price table, keyed by model name or name prefix.
     pub prices: BTreeMap<String, PriceOverride>,
     /// The config file that was read, if any.
@@ -278,6 +279,14 @@ pub struct ChoresConfig {
     pub lock_network: bool,
     /// `pitcrew serve` runs the repositories' `[chores.deps] schedule`s.
     pub schedules: bool,
+}
+
+/// `[review]`: the operator's defaults for pull request reviews, which a repository's own
+/// `[review]` overrides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReviewConfig {
+    /// Review every pull request as it opens and changes, in repositories that do not say.
+    pub auto: bool,
 }
 
 /// USD per million tokens.
@@ -585,6 +594,7 @@ impl Validator<'_> {
             sandbox,
             agent,
             chores,
+            review,
             prices,
         } = raw;
         // Every section is checked, whatever the others hold, so that every problem is reported.
@@ -602,6 +612,9 @@ impl Validator<'_> {
             sandbox,
             agent,
             chores,
+            review: ReviewConfig {
+                auto: review.auto.unwrap_or(false),
+            },
             prices,
             file: None,
             origins: BTreeMap::new(),

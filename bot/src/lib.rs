@@ -18,6 +18,7 @@ pub mod net;
 pub mod prompts;
 pub mod redact;
 pub mod report;
+pub mod review;
 pub mod run;
 pub mod sandbox;
 pub mod secrets;

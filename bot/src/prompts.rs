@@ -119,7 +119,18 @@ impl Template {
             // `context`: where the request came from (a PR, an issue, a local run); `instructions`: the
             // repository's own agent instructions (AGENTS.md …), or a line saying there are none.
             Template::Fix => &["task", "context", "instructions"],
-            Template::Review => &["request", "context", "diff", "instructions"],
+            // `scope`: the whole pull request, or what changed since the last review, and which
+            // chunk of files this run reviews; `files`: every changed file; `earlier`: findings
+            // already on the pull request, and those to recheck.
+            Template::Review => &[
+                "request",
+                "context",
+                "scope",
+                "files",
+                "diff",
+                "earlier",
+                "instructions",
+            ],
             // `question`: what was asked, or a line asking for an overview when nothing was.
             Template::Explain => &["question", "context", "instructions"],
             Template::Triage => &["findings", "context", "instructions"],

@@ -226,6 +226,14 @@ impl AgentSession {
         })
     }
 
+    /// Narrows the budgets of the next agent runs: a job that runs the agent several times (a
+    /// review in chunks) shares its own budgets among them.
+    pub fn set_budget(&mut self, max_steps: u32, max_cost_usd: Option<f64>, max_wall_time: Duration) {
+        self.limits.max_steps = max_steps.max(1);
+        self.limits.max_cost_usd = max_cost_usd;
+        self.limits.max_wall_time = Some(max_wall_time);
+    }
+
     /// Runs the agent on `prompt` with `tools` under the run's budgets; `events` get every event,
     /// and so does the trajectory in the run directory.
     pub async fn run_agent(
@@ -360,19 +368,22 @@ fn local_options() -> LocalOptions {
 /// The repository's instructions for agents, each file capped, all of them within one budget. Read
 /// through the workspace's path rules: a hostile repository's `AGENTS.md` may be a symlink elsewhere.
 pub fn repository_instructions(workspace: &Workspace) -> String {
-    let mut out = String::new();
-    for name in INSTRUCTION_FILES {
-        let Ok(path) = workspace.resolve_read(name) else {
-            continue;
-        };
+    format_instructions(INSTRUCTION_FILES.iter().filter_map(|name| {
+        let path = workspace.resolve_read(name).ok()?;
         let mut text = String::new();
-        if workspace
+        workspace
             .open(&path)
             .and_then(|mut file| std::io::Read::read_to_string(&mut file, &mut text))
-            .is_err()
-        {
-            continue;
-        }
+            .ok()?;
+        Some((*name, text))
+    }))
+}
+
+/// Instruction files (name, text), in [`INSTRUCTION_FILES`] order, as the prompt shows them: each
+/// capped, all within one budget, or a line saying there are none.
+pub fn format_instructions<'a>(files: impl Iterator<Item = (&'a str, String)>) -> String {
+    let mut out = String::new();
+    for (name, text) in files {
         let room = MAX_INSTRUCTIONS_CHARS.saturating_sub(out.len());
         if text.trim().is_empty() || room < 200 {
             continue;

@@ -289,3 +289,52 @@ pub fn check_run_payload(
     run["pull_requests"][0]["base"]["repo"]["id"] = repo_id;
     payload
 }
+
+/// A pull request event: what happened to which pull request.
+#[derive(Debug, Clone)]
+pub struct PullEvent<'a> {
+    /// `opened`, `reopened`, `ready_for_review` or `synchronize`.
+    pub action: &'a str,
+    pub number: u64,
+    pub head_sha: &'a str,
+    pub head_ref: &'a str,
+    pub base_ref: &'a str,
+    /// Who opened the pull request (`name[bot]` for a bot).
+    pub author: &'a str,
+    /// Who did it (pushed, opened).
+    pub sender: &'a str,
+    pub draft: bool,
+    pub labels: &'a [&'a str],
+    /// The head before a `synchronize`.
+    pub before: Option<&'a str>,
+}
+
+/// GitHub's example `pull_request` delivery of `event.action` (octokit's), made `event` on
+/// `repo` at `clone_url`.
+pub fn pull_request_payload(repo: &str, clone_url: &str, event: &PullEvent<'_>, installation: Option<u64>) -> Value {
+    let file = format!("{}.payload.json", event.action);
+    let mut payload = example_payload("pull_request", &file, repo, clone_url, installation);
+    let bot = |login: &str| if login.ends_with("[bot]") { "Bot" } else { "User" };
+    let pr = &mut payload["pull_request"];
+    pr["number"] = json!(event.number);
+    pr["draft"] = json!(event.draft);
+    pr["head"]["sha"] = json!(event.head_sha);
+    pr["head"]["ref"] = json!(event.head_ref);
+    pr["base"]["ref"] = json!(event.base_ref);
+    pr["user"]["login"] = json!(event.author);
+    pr["user"]["type"] = json!(bot(event.author));
+    pr["labels"] = json!(
+        event
+            .labels
+            .iter()
+            .map(|name| json!({"name": name, "color": "ededed"}))
+            .collect::<Vec<_>>()
+    );
+    payload["sender"]["login"] = json!(event.sender);
+    payload["sender"]["type"] = json!(bot(event.sender));
+    if let Some(before) = event.before {
+        payload["before"] = json!(before);
+        payload["after"] = json!(event.head_sha);
+    }
+    payload
+}

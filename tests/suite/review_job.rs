@@ -6,9 +6,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use pitcrew::jobs::JobState;
+use pitcrew::jobs::{JobFilter, JobState};
 use pitcrew_tests::fake_github::{CheckRun, FakeGithub, Issue, Permission, Repo};
 use pitcrew_tests::git_server::GitServer;
+use pitcrew_tests::scenario::{PullEvent, pull_request_payload};
 use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
 use serde_json::json;
 
@@ -73,6 +74,11 @@ struct World {
 
 impl World {
     async fn start(image: &str, script: Script) -> World {
+        World::start_with(image, script, REPO_CONFIG).await
+    }
+
+    /// The repository with `repo_config` as its `.github/pitcrew.toml`.
+    async fn start_with(image: &str, script: Script, repo_config: &str) -> World {
         let github = FakeGithub::start();
         let git_server = GitServer::start_with(github.token_check());
         git_server
@@ -81,7 +87,7 @@ impl World {
                 &[
                     ("calc.sh", &base_calc()),
                     ("README.md", "calc\n"),
-                    (".github/pitcrew.toml", REPO_CONFIG),
+                    (".github/pitcrew.toml", repo_config),
                 ],
             )
             .unwrap();
@@ -205,6 +211,8 @@ fn reviewing_script() -> Script {
                     json!({
                         "path": "calc.sh",
                         "line": 5,
+                        "severity": "suggestion",
+                        "category": "maintainability",
                         "body": "Defaulting a missing argument to 0 hides the caller's mistake.",
                         "suggestion": "    echo $(($1 + $2))"
                     }),
@@ -214,6 +222,8 @@ fn reviewing_script() -> Script {
                     json!({
                         "path": "calc.sh",
                         "line": 21,
+                        "severity": "suggestion",
+                        "category": "bug",
                         "body": "Dividing by zero in `rem` aborts the shell; it predates this change but deserves a guard."
                     }),
                 )
@@ -222,16 +232,48 @@ fn reviewing_script() -> Script {
                     json!({
                         "path": "calc.sh",
                         "line": 41,
+                        "severity": "blocking",
+                        "category": "bug",
+                        "verified": true,
                         "body": "The mask keeps only the low byte, so `shr 4096 2` prints 0."
                     }),
                 )
                 .tool_call(
                     "review_comment",
-                    json!({"path": "lib/missing.sh", "line": 3, "body": "Not a file of this repository."}),
+                    json!({"path": "lib/missing.sh", "line": 3, "severity": "nit", "category": "style", "body": "Not a file of this repository."}),
                 )
                 .usage(1_400, 120),
         )
-        .turn(Reply::text("Two problems in the changed functions, and one older one nearby.").usage(1_600, 30))
+        .turn(
+            Reply::text(
+                "Makes `add` default missing arguments to 0 and masks `shr` to one byte.\nOne real bug in the mask; \
+                 the default is debatable.",
+            )
+            .usage(1_600, 30),
+        )
+}
+
+/// The bot's inline comments of `review`: (path, line, side, body).
+fn inline_comments(
+    world: &World,
+    review: &pitcrew_tests::fake_github::Review,
+) -> Vec<(String, Option<u64>, Option<String>, String)> {
+    world.bot.github.state(|state| {
+        review
+            .comment_ids
+            .iter()
+            .map(|id| {
+                let c = &state.review_comments[id];
+                (c.path.clone(), c.line, c.side.clone(), c.body.clone())
+            })
+            .collect()
+    })
+}
+
+/// The hidden fingerprint line at the end of an inline comment.
+fn without_marker(body: &str) -> &str {
+    body.rsplit_once("\n\n<!-- pitcrew:finding ")
+        .map_or(body, |(text, _)| text)
 }
 
 #[test]
@@ -244,7 +286,7 @@ fn a_review_comments_inline_only_on_the_diff_and_pushes_nothing() {
         let asked = world.comment("delivery-review-1", "alice", "@agent review").await;
         let run = world.finished().await;
 
-        // One review, on the head commit, as a comment.
+        // One review, on the head commit, as a comment, with the new findings inline, blocking first.
         let reviews = world.bot.github.reviews();
         assert_eq!(reviews.len(), 1, "{reviews:#?}");
         let review = &reviews[0];
@@ -252,56 +294,60 @@ fn a_review_comments_inline_only_on_the_diff_and_pushes_nothing() {
         assert_eq!(review.request["event"], "COMMENT");
         assert_eq!(review.commit_id, world.head_sha);
         assert_eq!(review.user, world.bot.github.bot_login());
-        // Its inline comments: exactly the two findings on lines the diff shows, in the model's order.
-        let comments: Vec<(String, Option<u64>, Option<String>, String)> = world.bot.github.state(|state| {
-            review
-                .comment_ids
-                .iter()
-                .map(|id| {
-                    let c = &state.review_comments[id];
-                    (c.path.clone(), c.line, c.side.clone(), c.body.clone())
-                })
-                .collect()
-        });
+        let comments = inline_comments(&world, review);
         assert_eq!(comments.len(), 2, "{comments:#?}");
         assert_eq!(
-            comments[0],
-            (
-                "calc.sh".to_owned(),
-                Some(5),
-                Some("RIGHT".to_owned()),
-                "Defaulting a missing argument to 0 hides the caller's mistake.\n\n```suggestion\n    echo $(($1 + \
-             $2))\n```"
-                    .to_owned()
-            )
+            (comments[0].0.as_str(), comments[0].1, comments[0].2.as_deref()),
+            ("calc.sh", Some(41), Some("RIGHT"))
         );
         assert_eq!(
-            comments[1],
-            (
-                "calc.sh".to_owned(),
-                Some(41),
-                Some("RIGHT".to_owned()),
-                "The mask keeps only the low byte, so `shr 4096 2` prints 0.".to_owned()
-            )
+            without_marker(&comments[0].3),
+            "**🔴 blocking · bug**\n\nThe mask keeps only the low byte, so `shr 4096 2` prints 0."
         );
-        // The finding on an unchanged line is in the body, with the summary.
+        assert_eq!((comments[1].0.as_str(), comments[1].1), ("calc.sh", Some(5)));
+        assert_eq!(
+            without_marker(&comments[1].3),
+            "**🟡 suggestion · maintainability**\n\nDefaulting a missing argument to 0 hides the caller's mistake.\n\n\
+             ```suggestion\n    echo $(($1 + $2))\n```"
+        );
+        assert!(comments.iter().all(|c| c.3.contains("<!-- pitcrew:finding ")));
+
+        // The summary comment: what the pull request does, the findings, the coverage, the state.
+        let bot_comments = world.bot_comments();
+        assert_eq!(bot_comments.len(), 1, "{bot_comments:#?}");
+        let summary = &bot_comments[0];
+        let short = &world.head_sha[..7];
+        assert!(summary.starts_with("<!-- pitcrew:review-summary -->\n"), "{summary}");
         assert!(
-            review.body.starts_with(
-                "<!-- pitcrew:job=1 -->\n\nTwo problems in the changed functions, and one older one nearby."
+            summary.contains(&format!("### pitcrew review of `{short}`")),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("Makes `add` default missing arguments to 0 and masks `shr` to one byte."),
+            "{summary}"
+        );
+        assert!(summary.contains("| 1 | 🔴 blocking | bug |"), "{summary}");
+        assert!(
+            summary.contains(
+                "- `calc.sh:21` 🟡 suggestion · bug — Dividing by zero in `rem` aborts the shell; it predates this \
+                 change but deserves a guard."
             ),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("Reviewed 1 of 1 changed file (4 of 4 lines)."),
+            "{summary}"
+        );
+        assert!(summary.contains(&format!("<!-- pitcrew:review-state {{\"head\":\"{}\"", world.head_sha)));
+        assert!(!summary.contains("missing.sh"), "{summary}");
+        // The review's own body points at the summary.
+        assert!(
+            review.body.starts_with(&format!(
+                "<!-- pitcrew:job=1 -->\n\n2 new findings on `{short}`. The [review summary]("
+            )),
             "{}",
             review.body
         );
-        assert!(
-            review.body.contains(
-                "**Outside the diff (1)**: these are on lines this pull request does not change, so they cannot be \
-             inline comments.\n\n- `calc.sh:21` — Dividing by zero in `rem` aborts the shell; it predates this \
-             change but deserves a guard."
-            ),
-            "{}",
-            review.body
-        );
-        assert!(!review.body.contains("missing.sh"), "{}", review.body);
 
         // The finding on a path that does not exist was refused, and the model was told why.
         let told = world.bot.model.requests().iter().any(|r| {
@@ -310,14 +356,22 @@ fn a_review_comments_inline_only_on_the_diff_and_pushes_nothing() {
         });
         assert!(told, "the model never heard that lib/missing.sh does not exist");
 
-        // The model saw the pull request's own diff (from the merge base), and only read-only tools.
+        // The model saw the pull request's own diff (from the merge base), every changed file, and
+        // tools to read and to confirm (tests, commands) — none that edits.
         let prompt = world.first_prompt();
         assert!(prompt.contains("+    echo $((${1:-0} + ${2:-0}))"), "{prompt}");
         assert!(prompt.contains("+    echo $((($1 >> $2) & 255))"), "{prompt}");
+        assert!(prompt.contains("- `calc.sh` +2 -2 ← in this review"), "{prompt}");
+        assert!(
+            prompt.contains("# What this review covers\n\nThe whole pull request."),
+            "{prompt}"
+        );
         assert!(!prompt.contains("NOTES.md"), "{prompt}");
         let tools = world.tools_offered();
-        assert!(tools.contains(&"review_comment".to_owned()), "{tools:?}");
-        for writer in ["edit_file", "write_file", "bash"] {
+        for tool in ["review_comment", "run_tests", "bash", "read_file"] {
+            assert!(tools.contains(&tool.to_owned()), "{tools:?}");
+        }
+        for writer in ["edit_file", "write_file", "recheck_finding"] {
             assert!(!tools.contains(&writer.to_owned()), "{tools:?}");
         }
 
@@ -342,21 +396,10 @@ fn a_review_comments_inline_only_on_the_diff_and_pushes_nothing() {
         assert_eq!(
             annotated,
             [
+                ("calc.sh".to_owned(), 41),
                 ("calc.sh".to_owned(), 5),
-                ("calc.sh".to_owned(), 21),
-                ("calc.sh".to_owned(), 41)
+                ("calc.sh".to_owned(), 21)
             ]
-        );
-
-        // One progress comment, final, linking to the review.
-        let bot_comments = world.bot_comments();
-        assert_eq!(bot_comments.len(), 1, "{bot_comments:#?}");
-        let review_url = format!("#pullrequestreview-{})", review.id);
-        assert!(
-            bot_comments[0].contains("✅ [Review posted with 2 inline comments](")
-                && bot_comments[0].contains(&review_url),
-            "{}",
-            bot_comments[0]
         );
 
         world.assert_nothing_pushed();
@@ -426,6 +469,521 @@ fn explain_answers_in_the_progress_comment_and_changes_nothing() {
         world.assert_nothing_pushed();
         world.assert_job_succeeded().await;
         assert_eq!(world.bot.reactions_on_comment(question), ["eyes"]);
+        world.bot.model.assert_script_consumed();
+        world.bot.github.assert_no_violations();
+        world.bot
+    });
+}
+
+const AUTO_CONFIG: &str = "[agent]\ntest_command = \"true\"\n\n[review]\nauto = true\n";
+
+impl World {
+    /// GitHub's `pull_request` delivery of `action` for the pull request at its current head.
+    async fn pull_event(&self, delivery: &str, action: &str, draft: bool, before: Option<&str>) {
+        let head = self.current_head();
+        let event = PullEvent {
+            action,
+            number: PR,
+            head_sha: &head,
+            head_ref: "calc-defaults",
+            base_ref: "main",
+            author: "bob",
+            sender: "bob",
+            draft,
+            labels: &[],
+            before,
+        };
+        let payload = pull_request_payload(
+            REPO,
+            &self.bot.git.url(REPO),
+            &event,
+            Some(self.bot.github.installation_id()),
+        );
+        self.bot.deliver("pull_request", delivery, &payload).await;
+    }
+
+    fn current_head(&self) -> String {
+        self.bot
+            .github
+            .state(|s| s.issues[&(REPO.to_owned(), PR)].pull.as_ref().unwrap().head.sha.clone())
+    }
+
+    /// Moves the pull request's branch (and GitHub's idea of its head) to `sha`.
+    fn move_head(&self, sha: &str, base: Option<&str>) {
+        let bare = self.bot.git.repo_path(REPO);
+        git(&bare, &["update-ref", "refs/heads/calc-defaults", sha]);
+        git(&bare, &["update-ref", &format!("refs/pull/{PR}/head"), sha]);
+        self.bot.github.update_issue(REPO, PR, |issue| {
+            let pull = issue.pull.as_mut().unwrap();
+            sha.clone_into(&mut pull.head.sha);
+            if let Some(base) = base {
+                base.clone_into(&mut pull.base.sha);
+            }
+        });
+    }
+
+    /// A commit of `files` on the pull request's branch; returns it.
+    fn push(&self, files: &[(&str, &str)], message: &str) -> String {
+        let sha = self.bot.git.commit(REPO, "calc-defaults", files, message).unwrap();
+        self.move_head(&sha, None);
+        sha
+    }
+
+    /// A force-push of the pull request's commits, rebased unchanged onto `main` after `main` got a
+    /// new commit; returns the new head.
+    fn force_push_rebased(&self) -> String {
+        let main = self
+            .bot
+            .git
+            .commit(REPO, "main", &[("CHANGES.md", "Main moved again.\n")], "changes")
+            .unwrap();
+        let bare = self.bot.git.repo_path(REPO);
+        let work = tempfile::tempdir().unwrap();
+        let work_dir = work.path();
+        let id = ["-c", "user.name=bob", "-c", "user.email=bob@example.com"];
+        git(work_dir, &["clone", "-q", bare.to_str().unwrap(), "."]);
+        git(work_dir, &["checkout", "-q", "calc-defaults"]);
+        let mut rebase = id.to_vec();
+        rebase.extend(["rebase", "-q", "origin/main"]);
+        git(work_dir, &rebase);
+        let head = git(work_dir, &["rev-parse", "HEAD"]);
+        git(
+            work_dir,
+            &["push", "-q", "-f", "origin", "HEAD:refs/heads/calc-defaults"],
+        );
+        self.move_head(&head, Some(&main));
+        head
+    }
+
+    /// The user message of the model's `n`th request (0-based).
+    fn prompt(&self, n: usize) -> String {
+        let requests = self.bot.model.requests();
+        requests[n].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    fn tools_of(&self, n: usize) -> Vec<String> {
+        let requests = self.bot.model.requests();
+        requests[n].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// The pull request's one summary comment.
+    fn summary(&self) -> String {
+        let comments = self.bot_comments();
+        assert_eq!(comments.len(), 1, "{comments:#?}");
+        comments[0].clone()
+    }
+}
+
+/// The code after the author's fix of `add` and a change to `sub` (lines 5 and 9).
+fn fixed_calc() -> String {
+    calc(|name, op| match name {
+        "sub" => "echo $(($1 - $2 - 0))".to_owned(),
+        "shr" => "echo $((($1 >> $2) & 255))".to_owned(),
+        _ => format!("echo $(($1 {op} $2))"),
+    })
+}
+
+fn incremental_script() -> Script {
+    Script::new()
+        // The first review, as the pull request is marked ready.
+        .turn(
+            Reply::new()
+                .tool_call(
+                    "review_comment",
+                    json!({"path": "calc.sh", "line": 5, "severity": "suggestion", "category": "maintainability",
+                        "body": "Defaulting a missing argument to 0 hides the caller's mistake."}),
+                )
+                .tool_call(
+                    "review_comment",
+                    json!({"path": "calc.sh", "line": 41, "severity": "blocking", "category": "bug", "verified": true,
+                        "body": "The mask keeps only the low byte, so `shr 4096 2` prints 0."}),
+                ),
+        )
+        .turn(Reply::text("Defaults for `add`, a mask for `shr`.\nOne bug."))
+        // The review of the new commit: the old finding on `add` is rechecked, `sub` gets a nit, and
+        // the mask is found again (a repeat, not posted twice).
+        .turn(
+            Reply::new()
+                .tool_call(
+                    "recheck_finding",
+                    json!({"id": 1, "status": "addressed", "note": "add no longer defaults"}),
+                )
+                .tool_call(
+                    "review_comment",
+                    json!({"path": "calc.sh", "line": 9, "severity": "nit", "category": "style",
+                        "body": "`- 0` does nothing; drop it."}),
+                )
+                .tool_call(
+                    "review_comment",
+                    json!({"path": "calc.sh", "line": 41, "severity": "blocking", "category": "bug", "verified": true,
+                        "body": "The mask keeps only the low byte, so `shr 4096 2` prints 0."}),
+                ),
+        )
+        .turn(Reply::text(
+            "Drops the default of `add`; touches `sub`.\nThe mask is still wrong.",
+        ))
+}
+
+#[test]
+fn pull_requests_are_reviewed_when_ready_then_only_what_changed_and_a_rebase_is_not_reviewed_again() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    super::harness::run_test(|| async move {
+        let mut world = World::start_with(image, incremental_script(), AUTO_CONFIG).await;
+        let first_head = world.head_sha.clone();
+
+        // Opened as a draft: nothing yet.
+        world.pull_event("pr-opened", "opened", true, None).await;
+        world.bot.settled().await;
+        assert!(world.bot.store().jobs(&JobFilter::default()).await.unwrap().is_empty());
+
+        // Ready for review: the whole pull request is reviewed.
+        world.pull_event("pr-ready", "ready_for_review", false, None).await;
+        let job = world.bot.job_end().await;
+        assert_eq!(job.state, JobState::Succeeded, "{job:?}");
+        let reviews = world.bot.github.reviews();
+        assert_eq!(reviews.len(), 1, "{reviews:#?}");
+        let first = inline_comments(&world, &reviews[0]);
+        assert_eq!(
+            first.iter().map(|c| c.1).collect::<Vec<_>>(),
+            [Some(41), Some(5)],
+            "{first:#?}"
+        );
+        let summary = world.summary();
+        assert!(
+            summary.contains("**pitcrew · review**")
+                || summary.contains(&format!("### pitcrew review of `{}`", &first_head[..7])),
+            "{summary}"
+        );
+        assert!(world.prompt(0).contains("The whole pull request."));
+        assert!(world.prompt(0).contains("None: this is the first review"));
+
+        // The author fixes `add` and touches `sub`: only that is reviewed.
+        let second_head = world.push(&[("calc.sh", &fixed_calc())], "calc: no default for add");
+        world
+            .pull_event("pr-sync-1", "synchronize", false, Some(&first_head))
+            .await;
+        let job = world.bot.job_end().await;
+        assert_eq!(job.state, JobState::Succeeded, "{job:?}");
+        let prompt = world.prompt(2);
+        assert!(
+            prompt.contains(&format!(
+                "Only what changed since the last review (commit `{}`)",
+                &first_head[..7]
+            )),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains("Already raised on this pull request (do not raise them again):"),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains("1. `calc.sh:5` — Defaulting a missing argument to 0 hides the caller's mistake."),
+            "{prompt}"
+        );
+        assert!(world.tools_of(2).contains(&"recheck_finding".to_owned()));
+        // One new review, with the nit alone: the mask's finding is not posted again.
+        let reviews = world.bot.github.reviews();
+        assert_eq!(reviews.len(), 2, "{reviews:#?}");
+        let second = inline_comments(&world, &reviews[1]);
+        assert_eq!(second.len(), 1, "{second:#?}");
+        assert_eq!(
+            without_marker(&second[0].3),
+            "**⚪ nit · style**\n\n`- 0` does nothing; drop it."
+        );
+        assert_eq!(second[0].1, Some(9));
+        // The addressed finding's thread is answered.
+        let root = world.bot.github.state(|s| {
+            s.review_comments
+                .values()
+                .find(|c| c.line == Some(5) && c.in_reply_to.is_none())
+                .map(|c| c.id)
+                .unwrap()
+        });
+        let replies: Vec<String> = world.bot.github.state(|s| {
+            s.review_comments_on(REPO, PR)
+                .into_iter()
+                .filter(|c| c.in_reply_to == Some(root))
+                .map(|c| c.body.clone())
+                .collect()
+        });
+        assert_eq!(
+            replies,
+            [format!("Addressed in {}: add no longer defaults", &second_head[..7])]
+        );
+        // The summary: the new review on top, the first collapsed under it, the new head recorded.
+        let summary = world.summary();
+        let (top, earlier) = summary.split_once("<!-- pitcrew:review-earlier -->").unwrap();
+        assert!(
+            top.contains(&format!(
+                "### pitcrew review of `{}`: what changed since `{}`",
+                &second_head[..7],
+                &first_head[..7]
+            )),
+            "{summary}"
+        );
+        assert!(
+            top.contains(&format!("**Addressed in `{}`**", &second_head[..7])),
+            "{top}"
+        );
+        assert!(top.contains("1 finding already on this pull request left out"), "{top}");
+        assert!(
+            top.contains(&format!("Reviewed what changed since `{}`: 1 file", &first_head[..7])),
+            "{top}"
+        );
+        assert!(
+            earlier.contains(&format!(
+                "<details><summary>Earlier review of `{}`</summary>",
+                &first_head[..7]
+            )),
+            "{earlier}"
+        );
+        assert!(summary.contains(&format!("\"head\":\"{second_head}\"")), "{summary}");
+
+        // A force-push that only rebases onto the moved base: nothing new, nothing posted, no model.
+        let requests = world.bot.model.requests().len();
+        let rebased = world.force_push_rebased();
+        assert_ne!(rebased, second_head);
+        world
+            .pull_event("pr-sync-2", "synchronize", false, Some(&second_head))
+            .await;
+        let job = world.bot.job_end().await;
+        assert_eq!(job.state, JobState::Succeeded, "{job:?}");
+        assert_eq!(
+            job.result.as_ref().unwrap()["headline"],
+            "the push only rebased changes that were reviewed already"
+        );
+        assert_eq!(world.bot.model.requests().len(), requests);
+        assert_eq!(world.bot.github.reviews().len(), 2);
+        let summary = world.summary();
+        assert!(summary.contains(&format!("\"head\":\"{rebased}\"")), "{summary}");
+        // A check run for each review, on the commit it reviewed; none for the rebase.
+        let runs: Vec<(String, Option<String>)> = world
+            .bot
+            .github
+            .check_runs()
+            .into_iter()
+            .map(|run| (run.head_sha, run.conclusion))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                (first_head.clone(), Some("success".to_owned())),
+                (second_head.clone(), Some("success".to_owned()))
+            ]
+        );
+        world.bot.model.assert_script_consumed();
+        world.bot.github.assert_no_violations();
+        world.bot
+    });
+}
+
+/// `calc.sh` with `shr` as on the base again (the mask dropped).
+fn unmasked_calc() -> String {
+    calc(|name, op| match name {
+        "add" => "echo $((${1:-0} + ${2:-0}))".to_owned(),
+        _ => format!("echo $(($1 {op} $2))"),
+    })
+}
+
+#[test]
+fn request_changes_on_a_verified_blocking_finding_and_a_clean_review_dismisses_it() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    super::harness::run_test(|| async move {
+        let script = Script::new()
+            .turn(Reply::new().tool_call(
+                "review_comment",
+                json!({"path": "calc.sh", "line": 41, "severity": "blocking", "category": "bug", "verified": true,
+                    "body": "The mask keeps only the low byte, so `shr 4096 2` prints 0."}),
+            ))
+            .turn(Reply::text("Masks `shr`.\nThe mask is a bug."))
+            .turn(Reply::new().tool_call("recheck_finding", json!({"id": 1, "status": "addressed"})))
+            .turn(Reply::text("Drops the mask.\nNothing left to change."));
+        let config = format!("{AUTO_CONFIG}event = \"request_changes\"\n");
+        let mut world = World::start_with(image, script, &config).await;
+        let first_head = world.head_sha.clone();
+        world.pull_event("pr-opened", "opened", false, None).await;
+        assert_eq!(world.bot.job_end().await.state, JobState::Succeeded);
+        let reviews = world.bot.github.reviews();
+        assert_eq!(reviews.len(), 1, "{reviews:#?}");
+        assert_eq!(
+            (reviews[0].state.as_str(), &reviews[0].request["event"]),
+            ("CHANGES_REQUESTED", &json!("REQUEST_CHANGES"))
+        );
+        assert!(
+            reviews[0]
+                .body
+                .contains("; requesting changes for 1 verified blocking finding."),
+            "{}",
+            reviews[0].body
+        );
+
+        // The author drops the mask; the finding is rechecked, addressed, and the request dismissed.
+        let second_head = world.push(&[("calc.sh", &unmasked_calc())], "calc: no mask");
+        world
+            .pull_event("pr-sync", "synchronize", false, Some(&first_head))
+            .await;
+        assert_eq!(world.bot.job_end().await.state, JobState::Succeeded);
+        let reviews = world.bot.github.reviews();
+        assert_eq!(reviews.len(), 1, "no new review: nothing new to say inline");
+        assert_eq!(reviews[0].state, "DISMISSED");
+        assert_eq!(
+            reviews[0].dismissal.as_deref(),
+            Some(format!("The review of {} found no blocking problem left.", &second_head[..7]).as_str())
+        );
+        let summary = world.summary();
+        assert!(summary.contains("I found nothing to comment on."), "{summary}");
+        assert!(
+            summary.contains(&format!("**Addressed in `{}`**", &second_head[..7])),
+            "{summary}"
+        );
+        let replies: Vec<String> = world.bot.github.state(|s| {
+            s.review_comments_on(REPO, PR)
+                .into_iter()
+                .filter(|c| c.in_reply_to.is_some())
+                .map(|c| c.body.clone())
+                .collect()
+        });
+        assert_eq!(replies, [format!("Addressed in {}", &second_head[..7])]);
+        assert_eq!(world.bot.github.check_runs().len(), 2);
+        world.bot.model.assert_script_consumed();
+        world.bot.github.assert_no_violations();
+        world.bot
+    });
+}
+
+#[test]
+fn a_large_pull_request_is_reviewed_in_chunks_and_the_coverage_line_names_what_was_left_out() {
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    super::harness::run_test(|| async move {
+        // 300 source files in three directories, three vendored files the repository ignores, and
+        // a generated schema.
+        let mut files: Vec<(String, String)> = Vec::new();
+        for dir in ["api", "core", "web"] {
+            for n in 0..100 {
+                let body: String = (0..8).map(|l| format!("value_{n}_{l} = {l}\n")).collect();
+                files.push((format!("{dir}/module_{n:03}.py"), body));
+            }
+        }
+        for n in 0..3 {
+            files.push((format!("vendor/lib{n}/x.go"), "package x\n".to_owned()));
+        }
+        files.push((
+            "schema.json".to_owned(),
+            "{\"//\": \"@generated by tools/schema.py, do not edit\", \"version\": 2}\n".to_owned(),
+        ));
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+        let config = "[agent]\ntest_command = \"true\"\n\n[review]\nignore_paths = [\"vendor/\"]\n";
+
+        let github = FakeGithub::start();
+        let git_server = GitServer::start_with(github.token_check());
+        git_server
+            .create_repo(REPO, &[("README.md", "big\n"), (".github/pitcrew.toml", config)])
+            .unwrap();
+        let head_sha = git_server
+            .create_pull_head(REPO, PR, "main", &refs, "a big change")
+            .unwrap();
+        let base_sha = git_server.rev_parse(REPO, "refs/heads/main").unwrap();
+        github.add_repo(
+            Repo::new(REPO)
+                .default_branch("main")
+                .clone_url(&git_server.url(REPO))
+                .git_dir(git_server.repo_path(REPO)),
+        );
+        github.add_issue(
+            REPO,
+            Issue::pull_request(PR, "A big change", ("big", &head_sha), ("main", &base_sha)).user("bob"),
+        );
+        github.set_permission(REPO, "alice", Permission::Write);
+        // As many parts as pitcrew makes of the reviewable files, each answered with a verdict.
+        let diff = git(&git_server.repo_path(REPO), &["diff", &base_sha, &head_sha]);
+        let all = pitcrew::review::diff::split(&format!("{diff}\n"));
+        let reviewable: Vec<&pitcrew::review::diff::FileDiff> = all
+            .iter()
+            .filter(|f| !f.path.starts_with("vendor/") && f.path != "schema.json")
+            .collect();
+        assert_eq!(reviewable.len(), 300);
+        let parts = pitcrew::review::chunks::chunk(&reviewable).len();
+        assert!(parts >= 8, "{parts}");
+        let mut script = Script::new();
+        for n in 1..=parts {
+            script = script.turn(Reply::text(format!(
+                "Part {n}: plain data modules.\nNothing to change."
+            )));
+        }
+        let model = ScriptedModel::start(script);
+        let bot = Bot::start(github, git_server, model, |overrides| overrides.docker(image)).await;
+        let mut world = World {
+            bot,
+            head_sha: head_sha.clone(),
+            refs_before: String::new(),
+        };
+        let asked = world.comment("review-big", "alice", "@agent review").await;
+        assert_eq!(world.bot.job_end().await.state, JobState::Succeeded);
+        assert_eq!(world.bot.reactions_on_comment(asked), ["eyes"]);
+
+        // Every reviewable file was in exactly one part, and every part knew every changed file.
+        let requests = world.bot.model.requests();
+        assert_eq!(requests.len(), parts);
+        let mut seen = std::collections::BTreeMap::<String, usize>::new();
+        for n in 0..parts {
+            let prompt = world.prompt(n);
+            assert!(
+                prompt.contains(&format!("this is part {} of {parts}", n + 1)),
+                "{prompt}"
+            );
+            assert!(
+                prompt.contains("- `vendor/lib0/x.go` +1 -0 (left out: ignored by config)"),
+                "{prompt}"
+            );
+            assert!(
+                prompt.contains("- `schema.json` +1 -0 (left out: generated)"),
+                "{prompt}"
+            );
+            for line in prompt.lines().filter(|l| l.ends_with("← in this review")) {
+                let path = line.split('`').nth(1).unwrap().to_owned();
+                *seen.entry(path).or_default() += 1;
+            }
+        }
+        assert_eq!(seen.len(), 300);
+        assert!(seen.values().all(|n| *n == 1), "{seen:?}");
+
+        let summary = world.summary();
+        assert!(
+            summary.contains(
+                "Reviewed 300 of 304 changed files (2,400 of 2,404 lines); skipped: `vendor/…` (ignored by config, \
+                 3 files), `schema.json` (generated)."
+            ),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("**Part 1 (40 files, from `api`):** Part 1: plain data modules."),
+            "{summary}"
+        );
+        assert!(summary.contains("I found nothing to comment on."), "{summary}");
+        assert!(
+            world.bot.github.reviews().is_empty(),
+            "nothing to say inline: no review"
+        );
+        let runs = world.bot.github.check_runs();
+        assert_eq!(runs.len(), 1);
         world.bot.model.assert_script_consumed();
         world.bot.github.assert_no_violations();
         world.bot

@@ -94,12 +94,23 @@ pub fn load_config(action: &ActionEnv, env: &BTreeMap<String, String>) -> Result
         // The key stays in the environment; the configuration only names the variable.
         overrides.push(format!("model.api_key_env={}", env::API_KEY_VAR));
     }
-    Config::load(LoadOptions {
+    let mut config = Config::load(LoadOptions {
         config_path: inputs.config.as_deref(),
         env,
         overrides: &overrides,
     })
-    .map_err(ActionError::Config)
+    .map_err(ActionError::Config)?;
+    // What the step posts is authored by the token's account: GitHub Actions' bot, unless the
+    // configuration names the account of another token. The bot finds its own comments (a review's
+    // summary, the dependency dashboard) by that name.
+    if config.origin("github.bot_name") == crate::config::Origin::Default {
+        config.github.bot_name = action.bot_login();
+        if config.origin("github.bot_email") == crate::config::Origin::Default {
+            // The address GitHub gives its Actions bot, so commits show its avatar.
+            config.github.bot_email = "41898282+github-actions[bot]@users.noreply.github.com".to_owned();
+        }
+    }
+    Ok(config)
 }
 
 /// Runs the step: the event through the dispatcher and the handlers, then the outputs.
@@ -164,7 +175,8 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
             .record_delivery(&delivery, &action.event_name, Bytes::from(payload), now_ms())
             .await
             .map_err(|e| ActionError::Setup(format!("could not store the event: {e}")))?;
-        let triggers = TriggerConfig::new(config.agent.trigger.clone(), action.bot_login());
+        let mut triggers = TriggerConfig::new(config.agent.trigger.clone(), action.bot_login());
+        triggers.review.auto = config.review.auto;
         // A step has minutes, not the server's half hour, to get through to GitHub.
         let settings = DispatchSettings {
             max_tries: 4,

@@ -34,6 +34,8 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     pub(crate) chores: RawChores,
     #[serde(default)]
+    pub(crate) review: RawReview,
+    #[serde(default)]
     pub(crate) prices: BTreeMap<String, RawPrice>,
 }
 
@@ -45,6 +47,12 @@ pub(crate) struct RawChores {
     pub(crate) pypi: Option<String>,
     pub(crate) lock_network: Option<bool>,
     pub(crate) schedules: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawReview {
+    pub(crate) auto: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -198,6 +206,7 @@ impl RawConfig {
             sandbox,
             agent,
             chores,
+            review,
             prices,
         } = top;
         overlay_fields!(self.model, model; provider, name, base_url, api_key_env, context_window,
@@ -211,6 +220,7 @@ impl RawConfig {
             setup, setup_network, local_user, docker_host);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file);
         overlay_fields!(self.chores, chores; cargo_index, npm_registry, pypi, lock_network, schedules);
+        overlay_fields!(self.review, review; auto);
         self.prices.extend(prices);
     }
 }

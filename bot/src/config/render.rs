@@ -151,6 +151,9 @@ impl Config {
         out.value("chores", "lock_network", c.lock_network.to_string());
         out.value("chores", "schedules", c.schedules.to_string());
 
+        out.section("review");
+        out.value("review", "auto", self.review.auto.to_string());
+
         for (model, price) in &self.prices {
             let section = format!("prices.{}", string(model));
             out.section(&section);

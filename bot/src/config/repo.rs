@@ -43,6 +43,19 @@ const SECTIONS: &[(&str, &[&str])] = &[
     ),
     ("triage", &["on_failure", "auto_fix", "rerun_flaky", "comment"]),
     (
+        "review",
+        &[
+            "auto",
+            "bots",
+            "paths",
+            "ignore_paths",
+            "max_comments",
+            "event",
+            "instructions",
+            "describe",
+        ],
+    ),
+    (
         "chores.deps",
         &[
             "schedule",
@@ -86,8 +99,113 @@ pub struct RepoConfig {
     pub sandbox: RepoSandbox,
     pub triggers: RepoTriggers,
     pub triage: TriageSettings,
+    /// `[review]`: automatic reviews, and what a review says.
+    pub review: RepoReview,
     /// `[chores.deps]`: dependency updates.
     pub deps: DepsChore,
+}
+
+/// `[review]` as written; `None` and empty lists mean the file does not say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepoReview {
+    /// Review every pull request as it opens and changes; `None`: the operator's default.
+    pub auto: Option<bool>,
+    /// Bot accounts whose pull requests are reviewed anyway (others' are skipped).
+    pub bots: Vec<String>,
+    /// Only files matching these globs are reviewed; empty: every file.
+    pub paths: Vec<String>,
+    /// Files matching these globs are never reviewed.
+    pub ignore_paths: Vec<String>,
+    /// At most this many inline comments per review; the rest go to the summary.
+    pub max_comments: Option<u32>,
+    pub event: Option<ReviewVerdict>,
+    /// What the repository tells every review, e.g. "we don't care about import order".
+    pub instructions: Option<String>,
+    /// Write the pull request's description section when it opens.
+    pub describe: Option<bool>,
+}
+
+/// How a review with findings is posted: `[review] event`. pitcrew never approves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReviewVerdict {
+    /// A comment review, whatever it found.
+    #[default]
+    Comment,
+    /// "Request changes" when a blocking finding exists; a later review without one dismisses it.
+    RequestChanges,
+}
+
+impl ReviewVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewVerdict::Comment => "comment",
+            ReviewVerdict::RequestChanges => "request_changes",
+        }
+    }
+}
+
+/// The inline comments a review makes at most, unless `[review] max_comments` says.
+pub const DEFAULT_MAX_REVIEW_COMMENTS: u32 = 10;
+
+/// What reviews in one repository do: its `[review]` over the operator's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReviewSettings {
+    /// Pull requests are reviewed as they open and change, without being asked.
+    pub auto: bool,
+    pub bots: Vec<String>,
+    pub paths: Vec<String>,
+    pub ignore_paths: Vec<String>,
+    pub max_comments: u32,
+    pub event: ReviewVerdict,
+    pub instructions: Option<String>,
+    pub describe: bool,
+}
+
+impl Default for ReviewSettings {
+    /// A repository that says nothing, on a server that says nothing.
+    fn default() -> Self {
+        RepoConfig::default().review_settings(false)
+    }
+}
+
+impl ReviewSettings {
+    /// Why `path` is not reviewed (`ignored by config`, `not in [review] paths`), or `None`.
+    pub fn excluded(&self, path: &str) -> Option<&'static str> {
+        if self.ignore_paths.iter().any(|glob| path_glob_matches(glob, path)) {
+            return Some("ignored by config");
+        }
+        if !self.paths.is_empty() && !self.paths.iter().any(|glob| path_glob_matches(glob, path)) {
+            return Some("outside [review] paths");
+        }
+        None
+    }
+
+    /// Whether a pull request by `login` (a bot account) is reviewed automatically.
+    pub fn reviews_bot(&self, login: &str) -> bool {
+        self.bots.iter().any(|bot| bot.eq_ignore_ascii_case(login))
+    }
+}
+
+/// Whether a repository-relative `path` matches a review path glob, as `.gitignore` reads them: a
+/// glob without `/` matches a file's name in any directory (`*.lock`), one with `/` the whole path
+/// from the root (`vendor/**`, `src/*.rs`, where `*` stays within a directory); a glob ending in
+/// `/` matches everything below that directory.
+pub fn path_glob_matches(glob: &str, path: &str) -> bool {
+    let glob = glob.trim().trim_start_matches("./");
+    let (glob, below) = match glob.strip_suffix('/') {
+        Some(dir) => (format!("{}/**", dir.trim_start_matches('/')), true),
+        None => (glob.trim_start_matches('/').to_owned(), false),
+    };
+    let anchored = below || glob.contains('/');
+    let Ok(compiled) = globset::GlobBuilder::new(&glob).literal_separator(true).build() else {
+        return false;
+    };
+    let matcher = compiled.compile_matcher();
+    if anchored {
+        matcher.is_match(path)
+    } else {
+        path.rsplit('/').next().is_some_and(|name| matcher.is_match(name)) || matcher.is_match(path)
+    }
 }
 
 /// `[chores.deps]`: when and how dependencies are updated. Without a schedule the chore runs only
@@ -398,16 +516,33 @@ impl RepoConfig {
             image_source,
             setup,
             setup_network,
-            triggers: self.trigger_settings(&ops.trigger),
+            triggers: self.trigger_settings(&ops.trigger, operator.review.auto),
             triage: self.triage,
+            review: self.review_settings(operator.review.auto),
             notes,
         }
     }
 }
 
 impl RepoConfig {
-    /// Who may start what, and how: the repository's `[triggers]` over the operator's trigger word.
-    pub fn trigger_settings(&self, operator_trigger: &str) -> TriggerSettings {
+    /// What reviews do here: the repository's `[review]` over the operator's `[review] auto`.
+    pub fn review_settings(&self, operator_auto: bool) -> ReviewSettings {
+        let r = &self.review;
+        ReviewSettings {
+            auto: r.auto.unwrap_or(operator_auto),
+            bots: r.bots.clone(),
+            paths: r.paths.clone(),
+            ignore_paths: r.ignore_paths.clone(),
+            max_comments: r.max_comments.unwrap_or(DEFAULT_MAX_REVIEW_COMMENTS),
+            event: r.event.unwrap_or_default(),
+            instructions: r.instructions.clone(),
+            describe: r.describe.unwrap_or(false),
+        }
+    }
+
+    /// Who may start what, and how: the repository's `[triggers]` over the operator's trigger word
+    /// (and its `[review] auto`).
+    pub fn trigger_settings(&self, operator_trigger: &str, operator_auto_review: bool) -> TriggerSettings {
         let t = &self.triggers;
         TriggerSettings {
             trigger: t.trigger.clone().unwrap_or_else(|| operator_trigger.to_owned()),
@@ -420,6 +555,7 @@ impl RepoConfig {
             min_permission: t.min_permission.unwrap_or_default(),
             allowed_users: t.allowed_users.clone(),
             ci_triage: self.triage.on_failure,
+            review: self.review_settings(operator_auto_review),
         }
     }
 }
@@ -467,6 +603,7 @@ pub struct EffectiveSettings {
     pub setup_network: bool,
     pub triggers: TriggerSettings,
     pub triage: TriageSettings,
+    pub review: ReviewSettings,
     /// What the repository asked for and did not get, one sentence each, for the job's report.
     pub notes: Vec<String>,
 }
@@ -487,6 +624,8 @@ pub struct TriggerSettings {
     pub allowed_users: Option<Vec<String>>,
     /// `[triage] on_failure`: failing CI starts a triage without being asked.
     pub ci_triage: bool,
+    /// `[review]`: which pull requests are reviewed without being asked.
+    pub review: ReviewSettings,
 }
 
 impl TriggerSettings {
@@ -657,6 +796,40 @@ impl Walk {
             }
             ("chores.deps", "max_open_prs") => whole(key, v).map(|x| c.deps.max_open_prs = Some(x)),
             ("chores.deps", "dashboard") => boolean(key, v).map(|x| c.deps.dashboard = x),
+            ("review", "auto") => boolean(key, v).map(|x| c.review.auto = Some(x)),
+            ("review", "bots") => {
+                logins(key, v, "leave it out to skip every bot's pull requests").map(|x| c.review.bots = x)
+            }
+            ("review", "paths") => path_globs(key, v).map(|x| c.review.paths = x),
+            ("review", "ignore_paths") => path_globs(key, v).map(|x| c.review.ignore_paths = x),
+            ("review", "max_comments") => whole(key, v).map(|x| c.review.max_comments = Some(x)),
+            ("review", "event") => string(key, v).and_then(|event| match event {
+                "comment" => {
+                    c.review.event = Some(ReviewVerdict::Comment);
+                    Ok(())
+                }
+                "request_changes" => {
+                    c.review.event = Some(ReviewVerdict::RequestChanges);
+                    Ok(())
+                }
+                "approve" => Err(invalid(
+                    key,
+                    v,
+                    "pitcrew never approves; expected `comment` or `request_changes`",
+                )),
+                other => {
+                    let hint = Hint::closest(other, ["comment", "request_changes"], |g| format!("`{g}`"));
+                    Err(invalid(
+                        key,
+                        v,
+                        format!("expected `comment` or `request_changes`{hint}"),
+                    ))
+                }
+            }),
+            ("review", "instructions") => {
+                script(key, v, "leave it out for no instructions").map(|x| c.review.instructions = Some(x))
+            }
+            ("review", "describe") => boolean(key, v).map(|x| c.review.describe = Some(x)),
             ("chores.deps", "group") => string(key, v).and_then(|group| match group {
                 "ecosystem" => {
                     c.deps.group = DepsGrouping::Ecosystem;
@@ -957,6 +1130,24 @@ fn logins(key: &str, v: &Value<'_>, when_empty: &str) -> Result<Vec<String>, Bad
         }
     }
     if bad.is_empty() { Ok(users) } else { Err(bad) }
+}
+
+/// Review path globs (`vendor/**`, `*.lock`, `docs/`): each must compile.
+fn path_globs(key: &str, v: &Value<'_>) -> Result<Vec<String>, Bad> {
+    let (patterns, mut bad) = strings(key, v)?;
+    let mut out = Vec::new();
+    for (pattern, at) in patterns {
+        let pattern = pattern.trim();
+        if pattern.is_empty() {
+            bad.push((at, format!("`{key}` holds an empty pattern")));
+            continue;
+        }
+        match globset::Glob::new(pattern.trim_end_matches('/')) {
+            Ok(_) => out.push(pattern.to_owned()),
+            Err(error) => bad.push((at, format!("invalid pattern {pattern:?} in `{key}`: {}", error.kind()))),
+        }
+    }
+    if bad.is_empty() { Ok(out) } else { Err(bad) }
 }
 
 /// GitHub labels: not empty, at most [`MAX_LABEL_CHARS`] characters.

@@ -59,6 +59,16 @@ on_failure = false
 auto_fix = true
 rerun_flaky = true
 comment = false
+
+[review]
+auto = true
+bots = ["renovate[bot]"]
+paths = ["src/", "*.rs"]
+ignore_paths = ["vendor/**", "*.lock"]
+max_comments = 5
+event = "request_changes"
+instructions = "We don't care about import order."
+describe = true
 "#;
 
 #[test]
@@ -100,9 +110,72 @@ fn a_full_valid_file() {
                 rerun_flaky: true,
                 comment: false,
             },
+            review: RepoReview {
+                auto: Some(true),
+                bots: vec!["renovate[bot]".into()],
+                paths: vec!["src/".into(), "*.rs".into()],
+                ignore_paths: vec!["vendor/**".into(), "*.lock".into()],
+                max_comments: Some(5),
+                event: Some(ReviewVerdict::RequestChanges),
+                instructions: Some("We don't care about import order.".into()),
+                describe: Some(true),
+            },
             deps: DepsChore::default(),
         }
     );
+}
+
+#[test]
+fn review_paths_read_like_gitignore() {
+    let settings = RepoConfig::parse("[review]\npaths = [\"src/\", \"*.py\", \"lib/*.rs\"]\nignore_paths = [\"vendor/**\", \"*.lock\", \"/generated\"]\n")
+        .unwrap()
+        .review_settings(false);
+    let excluded = |path: &str| settings.excluded(path);
+    assert_eq!(excluded("src/main.rs"), None);
+    assert_eq!(
+        excluded("src/deep/mod.rs"),
+        None,
+        "a directory glob covers everything below it"
+    );
+    assert_eq!(
+        excluded("tools/x.py"),
+        None,
+        "a glob without `/` matches a name in any directory"
+    );
+    assert_eq!(excluded("lib/a.rs"), None);
+    assert_eq!(
+        excluded("lib/sub/a.rs"),
+        Some("outside [review] paths"),
+        "`*` stays in one directory"
+    );
+    assert_eq!(excluded("README.md"), Some("outside [review] paths"));
+    assert_eq!(excluded("src/vendor/x.rs"), None, "`vendor/**` is anchored at the root");
+    assert_eq!(excluded("vendor/x/y.py"), Some("ignored by config"));
+    assert_eq!(excluded("src/Cargo.lock"), Some("ignored by config"));
+    assert_eq!(excluded("generated"), Some("ignored by config"));
+    // Nothing said: every file, no bots, ten inline comments, comment reviews, the operator's auto.
+    let defaults = RepoConfig::default().review_settings(true);
+    assert!(defaults.auto && defaults.excluded("anything/at.all").is_none());
+    assert_eq!((defaults.max_comments, defaults.event), (10, ReviewVerdict::Comment));
+    assert!(!defaults.reviews_bot("renovate[bot]"));
+    assert!(
+        !RepoConfig::parse("[review]\nauto = false\n")
+            .unwrap()
+            .review_settings(true)
+            .auto
+    );
+}
+
+#[test]
+fn bad_review_settings_are_located() {
+    insta::assert_snapshot!(problems("[review]\nauto = \"yes\"\nevent = \"approve\"\nbots = [\"@renovate\"]\npaths = [\"src/[\"]\nmax_comments = 0\nevnt = \"comment\"\n"), @r#"
+    .github/pitcrew.toml:2:8: `review.auto` must be a boolean (true or false), found string
+    .github/pitcrew.toml:3:9: invalid `review.event` = "approve": pitcrew never approves; expected `comment` or `request_changes`
+    .github/pitcrew.toml:4:9: invalid login "@renovate" in `review.bots`: expected a GitHub login (letters, digits and single hyphens, at most 39 characters); write it without the `@`
+    .github/pitcrew.toml:5:10: invalid pattern "src/[" in `review.paths`: unclosed character class; missing ']'
+    .github/pitcrew.toml:6:16: invalid `review.max_comments` = 0: must be at least 1
+    .github/pitcrew.toml:7:1: unknown key `evnt` in [review]; did you mean `event`?; valid keys in [review]: auto, bots, paths, ignore_paths, max_comments, event, instructions, describe
+    "#);
 }
 
 #[test]
@@ -131,7 +204,11 @@ fn every_listed_key_is_accepted() {
                 "max_cost_usd" => "1.5",
                 "max_wall_time" => "\"5m\"",
                 "setup_network" | "assign" | "on_failure" | "auto_fix" | "rerun_flaky" | "comment" | "major"
-                | "update_pinned" | "dashboard" => "false",
+                | "update_pinned" | "dashboard" | "auto" | "describe" => "false",
+                "bots" => "[\"renovate[bot]\"]",
+                "paths" | "ignore_paths" => "[\"src/\"]",
+                "max_comments" => "3",
+                "event" => "\"request_changes\"",
                 "schedule" => "\"0 6 * * 1\"",
                 "timezone" => "\"Europe/Berlin\"",
                 "ecosystems" => "[\"cargo\"]",
@@ -186,7 +263,7 @@ fn unknown_section_and_keys_outside_any_section() {
     insta::assert_snapshot!(problems("max_steps = 3\nbudget = 1\n[agnet]\nmax_steps = 3\n\n[chores.deps]\nschedule = \"0 6 * * 1\"\n"), @r#"
     .github/pitcrew.toml:1:1: `max_steps` is outside any section; did you mean `max_steps` under `[agent]`?
     .github/pitcrew.toml:2:1: `budget` is outside any section; settings go under a section header such as `[agent]`
-    .github/pitcrew.toml:3:2: unknown section `[agnet]`; did you mean `[agent]`?; valid sections: model, agent, sandbox, triggers, triage, chores.deps
+    .github/pitcrew.toml:3:2: unknown section `[agnet]`; did you mean `[agent]`?; valid sections: model, agent, sandbox, triggers, triage, review, chores.deps
     "#);
 }
 
@@ -284,7 +361,7 @@ name = \"x\"
     .github/pitcrew.toml:3:20: unknown command `stpo` in `triggers.commands`; did you mean `stop`?; the commands are: fix, review, explain, triage, help, stop, chore, ignore, unignore, rebase
     .github/pitcrew.toml:6:1: unknown key `max_step` in [agent]; did you mean `max_steps`?; valid keys in [agent]: max_steps, max_cost_usd, max_wall_time, test_command
     .github/pitcrew.toml:7:17: invalid `agent.max_wall_time` = "1.5h": fractions are not supported (no fractions: write "1h30m" or "90m", not "1.5h")
-    .github/pitcrew.toml:9:2: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, agent, sandbox, triggers, triage, chores.deps
+    .github/pitcrew.toml:9:2: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, agent, sandbox, triggers, triage, review, chores.deps
     "#);
 }
 
@@ -322,8 +399,10 @@ fn without_a_file_the_operator_decides_everything() {
                 min_permission: MinPermission::Write,
                 allowed_users: None,
                 ci_triage: true,
+                review: ReviewSettings::default(),
             },
             triage: TriageSettings::default(),
+            review: ReviewSettings::default(),
             notes: Vec::new(),
         }
     );
@@ -382,7 +461,7 @@ fn the_repository_chooses_model_image_setup_test_command_and_triggers() {
     assert!(!t.allows_user("mallory"));
     assert!(settings.triage.auto_fix && settings.triage.rerun_flaky && !settings.triage.comment);
     assert!(!settings.triage.on_failure && !t.ci_triage);
-    assert!(RepoConfig::default().trigger_settings("@agent").ci_triage);
+    assert!(RepoConfig::default().trigger_settings("@agent", false).ci_triage);
 }
 
 #[test]

@@ -66,7 +66,7 @@ pub(crate) fn env_var(section: &str, name: &str) -> String {
 
 /// Sections holding plain keys, in rendering order. `prices` is separate: its tables are keyed
 /// by model name and it can only be set in the file.
-pub(crate) const SECTIONS: &[&str] = &["model", "github", "server", "sandbox", "agent", "chores"];
+pub(crate) const SECTIONS: &[&str] = &["model", "github", "server", "sandbox", "agent", "chores", "review"];
 pub(crate) const PRICES: &str = "prices";
 pub(crate) const PRICE_KEYS: &[&str] = &["input", "output", "cache_read", "cache_write"];
 
@@ -131,6 +131,7 @@ pub(crate) const KEYS: &[Key] = &[
     key("chores", "pypi", Kind::Url),
     key("chores", "lock_network", Kind::Bool),
     key("chores", "schedules", Kind::Bool),
+    key("review", "auto", Kind::Bool),
 ];
 
 pub(crate) fn lookup(section: &str, name: &str) -> Option<&'static Key> {

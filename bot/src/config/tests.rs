@@ -426,7 +426,7 @@ fn unknown_sections_and_misplaced_keys_get_hints() {
     insta::assert_snapshot!(errs.join("\n"), @r"
     <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
     <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
-    <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, prices
+    <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, review, prices
     <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads
     ");
 }
@@ -838,7 +838,7 @@ fn malformed_and_unknown_flags() {
     --set max_steps: unknown setting; did you mean agent.max_steps?
     --set prices.gpt.input: `prices` can only be set in the config file, as [prices."MODEL"] tables
     --set agent.budget: unknown setting; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time, max_new_file
-    --set x.y: unknown setting; valid sections: model, github, server, sandbox, agent, chores
+    --set x.y: unknown setting; valid sections: model, github, server, sandbox, agent, chores, review
     --set agent.max_cost_usd: invalid `agent.max_cost_usd` = -2: must be greater than zero
     "#);
 }
@@ -1074,6 +1074,9 @@ fn render_redacted_shows_effective_values_and_origins() {
     pypi = "https://pypi.org/"                       # default
     lock_network = true                              # default
     schedules = true                                 # default
+
+    [review]
+    auto = false                                     # default
 
     [prices."gpt-4o"]
     input = 2.5                                      # <dir>/pitcrew.toml:6

@@ -17,10 +17,11 @@ use super::paging::{self, Listing, PageLimit, limits};
 use super::time::format_rfc3339;
 use super::types::{
     ActionsJob, Annotation, AssigneesBody, BodyOnly, CheckRun, CheckRunOutput, CheckRunPage, CheckRunSummary,
-    CheckRunUpdate, CheckRunUpdateBody, CommitPull, ContentEntry, CreatedPull, InstallationRepositoryPage, Issue,
-    IssueComment, JobLogText, JobPage, LabelsBody, NewCheckRun, NewCheckRunBody, NewIssue, NewPull, NewReview,
-    Permission, PermissionResponse, PullFile, PullRequest, PullSimple, PullUpdate, Reaction, ReactionBody, Repository,
-    Review, ReviewComment, ReviewersBody, RunFilter, TagName, WorkflowRunPage, WorkflowRunSummary,
+    CheckRunUpdate, CheckRunUpdateBody, CommitPull, ContentEntry, CreatedPull, DismissalBody,
+    InstallationRepositoryPage, Issue, IssueComment, JobLogText, JobPage, LabelsBody, NewCheckRun, NewCheckRunBody,
+    NewIssue, NewPull, NewReview, Permission, PermissionResponse, PullFile, PullRequest, PullSimple, PullUpdate,
+    Reaction, ReactionBody, Repository, Review, ReviewComment, ReviewersBody, RunFilter, TagName, WorkflowRunPage,
+    WorkflowRunSummary,
 };
 
 /// The largest file `get_file` reads (the contents API inlines files up to 1 MB).
@@ -424,6 +425,62 @@ impl GithubClient {
         let pull = pull.to_string();
         let endpoint = Endpoint::new(Method::POST, repo_path(repo, &["pulls", &pull, "reviews"]));
         self.json_with(endpoint, review).await
+    }
+
+    /// The comments of an issue's or pull request's conversation, oldest first (up to
+    /// [`limits::ISSUE_COMMENTS`]).
+    pub async fn list_issue_comments(
+        &self,
+        repo: &RepoName,
+        number: IssueNumber,
+    ) -> Result<Listing<IssueComment>, GithubError> {
+        let number = number.to_string();
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["issues", &number, "comments"]));
+        self.paged(endpoint, limits::ISSUE_COMMENTS, |page: Vec<IssueComment>| page)
+            .await
+    }
+
+    /// The review comments on a pull request's diff, oldest first (up to
+    /// [`limits::REVIEW_COMMENTS`]).
+    pub async fn list_review_comments(
+        &self,
+        repo: &RepoName,
+        pull: IssueNumber,
+    ) -> Result<Listing<ReviewComment>, GithubError> {
+        let pull = pull.to_string();
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["pulls", &pull, "comments"]));
+        self.paged(endpoint, limits::REVIEW_COMMENTS, |page: Vec<ReviewComment>| page)
+            .await
+    }
+
+    /// The reviews of a pull request, oldest first (up to [`limits::REVIEWS`]).
+    pub async fn list_reviews(&self, repo: &RepoName, pull: IssueNumber) -> Result<Listing<Review>, GithubError> {
+        let pull = pull.to_string();
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["pulls", &pull, "reviews"]));
+        self.paged(endpoint, limits::REVIEWS, |page: Vec<Review>| page).await
+    }
+
+    /// Dismisses a review that requested changes, with `message` saying why.
+    pub async fn dismiss_review(
+        &self,
+        repo: &RepoName,
+        pull: IssueNumber,
+        review: u64,
+        message: &str,
+    ) -> Result<Review, GithubError> {
+        let (pull, review) = (pull.to_string(), review.to_string());
+        let endpoint = Endpoint::new(
+            Method::PUT,
+            repo_path(repo, &["pulls", &pull, "reviews", &review, "dismissals"]),
+        );
+        self.json_with(
+            endpoint,
+            &DismissalBody {
+                message,
+                event: "DISMISS",
+            },
+        )
+        .await
     }
 
     pub async fn create_pull(&self, repo: &RepoName, pull: &NewPull) -> Result<CreatedPull, GithubError> {

@@ -51,6 +51,12 @@ pub(crate) mod limits {
     pub const INSTALLATION_REPOSITORIES: PageLimit = PageLimit::hundreds(100);
     /// Unbounded on GitHub: 10,000 installations of the App.
     pub const INSTALLATIONS: PageLimit = PageLimit::hundreds(100);
+    /// 3,000 comments in one conversation.
+    pub const ISSUE_COMMENTS: PageLimit = PageLimit::hundreds(30);
+    /// 3,000 review comments on one pull request.
+    pub const REVIEW_COMMENTS: PageLimit = PageLimit::hundreds(30);
+    /// 1,000 reviews of one pull request.
+    pub const REVIEWS: PageLimit = PageLimit::hundreds(10);
     /// 10,000 open pull requests.
     pub const OPEN_PULLS: PageLimit = PageLimit::hundreds(100);
     /// GitHub's check-runs list covers the ref's 1,000 most recent check suites; 3,000 runs.

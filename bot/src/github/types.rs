@@ -179,6 +179,16 @@ pub struct ReviewComment {
     pub html_url: String,
     #[serde(default, deserialize_with = "null_default")]
     pub user: User,
+    /// The line on the current diff; `None` when the comment is outdated.
+    #[serde(default)]
+    pub line: Option<u64>,
+    #[serde(default)]
+    pub original_line: Option<u64>,
+    /// The thread's first comment, for a reply.
+    #[serde(default)]
+    pub in_reply_to_id: Option<u64>,
+    #[serde(default)]
+    pub commit_id: Option<String>,
 }
 
 /// A reaction's content, as GitHub names it.
@@ -404,10 +414,22 @@ pub struct NewReview {
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct Review {
     pub id: u64,
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED` or `PENDING`.
     #[serde(default, deserialize_with = "null_default")]
     pub state: String,
     #[serde(default, deserialize_with = "null_default")]
     pub html_url: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub user: User,
+    #[serde(default, deserialize_with = "null_default")]
+    pub body: String,
+}
+
+/// `PUT …/reviews/{id}/dismissals`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DismissalBody<'a> {
+    pub message: &'a str,
+    pub event: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

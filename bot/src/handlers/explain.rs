@@ -169,5 +169,5 @@ async fn end(
         Some(cause) => JobEnd::Stopped { cause, saved: None },
         None => JobEnd::Answered,
     };
-    finish(env, targets, end, outcome, &[], settings).await
+    Ok(finish(env, targets, end, outcome, &[], settings).await)
 }

@@ -35,10 +35,22 @@ pub struct Targets {
     pub check_run: Option<CheckRunId>,
     pub comment: Option<ProgressComment>,
     pub info: JobInfo,
+    /// What stays around the job's text in a comment it shares with earlier jobs (a review's
+    /// summary comment keeps the earlier reviews below): `(before, after)`.
+    pub frame: Option<(String, String)>,
 }
 
 impl Targets {
+    /// Writes the job's text into its comment, inside its frame.
     pub async fn set_comment(&self, body: &str) -> Result<(), GithubError> {
+        let framed;
+        let body = match &self.frame {
+            Some((before, after)) => {
+                framed = format!("{before}{body}{after}");
+                framed.as_str()
+            }
+            None => body,
+        };
         match self.comment {
             Some(ProgressComment::Issue(id)) => {
                 self.github.update_issue_comment(&self.repo, id, body).await?;
@@ -49,6 +61,14 @@ impl Targets {
             None => {}
         }
         Ok(())
+    }
+
+    /// The same targets writing whole comment bodies (no frame).
+    pub fn unframed(&self) -> Targets {
+        Targets {
+            frame: None,
+            ..self.clone()
+        }
     }
 
     pub async fn set_check_run(&self, update: CheckRunUpdate) -> Result<(), GithubError> {

@@ -390,6 +390,7 @@ pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) 
         check_run: check_run.map(|run| run.id),
         comment: Some(comment),
         info,
+        frame: None,
     })
 }
 
@@ -416,6 +417,7 @@ async fn earlier_reporting(env: &JobEnv, info: &report::JobInfo) -> Option<Targe
         check_run,
         comment: Some(comment),
         info,
+        frame: None,
     };
     let body = report::progress::live(&targets.info, &Default::default(), Some("starting again"));
     if let Err(error) = targets.set_comment(&body).await {
@@ -514,6 +516,19 @@ pub(crate) async fn conclude(
     findings: &[ReviewFinding],
     settings: &crate::config::repo::EffectiveSettings,
 ) -> (Finish, session::Spent) {
+    conclude_with_comment(env, targets, ended, findings, settings, None).await
+}
+
+/// [`conclude`], with the final comment written by the job (`comment`) instead of the standard
+/// report; the store's result keeps the job's own text.
+pub(crate) async fn conclude_with_comment(
+    env: &JobEnv,
+    targets: &Targets,
+    ended: Ended,
+    findings: &[ReviewFinding],
+    settings: &crate::config::repo::EffectiveSettings,
+    comment_override: Option<&str>,
+) -> (Finish, session::Spent) {
     let spent = session::Spent::from_outcome(&ended.outcome);
     let stop = env.control.stop_cause().and_then(|cause| match cause {
         StopCause::Requested(request) => Some(request),
@@ -524,10 +539,12 @@ pub(crate) async fn conclude(
             cause: report::StopCause::Cancelled { .. },
             saved,
         } => report::JobEnd::Stopped {
-            cause: report::StopCause::Cancelled {
-                by: stop.as_ref().map(|request| match request {
-                    StopRequest::ByUser { login } => login.clone(),
-                }),
+            cause: match &stop {
+                Some(StopRequest::ByUser { login }) => report::StopCause::Cancelled {
+                    by: Some(login.clone()),
+                },
+                Some(StopRequest::Superseded { head }) => report::StopCause::Superseded { head: head.clone() },
+                None => report::StopCause::Cancelled { by: None },
             },
             saved,
         },
@@ -564,6 +581,9 @@ pub(crate) async fn conclude(
             comment.push_str(&format!("> {}\n", report::markdown::prose(note)));
         }
     }
+    if let Some(own) = comment_override {
+        comment = own.to_owned();
+    }
     targets.complete(conclusion.kind, output, &comment).await;
     let words = report::headline(&result.end);
     let finished = JobRecord::Finished {
@@ -586,7 +606,7 @@ pub(crate) async fn conclude(
     };
     let finish = match &result.end {
         report::JobEnd::Stopped {
-            cause: report::StopCause::Cancelled { .. },
+            cause: report::StopCause::Cancelled { .. } | report::StopCause::Superseded { .. },
             ..
         } => Finish::Cancelled(stop.map_or(words, |request| request.to_string())),
         report::JobEnd::Stopped { .. } => {

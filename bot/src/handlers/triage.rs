@@ -124,6 +124,7 @@ async fn open_check_run(
         check_run: Some(check_run),
         comment: None,
         info,
+        frame: None,
     })
 }
 

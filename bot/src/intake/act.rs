@@ -18,8 +18,8 @@ use crate::github::{GithubAccess, GithubClient, GithubError, Reaction, RepoName}
 use crate::jobs::{DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, StopRequest, WorkerPool, now_ms};
 use crate::report::{dashboard, replies};
 use crate::triggers::{
-    Action, Decision, Event, EventError, JobKind, JobRequest, PermissionGate, ReplyTarget, Request, TriggerConfig,
-    decide,
+    Action, Decision, Event, EventError, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request,
+    TriggerConfig, decide,
 };
 
 /// What handling a delivery uses.
@@ -43,6 +43,8 @@ async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSetting
     let (event_ctx, body) = match event {
         Event::Comment(comment) => (&comment.ctx, Some(comment.body.as_str())),
         Event::IssueAssigned { ctx, .. } | Event::IssueLabeled { ctx, .. } => (ctx, None),
+        // Whether it is reviewed without being asked is the repository's choice.
+        Event::PullRequestChanged { ctx, .. } => (ctx, None),
         // Only a person's edit of a dependency dashboard can ask for anything: every other issue
         // edit costs no read of the configuration.
         Event::IssueEdited { ctx, issue, .. }
@@ -99,7 +101,8 @@ async fn repo_triggers(ctx: &Ctx, event: &Event) -> Result<Option<TriggerSetting
             config
         }
     };
-    Ok(Some(config.trigger_settings(&ctx.settings.triggers.trigger)))
+    let base = &ctx.settings.triggers;
+    Ok(Some(config.trigger_settings(&base.trigger, base.review.auto)))
 }
 
 /// The operator's trigger configuration with a repository's settings applied.
@@ -111,6 +114,7 @@ fn with_repo(base: &TriggerConfig, repo: &TriggerSettings) -> TriggerConfig {
         assign: repo.assign,
         commands: repo.commands.clone(),
         ci_triage: repo.ci_triage,
+        review: repo.review.clone(),
     }
 }
 
@@ -291,19 +295,22 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
             Action::Run(job) if duplicate_triage(ctx, job).await? => {
                 tracing::info!(key = %job.key(), "a triage of this commit is already queued");
             }
-            Action::Run(job) => match serde_json::to_value(job.as_ref()) {
-                Ok(value) => planned.jobs.push(NewJob {
-                    kind: job.kind.as_str().to_owned(),
-                    repo: job.repo.name.to_string(),
-                    key: job.key(),
-                    request: value,
-                    delivery: Some(id.clone()),
-                    max_attempts: ctx.settings.job_attempts.max(1),
-                }),
-                Err(error) => {
-                    tracing::error!(error = %error, "could not encode a job request; skipped");
+            Action::Run(job) => {
+                supersede_reviews(ctx, job).await?;
+                match serde_json::to_value(job.as_ref()) {
+                    Ok(value) => planned.jobs.push(NewJob {
+                        kind: job.kind.as_str().to_owned(),
+                        repo: job.repo.name.to_string(),
+                        key: job.key(),
+                        request: value,
+                        delivery: Some(id.clone()),
+                        max_attempts: ctx.settings.job_attempts.max(1),
+                    }),
+                    Err(error) => {
+                        tracing::error!(error = %error, "could not encode a job request; skipped");
+                    }
                 }
-            },
+            }
         }
     }
     // Nobody asked for a CI triage, so nobody is told it waits.
@@ -365,6 +372,26 @@ async fn duplicate_triage(ctx: &Ctx, job: &JobRequest) -> Result<bool, Retry> {
             other.kind == JobKind::Triage && other.head_sha == job.head_sha && other.repo == job.repo
         })
     }))
+}
+
+/// An automatic review of a newer head supersedes the pull request's queued and running reviews:
+/// one review per pull request, of its newest commits. Other jobs of the pull request (a fix) go on.
+async fn supersede_reviews(ctx: &Ctx, job: &JobRequest) -> Result<(), Retry> {
+    let (JobKind::Review, JobSource::PullRequest { .. }, Some(head)) = (&job.kind, &job.source, &job.head_sha) else {
+        return Ok(());
+    };
+    let key = job.key();
+    let stop = StopRequest::Superseded { head: head.to_string() };
+    let superseded = ctx
+        .pool
+        .supersede(&key, JobKind::Review.as_str(), &stop)
+        .await
+        .map_err(|error| Retry(format!("superseding the reviews of {key}: {error}")))?;
+    if !superseded.is_empty() {
+        tracing::info!(key, cancelled = ?superseded.cancelled, stopping = ?superseded.stopping,
+            "earlier reviews superseded by a newer push");
+    }
+    Ok(())
 }
 
 /// Jobs on `key` that a new one would wait behind: queued ones, and the running one unless it is

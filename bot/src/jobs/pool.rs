@@ -270,6 +270,18 @@ impl WorkerPool {
         Ok(cancellation)
     }
 
+    /// [`JobStore::supersede`], and the running job's worker told at once.
+    pub async fn supersede(&self, key: &str, kind: &str, request: &StopRequest) -> Result<Cancellation, StoreError> {
+        let cancellation = self.shared.store.supersede(key, kind, request, now_ms()).await?;
+        let running = lock(&self.shared.running);
+        for id in &cancellation.stopping {
+            if let Some(control) = running.get(id) {
+                control.stop(StopCause::Requested(request.clone()));
+            }
+        }
+        Ok(cancellation)
+    }
+
     /// Stops claiming new jobs; running ones go on. [`WorkerPool::shutdown`] does this first.
     pub fn stop_claiming(&self) {
         self.shared.stopping.cancel();

@@ -152,6 +152,58 @@ impl From<StoreError> for Fail {
 }
 
 impl SqliteStore {
+    /// Cancels the queued jobs of `key` (of `kind` only, when given) and asks its running one to stop.
+    fn cancel_of_kind(
+        &self,
+        key: &str,
+        kind: Option<&str>,
+        request: &StopRequest,
+        now: i64,
+    ) -> StoreFuture<Cancellation> {
+        let (key, kind, request) = (key.to_owned(), kind.map(str::to_owned), request.clone());
+        self.write(move |connection| {
+            let (reason, by) = stop_columns(&request);
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut cancellation = Cancellation::default();
+            let targets: Vec<(i64, String, Option<String>)> = tx
+                .prepare_cached(
+                    "SELECT id, state, cancel_by FROM jobs
+                     WHERE key = ?1 AND state IN ('queued', 'running') AND (?2 IS NULL OR kind = ?2) ORDER BY id",
+                )?
+                .query_map(params![&key, &kind], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            for (id, state, asked) in targets {
+                let id = JobId(id);
+                if state == JobState::Queued.as_str() {
+                    tx.execute(
+                        "UPDATE jobs SET state = 'cancelled', finished_at = ?2, error = ?3 WHERE id = ?1",
+                        params![id.0, now, reason],
+                    )?;
+                    let finished = Lifecycle::Finished {
+                        state: JobState::Cancelled,
+                        attempt: None,
+                        error: Some(reason.clone()),
+                    };
+                    insert_record(&tx, id, &finished, now)?;
+                    cancellation.cancelled.push(id);
+                } else {
+                    // A second stop keeps the first request: that is what the worker may already act on.
+                    if asked.is_none() {
+                        tx.execute(
+                            "UPDATE jobs SET cancel_reason = ?2, cancel_by = ?3 WHERE id = ?1",
+                            params![id.0, reason, by],
+                        )?;
+                        let asked = Lifecycle::CancelRequested { reason: reason.clone() };
+                        insert_record(&tx, id, &asked, now)?;
+                    }
+                    cancellation.stopping.push(id);
+                }
+            }
+            tx.commit()?;
+            Ok(cancellation)
+        })
+    }
+
     /// Opens (creating it and the directory when missing) `<data_dir>/pitcrew.sqlite3`. Blocking:
     /// call it at startup, or inside `spawn_blocking`.
     pub fn open(data_dir: &Path) -> Result<SqliteStore, StoreError> {
@@ -373,15 +425,23 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     })
 }
 
+/// What `cancel_by` holds for a stop by a newer push: `superseded:` and its sha (a GitHub login
+/// has no `:`, so the two never mix).
+const SUPERSEDED_BY: &str = "superseded:";
+
 /// The stop asked of a job, from its `cancel_by` column.
 fn stop_request(cancel_by: Option<String>) -> Option<StopRequest> {
-    cancel_by.map(|login| StopRequest::ByUser { login })
+    cancel_by.map(|by| match by.strip_prefix(SUPERSEDED_BY) {
+        Some(head) => StopRequest::Superseded { head: head.to_owned() },
+        None => StopRequest::ByUser { login: by },
+    })
 }
 
-/// The columns a stop request is kept in: its words and who asked.
-fn stop_columns(request: &StopRequest) -> (String, &str) {
+/// The columns a stop request is kept in: its words and who (or what) asked.
+fn stop_columns(request: &StopRequest) -> (String, String) {
     match request {
-        StopRequest::ByUser { login } => (request.to_string(), login.as_str()),
+        StopRequest::ByUser { login } => (request.to_string(), login.clone()),
+        StopRequest::Superseded { head } => (request.to_string(), format!("{SUPERSEDED_BY}{head}")),
     }
 }
 
@@ -685,48 +745,11 @@ impl JobStore for SqliteStore {
     }
 
     fn cancel(&self, key: &str, request: &StopRequest, now: i64) -> StoreFuture<Cancellation> {
-        let (key, request) = (key.to_owned(), request.clone());
-        self.write(move |connection| {
-            let (reason, by) = stop_columns(&request);
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut cancellation = Cancellation::default();
-            let targets: Vec<(i64, String, Option<String>)> = tx
-                .prepare_cached(
-                    "SELECT id, state, cancel_by FROM jobs
-                     WHERE key = ?1 AND state IN ('queued', 'running') ORDER BY id",
-                )?
-                .query_map([&key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
-                .collect::<rusqlite::Result<_>>()?;
-            for (id, state, asked) in targets {
-                let id = JobId(id);
-                if state == JobState::Queued.as_str() {
-                    tx.execute(
-                        "UPDATE jobs SET state = 'cancelled', finished_at = ?2, error = ?3 WHERE id = ?1",
-                        params![id.0, now, reason],
-                    )?;
-                    let finished = Lifecycle::Finished {
-                        state: JobState::Cancelled,
-                        attempt: None,
-                        error: Some(reason.clone()),
-                    };
-                    insert_record(&tx, id, &finished, now)?;
-                    cancellation.cancelled.push(id);
-                } else {
-                    // A second stop keeps the first request: that is what the worker may already act on.
-                    if asked.is_none() {
-                        tx.execute(
-                            "UPDATE jobs SET cancel_reason = ?2, cancel_by = ?3 WHERE id = ?1",
-                            params![id.0, reason, by],
-                        )?;
-                        let asked = Lifecycle::CancelRequested { reason: reason.clone() };
-                        insert_record(&tx, id, &asked, now)?;
-                    }
-                    cancellation.stopping.push(id);
-                }
-            }
-            tx.commit()?;
-            Ok(cancellation)
-        })
+        self.cancel_of_kind(key, None, request, now)
+    }
+
+    fn supersede(&self, key: &str, kind: &str, request: &StopRequest, now: i64) -> StoreFuture<Cancellation> {
+        self.cancel_of_kind(key, Some(kind), request, now)
     }
 
     fn recover(&self, now: i64) -> StoreFuture<Recovery> {

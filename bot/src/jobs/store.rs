@@ -248,12 +248,17 @@ impl Finish {
 pub enum StopRequest {
     /// `@agent stop`, by this GitHub login.
     ByUser { login: String },
+    /// A newer commit came (its sha): an automatic review of the older one is no longer wanted.
+    Superseded { head: String },
 }
 
 impl fmt::Display for StopRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StopRequest::ByUser { login } => write!(f, "stopped by @{login}"),
+            StopRequest::Superseded { head } => {
+                write!(f, "superseded by a newer push ({})", head.get(..7).unwrap_or(head))
+            }
         }
     }
 }
@@ -409,6 +414,10 @@ pub trait JobStore: Send + Sync + 'static {
     /// `@agent stop` for a key: its queued jobs are cancelled at once (the request's words are their
     /// error); a running one is asked to stop, and keeps the first request made.
     fn cancel(&self, key: &str, request: &StopRequest, now: i64) -> StoreFuture<Cancellation>;
+
+    /// Like [`JobStore::cancel`], for the jobs of `key` of one `kind` only (a newer push supersedes
+    /// a review, never a fix of the same pull request).
+    fn supersede(&self, key: &str, kind: &str, request: &StopRequest, now: i64) -> StoreFuture<Cancellation>;
 
     /// Running jobs whose lease expired before `now` (their worker crashed or hung): queued again
     /// while attempts remain, else failed with a plain reason; cancelled if a stop had been asked.

@@ -80,6 +80,10 @@ pub fn conclusion(result: &JobResult) -> Conclusion {
                     (Cancelled, format!("stopped by @{}", super::login_text(login)))
                 }
                 StopCause::Cancelled { by: None } => (Cancelled, "stopped by a shutdown".to_owned()),
+                StopCause::Superseded { head } => (
+                    Cancelled,
+                    format!("superseded by a newer push ({}), reviewed next", super::short_sha(head)),
+                ),
                 StopCause::Budget(budget) => (Neutral, replies::budget_words(*budget).to_owned()),
                 StopCause::Stuck { .. } => (Neutral, "stopped without progress".to_owned()),
                 StopCause::TestsRegressed => (
@@ -434,6 +438,7 @@ mod tests {
                 end_line: Some(14),
                 body: "This can panic on empty input.".into(),
                 suggestion: None,
+                ..ReviewFinding::default()
             },
             ReviewFinding {
                 path: "/home/runner/x.rs".into(),
@@ -441,6 +446,7 @@ mod tests {
                 end_line: None,
                 body: "outside the repository".into(),
                 suggestion: None,
+                ..ReviewFinding::default()
             },
         ];
         let output = completed(&result, &findings, "@agent");
@@ -573,6 +579,7 @@ mod tests {
                 end_line: None,
                 body: "x".repeat(5_000),
                 suggestion: None,
+                ..ReviewFinding::default()
             })
             .collect();
         let output = completed(&result, &findings, "@agent");

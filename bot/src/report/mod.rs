@@ -33,6 +33,8 @@ pub enum RequestedBy {
     FailedCheck(String),
     /// A scheduled chore.
     Schedule,
+    /// An automatic review: what happened to the pull request (`opened`, `synchronize`, …).
+    PullRequestEvent(String),
 }
 
 /// The job a report is about.
@@ -89,6 +91,8 @@ pub enum StopCause {
     Stuck { tool: String },
     /// `@agent stop` (by that user), or a shutdown when `None`.
     Cancelled { by: Option<String> },
+    /// A newer push (its head) made this automatic review moot; that one is reviewed instead.
+    Superseded { head: String },
     /// The change made tests fail that passed before; it was not pushed.
     TestsRegressed,
     /// The branch moved while the job worked and the change conflicts with it in these files.
@@ -199,6 +203,7 @@ pub fn headline(end: &JobEnd) -> String {
             StopCause::Budget(budget) => format!("Stopped: {}", replies::budget_words(*budget)),
             StopCause::Stuck { .. } => "Stopped: no progress".to_owned(),
             StopCause::Cancelled { .. } => "Stopped on request".to_owned(),
+            StopCause::Superseded { head } => format!("Superseded by a newer push ({})", short_sha(head)),
             StopCause::TestsRegressed => "Not pushed: the change broke tests that passed before".to_owned(),
             StopCause::PushConflict { .. } => "Not pushed: conflict with new commits on the branch".to_owned(),
             StopCause::ModelProvider { .. } => "Failed: the model provider returned an error".to_owned(),
@@ -207,6 +212,11 @@ pub fn headline(end: &JobEnd) -> String {
             StopCause::Internal { .. } => "Failed: internal error".to_owned(),
         },
     }
+}
+
+/// A commit's first seven characters, as GitHub shows it.
+pub(crate) fn short_sha(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
 }
 
 /// What a headline adds after a push that had to rebase onto new commits of the branch.
@@ -290,6 +300,16 @@ pub(crate) fn requested_by(requested: &RequestedBy) -> String {
         RequestedBy::User(login) => format!("@{}", login_text(login)),
         RequestedBy::FailedCheck(name) => format!("the failed check {}", markdown::code_span(name)),
         RequestedBy::Schedule => "the schedule".to_owned(),
+        RequestedBy::PullRequestEvent(action) => {
+            let what = match action.as_str() {
+                "opened" => "was opened",
+                "reopened" => "was reopened",
+                "ready_for_review" => "was marked ready for review",
+                "synchronize" => "got new commits",
+                _ => "changed",
+            };
+            format!("`[review] auto` (the pull request {what})")
+        }
     }
 }
 

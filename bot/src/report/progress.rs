@@ -140,7 +140,7 @@ pub(crate) fn headline_markdown(end: &JobEnd) -> String {
         JobEnd::Patch { .. } => format!("⚠️ {words}"),
         JobEnd::Stopped { cause, .. } => {
             let icon = match cause {
-                StopCause::Cancelled { .. } => "⏹️",
+                StopCause::Cancelled { .. } | StopCause::Superseded { .. } => "⏹️",
                 StopCause::Budget(_) | StopCause::Stuck { .. } => "⏸️",
                 StopCause::TestsRegressed | StopCause::PushConflict { .. } => "⚠️",
                 StopCause::ModelProvider { .. }

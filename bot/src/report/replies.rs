@@ -148,6 +148,10 @@ pub fn failure(cause: &StopCause, trigger: &str, tests: Option<&TestDelta>) -> S
             markdown::code_span(tool)
         ),
         StopCause::Cancelled { by } => stopped(by.as_deref(), None),
+        StopCause::Superseded { head } => format!(
+            "New commits came while I was reviewing; I stopped and review the newest ({}) instead.",
+            markdown::code_span(super::short_sha(head))
+        ),
         StopCause::TestsRegressed => {
             let mut out = String::from("My change made tests fail that passed before, so I did not push it.");
             if let Some(delta) = tests

@@ -233,7 +233,8 @@ impl Server {
             )),
             _ => None,
         };
-        let triggers = TriggerConfig::new(config.agent.trigger.clone(), config.github.bot_name.clone());
+        let mut triggers = TriggerConfig::new(config.agent.trigger.clone(), config.github.bot_name.clone());
+        triggers.review.auto = config.review.auto;
         let dispatcher = Dispatcher::start(
             Arc::clone(&store),
             Arc::clone(&pool),

@@ -39,7 +39,7 @@ pub use path::Workspace;
 pub use plan::{Plan, PlanStep, StepStatus};
 pub use read_file::ReadFile;
 pub use reads::{Fingerprint, ReadTracker};
-pub use review::{ReviewComment, ReviewFinding};
+pub use review::{Recheck, RecheckFinding, ReviewComment, ReviewFinding};
 pub use run_tests::RunTests;
 pub use write_file::WriteFile;
 

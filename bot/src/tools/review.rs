@@ -1,6 +1,8 @@
 //! `review_comment`: how a reviewing agent records a finding ([`ReviewFinding`]) — a place in the
-//! new version of a file, what is wrong there and, when the fix is local, the replacement lines — for
-//! the job to post as a pull request review once the agent is done (`report::review` drafts it).
+//! new version of a file, what is wrong there, how much it matters (severity, category), whether
+//! the agent confirmed it and, when the fix is local, the replacement lines — for the job to post
+//! as a pull request review once the agent is done (`report::review` drafts it). `recheck_finding`
+//! answers whether an earlier finding on code that changed still applies ([`Recheck`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -9,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::files::blocking;
 use super::{BoxFuture, Tool, ToolContext, ToolError, parse_args};
+use crate::review::{Category, Severity};
 use crate::workspace::diff::DiffPositions;
 use crate::workspace::is_git_dir;
 
@@ -17,7 +20,7 @@ use crate::workspace::is_git_dir;
 pub const MAX_FINDINGS: usize = 100;
 
 /// Something the agent found, on line `line` (to `end_line`) of the new version of `path`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ReviewFinding {
     pub path: String,
     pub line: u32,
@@ -28,6 +31,13 @@ pub struct ReviewFinding {
     /// The replacement for the lines `line..=end_line`, verbatim (no fence).
     #[serde(default)]
     pub suggestion: Option<String>,
+    #[serde(default)]
+    pub severity: Severity,
+    #[serde(default)]
+    pub category: Category,
+    /// The agent confirmed it (read the callers, ran the test, tried the input).
+    #[serde(default)]
+    pub verified: bool,
 }
 
 impl ReviewFinding {
@@ -67,6 +77,9 @@ struct Args {
     end_line: Option<i64>,
     body: String,
     suggestion: Option<String>,
+    severity: Option<String>,
+    category: Option<String>,
+    verified: Option<bool>,
 }
 
 impl Tool for ReviewComment {
@@ -80,9 +93,12 @@ impl Tool for ReviewComment {
          numbers), `end_line` the last line when the finding covers several. `body` says what is wrong and why \
          it matters (markdown). `suggestion` is optional: the exact text that should replace lines \
          line..=end_line, without a code fence, with the original indentation; give it only when the fix is a \
-         local replacement of those lines. Findings on lines the diff shows become inline comments; others are \
-         listed in the review's summary. Call once per finding, most important first; the review is posted when \
-         you finish."
+         local replacement of those lines. `severity`: `blocking` (a bug, a security hole, a broken contract: the \
+         pull request should not merge as it is), `suggestion` (worth changing) or `nit` (polish). `category`: bug, \
+         security, performance, tests, maintainability or style. `verified`: true only when you confirmed the \
+         problem (read the callers, ran a test, tried the input); a blocking finding you could not confirm is \
+         shown as unverified. Findings on lines the diff shows become inline comments; others are listed in the \
+         review's summary. Call once per finding, most important first; the review is posted when you finish."
     }
 
     fn parameters(&self) -> Value {
@@ -93,9 +109,12 @@ impl Tool for ReviewComment {
                 "line": {"type": "integer", "minimum": 1, "description": "First line of the finding (1-based, in the file as it is now)."},
                 "end_line": {"type": "integer", "minimum": 1, "description": "Last line, when the finding covers several; at least `line`."},
                 "body": {"type": "string", "description": "What is wrong and why it matters (markdown)."},
-                "suggestion": {"type": "string", "description": "The replacement for lines line..=end_line, verbatim, no fence. Only for a local fix."}
+                "suggestion": {"type": "string", "description": "The replacement for lines line..=end_line, verbatim, no fence. Only for a local fix."},
+                "severity": {"type": "string", "enum": ["blocking", "suggestion", "nit"], "description": "How much it matters."},
+                "category": {"type": "string", "enum": ["bug", "security", "performance", "tests", "maintainability", "style"], "description": "What it is about."},
+                "verified": {"type": "boolean", "description": "True only when you confirmed the problem (read the callers, ran a test, tried the input)."}
             },
-            "required": ["path", "line", "body"],
+            "required": ["path", "line", "body", "severity", "category"],
             "additionalProperties": false
         })
     }
@@ -115,6 +134,22 @@ impl Tool for ReviewComment {
                     "the body is empty: say what is wrong at this place and why it matters",
                 ));
             }
+            // Liberal in what it takes: a missing severity or category gets the default, a word of
+            // another case is read, an unknown one is refused with the choices.
+            let severity = match args.severity.as_deref() {
+                None => Severity::default(),
+                Some(word) => Severity::parse(word).ok_or_else(|| {
+                    ToolError::respond(format!("`severity` is {word:?}; use `blocking`, `suggestion` or `nit`"))
+                })?,
+            };
+            let category = match args.category.as_deref() {
+                None => Category::default(),
+                Some(word) => Category::parse(word).ok_or_else(|| {
+                    ToolError::respond(format!(
+                        "`category` is {word:?}; use bug, security, performance, tests, maintainability or style"
+                    ))
+                })?,
+            };
             let path = existing_file(ctx, &args.path, end_line.unwrap_or(line)).await?;
             let finding = ReviewFinding {
                 path,
@@ -122,6 +157,9 @@ impl Tool for ReviewComment {
                 end_line,
                 body: args.body,
                 suggestion: args.suggestion,
+                severity,
+                category,
+                verified: args.verified.unwrap_or(false),
             };
             let place = match finding.end_line {
                 Some(end) => format!("{}:{line}-{end}", finding.path),
@@ -151,6 +189,12 @@ impl Tool for ReviewComment {
                     ""
                 }
             );
+            if severity == Severity::Blocking && !args.verified.unwrap_or(false) {
+                answer.push_str(
+                    " It is blocking but not verified: confirm it (read the callers, run a test) and record it again \
+                     with `verified: true`, or it is posted as unverified.",
+                );
+            }
             match inline {
                 Some(true) => answer.push_str(" It will be an inline comment on the diff."),
                 Some(false) => answer.push_str(
@@ -160,6 +204,110 @@ impl Tool for ReviewComment {
                 None => {}
             }
             Ok(answer)
+        })
+    }
+}
+
+/// The agent's answer about an earlier finding on code the new commits changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recheck {
+    /// The number the prompt gave the finding.
+    pub id: u32,
+    /// The finding still holds on the new code.
+    pub still_applies: bool,
+    /// What the agent saw, in a sentence.
+    pub note: String,
+}
+
+/// `recheck_finding`: records whether an earlier finding still applies. Offered only when the
+/// prompt lists earlier findings to recheck (numbered from 1).
+pub struct RecheckFinding {
+    count: u32,
+    answers: Arc<Mutex<Vec<Recheck>>>,
+}
+
+impl RecheckFinding {
+    /// A tool for findings `1..=count`, whose answers go to `answers` (a later answer about the same
+    /// finding replaces the earlier one).
+    pub fn new(count: u32, answers: Arc<Mutex<Vec<Recheck>>>) -> Self {
+        RecheckFinding { count, answers }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecheckArgs {
+    id: i64,
+    status: String,
+    note: Option<String>,
+}
+
+impl Tool for RecheckFinding {
+    fn name(&self) -> &'static str {
+        "recheck_finding"
+    }
+
+    fn description(&self) -> &'static str {
+        "Say whether an earlier review finding (listed under \"Earlier findings to recheck\", by number) still \
+         applies to the code as it is now. `status`: `addressed` when the new code fixed it or made it moot, \
+         `still_applies` when the problem is still there. `note`: one sentence on what you saw. Read the code \
+         before answering; answer each listed finding once."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer", "minimum": 1, "description": "The finding's number in the list."},
+                "status": {"type": "string", "enum": ["addressed", "still_applies"]},
+                "note": {"type": "string", "description": "One sentence on what you saw."}
+            },
+            "required": ["id", "status"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, _ctx: &'a ToolContext, args: Map<String, Value>) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let args: RecheckArgs = parse_args(self.name(), args)?;
+            let id = u32::try_from(args.id)
+                .ok()
+                .filter(|id| (1..=self.count).contains(id))
+                .ok_or_else(|| {
+                    ToolError::respond(format!(
+                        "there is no earlier finding {}: the list has findings 1 to {}",
+                        args.id, self.count
+                    ))
+                })?;
+            let still_applies = match args.status.trim().to_ascii_lowercase().as_str() {
+                "addressed" => false,
+                "still_applies" | "still applies" => true,
+                other => {
+                    return Err(ToolError::respond(format!(
+                        "`status` is {other:?}; use `addressed` or `still_applies`"
+                    )));
+                }
+            };
+            let note = args.note.unwrap_or_default().trim().to_owned();
+            let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+            answers.retain(|a| a.id != id);
+            answers.push(Recheck {
+                id,
+                still_applies,
+                note,
+            });
+            Ok(format!(
+                "Finding {id}: {}.",
+                if still_applies {
+                    "still applies; its thread stays open"
+                } else {
+                    "addressed; its thread will be resolved"
+                }
+            ))
         })
     }
 }
@@ -270,7 +418,7 @@ mod tests {
         let answer = call(
             &tool,
             &ctx,
-            json!({"path": absolute, "line": 1, "end_line": 3, "body": "Undocumented."}),
+            json!({"path": absolute, "line": 1, "end_line": 3, "body": "Undocumented.", "severity": "Nit", "category": "maintainability"}),
         )
         .await
         .unwrap();
@@ -279,7 +427,7 @@ mod tests {
         call(
             &tool,
             &ctx,
-            json!({"path": "src/calc.sh", "line": 3, "end_line": 3, "body": "Brace."}),
+            json!({"path": "src/calc.sh", "line": 3, "end_line": 3, "body": "Brace.", "severity": "blocking", "verified": true}),
         )
         .await
         .unwrap();
@@ -293,6 +441,9 @@ mod tests {
                     end_line: None,
                     body: "Subtracts.".into(),
                     suggestion: Some("    echo $(($1 + $2))".into()),
+                    severity: Severity::Suggestion,
+                    category: Category::Bug,
+                    verified: false,
                 },
                 ReviewFinding {
                     path: "src/calc.sh".into(),
@@ -300,6 +451,9 @@ mod tests {
                     end_line: Some(3),
                     body: "Undocumented.".into(),
                     suggestion: None,
+                    severity: Severity::Nit,
+                    category: Category::Maintainability,
+                    verified: false,
                 },
                 ReviewFinding {
                     path: "src/calc.sh".into(),
@@ -307,6 +461,9 @@ mod tests {
                     end_line: None,
                     body: "Brace.".into(),
                     suggestion: None,
+                    severity: Severity::Blocking,
+                    category: Category::Bug,
+                    verified: true,
                 },
             ]
         );
@@ -358,10 +515,18 @@ mod tests {
             refused(json!({"path": "calc.sh", "line": 1, "body": "  \n"})).await,
             "the body is empty: say what is wrong at this place and why it matters"
         );
+        assert_eq!(
+            refused(json!({"path": "calc.sh", "line": 1, "body": "x", "severity": "high"})).await,
+            "`severity` is \"high\"; use `blocking`, `suggestion` or `nit`"
+        );
+        assert_eq!(
+            refused(json!({"path": "calc.sh", "line": 1, "body": "x", "category": "typo"})).await,
+            "`category` is \"typo\"; use bug, security, performance, tests, maintainability or style"
+        );
         assert!(
-            refused(json!({"path": "calc.sh", "line": 1, "body": "x", "severity": "high"}))
+            refused(json!({"path": "calc.sh", "line": 1, "body": "x", "priority": "high"}))
                 .await
-                .starts_with("invalid arguments for `review_comment`: unknown field `severity`")
+                .starts_with("invalid arguments for `review_comment`: unknown field `priority`")
         );
         assert!(findings.lock().unwrap().is_empty());
     }
@@ -419,5 +584,43 @@ mod tests {
         assert_eq!(line_count(b"a"), 1);
         assert_eq!(line_count(b"a\n"), 1);
         assert_eq!(line_count(b"a\nb"), 2);
+    }
+
+    #[tokio::test]
+    async fn earlier_findings_are_rechecked_by_number() {
+        let (_dir, ctx) = workspace_with(&[("calc.sh", CALC)]);
+        let answers = Arc::new(Mutex::new(Vec::new()));
+        let tool = RecheckFinding::new(2, answers.clone());
+        let said = call(
+            &tool,
+            &ctx,
+            json!({"id": 2, "status": "still_applies", "note": "unchanged"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(said, "Finding 2: still applies; its thread stays open.");
+        call(
+            &tool,
+            &ctx,
+            json!({"id": 2, "status": "addressed", "note": "now checked"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            message(call(&tool, &ctx, json!({"id": 3, "status": "addressed"})).await),
+            "there is no earlier finding 3: the list has findings 1 to 2"
+        );
+        assert_eq!(
+            message(call(&tool, &ctx, json!({"id": 1, "status": "fixed"})).await),
+            "`status` is \"fixed\"; use `addressed` or `still_applies`"
+        );
+        assert_eq!(
+            *answers.lock().unwrap(),
+            [Recheck {
+                id: 2,
+                still_applies: false,
+                note: "now checked".into()
+            }]
+        );
     }
 }

@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use super::command::{Chore, Command, parse_commands};
 use super::event::{
     Actor, AppRef, AuthorAssociation, CheckRun, CheckSuite, CommentEvent, Conclusion, Context, Event, IssueRef,
-    RepoRef, ReviewContext, WorkflowRun,
+    PullAction, PullEvent, RepoRef, ReviewContext, WorkflowRun,
 };
 use super::subject::Subject;
 use crate::config::command::{CommandKind, EnabledCommands, PackageName};
+use crate::config::repo::ReviewSettings;
 use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber, Login};
 use crate::report::dashboard;
 
@@ -28,6 +29,8 @@ pub struct TriggerConfig {
     pub commands: EnabledCommands,
     /// A failed workflow run, check suite or check run starts a triage without being asked.
     pub ci_triage: bool,
+    /// Which pull requests are reviewed as they open and change (`[review]`).
+    pub review: ReviewSettings,
 }
 
 impl TriggerConfig {
@@ -40,6 +43,7 @@ impl TriggerConfig {
             assign: true,
             commands: EnabledCommands::default(),
             ci_triage: true,
+            review: ReviewSettings::default(),
         }
     }
 }
@@ -177,6 +181,11 @@ pub enum JobSource {
     },
     /// A box was ticked on the dependency dashboard.
     Dashboard,
+    /// A pull request opened, was reopened or marked ready, or got new commits (`action`, as GitHub
+    /// spells it), in a repository that reviews pull requests without being asked.
+    PullRequest {
+        action: String,
+    },
 }
 
 /// The failed CI that started a triage: what GitHub reported, by its own ids.
@@ -428,7 +437,7 @@ pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
             before,
         } => dashboard_ticked(ctx, issue, author, before, cfg),
         Event::PullRequestClosed { number, .. } => ignore(format!("pull request #{number} closed")),
-        Event::PullRequestSynchronize { number, .. } => ignore(format!("pull request #{number} updated")),
+        Event::PullRequestChanged { ctx, action, pull } => auto_review(ctx, *action, pull, cfg),
         Event::WorkflowRunCompleted(run) => ci_failure(&run.ctx, workflow_failure(run), cfg),
         Event::CheckRunCompleted(run) => ci_failure(&run.ctx, check_run_failure(run, cfg), cfg),
         Event::CheckSuiteCompleted(suite) => ci_failure(&suite.ctx, check_suite_failure(suite, cfg), cfg),
@@ -627,6 +636,75 @@ fn dashboard_ticked(ctx: &Context, issue: &IssueRef, author: &Actor, before: &st
         reply_to,
         // The payload has no association for the editor: always ask GitHub.
         permission: PermissionGate::NeedsPermissionCheck,
+        actions: vec![Action::Run(Box::new(job))],
+    }))
+}
+
+/// The label that keeps a pull request from being reviewed without being asked.
+pub const SKIP_REVIEW_LABEL: &str = "pitcrew:skip-review";
+
+/// A pull request that opened or changed in a repository with `[review] auto`: a review of its
+/// head, unless it is a draft (reviewed once it is ready), a bot's (unless `[review] bots` names
+/// it), or labelled [`SKIP_REVIEW_LABEL`]. Nobody asked, so nobody's permission is checked; the
+/// review runs with the repository's budgets like any other job.
+fn auto_review(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &TriggerConfig) -> Decision {
+    let number = pull.number;
+    if !cfg.review.auto {
+        return ignore(format!(
+            "pull request #{number} {}: automatic reviews are off",
+            action.as_str()
+        ));
+    }
+    if pull.draft {
+        return ignore(format!(
+            "pull request #{number} is a draft: it is reviewed once it is ready"
+        ));
+    }
+    if is_bot(&pull.author, cfg) && !cfg.review.reviews_bot(pull.author.login.as_str()) {
+        return ignore(format!(
+            "pull request #{number} is by the bot account {}, which `[review] bots` does not list",
+            pull.author.login
+        ));
+    }
+    if pull.labels.iter().any(|l| l.eq_ignore_ascii_case(SKIP_REVIEW_LABEL)) {
+        return ignore(format!("pull request #{number} is labelled `{SKIP_REVIEW_LABEL}`"));
+    }
+    if !cfg.commands.allows(CommandKind::Review) {
+        return ignore("`review` is turned off".to_owned());
+    }
+    let subject = Subject::PullRequest { number };
+    let reply_to = ReplyTarget::Issue {
+        number,
+        comment_id: None,
+    };
+    let requested_by = Requester {
+        login: ctx.sender.login.clone(),
+        id: ctx.sender.id,
+        association: None,
+    };
+    let job = JobRequest {
+        kind: JobKind::Review,
+        repo: ctx.repo.clone(),
+        installation_id: ctx.installation_id,
+        subject: subject.clone(),
+        requested_by: requested_by.clone(),
+        reply_to: reply_to.clone(),
+        source: JobSource::PullRequest {
+            action: action.as_str().to_owned(),
+        },
+        instructions: None,
+        review_comment: None,
+        head_sha: Some(pull.head_sha.clone()),
+        delivery_id: None,
+    };
+    Decision::Act(Box::new(Request {
+        repo: ctx.repo.clone(),
+        installation_id: ctx.installation_id,
+        subject,
+        requested_by,
+        reply_to,
+        // GitHub reported it; the review is the repository's own choice.
+        permission: PermissionGate::Trusted,
         actions: vec![Action::Run(Box::new(job))],
     }))
 }

@@ -11,11 +11,12 @@ use crate::github::{CommentId, CommitSha, InstallationId, IssueNumber, Login, Re
 
 /// The events pitcrew stores and acts on, by `X-GitHub-Event`: the webhook route answers every other
 /// signed delivery 202 and drops it, and `ping` it answers at once. [`Event::parse`] reads a few more
-/// (pull request and installation changes) that nothing acts on yet; storing one is a line here.
+/// (installation changes) that nothing acts on yet; storing one is a line here.
 pub const HANDLED_EVENTS: &[&str] = &[
     "issue_comment",
     "pull_request_review_comment",
     "issues",
+    "pull_request",
     "workflow_run",
     "check_run",
     "check_suite",
@@ -221,6 +222,45 @@ pub struct CommentEvent {
     pub review: Option<ReviewContext>,
 }
 
+/// What happened to a pull request, of what an automatic review reacts to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullAction {
+    Opened,
+    Reopened,
+    ReadyForReview,
+    /// New commits (a push, or a force-push).
+    Synchronize,
+}
+
+impl PullAction {
+    /// As GitHub spells it in `action`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullAction::Opened => "opened",
+            PullAction::Reopened => "reopened",
+            PullAction::ReadyForReview => "ready_for_review",
+            PullAction::Synchronize => "synchronize",
+        }
+    }
+}
+
+/// The pull request of a `pull_request` event, as far as an automatic review needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullEvent {
+    pub number: IssueNumber,
+    pub title: String,
+    pub body: Option<String>,
+    pub draft: bool,
+    /// Who opened it.
+    pub author: Actor,
+    pub head_sha: CommitSha,
+    pub head_ref: String,
+    pub base_ref: String,
+    pub labels: Vec<String>,
+    /// The head before a `synchronize`.
+    pub before: Option<CommitSha>,
+}
+
 /// A check or workflow conclusion.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Conclusion {
@@ -342,10 +382,12 @@ pub enum Event {
         number: IssueNumber,
         merged: bool,
     },
-    PullRequestSynchronize {
+    /// A pull request opened, reopened, marked ready for review or given new commits: an
+    /// automatic review may be due.
+    PullRequestChanged {
         ctx: Context,
-        number: IssueNumber,
-        head_sha: CommitSha,
+        action: PullAction,
+        pull: Box<PullEvent>,
     },
     WorkflowRunCompleted(Box<WorkflowRun>),
     CheckRunCompleted(Box<CheckRun>),
@@ -414,7 +456,7 @@ impl Event {
             | Event::IssueLabeled { ctx, .. }
             | Event::IssueEdited { ctx, .. }
             | Event::PullRequestClosed { ctx, .. }
-            | Event::PullRequestSynchronize { ctx, .. } => Some(ctx),
+            | Event::PullRequestChanged { ctx, .. } => Some(ctx),
             Event::WorkflowRunCompleted(run) => Some(&run.ctx),
             Event::CheckRunCompleted(run) => Some(&run.ctx),
             Event::CheckSuiteCompleted(suite) => Some(&suite.ctx),
@@ -487,12 +529,17 @@ fn parse_known(event: &str, action: Option<&str>, root: &Node<'_>, name: &str) -
                 merged: pr.opt_bool("merged")?.unwrap_or(false),
             })
         }
-        ("pull_request", Some("synchronize")) => {
-            let pr = root.field("pull_request")?;
-            Ok(Event::PullRequestSynchronize {
+        ("pull_request", Some(action @ ("opened" | "reopened" | "ready_for_review" | "synchronize"))) => {
+            let action = match action {
+                "opened" => PullAction::Opened,
+                "reopened" => PullAction::Reopened,
+                "ready_for_review" => PullAction::ReadyForReview,
+                _ => PullAction::Synchronize,
+            };
+            Ok(Event::PullRequestChanged {
                 ctx: context(root)?,
-                number: IssueNumber(pr.u64("number")?),
-                head_sha: pr.field("head")?.parsed("sha", CommitSha::parse)?,
+                action,
+                pull: Box::new(pull_event(root)?),
             })
         }
         ("workflow_run", Some("completed")) => workflow_run(root).map(|run| Event::WorkflowRunCompleted(Box::new(run))),
@@ -605,6 +652,29 @@ fn review_comment(root: &Node<'_>) -> Field<Event> {
         issue,
         review: Some(review),
     })))
+}
+
+fn pull_event(root: &Node<'_>) -> Field<PullEvent> {
+    let pr = root.field("pull_request")?;
+    let head = pr.field("head")?;
+    let mut labels = Vec::new();
+    if pr.opt("labels").is_some() {
+        for label in pr.list("labels")? {
+            labels.push(label.string("name")?);
+        }
+    }
+    Ok(PullEvent {
+        number: IssueNumber(pr.u64("number")?),
+        title: pr.string("title")?,
+        body: pr.opt_string("body")?,
+        draft: pr.opt_bool("draft")?.unwrap_or(false),
+        author: actor(&pr.field("user")?)?,
+        head_sha: head.parsed("sha", CommitSha::parse)?,
+        head_ref: head.string("ref")?,
+        base_ref: pr.field("base")?.string("ref")?,
+        labels,
+        before: root.opt_string("before")?.and_then(|sha| CommitSha::parse(&sha).ok()),
+    })
 }
 
 fn conclusion(node: &Node<'_>) -> Field<Option<Conclusion>> {

@@ -22,6 +22,7 @@ pub use decide::{
 };
 pub use event::{
     Actor, ActorKind, AppRef, AuthorAssociation, CI_EVENTS, CheckRun, CheckSuite, CommentEvent, Conclusion, Context,
-    Event, EventError, HANDLED_EVENTS, IssueRef, RepoRef, ReviewContext, WorkflowRun, read_payload,
+    Event, EventError, HANDLED_EVENTS, IssueRef, PullAction, PullEvent, RepoRef, ReviewContext, WorkflowRun,
+    read_payload,
 };
 pub use subject::Subject;

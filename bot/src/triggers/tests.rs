@@ -101,7 +101,7 @@ fn every_example_of_every_event_parses() {
                 Event::IssueLabeled { .. } => "labeled",
                 Event::IssueEdited { .. } => "edited",
                 Event::PullRequestClosed { .. } => "closed",
-                Event::PullRequestSynchronize { .. } => "synchronize",
+                Event::PullRequestChanged { .. } => "pull_request",
                 Event::WorkflowRunCompleted(_) => "workflow_run",
                 Event::CheckRunCompleted(_) => "check_run",
                 Event::CheckSuiteCompleted(_) => "check_suite",
@@ -121,7 +121,7 @@ fn every_example_of_every_event_parses() {
         }
     }
     assert_eq!(parsed, 136, "the fixture set changed: {kinds:?}");
-    insta::assert_snapshot!(format!("{kinds:?}"), @r#"{"assigned": 3, "check_run": 3, "check_suite": 3, "closed": 4, "comment": 9, "ignored": 91, "installation": 11, "labeled": 3, "ping": 4, "synchronize": 3, "workflow_run": 2}"#);
+    insta::assert_snapshot!(format!("{kinds:?}"), @r#"{"assigned": 3, "check_run": 3, "check_suite": 3, "closed": 4, "comment": 9, "ignored": 81, "installation": 11, "labeled": 3, "ping": 4, "pull_request": 13, "workflow_run": 2}"#);
 }
 
 #[test]
@@ -1049,4 +1049,100 @@ fn job_requests_stored_by_an_earlier_version_keep_their_subject() {
         let again = read(serde_json::to_value(&request).unwrap());
         assert_eq!(again, request);
     }
+}
+
+/// The configuration of a repository that reviews every pull request.
+fn reviewing() -> TriggerConfig {
+    let mut cfg = cfg();
+    cfg.review.auto = true;
+    cfg
+}
+
+#[test]
+fn pull_requests_that_open_or_change_are_reviewed_when_the_repository_says_so() {
+    for fixture in [
+        "pull_request/opened.payload.json",
+        "pull_request/reopened.payload.json",
+        "pull_request/ready_for_review.payload.json",
+        "pull_request/synchronize.payload.json",
+    ] {
+        let (event, payload) = load(fixture);
+        let parsed = Event::parse(&event, &payload).unwrap();
+        let Event::PullRequestChanged { pull, action, .. } = &parsed else {
+            panic!("{fixture}: {parsed:?}");
+        };
+        assert_eq!(pull.number.0, payload["pull_request"]["number"].as_u64().unwrap());
+        assert_eq!(
+            pull.head_sha.as_str(),
+            payload["pull_request"]["head"]["sha"].as_str().unwrap()
+        );
+        assert_eq!(
+            fixture
+                .trim_start_matches("pull_request/")
+                .trim_end_matches(".payload.json"),
+            action.as_str()
+        );
+        // Off unless the repository (or the operator) turns it on.
+        assert!(
+            matches!(decide(&parsed, &cfg()), Decision::Ignore { ref reason } if reason.contains("automatic reviews are off")),
+            "{fixture}"
+        );
+        let request = act(decide(&parsed, &reviewing()));
+        assert_eq!(request.permission, PermissionGate::Trusted, "nobody asked: {fixture}");
+        let jobs = request.actions;
+        let [Action::Run(job)] = jobs.as_slice() else {
+            panic!("{fixture}: {jobs:?}");
+        };
+        assert_eq!(job.kind, JobKind::Review);
+        assert_eq!(job.subject, Subject::PullRequest { number: pull.number });
+        assert_eq!(job.head_sha.as_ref(), Some(&pull.head_sha));
+        assert_eq!(
+            job.source,
+            JobSource::PullRequest {
+                action: action.as_str().to_owned()
+            }
+        );
+        assert_eq!(
+            job.reply_to,
+            ReplyTarget::Issue {
+                number: pull.number,
+                comment_id: None
+            }
+        );
+    }
+}
+
+#[test]
+fn drafts_bots_and_the_skip_label_are_not_reviewed_without_being_asked() {
+    let (event, payload) = load("pull_request/opened.payload.json");
+    let reason = |payload: &Value, cfg: &TriggerConfig| match decide(&Event::parse(&event, payload).unwrap(), cfg) {
+        Decision::Ignore { reason } => reason,
+        other => panic!("{other:?}"),
+    };
+    let mut draft = payload.clone();
+    draft["pull_request"]["draft"] = json!(true);
+    assert!(reason(&draft, &reviewing()).contains("is a draft"));
+
+    let mut by_bot = payload.clone();
+    by_bot["pull_request"]["user"]["login"] = json!("renovate[bot]");
+    by_bot["pull_request"]["user"]["type"] = json!("Bot");
+    assert!(reason(&by_bot, &reviewing()).contains("`[review] bots` does not list"));
+    let mut listed = reviewing();
+    listed.review.bots = vec!["Renovate[bot]".into()];
+    assert!(matches!(
+        decide(&Event::parse(&event, &by_bot).unwrap(), &listed),
+        Decision::Act(_)
+    ));
+    // The bot's own pull requests (its fixes, its dependency updates) are bots' too.
+    let mut own = payload.clone();
+    own["pull_request"]["user"]["login"] = json!("pitcrew");
+    assert!(reason(&own, &reviewing()).contains("bot account"));
+
+    let mut labelled = payload.clone();
+    labelled["pull_request"]["labels"] = json!([{"name": "pitcrew:skip-review", "color": "ededed"}]);
+    assert!(reason(&labelled, &reviewing()).contains("labelled `pitcrew:skip-review`"));
+
+    let mut off = reviewing();
+    off.commands = [CommandKind::Fix].into_iter().collect();
+    assert!(reason(&payload, &off).contains("`review` is turned off"));
 }

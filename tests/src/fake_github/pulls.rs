@@ -144,6 +144,28 @@ pub(crate) fn handle(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Opt
                 .collect();
             list(reviews, ctx)
         }
+        "pulls/dismiss-review" => {
+            let (number, id) = (ctx.number("pull_number"), ctx.number("review_id"));
+            let Some(review) = state
+                .reviews
+                .get_mut(&id)
+                .filter(|r| r.repo == repo.full_name && r.pull_number == number)
+            else {
+                return Some(Reply::not_found(ctx));
+            };
+            // GitHub dismisses only a submitted review that requested changes or approved.
+            if !matches!(review.state.as_str(), "CHANGES_REQUESTED" | "APPROVED") {
+                return Some(Reply::error(
+                    422,
+                    "Can not dismiss a commented or pending pull request review",
+                    ctx.op.docs_url,
+                ));
+            }
+            "DISMISSED".clone_into(&mut review.state);
+            review.dismissal = ctx.body["message"].as_str().map(str::to_owned);
+            let review = review.clone();
+            Reply::json(200, review_json(&review, repo, ctx))
+        }
         "pulls/get-review" => match state.reviews.get(&ctx.number("review_id")) {
             Some(review) if review.repo == repo.full_name && review.pull_number == ctx.number("pull_number") => {
                 Reply::json(200, review_json(review, repo, ctx))
@@ -570,6 +592,7 @@ fn create_review(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
         comment_ids,
         submitted_at: wire::now_rfc3339(),
         request: ctx.body.clone(),
+        dismissal: None,
     };
     let json = review_json(&review, repo, ctx);
     state.reviews.insert(review_id, review);

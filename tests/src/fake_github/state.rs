@@ -303,13 +303,15 @@ pub struct Review {
     pub pull_number: u64,
     pub user: String,
     pub body: String,
-    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED` or `PENDING`.
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED` or `PENDING`.
     pub state: String,
     pub commit_id: String,
     /// Ids of its inline comments, in request order.
     pub comment_ids: Vec<u64>,
     pub submitted_at: String,
     pub request: Value,
+    /// The message it was dismissed with.
+    pub dismissal: Option<String>,
 }
 
 /// What a reaction is on.
@@ -718,7 +720,7 @@ pub struct GithubState {
 }
 
 /// The operations whose object (its `id` in the answer) is an output the test should look at.
-pub(crate) const OUTPUT_OPERATIONS: [&str; 15] = [
+pub(crate) const OUTPUT_OPERATIONS: [&str; 16] = [
     "issues/create",
     "issues/create-comment",
     "issues/update-comment",
@@ -726,6 +728,7 @@ pub(crate) const OUTPUT_OPERATIONS: [&str; 15] = [
     "pulls/create",
     "pulls/update",
     "pulls/create-review",
+    "pulls/dismiss-review",
     "pulls/create-review-comment",
     "pulls/create-reply-for-review-comment",
     "pulls/update-review-comment",
