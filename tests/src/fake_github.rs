@@ -43,9 +43,9 @@
 //! is measured on the wall clock).
 //!
 //! What a client writes (comments, reviews, review comments, check runs, reactions, issues and pull
-//! requests, created or changed, review threads resolved) is an *output*; the lookups mark what they return as seen, and
-//! [`FakeGithub::unseen_outputs`] lists the rest, so a test harness can fail a test that left one
-//! unchecked.
+//! requests, created or changed, review threads resolved) is an *output*; the lookups mark what
+//! they return as seen, and [`FakeGithub::unseen_outputs`] lists the rest, so a test harness can
+//! fail a test that left one unchecked.
 //!
 //! ```no_run
 //! use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};

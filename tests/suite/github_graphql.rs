@@ -276,7 +276,8 @@ async fn queries_github_would_refuse_are_violations() {
     fake.add_review_comment(REPO, 7, BOT, "Unchecked index.", "src/lib.rs", 4);
     let threads = |selection: &str| {
         format!(
-            "query Q($n: Int!) {{ repository(owner: \"acme\", name: \"widgets\") {{ pullRequest(number: $n) {{ {selection} }} }} }}"
+            "query Q($n: Int!) {{ repository(owner: \"acme\", name: \"widgets\") {{ \
+             pullRequest(number: $n) {{ {selection} }} }} }}"
         )
     };
     // A field the schema does not have: refused before anything runs, as GitHub does.
@@ -294,7 +295,10 @@ async fn queries_github_would_refuse_are_violations() {
     let violations = fake.take_violations();
     assert_eq!(violations.len(), 1, "{violations:?}");
     assert!(
-        violations[0].starts_with("POST /graphql: GitHub would refuse the request: type `PullRequestReviewThread` does not have a field `bogus`"),
+        violations[0].starts_with(
+            "POST /graphql: GitHub would refuse the request: type `PullRequestReviewThread` does not have a \
+             field `bogus`"
+        ),
         "{violations:?}"
     );
 

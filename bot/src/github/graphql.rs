@@ -470,7 +470,8 @@ mod tests {
     fn errors_in_a_200_answer_are_errors_with_their_messages() {
         let error = threads(json!({
             "data": {"repository": {"pullRequest": null}},
-            "errors": [{"type": "NOT_FOUND", "path": ["repository", "pullRequest"], "locations": [{"line": 3, "column": 5}],
+            "errors": [{"type": "NOT_FOUND", "path": ["repository", "pullRequest"],
+                        "locations": [{"line": 3, "column": 5}],
                         "message": "Could not resolve to a PullRequest with the number of 99."}]
         }))
         .err()
@@ -483,7 +484,8 @@ mod tests {
         );
         // A query the schema refuses: no `data` at all, no `type`.
         let error = threads(json!({"errors": [
-            {"message": "Field 'bogus' doesn't exist on type 'PullRequestReviewThread'", "extensions": {"code": "undefinedField"}},
+            {"message": "Field 'bogus' doesn't exist on type 'PullRequestReviewThread'",
+             "extensions": {"code": "undefinedField"}},
             {"message": "Variable $number of type Int! was provided invalid value"}
         ]}))
         .err()

@@ -1,7 +1,8 @@
 //! The HTTP transport to GitHub's REST API: base URL joining (api.github.com or a GitHub Enterprise
 //! Server `…/api/v3`, and the GraphQL endpoint beside either), the request headers, retries on rate
-//! limits (primary and secondary) and server errors, error mapping and call statistics. It sends with whatever token it is handed: who the
-//! token belongs to is `client.rs`'s and `app.rs`'s business.
+//! limits (primary and secondary) and server errors, error mapping and call statistics. It sends
+//! with whatever token it is handed: who the token belongs to is `client.rs`'s and `app.rs`'s
+//! business.
 //!
 //! Tokens travel only in the `Authorization` header (marked sensitive); they are never part of a URL,
 //! an error or a log line. Where GitHub redirects to a signed URL off its API (job logs), the

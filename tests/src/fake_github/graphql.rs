@@ -10,7 +10,7 @@
 //! a *violation*, answered as GitHub answers it: 200 with `errors` and no `data`.
 //!
 //! The fake then answers the operations it supports (`review_threads.rs`: a repository's pull
-//! request's review threads, resolving one) by executing the query over [`Obj`]s: each holds the
+//! request's review threads, resolving one) by executing the query over `Obj`s: each holds the
 //! fields the fake serves for its type, and the executor keeps what the selection set asks for
 //! (aliases, `__typename`, fragments included) and checks every value against the schema's types.
 //! Connections are paged like GitHub's (`first`/`last` of at most 100, opaque cursors). A field the
