@@ -1,6 +1,7 @@
-//! A stateful fake of GitHub's REST API for end-to-end tests, served over real HTTP on
-//! `127.0.0.1`, that checks every request against GitHub's own REST description
-//! (`../shared/fixtures/github-openapi/api.github.com.subset.json`).
+//! A stateful fake of GitHub's REST API (and of the part of its GraphQL API pitcrew uses) for
+//! end-to-end tests, served over real HTTP on `127.0.0.1`, that checks every request against
+//! GitHub's own REST description (`../shared/fixtures/github-openapi/api.github.com.subset.json`)
+//! or GraphQL schema (`../shared/fixtures/github-graphql/schema.graphql`).
 //!
 //! Each request is routed by the description: an unknown path, a method the path does not have,
 //! a path or query parameter of the wrong type, or a JSON body that breaks the operation's
@@ -24,6 +25,16 @@
 //! job is also a check run of the `github-actions` app, listed with the bot's own and other apps'
 //! check runs.
 //!
+//! `POST /graphql` is GitHub's GraphQL API (`graphql.rs`), with the repository endpoints'
+//! authentication: every query is parsed and validated against GitHub's published schema, its
+//! operation and variables checked, then executed over the state (`review_threads.rs`: a pull
+//! request's review threads, with their comments and replies, and resolving one). A query the
+//! schema refuses, variables of the wrong type, and a field, operation or paging the fake does not
+//! serve are violations, answered as GitHub answers them (200 with `errors`); a lookup that finds
+//! nothing is GitHub's `NOT_FOUND` error. GraphQL requests are recorded as operation
+//! [`GRAPHQL_OPERATION`], with the GraphQL operation's name in
+//! [`GithubRequest::graphql_operation`].
+//!
 //! Every response carries `x-ratelimit-limit`/`-remaining`/`-reset`/`-used`/`-resource` and an
 //! `x-github-request-id`. [`FakeGithub::fail_next`] injects faults (rate limits, 5xx) for the next
 //! requests that match a method and a path prefix or template. Every request is recorded
@@ -32,9 +43,9 @@
 //! is measured on the wall clock).
 //!
 //! What a client writes (comments, reviews, review comments, check runs, reactions, issues and pull
-//! requests, created or changed) is an *output*; the lookups mark what they return as seen, and
-//! [`FakeGithub::unseen_outputs`] lists the rest, so a test harness can fail a test that left one
-//! unchecked.
+//! requests, created or changed, review threads resolved) is an *output*; the lookups mark what
+//! they return as seen, and [`FakeGithub::unseen_outputs`] lists the rest, so a test harness can
+//! fail a test that left one unchecked.
 //!
 //! ```no_run
 //! use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
@@ -55,11 +66,13 @@ mod auth;
 mod checks;
 mod context;
 mod git;
+pub mod graphql;
 mod issues;
 pub mod openapi;
 mod pulls;
 mod reactions;
 mod repos;
+mod review_threads;
 mod routes;
 mod state;
 mod wire;
@@ -85,9 +98,13 @@ pub use self::openapi::{Operation, RouteError, SchemaError, Spec, SpecError};
 pub use self::state::{
     ActionsJob, CheckRun, ExternalCheckRun, GITHUB_ACTIONS_APP_ID, GITHUB_ACTIONS_APP_SLUG, GithubState, Issue,
     IssueComment, IssuedToken, JobRerun, JobStep, LogDownload, Permission, PullBase, PullHead, PullInfo, Reaction,
-    ReactionTarget, Repo, Review, ReviewComment, WorkflowRun,
+    ReactionTarget, Repo, Review, ReviewComment, ReviewThread, WorkflowRun,
 };
 use crate::server_thread::ServerThread;
+
+/// What [`GithubRequest::operation`] says of a request to GraphQL's endpoint, for
+/// [`FakeGithub::requests_to`].
+pub const GRAPHQL_OPERATION: &str = "graphql";
 
 /// Largest request body read.
 const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -120,8 +137,12 @@ pub struct GithubRequest {
     /// The path, without the query string.
     pub path: String,
     pub query: Option<String>,
-    /// GitHub's operation id (`issues/create-comment`) when the path and method matched one.
+    /// GitHub's operation id (`issues/create-comment`) when the path and method matched one;
+    /// [`GRAPHQL_OPERATION`] for `/graphql`.
     pub operation: Option<String>,
+    /// For a GraphQL request GitHub would run: its operation's name (`ReviewThreads`), or `query`
+    /// or `mutation` for an anonymous one.
+    pub graphql_operation: Option<String>,
     /// Selected headers (lowercase names): accept, content-type, user-agent, x-github-api-version.
     pub headers: Vec<(String, String)>,
     pub auth: AuthKind,
@@ -644,6 +665,47 @@ impl FakeGithub {
         self.state(|s| s.pull_requests(repo).into_iter().cloned().collect())
     }
 
+    /// The review threads of pull request `number`, oldest first, with who resolved them (marked
+    /// seen: resolving one through GraphQL is an output).
+    pub fn review_threads(&self, repo: &str, number: u64) -> Vec<ReviewThread> {
+        self.state(|s| s.review_threads_on(repo, number).into_iter().cloned().collect())
+    }
+
+    /// Changes the review thread of root comment `root_comment` as GitHub's users would (resolve
+    /// it by hand, make it outdated); not an output.
+    ///
+    /// # Panics
+    /// When there is no such thread.
+    pub fn update_review_thread(&self, root_comment: u64, update: impl FnOnce(&mut ReviewThread)) {
+        self.shared.change(|s| match s.review_threads.get_mut(&root_comment) {
+            Some(thread) => update(thread),
+            None => panic!("fake GitHub: no review thread of comment {root_comment}"),
+        });
+    }
+
+    /// A reply by `user` to review comment `in_reply_to` (joining its thread); returns its id.
+    ///
+    /// # Panics
+    /// When there is no such review comment.
+    pub fn add_review_reply(&self, in_reply_to: u64, user: &str, body: &str) -> u64 {
+        self.shared.change(|s| {
+            let Some(parent) = s.review_comments.get(&in_reply_to).cloned() else {
+                panic!("fake GitHub: no review comment {in_reply_to}");
+            };
+            let root = parent.in_reply_to.unwrap_or(parent.id);
+            s.add_review_comment(
+                &parent.repo,
+                parent.pull_number,
+                None,
+                Some(root),
+                user,
+                body,
+                &parent.path,
+                parent.line,
+            )
+        })
+    }
+
     /// The outputs the API wrote or changed that no lookup returned since (see [`GithubState`]):
     /// what a test left unchecked.
     pub fn unseen_outputs(&self) -> Vec<String> {
@@ -662,8 +724,9 @@ impl FakeGithub {
         inner.requests.clone()
     }
 
-    /// The requests to operation `operation_id` (e.g. `checks/update`), in order (what they wrote
-    /// is then seen).
+    /// The requests to operation `operation_id` (e.g. `checks/update`, or [`GRAPHQL_OPERATION`] for
+    /// GraphQL's), in order (what they wrote through REST is then seen; a resolved review thread is
+    /// seen through [`FakeGithub::review_threads`]).
     pub fn requests_to(&self, operation_id: &str) -> Vec<GithubRequest> {
         let inner = self.shared.lock();
         let requests: Vec<GithubRequest> = inner
@@ -816,7 +879,7 @@ fn answers(requests: &[GithubRequest]) -> impl Iterator<Item = (&str, &Value)> {
 
 fn describe_violations(violations: &[String]) -> String {
     let mut text = format!(
-        "fake GitHub: {} request(s) broke GitHub's REST API description:\n",
+        "fake GitHub: {} request(s) broke GitHub's REST API description (or its GraphQL schema):\n",
         violations.len()
     );
     for violation in violations {
@@ -910,6 +973,26 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     if let Some(rest) = path.strip_prefix(actions::LOG_BLOB_PREFIX) {
         return serve_log_blob(&shared, &method, rest, &query, authorization.is_some());
     }
+    let recorded_headers: Vec<(String, String)> = RECORDED_HEADERS
+        .iter()
+        .filter_map(|name| header_text(name).map(|v| ((*name).to_owned(), v)))
+        .collect();
+    if path == graphql::PATH {
+        let request = GithubRequest {
+            sequence,
+            method,
+            path,
+            query: raw_query,
+            operation: Some(GRAPHQL_OPERATION.to_owned()),
+            graphql_operation: None,
+            headers: recorded_headers,
+            auth: AuthKind::None,
+            body: body_json,
+            status: 0,
+            response: Value::Null,
+        };
+        return serve_graphql(&shared, request, authorization.as_deref(), has_user_agent);
+    }
 
     let route = Spec::route_github(&method, &path).map_err(|e| e.to_string());
     let summary = format!(
@@ -999,36 +1082,104 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             }
         }
     };
-    inner.faults.retain(|f| f.remaining > 0);
-
-    let rate = RateLimit {
-        limit: RATE_LIMIT,
-        used: inner.rate_used,
-        reset: inner.rate_reset,
-    };
-    let response = render(&reply, rate, sequence);
-    inner.violations.extend(violations);
-    inner.requests.push(GithubRequest {
+    let request = GithubRequest {
         sequence,
         method,
         path,
         query: raw_query,
         operation: operation_id,
-        headers: RECORDED_HEADERS
-            .iter()
-            .filter_map(|name| header_text(name).map(|v| ((*name).to_owned(), v)))
-            .collect(),
+        graphql_operation: None,
+        headers: recorded_headers,
         auth: auth_kind,
         body: body_json,
-        status: reply.status,
-        response: match &reply.payload {
-            Payload::Json(value) => value.clone(),
-            Payload::Raw { .. } | Payload::Empty => Value::Null,
-        },
-    });
+        status: 0,
+        response: Value::Null,
+    };
+    finish(&shared, inner, request, &reply, violations)
+}
+
+/// Records a served request with its answer and violations, and renders the answer.
+fn finish(
+    shared: &Shared,
+    mut inner: MutexGuard<'_, Inner>,
+    mut request: GithubRequest,
+    reply: &Reply,
+    violations: Vec<String>,
+) -> Response {
+    inner.faults.retain(|f| f.remaining > 0);
+    let rate = RateLimit {
+        limit: RATE_LIMIT,
+        used: inner.rate_used,
+        reset: inner.rate_reset,
+    };
+    let response = render(reply, rate, request.sequence);
+    inner.violations.extend(violations);
+    request.status = reply.status;
+    request.response = match &reply.payload {
+        Payload::Json(value) => value.clone(),
+        Payload::Raw { .. } | Payload::Empty => Value::Null,
+    };
+    inner.requests.push(request);
     drop(inner);
     shared.changed.notify_waiters();
     response
+}
+
+/// `POST /graphql`: checked against GitHub's GraphQL schema and answered by `graphql.rs`, with the
+/// repository endpoints' authentication; faults apply as to any path.
+fn serve_graphql(
+    shared: &Shared,
+    mut request: GithubRequest,
+    authorization: Option<&str>,
+    has_user_agent: bool,
+) -> Response {
+    const DOCS: &str = "https://docs.github.com/graphql";
+    let summary = format!("{} {}", request.method, request.path);
+    let mut inner = shared.lock();
+    let mut violations = Vec::new();
+    let fault = inner
+        .faults
+        .iter_mut()
+        .find(|f| f.matches(&request.method, &request.path, None));
+    let reply = if request.method != "POST" {
+        violations.push(format!("{summary}: GitHub's GraphQL API takes POST only"));
+        Reply::error(404, "Not Found", DOCS)
+    } else if !has_user_agent {
+        violations.push(format!(
+            "{summary}: no User-Agent header (GitHub refuses such requests)"
+        ));
+        Reply::error(403, "Request forbidden by administrative rules.", DOCS)
+    } else if let Some(fault) = fault {
+        fault.remaining -= 1;
+        Reply {
+            status: fault.status,
+            payload: Payload::Json(fault.body.clone()),
+            headers: fault.headers.clone(),
+        }
+    } else {
+        let (kind, caller) = auth::authorize(Needs::Token, authorization, &shared.app, &inner.state, wire::unix_now());
+        request.auth = kind;
+        match caller {
+            Err(message) => Reply::error(401, &message, DOCS),
+            Ok(caller) => {
+                inner.rate_used += 1;
+                let login = caller.login(&shared.config().bot_login());
+                let served = graphql::serve(&mut inner.state, &login, &request.body);
+                let named = match &served.operation {
+                    Some(label) => format!("{summary} ({label})"),
+                    None => summary,
+                };
+                violations.extend(served.violations.iter().map(|v| format!("{named}: {v}")));
+                request.graphql_operation = served.operation;
+                let mut reply = Reply::json(200, served.answer);
+                reply
+                    .headers
+                    .push(("x-ratelimit-resource".to_owned(), "graphql".to_owned()));
+                reply
+            }
+        }
+    };
+    finish(shared, inner, request, &reply, violations)
 }
 
 /// The fake's log storage (not GitHub's API: neither validated by the description nor recorded as

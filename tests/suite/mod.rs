@@ -10,6 +10,7 @@ mod docker_proxy;
 mod fake_github;
 mod fix_job;
 mod git_workspace;
+mod github_graphql;
 mod harness;
 mod llm_providers;
 mod review_job;

@@ -1,6 +1,7 @@
 //! What can go wrong talking to GitHub, shaped for the callers that branch on it (not found, rate
-//! limited, validation). Every message names the request (`POST /repos/o/r/check-runs`); none ever
-//! holds a token, a JWT or key material.
+//! limited, validation, a GraphQL answer's `errors`). Every message names the request
+//! (`POST /repos/o/r/check-runs`, `POST /graphql (ReviewThreads)`); none ever holds a token, a JWT
+//! or key material.
 
 use std::fmt;
 use std::time::SystemTime;
@@ -43,6 +44,11 @@ pub enum GithubError {
         status: u16,
         message: String,
     },
+    /// A GraphQL answer with `errors` (GitHub answers 200 even then): the query was refused (it
+    /// does not fit the schema, a variable has the wrong type) or part of it could not be answered
+    /// (`NOT_FOUND`, `FORBIDDEN`). What `data` came with them is not used.
+    #[error("{request}: GitHub's GraphQL API answered with errors: {}", GraphqlErrors(errors))]
+    Graphql { request: String, errors: Vec<GraphqlError> },
     /// The request never got a response (connection refused, reset, timed out).
     #[error("{request}: {message}")]
     Transport { request: String, message: String },
@@ -64,9 +70,49 @@ pub enum GithubError {
 }
 
 impl GithubError {
-    /// Whether GitHub said the thing does not exist (or is hidden from the token).
+    /// Whether GitHub said the thing does not exist (or is hidden from the token): a 404, or a
+    /// GraphQL answer whose every error is `NOT_FOUND`.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, GithubError::NotFound { .. })
+        match self {
+            GithubError::NotFound { .. } => true,
+            GithubError::Graphql { errors, .. } => {
+                !errors.is_empty() && errors.iter().all(|e| e.kind.as_deref() == Some("NOT_FOUND"))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One entry of a GraphQL answer's `errors`: its message and, where GitHub gives one, its `type`
+/// (`NOT_FOUND`, `FORBIDDEN`, `RATE_LIMITED`…).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct GraphqlError {
+    #[serde(default)]
+    pub message: String,
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+}
+
+impl fmt::Display for GraphqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Some(kind) => write!(f, "{} ({kind})", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+struct GraphqlErrors<'a>(&'a [GraphqlError]);
+
+impl fmt::Display for GraphqlErrors<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, error) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            error.fmt(f)?;
+        }
+        Ok(())
     }
 }
 

@@ -1,7 +1,8 @@
 //! The HTTP transport to GitHub's REST API: base URL joining (api.github.com or a GitHub Enterprise
-//! Server `…/api/v3`), the request headers, retries on rate limits (primary and secondary) and server
-//! errors, error mapping and call statistics. It sends with whatever token it is handed: who the
-//! token belongs to is `client.rs`'s and `app.rs`'s business.
+//! Server `…/api/v3`, and the GraphQL endpoint beside either), the request headers, retries on rate
+//! limits (primary and secondary) and server errors, error mapping and call statistics. It sends
+//! with whatever token it is handed: who the token belongs to is `client.rs`'s and `app.rs`'s
+//! business.
 //!
 //! Tokens travel only in the `Authorization` header (marked sensitive); they are never part of a URL,
 //! an error or a log line. Where GitHub redirects to a signed URL off its API (job logs), the
@@ -200,6 +201,17 @@ pub(crate) struct Endpoint {
     pub segments: Vec<String>,
     /// Names are ours, or copied from a next-page link GitHub sent (`paging`).
     pub query: Vec<(Cow<'static, str>, String)>,
+    pub api: Api,
+}
+
+/// Which of GitHub's APIs a request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    /// REST: the segments are below the base URL.
+    Rest,
+    /// GraphQL's one endpoint ([`Http::graphql_url`]); every operation is a POST. A query only
+    /// reads, so it may be sent again like a GET; a mutation may not.
+    Graphql { read_only: bool },
 }
 
 impl Endpoint {
@@ -208,6 +220,24 @@ impl Endpoint {
             method,
             segments: segments.into_iter().map(Into::into).collect(),
             query: Vec::new(),
+            api: Api::Rest,
+        }
+    }
+
+    /// `POST /graphql`, for a query (`read_only`) or a mutation.
+    pub fn graphql(read_only: bool) -> Self {
+        Endpoint {
+            api: Api::Graphql { read_only },
+            ..Endpoint::new(Method::POST, ["graphql"])
+        }
+    }
+
+    /// Whether a request that may have reached GitHub can be sent again: anything but a POST, or
+    /// a GraphQL query. A second comment or check run is worse than an error.
+    fn resendable(&self) -> bool {
+        match self.api {
+            Api::Rest => self.method != Method::POST,
+            Api::Graphql { read_only } => read_only,
         }
     }
 
@@ -309,14 +339,37 @@ impl Http {
     }
 
     /// The endpoint's URL: its segments appended (each percent-encoded) to the base URL's path, so a
-    /// GitHub Enterprise Server base such as `https://ghe.example/api/v3` keeps its prefix.
+    /// GitHub Enterprise Server base such as `https://ghe.example/api/v3` keeps its prefix; a
+    /// GraphQL endpoint's is [`Http::graphql_url`].
     pub fn url(&self, endpoint: &Endpoint) -> Url {
+        if let Api::Graphql { .. } = endpoint.api {
+            return self.graphql_url();
+        }
         let mut url = self.base.clone();
         if let Ok(mut path) = url.path_segments_mut() {
             path.pop_if_empty().extend(&endpoint.segments);
         }
         if !endpoint.query.is_empty() {
             url.query_pairs_mut().extend_pairs(&endpoint.query);
+        }
+        url
+    }
+
+    /// GitHub's GraphQL endpoint: `/graphql` below the REST base URL (`https://api.github.com/graphql`),
+    /// but beside a GitHub Enterprise Server's `…/api/v3`: `https://ghe.example/api/graphql`.
+    pub fn graphql_url(&self) -> Url {
+        let mut segments: Vec<String> = self
+            .base
+            .path_segments()
+            .map(|s| s.filter(|s| !s.is_empty()).map(str::to_owned).collect())
+            .unwrap_or_default();
+        if segments.ends_with(&["api".to_owned(), "v3".to_owned()]) {
+            segments.pop();
+        }
+        segments.push("graphql".to_owned());
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.clear().extend(&segments);
         }
         url
     }
@@ -392,9 +445,10 @@ impl Http {
                 Err(err) => {
                     self.options.stats.record_transport_error();
                     let message = crate::net::describe_with_hint(&err);
-                    // A POST that may have reached GitHub is not resent: a second comment or check
-                    // run is worse than an error. One that never connected is safe to retry.
-                    if (endpoint.method == Method::POST && !err.is_connect()) || attempt >= policy.max_attempts {
+                    // A POST that may have reached GitHub is not resent (a GraphQL query aside): a
+                    // second comment or check run is worse than an error. One that never connected
+                    // is safe to retry.
+                    if (!endpoint.resendable() && !err.is_connect()) || attempt >= policy.max_attempts {
                         Verdict::Fail(GithubError::Transport {
                             request: request.clone(),
                             message,

@@ -196,6 +196,7 @@ pub(crate) fn next_endpoint(http: &Http, current: &Endpoint, link: &str) -> Resu
             .query_pairs()
             .map(|(name, value)| (Cow::Owned(name.into_owned()), value.into_owned()))
             .collect(),
+        api: current.api,
     })
 }
 

@@ -211,9 +211,21 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
 
 /// What is wrong with a request by GitHub's OpenAPI description (the subset, else the full one):
 /// an operation it does not document, path, query or body values its schemas refuse, or an
-/// undocumented field.
+/// undocumented field. A GraphQL request (`…/graphql`) is checked against GitHub's GraphQL schema
+/// instead.
 fn undocumented(method: &str, uri: &axum::http::Uri, body: &[u8]) -> Option<String> {
     let summary = format!("{method} {uri}");
+    if uri.path().ends_with("/graphql") {
+        let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        return match pitcrew_tests::fake_github::graphql::check_request(&body) {
+            Ok(_) if method == "POST" => None,
+            Ok(_) => Some(format!("{summary}: GraphQL takes POST only")),
+            Err(errors) => Some(format!(
+                "{summary}: {}",
+                pitcrew_tests::fake_github::graphql::messages(&errors)
+            )),
+        };
+    }
     let (spec, operation) = match Spec::route_github(method, uri.path()) {
         Ok(routed) => routed,
         Err(error) => return Some(format!("{summary}: {error}")),
@@ -1984,4 +1996,119 @@ fn malformed_base64_is_refused_without_quoting_it() {
         let error = encoding::decode_wrapped_base64(bad).unwrap_err();
         assert!(!error.contains(bad), "{bad}: {error}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GraphQL
+
+/// A page of review threads as GitHub answers `ReviewThreads`.
+fn threads_page(ids: &[&str], next: Option<&str>) -> Value {
+    let nodes: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            json!({"id": id, "isResolved": false, "isOutdated": false, "path": "src/lib.rs", "line": 3,
+                   "originalLine": 3, "startLine": null, "comments": {"totalCount": 0, "nodes": []}})
+        })
+        .collect();
+    json!({"data": {"repository": {"pullRequest": {"reviewThreads": {
+        "pageInfo": {"hasNextPage": next.is_some(), "endCursor": next},
+        "nodes": nodes,
+    }}}}})
+}
+
+#[tokio::test]
+async fn graphql_goes_to_graphql_beside_a_github_enterprise_rest_base() {
+    let fake = Fake::start(|_| Canned::json(200, threads_page(&[], None))).await;
+    for base in ["", "api/v3", "api/v3/"] {
+        let url = fake.url.join(base).unwrap();
+        let client = GithubClient::new(&url, Auth::Token(SecretString::from(TOKEN)), kit().options).unwrap();
+        assert_eq!(client.review_threads(&repo(), IssueNumber(7)).await.unwrap(), []);
+    }
+    assert_eq!(
+        fake.routes(),
+        ["POST /graphql", "POST /api/graphql", "POST /api/graphql"]
+    );
+    let request = &fake.requests()[0];
+    assert_eq!(request.bearer(), Some(TOKEN));
+    assert_eq!(request.body["operationName"], "ReviewThreads");
+    assert_eq!(
+        request.body["variables"],
+        json!({"owner": "octo-org", "name": "widgets", "number": 7, "after": null})
+    );
+}
+
+#[tokio::test]
+async fn review_threads_are_read_page_after_page_by_their_end_cursor() {
+    let fake = Fake::start(|history| {
+        let after = &history.last().unwrap().body["variables"]["after"];
+        match after.as_str() {
+            None => Canned::json(200, threads_page(&["PRRT_a", "PRRT_b"], Some("Y3Vyc29yOjI="))),
+            Some("Y3Vyc29yOjI=") => Canned::json(200, threads_page(&["PRRT_c"], None)),
+            Some(other) => panic!("unexpected cursor {other}"),
+        }
+    })
+    .await;
+    let client = token_client(&fake, kit().options);
+    let threads = client.review_threads(&repo(), IssueNumber(7)).await.unwrap();
+    let ids: Vec<&str> = threads.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["PRRT_a", "PRRT_b", "PRRT_c"]);
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn graphql_errors_are_errors_that_name_the_operation_and_never_the_token() {
+    let fake = Fake::start(|_| {
+        Canned::json(
+            200,
+            json!({"data": {"resolveReviewThread": null}, "errors": [{"type": "NOT_FOUND",
+                "path": ["resolveReviewThread"], "message": "Could not resolve to a node with the global id of 'PRRT_x'"}]}),
+        )
+    })
+    .await;
+    let client = token_client(&fake, kit().options);
+    let error = client.resolve_review_thread("PRRT_x").await.unwrap_err();
+    assert!(error.is_not_found(), "{error:?}");
+    let text = error.to_string();
+    assert_eq!(
+        text,
+        "POST /graphql (ResolveReviewThread): GitHub's GraphQL API answered with errors: Could not resolve to a node \
+         with the global id of 'PRRT_x' (NOT_FOUND)"
+    );
+    assert!(!text.contains(TOKEN) && !format!("{error:?}").contains(TOKEN));
+    let body = &fake.requests()[0].body;
+    assert_eq!(body["operationName"], "ResolveReviewThread");
+    assert_eq!(body["variables"], json!({"threadId": "PRRT_x"}));
+}
+
+/// A server that reads each request and hangs up without answering; counts the connections.
+async fn hang_up_server() -> (Url, Arc<Mutex<usize>>) {
+    use tokio::io::AsyncReadExt as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+    let connections = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&connections);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            *counted.lock().unwrap() += 1;
+            let mut buffer = [0_u8; 16 * 1024];
+            // The request's head and body arrive before the client waits for an answer.
+            let _ = socket.read(&mut buffer).await;
+            drop(socket);
+        }
+    });
+    (url, connections)
+}
+
+#[tokio::test]
+async fn a_graphql_query_is_sent_again_after_a_lost_answer_but_a_mutation_is_not() {
+    let kit = kit();
+    let (url, connections) = hang_up_server().await;
+    let client = GithubClient::new(&url, Auth::Token(SecretString::from(TOKEN)), kit.options.clone()).unwrap();
+    let error = client.review_threads(&repo(), IssueNumber(7)).await.unwrap_err();
+    assert!(matches!(error, GithubError::Transport { .. }), "{error:?}");
+    assert_eq!(*connections.lock().unwrap(), 4);
+    *connections.lock().unwrap() = 0;
+    let error = client.resolve_review_thread("PRRT_x").await.unwrap_err();
+    assert!(matches!(error, GithubError::Transport { .. }), "{error:?}");
+    assert_eq!(*connections.lock().unwrap(), 1);
 }

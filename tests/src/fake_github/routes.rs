@@ -7,7 +7,8 @@
 //! This file is the router: the App's own operations (`apps.rs`), then the repository's, by area:
 //! `actions.rs` (every app's check runs of a commit, GitHub Actions), `apps.rs`, `repos.rs`, `git.rs`
 //! (contents, tags), `checks.rs`, `issues.rs` (and issue comments), `reactions.rs` and `pulls.rs`
-//! (and review comments, reviews). What an operation gets and gives is in `context.rs`.
+//! (and review comments, reviews). What an operation gets and gives is in `context.rs`. GraphQL's
+//! one path is not routed here: `graphql.rs` serves it.
 
 use super::context::{Ctx, Payload, Reply};
 use super::state::{GithubState, OUTPUT_OPERATIONS, Repo};

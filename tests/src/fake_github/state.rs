@@ -1,13 +1,14 @@
 //! The fake GitHub's world: repositories, permissions, issues and pull requests, comments,
-//! reactions, reviews, check runs (the bot's own and other apps'), GitHub Actions workflow runs and
+//! reactions, reviews and review threads, check runs (the bot's own and other apps'), GitHub Actions workflow runs and
 //! jobs with their logs, and issued tokens. Tests read it through `&GithubState` (in
 //! [`FakeGithub::state`](super::FakeGithub::state) and `wait_until` predicates); it changes only
 //! through the API and the fake's own methods.
 //!
 //! What a client writes through the API (comments, reviews, review comments, check runs,
-//! reactions, issues and pull requests, created or changed) is an *output*: the test should look
-//! at each. The public lookups below ([`GithubState::comments_on`], [`GithubState::check_runs_named`],
-//! [`GithubState::pull_requests`]…) mark what they return as seen; [`GithubState::unseen_outputs`]
+//! reactions, issues and pull requests, created or changed, and review threads resolved) is an
+//! *output*: the test should look at each. The public lookups below ([`GithubState::comments_on`],
+//! [`GithubState::check_runs_named`], [`GithubState::pull_requests`],
+//! [`GithubState::review_threads_on`]…) mark what they return as seen; [`GithubState::unseen_outputs`]
 //! lists the outputs written (or changed) since they were last looked at. The fake's routes read
 //! through the crate-private twins, which mark nothing.
 
@@ -293,6 +294,39 @@ pub struct ReviewComment {
     pub commit_id: String,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// A review thread: a review comment that answers none (its root) and the replies to it, which
+/// GitHub's GraphQL API lists as one `PullRequestReviewThread` that can be resolved. The fake keeps
+/// one per root comment, made with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewThread {
+    /// The root comment's id, which the thread shares: its node id is `PRRT_fake{root_comment}`.
+    pub root_comment: u64,
+    pub repo: String,
+    pub pull_number: u64,
+    pub path: String,
+    /// Who resolved it, while it is resolved.
+    pub resolved_by: Option<String>,
+    /// The pull request's diff has moved on from the thread's line (GitHub then answers
+    /// `isOutdated: true` and `line: null`). Only a test sets it.
+    pub outdated: bool,
+}
+
+impl ReviewThread {
+    /// The thread's GraphQL node id.
+    pub fn node_id(&self) -> String {
+        format!("PRRT_fake{}", self.root_comment)
+    }
+
+    /// The root comment of the thread whose node id is `node_id`, if it is one the fake hands out.
+    pub(crate) fn root_of(node_id: &str) -> Option<u64> {
+        node_id.strip_prefix("PRRT_fake")?.parse().ok()
+    }
+
+    pub fn is_resolved(&self) -> bool {
+        self.resolved_by.is_some()
+    }
 }
 
 /// A pull request review, as created (the request body is kept whole).
@@ -688,6 +722,8 @@ pub struct GithubState {
     pub issues: BTreeMap<(String, u64), Issue>,
     pub issue_comments: BTreeMap<u64, IssueComment>,
     pub review_comments: BTreeMap<u64, ReviewComment>,
+    /// By root comment id.
+    pub review_threads: BTreeMap<u64, ReviewThread>,
     pub reviews: BTreeMap<u64, Review>,
     pub reactions: Vec<Reaction>,
     /// The check runs the bot (the App) created.
@@ -717,6 +753,10 @@ pub struct GithubState {
     written: BTreeMap<u64, &'static str>,
     /// The outputs a lookup returned since their last write (reads take `&self`).
     seen: RefCell<BTreeSet<u64>>,
+    /// Review threads resolved through the API, by root comment (whose own output, a comment,
+    /// shares the id: so they are kept apart): root → the operation.
+    written_threads: BTreeMap<u64, &'static str>,
+    seen_threads: RefCell<BTreeSet<u64>>,
 }
 
 /// The operations whose object (its `id` in the answer) is an output the test should look at.
@@ -931,6 +971,45 @@ impl GithubState {
         self.saw(comments, |c| c.id)
     }
 
+    /// The review threads of pull request `number`, oldest first (marked seen).
+    pub fn review_threads_on(&self, repo: &str, number: u64) -> Vec<&ReviewThread> {
+        let threads = self.threads_of(repo, number);
+        self.seen_threads
+            .borrow_mut()
+            .extend(threads.iter().map(|t| t.root_comment));
+        threads
+    }
+
+    /// [`GithubState::review_threads_on`] for the fake's routes: marks nothing.
+    pub(crate) fn threads_of(&self, repo: &str, number: u64) -> Vec<&ReviewThread> {
+        self.review_threads
+            .values()
+            .filter(|t| t.repo == repo && t.pull_number == number)
+            .collect()
+    }
+
+    /// The comments of the thread rooted at `root`: the root, then the replies, oldest first.
+    pub(crate) fn thread_comments(&self, root: u64) -> Vec<&ReviewComment> {
+        self.review_comments
+            .values()
+            .filter(|c| c.id == root || c.in_reply_to == Some(root))
+            .collect()
+    }
+
+    /// Resolves the thread rooted at `root` as `login` through the API (an output); `false` when
+    /// there is no such thread.
+    pub(crate) fn resolve_thread(&mut self, root: u64, login: &str, operation: &'static str) -> bool {
+        let Some(thread) = self.review_threads.get_mut(&root) else {
+            return false;
+        };
+        if thread.resolved_by.is_none() {
+            thread.resolved_by = Some(login.to_owned());
+        }
+        self.written_threads.insert(root, operation);
+        self.seen_threads.get_mut().remove(&root);
+        true
+    }
+
     /// Marks seen what request answers created or changed: a test that read those requests looked
     /// at their outputs.
     pub(crate) fn saw_answers<'r>(&self, answers: impl Iterator<Item = (&'r str, &'r Value)>) {
@@ -959,10 +1038,27 @@ impl GithubState {
     /// The outputs written or changed since a lookup last returned them, each described.
     pub fn unseen_outputs(&self) -> Vec<String> {
         let seen = self.seen.borrow();
+        let seen_threads = self.seen_threads.borrow();
+        let threads = self
+            .written_threads
+            .iter()
+            .filter(|(root, _)| !seen_threads.contains(root))
+            .map(|(root, operation)| match self.review_threads.get(root) {
+                Some(t) => format!(
+                    "{operation} → review thread {} on {}#{} {} (resolved by {})",
+                    t.node_id(),
+                    t.repo,
+                    t.pull_number,
+                    t.path,
+                    t.resolved_by.as_deref().unwrap_or("nobody, since")
+                ),
+                None => format!("{operation} → review thread of comment {root} (since deleted)"),
+            });
         self.written
             .iter()
             .filter(|(id, _)| !seen.contains(id))
             .map(|(id, operation)| format!("{operation} → {}", self.describe(*id)))
+            .chain(threads)
             .collect()
     }
 
@@ -1089,6 +1185,19 @@ impl GithubState {
             .and_then(|i| i.pull.as_ref())
             .map(|p| p.head.sha.clone())
             .unwrap_or_default();
+        if in_reply_to.is_none() {
+            self.review_threads.insert(
+                id,
+                ReviewThread {
+                    root_comment: id,
+                    repo: repo.to_owned(),
+                    pull_number,
+                    path: path.to_owned(),
+                    resolved_by: None,
+                    outdated: false,
+                },
+            );
+        }
         self.review_comments.insert(
             id,
             ReviewComment {
