@@ -724,6 +724,18 @@ fn pull_requests_are_reviewed_when_ready_then_only_what_changed_and_a_rebase_is_
             replies,
             [format!("Addressed in {}: add no longer defaults", &second_head[..7])]
         );
+        // …and its thread resolved, through GraphQL (checked against GitHub's schema); the mask's
+        // stays open.
+        let threads: Vec<(u64, bool)> = world
+            .bot
+            .github
+            .review_threads(REPO, PR)
+            .into_iter()
+            .map(|t| (t.root_comment, t.is_resolved()))
+            .collect();
+        assert_eq!(threads.len(), 3, "{threads:?}");
+        assert!(threads.contains(&(root, true)), "{threads:?}");
+        assert_eq!(threads.iter().filter(|(_, resolved)| *resolved).count(), 1);
         // The summary: the new review on top, the first collapsed under it, the new head recorded.
         let summary = world.summary();
         let (top, earlier) = summary.split_once("<!-- pitcrew:review-earlier -->").unwrap();
@@ -860,6 +872,8 @@ fn request_changes_on_a_verified_blocking_finding_and_a_clean_review_dismisses_i
                 .collect()
         });
         assert_eq!(replies, [format!("Addressed in {}", &second_head[..7])]);
+        let threads = world.bot.github.review_threads(REPO, PR);
+        assert!(threads.len() == 1 && threads[0].is_resolved(), "{threads:?}");
         assert_eq!(world.bot.github.check_runs().len(), 2);
         world.bot.model.assert_script_consumed();
         world.bot.github.assert_no_violations();

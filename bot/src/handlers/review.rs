@@ -14,7 +14,8 @@
 //! `REQUEST_CHANGES` when `[review] event = "request_changes"` and a verified blocking finding
 //! exists; a later review without one dismisses the bot's earlier request. Earlier findings on code
 //! the new commits changed are rechecked: an addressed one is answered in its thread ("Addressed in
-//! abc1234"). Everything else is in the one summary comment per pull
+//! abc1234") and the thread resolved (GraphQL's `resolveReviewThread`, the only way to resolve one);
+//! a thread someone resolved by hand is left alone. Everything else is in the one summary comment per pull
 //! request, edited in place (the newest review on top, earlier ones collapsed), which is also where
 //! the review's progress shows while it runs. Nothing is committed or pushed.
 //!
@@ -396,8 +397,11 @@ struct Earlier {
     fingerprint: Option<Fingerprint>,
     severity: Option<Severity>,
     verified: bool,
-    /// Answered in its thread already (a reply of the bot's says it was addressed).
+    /// Answered in its thread already (a reply of the bot's says it was addressed), or its thread
+    /// was resolved.
     addressed: bool,
+    /// Its review thread's node id and whether it is resolved, when GraphQL answered.
+    thread: Option<(String, bool)>,
 }
 
 impl Earlier {
@@ -433,9 +437,20 @@ fn label_of(body: &str) -> (Option<Severity>, bool) {
 }
 
 /// The bot's inline comments on the pull request: the findings it raised, with the replies that
-/// closed them.
+/// closed them and their threads (resolved or not). Without the threads (GraphQL refused), a
+/// finding counts as open until the bot answered it addressed.
 async fn earlier_findings(env: &JobEnv, pull: &PullRequest, bot: &str) -> Result<Vec<Earlier>, HandlerError> {
     let comments = env.github.list_review_comments(&env.repo, pull.number).await?.items;
+    let threads: BTreeMap<u64, (String, bool)> = match env.github.review_threads(&env.repo, pull.number).await {
+        Ok(threads) => threads
+            .into_iter()
+            .filter_map(|t| Some((t.first_comment()?.id?.0, (t.id.clone(), t.resolved))))
+            .collect(),
+        Err(error) => {
+            tracing::warn!(%error, "could not read the pull request's review threads; none will be resolved");
+            BTreeMap::new()
+        }
+    };
     let addressed: BTreeSet<u64> = comments
         .iter()
         .filter(|c| c.user.login.eq_ignore_ascii_case(bot) && c.body.starts_with("Addressed in "))
@@ -448,11 +463,13 @@ async fn earlier_findings(env: &JobEnv, pull: &PullRequest, bot: &str) -> Result
             let fingerprint = Fingerprint::in_comment(&comment.body);
             fingerprint.as_ref()?;
             let (severity, verified) = label_of(&comment.body);
+            let thread = threads.get(&comment.id.0).cloned();
             Some(Earlier {
-                addressed: addressed.contains(&comment.id.0),
+                addressed: addressed.contains(&comment.id.0) || thread.as_ref().is_some_and(|(_, resolved)| *resolved),
                 fingerprint,
                 severity,
                 verified,
+                thread,
                 comment,
             })
         })
@@ -668,6 +685,11 @@ async fn review(
                     tracing::warn!(%error, "could not answer an addressed finding's thread");
                     continue;
                 }
+            }
+            if let Some((thread, false)) = &earlier.thread
+                && let Err(error) = env.github.resolve_review_thread(thread).await
+            {
+                tracing::warn!(%error, "could not resolve an addressed finding's thread");
             }
         }
         rechecked_report.push(Rechecked {
