@@ -19,6 +19,7 @@ pub mod prompts;
 pub mod redact;
 pub mod report;
 pub mod review;
+pub mod reviewer;
 pub mod run;
 pub mod sandbox;
 pub mod secrets;

@@ -49,6 +49,8 @@ struct Cli {
 enum Command {
     /// Run a task on a local repository: a new branch, the agent, a commit and a summary
     Run(RunArgs),
+    /// Review the current branch's commits against their base, as a pull request review would
+    Review(ReviewArgs),
     /// Run the GitHub App server: webhooks in, jobs out, reports on GitHub
     Serve(ServeArgs),
     /// Run as a GitHub Actions step: the workflow's event through the same triggers and jobs
@@ -105,6 +107,59 @@ struct RunArgs {
 }
 
 #[derive(Debug, clap::Args)]
+struct ReviewArgs {
+    /// The repository whose current branch is reviewed (its committed changes)
+    #[arg(long, default_value = ".", value_name = "PATH")]
+    repo: PathBuf,
+    /// What to compare with (a branch, a remote branch, a commit) [default: the default branch:
+    /// origin/HEAD, origin/main, origin/master, main or master]
+    #[arg(long, value_name = "REF")]
+    base: Option<String>,
+    /// Exit with status 1 when a finding of this severity or a worse one exists
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    fail_on: Option<FailOn>,
+    /// Print one JSON object with the findings instead of the text
+    #[arg(long)]
+    json: bool,
+    /// Model name (sets model.name)
+    #[arg(long)]
+    model: Option<String>,
+    /// Provider: openai or anthropic (sets model.provider)
+    #[arg(long)]
+    provider: Option<String>,
+    /// API base URL, e.g. a local OpenAI-compatible server (sets model.base_url)
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// Step budget of the whole review (sets agent.max_steps)
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u32>,
+    /// Cost budget in US dollars (sets agent.max_cost_usd)
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<f64>,
+    /// Where commands run: docker or local (sets sandbox.backend)
+    #[arg(long, value_name = "BACKEND")]
+    sandbox: Option<String>,
+}
+
+/// The severity `--fail-on` names.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum FailOn {
+    Blocking,
+    Suggestion,
+    Nit,
+}
+
+impl FailOn {
+    fn severity(self) -> pitcrew::review::Severity {
+        match self {
+            FailOn::Blocking => pitcrew::review::Severity::Blocking,
+            FailOn::Suggestion => pitcrew::review::Severity::Suggestion,
+            FailOn::Nit => pitcrew::review::Severity::Nit,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
 struct TriageArgs {
     /// The job log, as GitHub Actions serves it or as a runner printed it
     #[arg(long, value_name = "FILE")]
@@ -149,6 +204,16 @@ fn main() -> ExitCode {
             cli.set.extend(run_overrides(args));
             match load_config(&cli, &env) {
                 Ok(config) => run(config, args),
+                Err(errors) => {
+                    report(&errors);
+                    ExitCode::from(EXIT_BAD_CONFIG)
+                }
+            }
+        }
+        Command::Review(ref args) => {
+            cli.set.extend(review_overrides(args));
+            match load_config(&cli, &env) {
+                Ok(config) => review(config, args),
                 Err(errors) => {
                     report(&errors);
                     ExitCode::from(EXIT_BAD_CONFIG)
@@ -227,6 +292,84 @@ fn run_overrides(args: &RunArgs) -> Vec<String> {
     push("agent.max_cost_usd", args.max_cost_usd.map(|n| n.to_string()));
     push("sandbox.backend", args.sandbox.clone());
     set
+}
+
+/// The review flags as `--set` overrides.
+fn review_overrides(args: &ReviewArgs) -> Vec<String> {
+    let mut set = Vec::new();
+    let mut push = |key: &str, value: Option<String>| {
+        if let Some(value) = value {
+            set.push(format!("{key}={value}"));
+        }
+    };
+    push("model.provider", args.provider.clone());
+    push("model.name", args.model.clone());
+    push("model.base_url", args.base_url.clone());
+    push("agent.max_steps", args.max_steps.map(|n| n.to_string()));
+    push("agent.max_cost_usd", args.max_cost_usd.map(|n| n.to_string()));
+    push("sandbox.backend", args.sandbox.clone());
+    set
+}
+
+/// `pitcrew review`: exit 0 when the review ran and found nothing at `--fail-on`; 1 when it found
+/// something there, or stopped before it finished; 2 for bad arguments or configuration; 3 when it
+/// could not start (not a repository, no base).
+fn review(config: Config, args: &ReviewArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: could not start the async runtime: {err}");
+            return ExitCode::from(EXIT_RUN_SETUP);
+        }
+    };
+    let cancel = CancellationToken::new();
+    let progress = Arc::new(Progress::new(!args.json && std::io::stderr().is_terminal()));
+    let options = pitcrew::run::review::ReviewOptions {
+        repo: args.repo.clone(),
+        base: args.base.clone(),
+        config,
+        prompts: Prompts::embedded(),
+        events: progress,
+        model: None,
+        cancel: cancel.clone(),
+    };
+    let result = runtime.block_on(async {
+        let watcher = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\npitcrew: cancelling (Ctrl-C again to force)…");
+                watcher.cancel();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(i32::from(EXIT_CANCELLED));
+                }
+            }
+        });
+        pitcrew::run::review::review(options).await
+    });
+    let review = match result {
+        Ok(review) => review,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(EXIT_RUN_SETUP);
+        }
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&review) {
+            Ok(json) => println!("{json}"),
+            Err(err) => {
+                eprintln!("error: could not encode the review: {err}");
+                return ExitCode::from(EXIT_RUN_STOPPED);
+            }
+        }
+    } else {
+        print!("{}", pitcrew::run::review::render_text(&review));
+    }
+    let reached = args.fail_on.is_some_and(|fail_on| review.reaches(fail_on.severity()));
+    if reached || review.status != "finished" {
+        ExitCode::from(EXIT_RUN_STOPPED)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// `pitcrew action`: exit 0 when the job succeeded or there was nothing to do, 1 when the job

@@ -251,6 +251,105 @@ fn run_prints_one_json_report_and_exits_by_its_status() {
     );
 }
 
+#[test]
+fn review_prints_the_findings_of_a_local_branch_and_fails_on_a_blocking_one() {
+    use pitcrew_tests::repo::TestRepo;
+    use pitcrew_tests::scripted_model::{Reply, Script, ScriptedModel};
+
+    let repo = TestRepo::new(&[
+        ("calc.sh", "add() {\n    echo $(($1 + $2))\n}\n"),
+        ("README.md", "calc\n"),
+    ])
+    .unwrap();
+    repo.git(&["checkout", "-q", "-b", "feature"]).unwrap();
+    repo.write("calc.sh", "add() {\n    echo $(($1 - $2))\n}\n").unwrap();
+    repo.git(&["commit", "-q", "-am", "calc: subtract"]).unwrap();
+    let head = repo.git(&["rev-parse", "HEAD"]).unwrap();
+    let finding = || {
+        Script::new()
+            .turn(Reply::new().tool_call(
+                "review_comment",
+                serde_json::json!({
+                    "path": "calc.sh", "line": 2, "severity": "blocking", "category": "bug", "verified": true,
+                    "body": "`add` now subtracts.\nEvery caller breaks.",
+                    "suggestion": "    echo $(($1 + $2))"
+                }),
+            ))
+            .turn(Reply::text("Makes `add` subtract.\nIt breaks every caller."))
+    };
+    let model = ScriptedModel::start(finding());
+    let base_url = model.openai_base_url();
+    let args = |base_url: &str, extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "review",
+            "--base",
+            "main",
+            "--model",
+            "gpt-4o",
+            "--base-url",
+            base_url,
+            "--sandbox",
+            "local",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        args
+    };
+    let run = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        pitcrew(&repo.path().to_owned(), &refs, &[])
+    };
+    let out = run(args(&base_url, &["--fail-on", "blocking"]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stderr}\n{stdout}");
+    assert!(
+        stdout.starts_with(
+            "calc.sh:2: blocking (bug): `add` now subtracts.\n    Every caller breaks.\n    suggested:\n    |     echo $(($1 + $2))\n"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Makes `add` subtract."), "{stdout}");
+    assert!(
+        stdout.contains("Reviewed 1 of 1 changed file (2 of 2 lines)."),
+        "{stdout}"
+    );
+    // The model saw the branch's diff against main, and the prompt says where it runs.
+    let prompt = model.requests()[0].raw_body.clone();
+    assert!(
+        prompt.contains("-    echo $(($1 + $2))") && prompt.contains("+    echo $(($1 - $2))"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("A local run of `pitcrew review`"), "{prompt}");
+    // The developer's checkout is as it was: same head, nothing changed or left behind.
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]).unwrap(), head);
+    assert_eq!(repo.git(&["status", "--porcelain"]).unwrap(), "");
+
+    // As JSON, and without --fail-on the exit status is 0 whatever was found.
+    let model = ScriptedModel::start(finding());
+    let out = run(args(&model.openai_base_url(), &["--json"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let review: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(review["findings"][0]["severity"], "blocking");
+    assert_eq!(review["findings"][0]["path"], "calc.sh");
+    assert_eq!(review["findings"][0]["on_diff"], true);
+    assert_eq!(review["base"], "main");
+    assert_eq!(review["status"], "finished");
+    assert_eq!(review["files_reviewed"], 1);
+
+    // A base that names nothing: a clear error, exit 3.
+    let mut wrong = args(&model.openai_base_url(), &[]);
+    wrong[2] = "no-such-branch".to_owned();
+    let out = run(wrong);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("`no-such-branch` names no commit of this repository"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// The dev-container image the documentation promises, through `pitcrew run` (which honoured it
 /// before the server's jobs did; `suite::fix_job` has their regression test): with no image from
 /// the operator and none in `.github/pitcrew.toml`, the agent's commands run in the image of the

@@ -5,6 +5,7 @@
 //! fails is the report's `error`, and the change stays in the working tree.
 
 pub mod progress;
+pub mod review;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -35,6 +35,8 @@ pub enum WorkspaceError {
     Dirty { files: Vec<String> },
     #[error("the repository has no commit yet; make one first")]
     NoHead,
+    #[error("the head has no history in common with `{base}`")]
+    Unrelated { base: String },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
     #[error("the forge refused pitcrew's credentials for {repo}; check the app's installation and its access to it")]
@@ -146,6 +148,37 @@ impl LocalRepo {
             files.push(format!("and {more} more"));
         }
         Err(WorkspaceError::Dirty { files })
+    }
+
+    /// Makes a working copy of `commit` in `dir` (absent or empty) that borrows this repository's
+    /// objects (`objects/info/alternates`, like `git clone --shared`) and has its own working tree,
+    /// index and refs: what runs there cannot change this repository's working tree or branches.
+    pub fn detached_copy(&self, commit: Oid, dir: &Path) -> Result<LocalRepo, WorkspaceError> {
+        let io = |path: &Path, source: std::io::Error| WorkspaceError::Io {
+            context: path.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let repo = Repository::init(dir)?;
+        let objects = std::fs::canonicalize(self.repo.path().join("objects")).map_err(|e| io(self.repo.path(), e))?;
+        let alternates = repo.path().join("objects/info/alternates");
+        std::fs::write(&alternates, format!("{}\n", objects.display())).map_err(|e| io(&alternates, e))?;
+        // Reopen so that the object database sees the alternates.
+        let repo = Repository::open(dir)?;
+        repo.find_commit(commit)?;
+        repo.set_head_detached(commit)?;
+        repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
+        LocalRepo::open(dir)
+    }
+
+    /// The commit `revision` names (`main`, `origin/main`, a sha, `HEAD~2`), if any.
+    pub fn resolve(&self, revision: &str) -> Option<Oid> {
+        self.repo
+            .revparse_single(revision)
+            .ok()?
+            .peel_to_commit()
+            .ok()
+            .map(|c| c.id())
     }
 
     pub fn head(&self) -> Result<Oid, WorkspaceError> {
