@@ -1003,3 +1003,80 @@ fn a_large_pull_request_is_reviewed_in_chunks_and_the_coverage_line_names_what_w
         world.bot
     });
 }
+
+#[test]
+fn a_newer_push_supersedes_the_running_review_and_the_newest_head_is_reviewed() {
+    use std::time::Duration;
+    let Some(image) = pitcrew_tests::docker::test_image() else {
+        return;
+    };
+    super::harness::run_test(|| async move {
+        let script = Script::new()
+            .turn(Reply::new().tool_call("read_file", json!({"path": "calc.sh"})))
+            // Slower than anything the test waits for: only the newer push ends this review.
+            .turn(Reply::text("Still reading, slowly.").chunk_delay(Duration::from_secs(3_600)))
+            .turn(Reply::new().tool_call(
+                "review_comment",
+                json!({"path": "calc.sh", "line": 9, "severity": "nit", "category": "style",
+                    "body": "`- 0` does nothing; drop it."}),
+            ))
+            .turn(Reply::text("Drops the default of `add`; touches `sub`.\nOne nit."));
+        let mut world = World::start_with(image, script, AUTO_CONFIG).await;
+        let first_head = world.head_sha.clone();
+        world.pull_event("pr-opened", "opened", false, None).await;
+        // The review runs once its summary comment shows the agent reading.
+        let bot = world.bot.github.bot_login();
+        world
+            .bot
+            .wait_for("the first review reading, in its summary comment", |state| {
+                state.comments_on(REPO, PR).iter().any(|c| {
+                    c.user == bot && c.body.contains(super::harness::LIVE) && c.body.contains("Now: reading the code")
+                })
+            })
+            .await;
+
+        let second_head = world.push(&[("calc.sh", &fixed_calc())], "calc: no default for add");
+        world
+            .pull_event("pr-sync", "synchronize", false, Some(&first_head))
+            .await;
+        let first = tokio::time::timeout(super::harness::LIMIT, world.bot.job_end())
+            .await
+            .expect("the superseded review never ended: the stop waited for the model");
+        assert_eq!(first.state, JobState::Cancelled, "{first:?}");
+        assert_eq!(
+            first.error.as_deref(),
+            Some(format!("superseded by a newer push ({})", &second_head[..7]).as_str())
+        );
+        let second = world.bot.job_end().await;
+        assert_eq!(second.state, JobState::Succeeded, "{second:?}");
+
+        // The first head's check run says why it stopped; the newest head got the review.
+        let runs = world.bot.github.check_runs();
+        assert_eq!(runs.len(), 2, "{runs:#?}");
+        assert_eq!(runs[0].head_sha, first_head);
+        assert_eq!(runs[0].conclusion.as_deref(), Some("cancelled"));
+        assert_eq!(
+            runs[0].output["title"].as_str(),
+            Some(format!("Superseded by a newer push ({})", &second_head[..7]).as_str())
+        );
+        assert_eq!(
+            (runs[1].head_sha.as_str(), runs[1].conclusion.as_deref()),
+            (second_head.as_str(), Some("success"))
+        );
+        let reviews = world.bot.github.reviews();
+        assert_eq!(reviews.len(), 1, "{reviews:#?}");
+        assert_eq!(reviews[0].commit_id, second_head);
+        let summary = world.summary();
+        assert!(
+            summary.contains(&format!("### pitcrew review of `{}`\n", &second_head[..7])),
+            "{summary}"
+        );
+        assert!(
+            !summary.contains("<details>"),
+            "the superseded review left no section: {summary}"
+        );
+        world.bot.model.assert_script_consumed();
+        world.bot.github.assert_no_violations();
+        world.bot
+    });
+}
