@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod check_run;
 pub mod chore;
 pub mod dashboard;
+pub mod describe;
 pub mod markdown;
 pub mod progress;
 pub mod replies;
