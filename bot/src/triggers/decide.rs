@@ -54,6 +54,8 @@ pub enum JobKind {
     Fix,
     Review,
     Explain,
+    /// pitcrew's section of a pull request's description, written or brought up to date.
+    Describe,
     Triage,
     Chore(Chore),
     /// `ignore <package>` (`undo`: `unignore`): the dependency chore's ignore list changes.
@@ -73,6 +75,7 @@ impl JobKind {
             JobKind::Fix => CommandKind::Fix,
             JobKind::Review => CommandKind::Review,
             JobKind::Explain => CommandKind::Explain,
+            JobKind::Describe => CommandKind::Describe,
             JobKind::Triage => CommandKind::Triage,
             JobKind::Chore(_) => CommandKind::Chore,
             JobKind::Ignore { undo: false, .. } => CommandKind::Ignore,
@@ -522,6 +525,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
                     Command::Fix { instructions } => (JobKind::Fix, instructions),
                     Command::Review { instructions } => (JobKind::Review, instructions),
                     Command::Explain { question } => (JobKind::Explain, question),
+                    Command::Describe { focus } => (JobKind::Describe, focus),
                     Command::Triage => (JobKind::Triage, None),
                     Command::Chore(chore) => (JobKind::Chore(chore), None),
                     Command::Ignore { package } => (JobKind::Ignore { package, undo: false }, None),
@@ -564,7 +568,7 @@ fn job_action(job: JobRequest, cfg: &TriggerConfig) -> Action {
     }
     let on_pulls_only = matches!(
         job.kind,
-        JobKind::Review | JobKind::Triage | JobKind::Rebase | JobKind::Ignore { undo: false, .. }
+        JobKind::Review | JobKind::Describe | JobKind::Triage | JobKind::Rebase | JobKind::Ignore { undo: false, .. }
     );
     if on_pulls_only && !job.subject.is_pull_request() {
         return Action::Invalid {

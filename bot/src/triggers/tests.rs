@@ -413,6 +413,64 @@ fn disabled_misplaced_and_mistyped_commands_are_invalid() {
 }
 
 #[test]
+fn describe_is_a_job_on_the_pull_request_behind_the_same_gate_as_the_others() {
+    let (event, payload) = pr_comment_saying("@agent describe the migration first");
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(request.permission, PermissionGate::NeedsPermissionCheck);
+    let [Action::Run(job)] = request.actions.as_slice() else {
+        panic!("{:?}", request.actions);
+    };
+    assert_eq!(job.kind, JobKind::Describe);
+    assert_eq!(job.kind.as_str(), "describe");
+    assert_eq!(
+        job.subject,
+        Subject::PullRequest {
+            number: IssueNumber(111)
+        }
+    );
+    assert_eq!(job.instructions.as_deref(), Some("the migration first"));
+    assert_eq!(
+        job.reply_to,
+        ReplyTarget::Issue {
+            number: IssueNumber(111),
+            comment_id: Some(CommentId(1459205742))
+        }
+    );
+    assert_eq!(job.key(), "ehuss/triagebot-test#111");
+    // Stored and read back, it is the same job.
+    let back: JobRequest = serde_json::from_value(serde_json::to_value(job.as_ref()).unwrap()).unwrap();
+    assert_eq!(&back, job.as_ref());
+
+    // Someone without write access is refused, as for any command.
+    let (event, mut payload) = pr_comment_saying("@agent describe");
+    payload["comment"]["author_association"] = json!("CONTRIBUTOR");
+    assert_eq!(act(decide_on(&event, &payload)).permission, PermissionGate::Refuse);
+
+    // `[triggers] commands` turns it off, and it works on pull requests only.
+    let config = TriggerConfig {
+        commands: [CommandKind::Fix, CommandKind::Review].into_iter().collect(),
+        ..cfg()
+    };
+    let (event, payload) = pr_comment_saying("@agent describe");
+    let request = act(decide(&Event::parse(&event, &payload).unwrap(), &config));
+    assert_eq!(
+        request.actions,
+        vec![Action::Invalid {
+            message: "`describe` is turned off in this repository.".to_owned()
+        }]
+    );
+    let (event, mut payload) = load("issue_comment/created.payload.json");
+    payload["comment"]["body"] = json!("@agent describe");
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(
+        request.actions,
+        vec![Action::Invalid {
+            message: "`describe` works on pull requests only.".to_owned()
+        }]
+    );
+}
+
+#[test]
 fn dependency_commands_queue_behind_the_repositorys_chore() {
     let (event, payload) = pr_comment_saying("@agent ignore tinydep\n@agent rebase\n@agent unignore otherdep");
     let request = act(decide_on(&event, &payload));
