@@ -19,6 +19,8 @@ pub enum Template {
     Review,
     /// The first message of an `explain` job: a question to answer, nothing to change.
     Explain,
+    /// The first message of a `describe` job: the pull request's description section to write.
+    Describe,
     /// The first message of a CI-failure triage: find the root cause of the failures, read-only.
     Triage,
     /// The first message of a dependency chore whose update broke something.
@@ -63,6 +65,7 @@ impl Template {
         Template::Fix,
         Template::Review,
         Template::Explain,
+        Template::Describe,
         Template::Triage,
         Template::Chore,
         Template::Subagent,
@@ -90,6 +93,7 @@ impl Template {
             Template::Fix => "fix.md",
             Template::Review => "review.md",
             Template::Explain => "explain.md",
+            Template::Describe => "describe.md",
             Template::Triage => "triage.md",
             Template::Chore => "chore.md",
             Template::Subagent => "subagent.md",
@@ -133,6 +137,8 @@ impl Template {
             ],
             // `question`: what was asked, or a line asking for an overview when nothing was.
             Template::Explain => &["question", "context", "instructions"],
+            // `request`: what to write, with what the person who asked wants it to cover.
+            Template::Describe => &["request", "context", "instructions"],
             Template::Triage => &["findings", "context", "instructions"],
             Template::Chore => &["updates", "failure", "instructions"],
             Template::Subagent | Template::NoteNudge | Template::Compact | Template::CompactDropped => &[],
@@ -167,6 +173,7 @@ impl Template {
                 | Template::Fix
                 | Template::Review
                 | Template::Explain
+                | Template::Describe
                 | Template::Triage
                 | Template::Chore
         )
@@ -178,6 +185,7 @@ impl Template {
             Template::Fix => include_str!("../../prompts/fix.md"),
             Template::Review => include_str!("../../prompts/review.md"),
             Template::Explain => include_str!("../../prompts/explain.md"),
+            Template::Describe => include_str!("../../prompts/describe.md"),
             Template::Triage => include_str!("../../prompts/triage.md"),
             Template::Chore => include_str!("../../prompts/chore.md"),
             Template::Subagent => include_str!("../../prompts/subagent.md"),

@@ -12,6 +12,8 @@ pub enum CommandKind {
     Fix,
     Review,
     Explain,
+    /// `describe` on a pull request: write pitcrew's section of its description.
+    Describe,
     Triage,
     Help,
     Stop,
@@ -26,10 +28,11 @@ pub enum CommandKind {
 
 impl CommandKind {
     /// Every command, in the order messages list them (and "did you mean" prefers among equals).
-    pub const ALL: [CommandKind; 10] = [
+    pub const ALL: [CommandKind; 11] = [
         CommandKind::Fix,
         CommandKind::Review,
         CommandKind::Explain,
+        CommandKind::Describe,
         CommandKind::Triage,
         CommandKind::Help,
         CommandKind::Stop,
@@ -46,6 +49,7 @@ impl CommandKind {
             CommandKind::Fix => "fix",
             CommandKind::Review => "review",
             CommandKind::Explain => "explain",
+            CommandKind::Describe => "describe",
             CommandKind::Triage => "triage",
             CommandKind::Help => "help",
             CommandKind::Stop => "stop",

@@ -303,10 +303,10 @@ fn bad_trigger_word() {
 
 #[test]
 fn unknown_command_names_each_get_a_hint() {
-    insta::assert_snapshot!(problems("[triggers]\ncommands = [\"fix\", \"reveiw\", \"deploy\"]\n"), @r#"
-    .github/pitcrew.toml:2:20: unknown command `reveiw` in `triggers.commands`; did you mean `review`?; the commands are: fix, review, explain, triage, help, stop, chore, ignore, unignore, rebase
-    .github/pitcrew.toml:2:30: unknown command `deploy` in `triggers.commands`; the commands are: fix, review, explain, triage, help, stop, chore, ignore, unignore, rebase
-    "#);
+    insta::assert_snapshot!(problems("[triggers]\ncommands = [\"fix\", \"reveiw\", \"deploy\"]\n"), @"
+    .github/pitcrew.toml:2:20: unknown command `reveiw` in `triggers.commands`; did you mean `review`?; the commands are: fix, review, explain, describe, triage, help, stop, chore, ignore, unignore, rebase
+    .github/pitcrew.toml:2:30: unknown command `deploy` in `triggers.commands`; the commands are: fix, review, explain, describe, triage, help, stop, chore, ignore, unignore, rebase
+    ");
 }
 
 #[test]
@@ -358,7 +358,7 @@ name = \"x\"
 ";
     insta::assert_snapshot!(problems(text), @r#"
     .github/pitcrew.toml:2:18: invalid `triggers.min_permission` = "root": expected one of `write`, `maintain`, `admin`
-    .github/pitcrew.toml:3:20: unknown command `stpo` in `triggers.commands`; did you mean `stop`?; the commands are: fix, review, explain, triage, help, stop, chore, ignore, unignore, rebase
+    .github/pitcrew.toml:3:20: unknown command `stpo` in `triggers.commands`; did you mean `stop`?; the commands are: fix, review, explain, describe, triage, help, stop, chore, ignore, unignore, rebase
     .github/pitcrew.toml:6:1: unknown key `max_step` in [agent]; did you mean `max_steps`?; valid keys in [agent]: max_steps, max_cost_usd, max_wall_time, test_command
     .github/pitcrew.toml:7:17: invalid `agent.max_wall_time` = "1.5h": fractions are not supported (no fractions: write "1h30m" or "90m", not "1.5h")
     .github/pitcrew.toml:9:2: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, agent, sandbox, triggers, triage, review, chores.deps

@@ -1,13 +1,15 @@
 //! Job handlers: what a job does from its request to its report on GitHub. The worker pool calls
 //! [`job_handler`]'s function with each claimed job; it reads the [`JobRequest`], acts for the kind
-//! of job ([`fix`] on a pull request or an issue, `review`, `explain`, [`triage`] of failed CI,
-//! [`chore`] and its pull requests' `rebase`, [`dashboard`]'s `ignore`), and returns how it ended.
+//! of job ([`fix`] on a pull request or an issue, `review`, `explain`, [`describe`], [`triage`] of
+//! failed CI, [`chore`] and its pull requests' `rebase`, [`dashboard`]'s `ignore`), and returns how
+//! it ended.
 //!
 //! A handler never loses a failure: whatever goes wrong is said on GitHub in plain words (the
 //! progress comment and the check run), and the job ends failed with the same words.
 
 pub mod chore;
 pub mod dashboard;
+pub mod describe;
 pub mod explain;
 pub mod fix;
 pub mod live;
@@ -270,6 +272,8 @@ impl Services {
             // The trigger refuses these; a stored request from elsewhere still gets plain words.
             (JobKind::Review, _) => Err(HandlerError::Other("`review` works on pull requests only".into())),
             (JobKind::Explain, _) => explain::run(&env).await,
+            (JobKind::Describe, Subject::PullRequest { .. }) => describe::on_pull_request(&env).await,
+            (JobKind::Describe, _) => Err(HandlerError::Other("`describe` works on pull requests only".into())),
             (JobKind::Triage, _) => triage::run(&env).await,
             (JobKind::Chore(_), _) => chore::run(&env).await,
             (JobKind::Ignore { .. }, _) => dashboard::ignore(&env).await,
@@ -657,6 +661,10 @@ pub(crate) fn pull_context(env: &JobEnv, pull: &PullRequest, role: &str) -> Resu
             "Started by pitcrew's triage after CI failed on a push by @{}.",
             env.request.requested_by.login
         ),
+        crate::triggers::JobSource::PullRequest { action } => format!(
+            "Nobody asked: the repository's settings start this job when a pull request changes, and this one {}.",
+            report::pull_action_words(action)
+        ),
         _ => format!("Asked by @{} in a comment.", env.request.requested_by.login),
     };
     let mut context = prompts.render(
@@ -672,10 +680,12 @@ pub(crate) fn pull_context(env: &JobEnv, pull: &PullRequest, role: &str) -> Resu
             ("role", role),
         ],
     )?;
-    if !pull.body.trim().is_empty() {
+    // The author's own text: pitcrew's section of it is pitcrew's words, not the author's intent.
+    let body = report::describe::without_section(&pull.body);
+    if !body.trim().is_empty() {
         let description = prompts.render(
             Template::ContextPullDescription,
-            &[("description", &quote_capped(&pull.body))],
+            &[("description", &quote_capped(&body))],
         )?;
         push_block(&mut context, &description);
     }

@@ -128,9 +128,10 @@ pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerErr
     super::closed_out(env, &targets, result).await
 }
 
-/// A review that found nothing new to look at: no check run, no comment; the job succeeds saying why.
-async fn quiet(env: &JobEnv, why: &str) -> (Finish, Spent) {
-    tracing::info!(why, "nothing to review");
+/// An automatic job that found nothing to do (a review with nothing new to look at, a description
+/// of a pull request closed since): no check run, no comment; the job succeeds saying why.
+pub(super) async fn quiet(env: &JobEnv, why: &str) -> (Finish, Spent) {
+    tracing::info!(why, "nothing to do");
     let finished = JobRecord::Finished {
         headline: why.to_owned(),
     };

@@ -64,6 +64,10 @@ pub fn conclusion(result: &JobResult) -> Conclusion {
             kind: Success,
             reason: "answered".to_owned(),
         },
+        JobEnd::Described { .. } => Conclusion {
+            kind: Success,
+            reason: "description updated".to_owned(),
+        },
         JobEnd::NoChanges => delivered("nothing needed changing"),
         JobEnd::Patch { .. } => Conclusion {
             kind: ActionRequired,
@@ -123,7 +127,7 @@ pub fn in_progress(job: &JobInfo, plan: &Plan, activity: Option<&str>) -> CheckR
     doc.fixed(format!(
         "**{}** requested by {}",
         job.kind.name(),
-        super::requested_by(&job.requested_by)
+        super::requested_by(job.kind, &job.requested_by)
     ));
     if !plan.is_empty() {
         doc.cuttable(super::plan_list(plan));
@@ -522,6 +526,7 @@ mod tests {
                 None,
             ),
             with(JobEnd::Answered, None),
+            with(JobEnd::Described { url: None }, None),
             with(JobEnd::NoChanges, None),
             with(
                 JobEnd::Patch {
@@ -550,6 +555,7 @@ mod tests {
         success: opened pull request #8
         success: review posted
         success: answered
+        success: description updated
         success: nothing needed changing
         action_required: the fork does not allow maintainer edits: apply the patch from the comment
         cancelled: stopped by @bob

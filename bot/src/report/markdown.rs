@@ -212,6 +212,33 @@ pub fn cut_markdown(text: &str, max: usize) -> String {
     out
 }
 
+/// The lines of `text` outside fenced code blocks, each with its byte offset and its line break;
+/// the fences' own lines are left out too. A marker that must stand on a line of its own (the
+/// description's section) is looked for among these, so a code block quoting one is never taken
+/// for it.
+pub fn unfenced_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut fence: Option<Fence> = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        match fence {
+            Some(open) if open.closed_by(line) => fence = None,
+            Some(_) => {}
+            None => match Fence::opened_by(line) {
+                Some(open) => fence = Some(open),
+                None => out.push((offset, line)),
+            },
+        }
+        offset += line.len();
+    }
+    out
+}
+
+/// The line (with its line break) that closes the code fence `text` leaves open, if it leaves one.
+pub fn closing_fence(text: &str) -> Option<String> {
+    open_fence(text).map(Fence::closing)
+}
+
 /// How [`Doc`] may shorten a section to fit the limit.
 enum Cut {
     /// Kept whole: headers, links, results.

@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod check_run;
 pub mod chore;
 pub mod dashboard;
+pub mod describe;
 pub mod markdown;
 pub mod progress;
 pub mod replies;
@@ -33,7 +34,8 @@ pub enum RequestedBy {
     FailedCheck(String),
     /// A scheduled chore.
     Schedule,
-    /// An automatic review: what happened to the pull request (`opened`, `synchronize`, …).
+    /// An automatic review or description: what happened to the pull request (`opened`,
+    /// `synchronize`, …).
     PullRequestEvent(String),
 }
 
@@ -146,6 +148,9 @@ pub enum JobEnd {
     },
     /// An `explain` or `triage` job answered; the answer is the summary.
     Answered,
+    /// A `describe` job wrote its section of the pull request's description (at `url`); the
+    /// section's text is the summary.
+    Described { url: Option<String> },
     /// The agent finished without changing anything.
     NoChanges,
     /// The pull request comes from a fork that does not allow maintainer edits: the change as a
@@ -197,6 +202,7 @@ pub fn headline(end: &JobEnd) -> String {
             n => format!("Review posted with {n} inline comments"),
         },
         JobEnd::Answered => "Answered".to_owned(),
+        JobEnd::Described { .. } => "Description updated".to_owned(),
         JobEnd::NoChanges => "Finished without changes".to_owned(),
         JobEnd::Patch { .. } => "Done, but the change could not be pushed to the fork".to_owned(),
         JobEnd::Stopped { cause, .. } => match cause {
@@ -294,22 +300,33 @@ pub(crate) fn plan_list(plan: &Plan) -> String {
         .join("\n")
 }
 
-/// "Requested by @alice" and the like; the login is GitHub's, so the mention is safe and wanted.
-pub(crate) fn requested_by(requested: &RequestedBy) -> String {
+/// "Requested by @alice" and the like, for a job of `kind`; the login is GitHub's, so the mention is
+/// safe and wanted.
+pub(crate) fn requested_by(kind: CommandKind, requested: &RequestedBy) -> String {
     match requested {
         RequestedBy::User(login) => format!("@{}", login_text(login)),
         RequestedBy::FailedCheck(name) => format!("the failed check {}", markdown::code_span(name)),
         RequestedBy::Schedule => "the schedule".to_owned(),
         RequestedBy::PullRequestEvent(action) => {
-            let what = match action.as_str() {
-                "opened" => "was opened",
-                "reopened" => "was reopened",
-                "ready_for_review" => "was marked ready for review",
-                "synchronize" => "got new commits",
-                _ => "changed",
+            let what = pull_action_words(action);
+            let setting = match kind {
+                CommandKind::Describe => "`[review] describe`",
+                _ => "`[review] auto`",
             };
-            format!("`[review] auto` (the pull request {what})")
+            format!("{setting} (the pull request {what})")
         }
+    }
+}
+
+/// What happened to a pull request, from a `pull_request` event's `action`: "was opened", "got new
+/// commits", …
+pub(crate) fn pull_action_words(action: &str) -> &'static str {
+    match action {
+        "opened" => "was opened",
+        "reopened" => "was reopened",
+        "ready_for_review" => "was marked ready for review",
+        "synchronize" => "got new commits",
+        _ => "changed",
     }
 }
 

@@ -58,6 +58,8 @@ pub fn finished(result: &JobResult, trigger: &str) -> String {
                 None => {}
             }
         }
+        // The section is in the description; the comment points there.
+        JobEnd::Described { .. } => {}
         JobEnd::Patch { diff, branch } => {
             doc.cuttable(markdown::prose(summary));
             doc.replaceable(
@@ -97,7 +99,7 @@ fn header(job: &JobInfo) -> String {
         "{}\n**pitcrew · {}** requested by {}",
         markdown::marker(&job.id),
         job.kind.name(),
-        super::requested_by(&job.requested_by)
+        super::requested_by(job.kind, &job.requested_by)
     );
     if let Some(instructions) = job.instructions.as_deref().map(str::trim).filter(|i| !i.is_empty()) {
         let shown = cut(instructions, MAX_INSTRUCTIONS);
@@ -134,8 +136,12 @@ pub(crate) fn headline_markdown(end: &JobEnd) -> String {
             )
         }
         JobEnd::PullRequestOpened { number, url } => format!("✅ Opened pull request [#{number}]({url})"),
-        JobEnd::Reviewed { url: Some(url), .. } => format!("✅ [{words}]({url})"),
-        JobEnd::Reviewed { url: None, .. } | JobEnd::Answered => format!("✅ {words}"),
+        JobEnd::Reviewed { url: Some(url), .. } | JobEnd::Described { url: Some(url) } => {
+            format!("✅ [{words}]({url})")
+        }
+        JobEnd::Reviewed { url: None, .. } | JobEnd::Answered | JobEnd::Described { url: None } => {
+            format!("✅ {words}")
+        }
         JobEnd::NoChanges => format!("ℹ️ {words}"),
         JobEnd::Patch { .. } => format!("⚠️ {words}"),
         JobEnd::Stopped { cause, .. } => {
@@ -315,6 +321,34 @@ mod tests {
         assert!(body.contains("Newly failing: `parser::tests::empty`."));
         assert!(body.contains("| After | 41 | 1 | 0 |"));
         assert!(body.contains("[`pitcrew/partial-42`]"));
+    }
+
+    #[test]
+    fn finished_comment_after_a_description_points_at_it_without_repeating_it() {
+        let mut result = fixtures::pushed();
+        result.end = JobEnd::Described {
+            url: Some("https://github.com/o/r/pull/7".into()),
+        };
+        result.job.kind = CommandKind::Describe;
+        result.job.instructions = None;
+        result.summary = "### Summary\n\nThe section, which is in the description.".into();
+        result.tests = None;
+        result.changed_files.clear();
+        result.plan = Plan::default();
+        insta::assert_snapshot!(finished(&result, "@agent"), @"
+        <!-- pitcrew:job=42 -->
+        **pitcrew · describe** requested by @alice
+
+        **✅ [Description updated](https://github.com/o/r/pull/7)**
+
+        <sub>52,000 tokens in (40,000 cached) · 3,456 out · $0.0812 · 2m 05s · 14 steps, 23 tool calls · [details](https://github.com/o/r/runs/9)</sub>
+        ");
+        // Written without being asked, it names the setting.
+        result.job.requested_by = RequestedBy::PullRequestEvent("opened".into());
+        assert!(
+            finished(&result, "@agent")
+                .contains("**pitcrew · describe** requested by `[review] describe` (the pull request was opened)")
+        );
     }
 
     #[test]

@@ -49,6 +49,11 @@ pub const COMMANDS: &[CommandHelp] = &[
         what: "answer a question about this code or change, without changing anything",
     },
     CommandHelp {
+        kind: CommandKind::Describe,
+        args: "[focus]",
+        what: "write or update pitcrew's section of this pull request's description (the author's text stays as it is)",
+    },
+    CommandHelp {
         kind: CommandKind::Triage,
         args: "",
         what: "find out why CI failed and say what to do about it",
@@ -370,6 +375,7 @@ mod tests {
         - `@agent fix [instructions]` — make a change on this pull request and push it (plain text after the mention means `fix` too)
         - `@agent review` — review this pull request with inline comments and suggestions
         - `@agent explain [question]` — answer a question about this code or change, without changing anything
+        - `@agent describe [focus]` — write or update pitcrew's section of this pull request's description (the author's text stays as it is)
         - `@agent triage` — find out why CI failed and say what to do about it
         - `@agent stop` — stop the job running on this pull request
         - `@agent help` — show this list

@@ -25,6 +25,10 @@ pub enum Command {
     Explain {
         question: Option<String>,
     },
+    /// `describe [focus]`: write pitcrew's section of the pull request's description.
+    Describe {
+        focus: Option<String>,
+    },
     Triage,
     Help,
     Stop,
@@ -47,6 +51,7 @@ impl Command {
             Command::Fix { .. } => CommandKind::Fix,
             Command::Review { .. } => CommandKind::Review,
             Command::Explain { .. } => CommandKind::Explain,
+            Command::Describe { .. } => CommandKind::Describe,
             Command::Triage => CommandKind::Triage,
             Command::Help => CommandKind::Help,
             Command::Stop => CommandKind::Stop,
@@ -107,6 +112,9 @@ fn parse_args(kind: CommandKind, args: &Args<'_>) -> Result<Command, ParseError>
         }),
         CommandKind::Explain => Ok(Command::Explain {
             question: non_empty(args.all),
+        }),
+        CommandKind::Describe => Ok(Command::Describe {
+            focus: non_empty(args.all),
         }),
         CommandKind::Triage => no_arguments(args, Command::Triage),
         CommandKind::Help => no_arguments(args, Command::Help),
@@ -428,6 +436,8 @@ mod tests {
         insta::assert_snapshot!(show("@agent review focus on error handling"), @r#"Review { instructions: Some("focus on error handling") }"#);
         insta::assert_snapshot!(show("@agent explain why is this lock needed?"), @r#"Explain { question: Some("why is this lock needed?") }"#);
         insta::assert_snapshot!(show("@agent explain"), @"Explain { question: None }");
+        insta::assert_snapshot!(show("@agent describe"), @"Describe { focus: None }");
+        insta::assert_snapshot!(show("@agent describe the migration first"), @r#"Describe { focus: Some("the migration first") }"#);
         insta::assert_snapshot!(show("@agent triage"), @"Triage");
         insta::assert_snapshot!(show("@agent help"), @"Help");
         insta::assert_snapshot!(show("@agent stop"), @"Stop");
@@ -519,6 +529,7 @@ mod tests {
     fn mistakes_are_errors_with_hints() {
         insta::assert_snapshot!(show("@agent reveiw"), @"error: unknown command `reveiw`; did you mean `review`?");
         insta::assert_snapshot!(show("@agent stpo"), @"error: unknown command `stpo`; did you mean `stop`?");
+        insta::assert_snapshot!(show("@agent descibe"), @"error: unknown command `descibe`; did you mean `describe`?");
         insta::assert_snapshot!(show("@agent stop the build from flaking"), @"error: `stop` takes no arguments (got `the build from flaking`)");
         insta::assert_snapshot!(show("@agent help\nthanks!"), @"Help");
         insta::assert_snapshot!(show("@agent chore"), @"error: `chore` needs the chore to run: `chore deps`");

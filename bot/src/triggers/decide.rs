@@ -54,6 +54,8 @@ pub enum JobKind {
     Fix,
     Review,
     Explain,
+    /// pitcrew's section of a pull request's description, written or brought up to date.
+    Describe,
     Triage,
     Chore(Chore),
     /// `ignore <package>` (`undo`: `unignore`): the dependency chore's ignore list changes.
@@ -73,6 +75,7 @@ impl JobKind {
             JobKind::Fix => CommandKind::Fix,
             JobKind::Review => CommandKind::Review,
             JobKind::Explain => CommandKind::Explain,
+            JobKind::Describe => CommandKind::Describe,
             JobKind::Triage => CommandKind::Triage,
             JobKind::Chore(_) => CommandKind::Chore,
             JobKind::Ignore { undo: false, .. } => CommandKind::Ignore,
@@ -182,7 +185,7 @@ pub enum JobSource {
     /// A box was ticked on the dependency dashboard.
     Dashboard,
     /// A pull request opened, was reopened or marked ready, or got new commits (`action`, as GitHub
-    /// spells it), in a repository that reviews pull requests without being asked.
+    /// spells it), in a repository that reviews or describes pull requests without being asked.
     PullRequest {
         action: String,
     },
@@ -437,7 +440,7 @@ pub fn decide(event: &Event, cfg: &TriggerConfig) -> Decision {
             before,
         } => dashboard_ticked(ctx, issue, author, before, cfg),
         Event::PullRequestClosed { number, .. } => ignore(format!("pull request #{number} closed")),
-        Event::PullRequestChanged { ctx, action, pull } => auto_review(ctx, *action, pull, cfg),
+        Event::PullRequestChanged { ctx, action, pull } => pull_changed(ctx, *action, pull, cfg),
         Event::WorkflowRunCompleted(run) => ci_failure(&run.ctx, workflow_failure(run), cfg),
         Event::CheckRunCompleted(run) => ci_failure(&run.ctx, check_run_failure(run, cfg), cfg),
         Event::CheckSuiteCompleted(suite) => ci_failure(&suite.ctx, check_suite_failure(suite, cfg), cfg),
@@ -522,6 +525,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
                     Command::Fix { instructions } => (JobKind::Fix, instructions),
                     Command::Review { instructions } => (JobKind::Review, instructions),
                     Command::Explain { question } => (JobKind::Explain, question),
+                    Command::Describe { focus } => (JobKind::Describe, focus),
                     Command::Triage => (JobKind::Triage, None),
                     Command::Chore(chore) => (JobKind::Chore(chore), None),
                     Command::Ignore { package } => (JobKind::Ignore { package, undo: false }, None),
@@ -564,7 +568,7 @@ fn job_action(job: JobRequest, cfg: &TriggerConfig) -> Action {
     }
     let on_pulls_only = matches!(
         job.kind,
-        JobKind::Review | JobKind::Triage | JobKind::Rebase | JobKind::Ignore { undo: false, .. }
+        JobKind::Review | JobKind::Describe | JobKind::Triage | JobKind::Rebase | JobKind::Ignore { undo: false, .. }
     );
     if on_pulls_only && !job.subject.is_pull_request() {
         return Action::Invalid {
@@ -643,21 +647,21 @@ fn dashboard_ticked(ctx: &Context, issue: &IssueRef, author: &Actor, before: &st
 /// The label that keeps a pull request from being reviewed without being asked.
 pub const SKIP_REVIEW_LABEL: &str = "pitcrew:skip-review";
 
-/// A pull request that opened or changed in a repository with `[review] auto`: a review of its
-/// head, unless it is a draft (reviewed once it is ready), a bot's (unless `[review] bots` names
-/// it), or labelled [`SKIP_REVIEW_LABEL`]. Nobody asked, so nobody's permission is checked; the
-/// review runs with the repository's budgets like any other job.
-fn auto_review(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &TriggerConfig) -> Decision {
+/// A pull request that opened or changed, in a repository that looks at pull requests without
+/// being asked: a review of its head with `[review] auto` (not of a draft: it is reviewed once it
+/// is ready), and, as it opens, its description's section with `[review] describe` (a draft's
+/// too: its description is read while it is a draft). Neither for a bot's pull request (unless
+/// `[review] bots` names it) nor for one labelled [`SKIP_REVIEW_LABEL`]. Both jobs are on the
+/// pull request's key, so they run one after the other, the description first (it is quick, and
+/// the review's readers see it). Nobody asked, so nobody's permission is checked; the jobs run
+/// with the repository's budgets like any other.
+fn pull_changed(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &TriggerConfig) -> Decision {
     let number = pull.number;
-    if !cfg.review.auto {
+    let describe = cfg.review.describe && action == PullAction::Opened;
+    if !cfg.review.auto && !describe {
         return ignore(format!(
             "pull request #{number} {}: automatic reviews are off",
             action.as_str()
-        ));
-    }
-    if pull.draft {
-        return ignore(format!(
-            "pull request #{number} is a draft: it is reviewed once it is ready"
         ));
     }
     if is_bot(&pull.author, cfg) && !cfg.review.reviews_bot(pull.author.login.as_str()) {
@@ -669,8 +673,29 @@ fn auto_review(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &Trigge
     if pull.labels.iter().any(|l| l.eq_ignore_ascii_case(SKIP_REVIEW_LABEL)) {
         return ignore(format!("pull request #{number} is labelled `{SKIP_REVIEW_LABEL}`"));
     }
-    if !cfg.commands.allows(CommandKind::Review) {
-        return ignore("`review` is turned off".to_owned());
+    // Each job that runs, or why it does not.
+    let mut kinds = Vec::new();
+    let mut not_run = Vec::new();
+    if describe {
+        if cfg.commands.allows(CommandKind::Describe) {
+            kinds.push(JobKind::Describe);
+        } else {
+            not_run.push("`describe` is turned off".to_owned());
+        }
+    }
+    if cfg.review.auto {
+        if pull.draft {
+            not_run.push(format!(
+                "pull request #{number} is a draft: it is reviewed once it is ready"
+            ));
+        } else if cfg.commands.allows(CommandKind::Review) {
+            kinds.push(JobKind::Review);
+        } else {
+            not_run.push("`review` is turned off".to_owned());
+        }
+    }
+    if kinds.is_empty() {
+        return ignore(not_run.join("; "));
     }
     let subject = Subject::PullRequest { number };
     let reply_to = ReplyTarget::Issue {
@@ -682,13 +707,18 @@ fn auto_review(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &Trigge
         id: ctx.sender.id,
         association: None,
     };
-    let job = JobRequest {
-        kind: JobKind::Review,
+    let job = |kind: JobKind| JobRequest {
+        // The description is written without a word on the conversation: nobody asked for it, and
+        // a failure goes to the log.
+        reply_to: match kind {
+            JobKind::Describe => ReplyTarget::Nowhere,
+            _ => reply_to.clone(),
+        },
+        kind,
         repo: ctx.repo.clone(),
         installation_id: ctx.installation_id,
         subject: subject.clone(),
         requested_by: requested_by.clone(),
-        reply_to: reply_to.clone(),
         source: JobSource::PullRequest {
             action: action.as_str().to_owned(),
         },
@@ -697,15 +727,16 @@ fn auto_review(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &Trigge
         head_sha: Some(pull.head_sha.clone()),
         delivery_id: None,
     };
+    let actions = kinds.into_iter().map(|kind| Action::Run(Box::new(job(kind)))).collect();
     Decision::Act(Box::new(Request {
         repo: ctx.repo.clone(),
         installation_id: ctx.installation_id,
         subject,
         requested_by,
         reply_to,
-        // GitHub reported it; the review is the repository's own choice.
+        // GitHub reported it; the jobs are the repository's own choice.
         permission: PermissionGate::Trusted,
-        actions: vec![Action::Run(Box::new(job))],
+        actions,
     }))
 }
 

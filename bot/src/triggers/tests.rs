@@ -413,6 +413,64 @@ fn disabled_misplaced_and_mistyped_commands_are_invalid() {
 }
 
 #[test]
+fn describe_is_a_job_on_the_pull_request_behind_the_same_gate_as_the_others() {
+    let (event, payload) = pr_comment_saying("@agent describe the migration first");
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(request.permission, PermissionGate::NeedsPermissionCheck);
+    let [Action::Run(job)] = request.actions.as_slice() else {
+        panic!("{:?}", request.actions);
+    };
+    assert_eq!(job.kind, JobKind::Describe);
+    assert_eq!(job.kind.as_str(), "describe");
+    assert_eq!(
+        job.subject,
+        Subject::PullRequest {
+            number: IssueNumber(111)
+        }
+    );
+    assert_eq!(job.instructions.as_deref(), Some("the migration first"));
+    assert_eq!(
+        job.reply_to,
+        ReplyTarget::Issue {
+            number: IssueNumber(111),
+            comment_id: Some(CommentId(1459205742))
+        }
+    );
+    assert_eq!(job.key(), "ehuss/triagebot-test#111");
+    // Stored and read back, it is the same job.
+    let back: JobRequest = serde_json::from_value(serde_json::to_value(job.as_ref()).unwrap()).unwrap();
+    assert_eq!(&back, job.as_ref());
+
+    // Someone without write access is refused, as for any command.
+    let (event, mut payload) = pr_comment_saying("@agent describe");
+    payload["comment"]["author_association"] = json!("CONTRIBUTOR");
+    assert_eq!(act(decide_on(&event, &payload)).permission, PermissionGate::Refuse);
+
+    // `[triggers] commands` turns it off, and it works on pull requests only.
+    let config = TriggerConfig {
+        commands: [CommandKind::Fix, CommandKind::Review].into_iter().collect(),
+        ..cfg()
+    };
+    let (event, payload) = pr_comment_saying("@agent describe");
+    let request = act(decide(&Event::parse(&event, &payload).unwrap(), &config));
+    assert_eq!(
+        request.actions,
+        vec![Action::Invalid {
+            message: "`describe` is turned off in this repository.".to_owned()
+        }]
+    );
+    let (event, mut payload) = load("issue_comment/created.payload.json");
+    payload["comment"]["body"] = json!("@agent describe");
+    let request = act(decide_on(&event, &payload));
+    assert_eq!(
+        request.actions,
+        vec![Action::Invalid {
+            message: "`describe` works on pull requests only.".to_owned()
+        }]
+    );
+}
+
+#[test]
 fn dependency_commands_queue_behind_the_repositorys_chore() {
     let (event, payload) = pr_comment_saying("@agent ignore tinydep\n@agent rebase\n@agent unignore otherdep");
     let request = act(decide_on(&event, &payload));
@@ -1145,4 +1203,150 @@ fn drafts_bots_and_the_skip_label_are_not_reviewed_without_being_asked() {
     let mut off = reviewing();
     off.commands = [CommandKind::Fix].into_iter().collect();
     assert!(reason(&payload, &off).contains("`review` is turned off"));
+}
+
+/// The configuration of a repository that describes pull requests as they open.
+fn describing() -> TriggerConfig {
+    let mut cfg = cfg();
+    cfg.review.describe = true;
+    cfg
+}
+
+/// The kinds of the jobs `decision` runs, and their reply targets.
+fn run_kinds(decision: Decision) -> Vec<(JobKind, ReplyTarget)> {
+    act(decision)
+        .actions
+        .into_iter()
+        .map(|action| match action {
+            Action::Run(job) => (job.kind, job.reply_to),
+            other => panic!("not a run: {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn an_opened_pull_request_is_described_when_the_repository_says_so() {
+    let (event, payload) = load("pull_request/opened.payload.json");
+    let parsed = Event::parse(&event, &payload).unwrap();
+    let Event::PullRequestChanged { pull, .. } = &parsed else {
+        panic!("{parsed:?}");
+    };
+    let number = pull.number;
+    let request = act(decide(&parsed, &describing()));
+    assert_eq!(request.permission, PermissionGate::Trusted, "nobody asked");
+    let [Action::Run(job)] = request.actions.as_slice() else {
+        panic!("{:?}", request.actions);
+    };
+    assert_eq!(job.kind, JobKind::Describe);
+    assert_eq!(job.subject, Subject::PullRequest { number });
+    assert_eq!(job.head_sha.as_ref(), Some(&pull.head_sha));
+    assert_eq!(
+        job.source,
+        JobSource::PullRequest {
+            action: "opened".to_owned()
+        }
+    );
+    // Nobody asked, so nothing is said on the conversation.
+    assert_eq!(job.reply_to, ReplyTarget::Nowhere);
+
+    // With automatic reviews too: two jobs on the pull request's key, the description first; the
+    // review answers on the pull request as before.
+    let mut both = describing();
+    both.review.auto = true;
+    let request = act(decide(&parsed, &both));
+    let jobs: Vec<&JobRequest> = request
+        .actions
+        .iter()
+        .map(|action| match action {
+            Action::Run(job) => job.as_ref(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        jobs.iter().map(|job| job.kind.clone()).collect::<Vec<_>>(),
+        [JobKind::Describe, JobKind::Review]
+    );
+    assert_eq!(jobs[0].key(), jobs[1].key());
+    assert_eq!(
+        jobs[1].reply_to,
+        ReplyTarget::Issue {
+            number,
+            comment_id: None
+        }
+    );
+
+    // A draft is described (its description is read while it is one), not reviewed.
+    let mut draft = payload;
+    draft["pull_request"]["draft"] = json!(true);
+    let draft = Event::parse(&event, &draft).unwrap();
+    assert_eq!(
+        run_kinds(decide(&draft, &both)),
+        [(JobKind::Describe, ReplyTarget::Nowhere)]
+    );
+
+    // Only as it opens: not when it is reopened, marked ready or pushed to.
+    for fixture in [
+        "pull_request/reopened.payload.json",
+        "pull_request/ready_for_review.payload.json",
+        "pull_request/synchronize.payload.json",
+    ] {
+        let (event, payload) = load(fixture);
+        let parsed = Event::parse(&event, &payload).unwrap();
+        assert!(
+            matches!(decide(&parsed, &describing()), Decision::Ignore { ref reason } if reason.contains("automatic reviews are off")),
+            "{fixture}"
+        );
+        assert_eq!(
+            run_kinds(decide(&parsed, &both))
+                .into_iter()
+                .map(|(kind, _)| kind)
+                .collect::<Vec<_>>(),
+            [JobKind::Review],
+            "{fixture}"
+        );
+    }
+}
+
+#[test]
+fn bots_the_skip_label_and_a_turned_off_command_are_not_described() {
+    let (event, payload) = load("pull_request/opened.payload.json");
+    let reason = |payload: &Value, cfg: &TriggerConfig| match decide(&Event::parse(&event, payload).unwrap(), cfg) {
+        Decision::Ignore { reason } => reason,
+        other => panic!("{other:?}"),
+    };
+    let mut by_bot = payload.clone();
+    by_bot["pull_request"]["user"]["login"] = json!("renovate[bot]");
+    by_bot["pull_request"]["user"]["type"] = json!("Bot");
+    assert!(reason(&by_bot, &describing()).contains("`[review] bots` does not list"));
+    let mut listed = describing();
+    listed.review.bots = vec!["renovate[bot]".into()];
+    assert_eq!(
+        run_kinds(decide(&Event::parse(&event, &by_bot).unwrap(), &listed)),
+        [(JobKind::Describe, ReplyTarget::Nowhere)]
+    );
+
+    let mut labelled = payload.clone();
+    labelled["pull_request"]["labels"] = json!([{"name": "pitcrew:skip-review", "color": "ededed"}]);
+    assert!(reason(&labelled, &describing()).contains("labelled `pitcrew:skip-review`"));
+
+    let mut off = describing();
+    off.commands = [CommandKind::Review].into_iter().collect();
+    assert_eq!(reason(&payload, &off), "`describe` is turned off");
+    // With reviews on, the review still runs.
+    off.review.auto = true;
+    assert_eq!(
+        run_kinds(decide(&Event::parse(&event, &payload).unwrap(), &off))
+            .into_iter()
+            .map(|(kind, _)| kind)
+            .collect::<Vec<_>>(),
+        [JobKind::Review]
+    );
+    // Both off for a draft: each reason is given.
+    let mut draft = payload;
+    draft["pull_request"]["draft"] = json!(true);
+    off.commands = [CommandKind::Fix].into_iter().collect();
+    assert_eq!(
+        reason(&draft, &off),
+        "`describe` is turned off; pull request #2 is a draft: it is reviewed once it is ready"
+    );
 }
