@@ -363,6 +363,47 @@ async fn cancel_stops_queued_jobs_at_once_and_asks_the_running_one() {
 }
 
 #[tokio::test]
+async fn a_newer_push_supersedes_only_the_reviews_of_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let review = |key: &str| NewJob {
+        kind: "review".to_owned(),
+        ..new_job(key)
+    };
+    let running = store.enqueue(review("o/r#1"), T0).await.unwrap();
+    let fix = store.enqueue(new_job("o/r#1"), T0 + 1).await.unwrap();
+    let queued = store.enqueue(review("o/r#1"), T0 + 2).await.unwrap();
+    let elsewhere = store.enqueue(review("o/r#2"), T0 + 3).await.unwrap();
+    let claim = store.claim("w1", LEASE, T0 + 4).await.unwrap().unwrap();
+    assert_eq!(claim.job.id, running);
+
+    let head = "f".repeat(40);
+    let stop = StopRequest::Superseded { head: head.clone() };
+    let superseded = store.supersede("o/r#1", "review", &stop, T0 + 5).await.unwrap();
+    assert_eq!(
+        superseded,
+        Cancellation {
+            cancelled: vec![queued],
+            stopping: vec![running]
+        }
+    );
+    let job = store.job(queued).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Cancelled);
+    assert_eq!(job.error.as_deref(), Some("superseded by a newer push (fffffff)"));
+    // The fix of the same pull request and another pull request's review go on.
+    assert_eq!(store.job(fix).await.unwrap().unwrap().state, JobState::Queued);
+    assert_eq!(store.job(elsewhere).await.unwrap().unwrap().state, JobState::Queued);
+    // The running review's worker hears why, across a reopening of the store too.
+    assert_eq!(
+        store.heartbeat(&claim.lease, LEASE, T0 + 6).await.unwrap(),
+        Heartbeat::CancelRequested(stop.clone())
+    );
+    drop(store);
+    let store = open(dir.path());
+    assert_eq!(store.job(running).await.unwrap().unwrap().cancel_requested, Some(stop));
+}
+
+#[tokio::test]
 async fn a_lost_lease_refuses_heartbeats_and_results() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
