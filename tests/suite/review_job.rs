@@ -826,7 +826,9 @@ fn request_changes_on_a_verified_blocking_finding_and_a_clean_review_dismisses_i
             .turn(Reply::text("Masks `shr`.\nThe mask is a bug."))
             .turn(Reply::new().tool_call("recheck_finding", json!({"id": 1, "status": "addressed"})))
             .turn(Reply::text("Drops the mask.\nNothing left to change."));
-        let config = format!("{AUTO_CONFIG}event = \"request_changes\"\n");
+        // A mistake elsewhere in the file does not stop automatic reviews, and is not repeated on
+        // the pull request at every push (it is logged; a command would answer with it).
+        let config = format!("{AUTO_CONFIG}event = \"request_changes\"\ncolour = \"blue\"\n");
         let mut world = World::start_with(image, script, &config).await;
         let first_head = world.head_sha.clone();
         world.pull_event("pr-opened", "opened", false, None).await;

@@ -172,8 +172,10 @@ impl JobEnv {
     /// The repository's `.github/pitcrew.toml` from its default branch. An invalid file is
     /// reported (file, line, problem) and ends the job: nothing runs on a configuration the
     /// repository's owners did not mean. A job with no issue or pull request to answer on (a
-    /// scheduled chore, a CI failure GitHub names no pull request for) has nobody to tell: its
-    /// valid settings count, and the problems go to the log.
+    /// scheduled chore, a CI failure GitHub names no pull request for) has nobody to tell, and an
+    /// automatic job on a pull request (a review or description as it opens or changes) must not
+    /// repeat the problems on every push: their valid settings count, and the problems go to the
+    /// log.
     pub async fn repo_config(&self) -> Result<RepoConfig, HandlerError> {
         let text = self
             .github
@@ -182,7 +184,8 @@ impl JobEnv {
         let Some(text) = text else {
             return Ok(RepoConfig::default());
         };
-        if self.request.subject.number().is_none() {
+        let automatic = matches!(self.request.source, crate::triggers::JobSource::PullRequest { .. });
+        if self.request.subject.number().is_none() || automatic {
             let (config, problems) = RepoConfig::parse_lenient(&text);
             for problem in &problems {
                 tracing::warn!(%problem, "ignored a problem in the repository's configuration");
