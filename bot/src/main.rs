@@ -72,13 +72,9 @@ struct ServeArgs {
     data_dir: Option<PathBuf>,
 }
 
+/// The model, budget and sandbox flags of the commands that run the agent locally.
 #[derive(Debug, clap::Args)]
-struct RunArgs {
-    /// What to do, in plain words (`-` reads it from stdin)
-    task: String,
-    /// The repository to work in
-    #[arg(long, default_value = ".", value_name = "PATH")]
-    repo: PathBuf,
+struct AgentArgs {
     /// Model name (sets model.name)
     #[arg(long)]
     model: Option<String>,
@@ -98,6 +94,17 @@ struct RunArgs {
     /// (sets sandbox.backend)
     #[arg(long, value_name = "BACKEND")]
     sandbox: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// What to do, in plain words (`-` reads it from stdin)
+    task: String,
+    /// The repository to work in
+    #[arg(long, default_value = ".", value_name = "PATH")]
+    repo: PathBuf,
+    #[command(flatten)]
+    agent: AgentArgs,
     /// Work on the current branch instead of a new pitcrew/<slug> branch
     #[arg(long)]
     in_place: bool,
@@ -121,24 +128,8 @@ struct ReviewArgs {
     /// Print one JSON object with the findings instead of the text
     #[arg(long)]
     json: bool,
-    /// Model name (sets model.name)
-    #[arg(long)]
-    model: Option<String>,
-    /// Provider: openai or anthropic (sets model.provider)
-    #[arg(long)]
-    provider: Option<String>,
-    /// API base URL, e.g. a local OpenAI-compatible server (sets model.base_url)
-    #[arg(long, value_name = "URL")]
-    base_url: Option<String>,
-    /// Step budget of the whole review (sets agent.max_steps)
-    #[arg(long, value_name = "N")]
-    max_steps: Option<u32>,
-    /// Cost budget in US dollars (sets agent.max_cost_usd)
-    #[arg(long, value_name = "USD")]
-    max_cost_usd: Option<f64>,
-    /// Where commands run: docker or local (sets sandbox.backend)
-    #[arg(long, value_name = "BACKEND")]
-    sandbox: Option<String>,
+    #[command(flatten)]
+    agent: AgentArgs,
 }
 
 /// The severity `--fail-on` names.
@@ -201,7 +192,7 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Run(ref args) => {
-            cli.set.extend(run_overrides(args));
+            cli.set.extend(agent_overrides(&args.agent));
             match load_config(&cli, &env) {
                 Ok(config) => run(config, args),
                 Err(errors) => {
@@ -211,7 +202,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Review(ref args) => {
-            cli.set.extend(review_overrides(args));
+            cli.set.extend(agent_overrides(&args.agent));
             match load_config(&cli, &env) {
                 Ok(config) => review(config, args),
                 Err(errors) => {
@@ -277,8 +268,8 @@ fn report(errors: &ConfigErrors) {
     }
 }
 
-/// The run flags as `--set` overrides, which beat the file and the environment.
-fn run_overrides(args: &RunArgs) -> Vec<String> {
+/// The agent flags as `--set` overrides, which beat the file and the environment.
+fn agent_overrides(args: &AgentArgs) -> Vec<String> {
     let mut set = Vec::new();
     let mut push = |key: &str, value: Option<String>| {
         if let Some(value) = value {
@@ -294,34 +285,35 @@ fn run_overrides(args: &RunArgs) -> Vec<String> {
     set
 }
 
-/// The review flags as `--set` overrides.
-fn review_overrides(args: &ReviewArgs) -> Vec<String> {
-    let mut set = Vec::new();
-    let mut push = |key: &str, value: Option<String>| {
-        if let Some(value) = value {
-            set.push(format!("{key}={value}"));
+/// Runs `work` on a new runtime, cancelling `cancel` at the first Ctrl-C and exiting at the second;
+/// `Err` (the exit status) when no runtime can be had.
+fn block_on_cancellable<T>(cancel: &CancellationToken, work: impl Future<Output = T>) -> Result<T, ExitCode> {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: could not start the async runtime: {err}");
+            return Err(ExitCode::from(EXIT_RUN_SETUP));
         }
     };
-    push("model.provider", args.provider.clone());
-    push("model.name", args.model.clone());
-    push("model.base_url", args.base_url.clone());
-    push("agent.max_steps", args.max_steps.map(|n| n.to_string()));
-    push("agent.max_cost_usd", args.max_cost_usd.map(|n| n.to_string()));
-    push("sandbox.backend", args.sandbox.clone());
-    set
+    Ok(runtime.block_on(async {
+        let watcher = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\npitcrew: cancelling (Ctrl-C again to force)…");
+                watcher.cancel();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(i32::from(EXIT_CANCELLED));
+                }
+            }
+        });
+        work.await
+    }))
 }
 
 /// `pitcrew review`: exit 0 when the review ran and found nothing at `--fail-on`; 1 when it found
 /// something there, or stopped before it finished; 2 for bad arguments or configuration; 3 when it
 /// could not start (not a repository, no base).
 fn review(config: Config, args: &ReviewArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("error: could not start the async runtime: {err}");
-            return ExitCode::from(EXIT_RUN_SETUP);
-        }
-    };
     let cancel = CancellationToken::new();
     let progress = Arc::new(Progress::new(!args.json && std::io::stderr().is_terminal()));
     let options = pitcrew::run::review::ReviewOptions {
@@ -333,19 +325,10 @@ fn review(config: Config, args: &ReviewArgs) -> ExitCode {
         model: None,
         cancel: cancel.clone(),
     };
-    let result = runtime.block_on(async {
-        let watcher = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\npitcrew: cancelling (Ctrl-C again to force)…");
-                watcher.cancel();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(i32::from(EXIT_CANCELLED));
-                }
-            }
-        });
-        pitcrew::run::review::review(options).await
-    });
+    let result = match block_on_cancellable(&cancel, pitcrew::run::review::review(options)) {
+        Ok(result) => result,
+        Err(code) => return code,
+    };
     let review = match result {
         Ok(review) => review,
         Err(err) => {
@@ -526,13 +509,6 @@ fn run(config: Config, args: &RunArgs) -> ExitCode {
         eprintln!("error: the task is empty: say what pitcrew should do");
         return ExitCode::from(EXIT_BAD_CONFIG);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("error: could not start the async runtime: {err}");
-            return ExitCode::from(EXIT_RUN_SETUP);
-        }
-    };
     let cancel = CancellationToken::new();
     let progress = Arc::new(Progress::new(!args.json && std::io::stderr().is_terminal()));
     let options = RunOptions {
@@ -545,19 +521,10 @@ fn run(config: Config, args: &RunArgs) -> ExitCode {
         model: None,
         cancel: cancel.clone(),
     };
-    let result = runtime.block_on(async {
-        let watcher = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\npitcrew: cancelling (Ctrl-C again to force)…");
-                watcher.cancel();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(i32::from(EXIT_CANCELLED));
-                }
-            }
-        });
-        pitcrew::run::run(options).await
-    });
+    let result = match block_on_cancellable(&cancel, pitcrew::run::run(options)) {
+        Ok(result) => result,
+        Err(code) => return code,
+    };
     let report = match result {
         Ok(report) => report,
         Err(err) => {

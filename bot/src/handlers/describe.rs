@@ -23,9 +23,9 @@ use crate::session::AgentSession;
 use crate::triggers::JobSource;
 
 use super::live::Targets;
-use super::review::{cap_diff, finish, pull_diff, quiet, run_read_only};
+use super::review::{finish, push_pull_diff, quiet, run_read_only};
 use super::session::Spent;
-use super::{HandlerError, JobEnv, lease_pull_head, pull_context, push_block};
+use super::{HandlerError, JobEnv, lease_pull_head, pull_context};
 
 /// The pull request's diff is part of the agent's context up to this many bytes; it reads the rest
 /// of the changes itself.
@@ -129,17 +129,7 @@ async fn run_agent(
     )?;
     let lease = lease_pull_head(env, pull).await?;
     // The lease's repository handle may not be held across an await: the diff is made first.
-    let with_diff = pull_diff(lease.repo(), pull).and_then(|diff| {
-        if !diff.trim().is_empty() {
-            let diff = cap_diff(&diff, MAX_CONTEXT_DIFF_BYTES);
-            let shown = env
-                .services
-                .prompts
-                .render(Template::ContextPullDiff, &[("diff", &diff)])?;
-            push_block(&mut context, &shown);
-        }
-        Ok(())
-    });
+    let with_diff = push_pull_diff(env, lease.repo(), pull, &mut context, MAX_CONTEXT_DIFF_BYTES);
     let ran = match with_diff {
         Ok(()) => run(env, settings, targets, lease.path().to_owned(), context).await,
         Err(error) => Err(error),

@@ -12,7 +12,7 @@ use crate::session::AgentSession;
 use crate::workspace::mirror::{RemoteRepo, Target};
 
 use super::live::Targets;
-use super::review::{cap_diff, finish, pull_diff, run_read_only};
+use super::review::{finish, push_pull_diff, run_read_only};
 use super::session::Spent;
 use super::{HandlerError, JobEnv};
 use super::{lease_pull_head, pull_context, push_block};
@@ -55,17 +55,7 @@ async fn on_pull_request(
     )?;
     let lease = lease_pull_head(env, pull).await?;
     // The lease's repository handle may not be held across an await: the diff is made first.
-    let with_diff = pull_diff(lease.repo(), pull).and_then(|diff| {
-        if !diff.trim().is_empty() {
-            let diff = cap_diff(&diff, MAX_CONTEXT_DIFF_BYTES);
-            let shown = env
-                .services
-                .prompts
-                .render(Template::ContextPullDiff, &[("diff", &diff)])?;
-            push_block(&mut context, &shown);
-        }
-        Ok(())
-    });
+    let with_diff = push_pull_diff(env, lease.repo(), pull, &mut context, MAX_CONTEXT_DIFF_BYTES);
     let answered = match with_diff {
         Ok(()) => answer(env, settings, targets, lease.path().to_owned(), context).await,
         Err(error) => Err(error),

@@ -335,24 +335,7 @@ pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) 
     let check_run = match head_sha {
         Some(head_sha) => {
             let output = report::check_run::in_progress(&info, &Default::default(), Some("starting"));
-            let run = env
-                .github
-                .create_check_run(
-                    &env.repo,
-                    &NewCheckRun {
-                        name: "pitcrew".into(),
-                        head_sha: head_sha.clone(),
-                        status: CheckStatus::InProgress,
-                        started_at: Some(SystemTime::now()),
-                        conclusion: None,
-                        completed_at: None,
-                        details_url: None,
-                        external_id: Some(env.job_id()),
-                        output: Some(output),
-                    },
-                )
-                .await?;
-            Some(run)
+            Some(start_check_run(env, "pitcrew", head_sha, output).await?)
         }
         None => None,
     };
@@ -399,6 +382,31 @@ pub(crate) async fn start_reporting(env: &JobEnv, head_sha: Option<&CommitSha>) 
         info,
         frame: None,
     })
+}
+
+/// Creates the job's check run `name` on `head_sha`, in progress, showing `output`.
+pub(crate) async fn start_check_run(
+    env: &JobEnv,
+    name: &str,
+    head_sha: &CommitSha,
+    output: crate::github::CheckRunOutput,
+) -> Result<crate::github::CheckRun, GithubError> {
+    env.github
+        .create_check_run(
+            &env.repo,
+            &NewCheckRun {
+                name: name.to_owned(),
+                head_sha: head_sha.clone(),
+                status: CheckStatus::InProgress,
+                started_at: Some(SystemTime::now()),
+                conclusion: None,
+                completed_at: None,
+                details_url: None,
+                external_id: Some(env.job_id()),
+                output: Some(output),
+            },
+        )
+        .await
 }
 
 /// The check run and progress comment an earlier attempt of this job made (its process died):

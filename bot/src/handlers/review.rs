@@ -26,16 +26,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use git2::Oid;
 
 use crate::agent::Outcome;
 use crate::agent::events::EventSink;
 use crate::config::repo::{EffectiveSettings, ReviewVerdict};
-use crate::github::{
-    CheckStatus, CommentId, GithubError, IssueComment, NewCheckRun, NewReview, PullRequest, ReviewComment, ReviewEvent,
-};
+use crate::github::{CommentId, GithubError, IssueComment, NewReview, PullRequest, ReviewComment, ReviewEvent};
 use crate::jobs::Finish;
 use crate::report::review::{Covered, Placement, Rechecked, SummaryInput};
 use crate::report::{self, JobEnd, StopCause, markdown};
@@ -209,23 +207,7 @@ async fn start_reporting(
         info.requested_by = report::RequestedBy::PullRequestEvent(action.clone());
     }
     let output = report::check_run::in_progress(&info, &Default::default(), Some("starting"));
-    let check_run = env
-        .github
-        .create_check_run(
-            &env.repo,
-            &NewCheckRun {
-                name: "pitcrew".into(),
-                head_sha: pull.head.sha.clone(),
-                status: CheckStatus::InProgress,
-                started_at: Some(SystemTime::now()),
-                conclusion: None,
-                completed_at: None,
-                details_url: None,
-                external_id: Some(env.job_id()),
-                output: Some(output),
-            },
-        )
-        .await?;
+    let check_run = super::start_check_run(env, "pitcrew", &pull.head.sha, output).await?;
     info.check_run_url = Some(check_run.html_url.clone()).filter(|url| !url.is_empty());
     let earlier = earlier_sections(summary.map(|c| c.body.as_str()));
     let frame = frame(&earlier, previous);
@@ -653,7 +635,15 @@ async fn review(
         },
     };
     let kept: Vec<ReviewFinding> = plan.findings.iter().map(|p| p.finding.clone()).collect();
-    Ok(finish_with_comment(env, targets, end, outcome, &kept, settings, spent, &body).await)
+    let ended = super::Ended {
+        end,
+        outcome,
+        changed_files: Vec::new(),
+        tests: None,
+    };
+    // The whole summary comment replaces the frame; the job spent what every chunk did.
+    let (finish, _) = super::conclude_with_comment(env, &targets.unframed(), ended, &kept, settings, Some(&body)).await;
+    Ok((finish, spent))
 }
 
 /// The summary comment's address (`…#issuecomment-N`).
@@ -710,29 +700,6 @@ fn empty_outcome(spent: &Spent) -> Outcome {
     }
 }
 
-/// Writes the check run and the whole summary comment `body`, and the job's end.
-#[expect(clippy::too_many_arguments, reason = "the review's end, each part used once")]
-async fn finish_with_comment(
-    env: &JobEnv,
-    targets: &Targets,
-    end: JobEnd,
-    outcome: Outcome,
-    findings: &[ReviewFinding],
-    settings: &EffectiveSettings,
-    spent: Spent,
-    body: &str,
-) -> (Finish, Spent) {
-    let ended = super::Ended {
-        end,
-        outcome,
-        changed_files: Vec::new(),
-        tests: None,
-    };
-    let (finish, _) =
-        super::conclude_with_comment(env, &targets.unframed(), ended, findings, settings, Some(body)).await;
-    (finish, spent)
-}
-
 /// The pull request's diff as GitHub shows it: from the merge base of its base and head to its head.
 pub(super) fn pull_diff(repo: &LocalRepo, pull: &PullRequest) -> Result<String, HandlerError> {
     let head = Oid::from_str(pull.head.sha.as_str()).map_err(WorkspaceError::from)?;
@@ -744,6 +711,26 @@ pub(super) fn pull_diff(repo: &LocalRepo, pull: &PullRequest) -> Result<String, 
         ))
     })?;
     Ok(unified_diff(repo, merge_base, Some(head))?)
+}
+
+/// Appends the pull request's diff (from the merge base, cut to `max` bytes) to `context` as its
+/// own block; nothing when the pull request changes nothing.
+pub(super) fn push_pull_diff(
+    env: &JobEnv,
+    repo: &LocalRepo,
+    pull: &PullRequest,
+    context: &mut String,
+    max: usize,
+) -> Result<(), HandlerError> {
+    let diff = pull_diff(repo, pull)?;
+    if !diff.trim().is_empty() {
+        let shown = env.services.prompts.render(
+            crate::prompts::Template::ContextPullDiff,
+            &[("diff", &cap_diff(&diff, max))],
+        )?;
+        super::push_block(context, &shown);
+    }
+    Ok(())
 }
 
 /// Runs the read-only agent (plus `extra_tools`) over `root` in the sandbox, with the prompt that

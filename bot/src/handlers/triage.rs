@@ -16,7 +16,7 @@ use crate::agent::{Outcome, StopReason};
 use crate::config::repo::EffectiveSettings;
 use crate::github::{
     ActionsJob, CheckConclusion, CheckRunId, CheckRunSummary, CheckRunUpdate, CheckStatus, CommentId, CommitSha,
-    IssueNumber, NewCheckRun, PullRequest, RunFilter, WorkflowRunSummary,
+    IssueNumber, PullRequest, RunFilter, WorkflowRunSummary,
 };
 use crate::jobs::{Finish, NewJob};
 use crate::prompts::Template;
@@ -96,23 +96,7 @@ async fn open_check_run(
             CheckRunId(run.id)
         }
         None => {
-            let created = env
-                .github
-                .create_check_run(
-                    &env.repo,
-                    &NewCheckRun {
-                        name: CHECK_NAME.into(),
-                        head_sha: CommitSha(head_sha.to_owned()),
-                        status: CheckStatus::InProgress,
-                        started_at: Some(SystemTime::now()),
-                        conclusion: None,
-                        completed_at: None,
-                        details_url: None,
-                        external_id: Some(env.job_id()),
-                        output: Some(output()),
-                    },
-                )
-                .await?;
+            let created = super::start_check_run(env, CHECK_NAME, &CommitSha(head_sha.to_owned()), output()).await?;
             created.id
         }
     };

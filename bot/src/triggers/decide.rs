@@ -609,39 +609,20 @@ fn dashboard_ticked(ctx: &Context, issue: &IssueRef, author: &Actor, before: &st
     if !cfg.commands.allows(CommandKind::Chore) {
         return ignore("`chore` is turned off".to_owned());
     }
-    let requested_by = Requester {
-        login: ctx.sender.login.clone(),
-        id: ctx.sender.id,
-        association: None,
-    };
-    let subject = Subject::Issue { number: issue.number };
     let reply_to = ReplyTarget::Issue {
         number: issue.number,
         comment_id: None,
     };
-    let job = JobRequest {
-        kind: JobKind::Chore(Chore::Deps),
-        repo: ctx.repo.clone(),
-        installation_id: ctx.installation_id,
-        subject: subject.clone(),
-        requested_by: requested_by.clone(),
-        reply_to: reply_to.clone(),
-        source: JobSource::Dashboard,
-        instructions: None,
-        review_comment: None,
-        head_sha: None,
-        delivery_id: None,
-    };
-    Decision::Act(Box::new(Request {
-        repo: ctx.repo.clone(),
-        installation_id: ctx.installation_id,
-        subject,
-        requested_by,
+    let chore = JobSpec::new(JobKind::Chore(Chore::Deps), JobSource::Dashboard);
+    // The payload has no association for the editor: always ask GitHub.
+    let permission = PermissionGate::NeedsPermissionCheck;
+    sender_request(
+        ctx,
+        Subject::Issue { number: issue.number },
         reply_to,
-        // The payload has no association for the editor: always ask GitHub.
-        permission: PermissionGate::NeedsPermissionCheck,
-        actions: vec![Action::Run(Box::new(job))],
-    }))
+        permission,
+        vec![chore],
+    )
 }
 
 /// The label that keeps a pull request from being reviewed without being asked.
@@ -697,45 +678,95 @@ fn pull_changed(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &Trigg
     if kinds.is_empty() {
         return ignore(not_run.join("; "));
     }
-    let subject = Subject::PullRequest { number };
     let reply_to = ReplyTarget::Issue {
         number,
         comment_id: None,
     };
+    let source = JobSource::PullRequest {
+        action: action.as_str().to_owned(),
+    };
+    let jobs = kinds
+        .into_iter()
+        .map(|kind| JobSpec {
+            // The description is written without a word on the conversation: nobody asked for it,
+            // and a failure goes to the log.
+            reply_to: (kind == JobKind::Describe).then_some(ReplyTarget::Nowhere),
+            head_sha: Some(pull.head_sha.clone()),
+            ..JobSpec::new(kind, source.clone())
+        })
+        .collect();
+    // GitHub reported it; the jobs are the repository's own choice.
+    sender_request(
+        ctx,
+        Subject::PullRequest { number },
+        reply_to,
+        PermissionGate::Trusted,
+        jobs,
+    )
+}
+
+/// A job an event asks for on its own, to run for the event's sender.
+struct JobSpec {
+    kind: JobKind,
+    source: JobSource,
+    instructions: Option<String>,
+    head_sha: Option<CommitSha>,
+    /// Where it answers, when not where the request does.
+    reply_to: Option<ReplyTarget>,
+}
+
+impl JobSpec {
+    fn new(kind: JobKind, source: JobSource) -> Self {
+        JobSpec {
+            kind,
+            source,
+            instructions: None,
+            head_sha: None,
+            reply_to: None,
+        }
+    }
+}
+
+/// What an event asks for on its own (an edit, an assignment, a label, a pull request that changed,
+/// a CI failure): `jobs` about `subject` for the event's sender, answered at `reply_to`, behind
+/// `permission`.
+fn sender_request(
+    ctx: &Context,
+    subject: Subject,
+    reply_to: ReplyTarget,
+    permission: PermissionGate,
+    jobs: Vec<JobSpec>,
+) -> Decision {
     let requested_by = Requester {
         login: ctx.sender.login.clone(),
         id: ctx.sender.id,
         association: None,
     };
-    let job = |kind: JobKind| JobRequest {
-        // The description is written without a word on the conversation: nobody asked for it, and
-        // a failure goes to the log.
-        reply_to: match kind {
-            JobKind::Describe => ReplyTarget::Nowhere,
-            _ => reply_to.clone(),
-        },
-        kind,
-        repo: ctx.repo.clone(),
-        installation_id: ctx.installation_id,
-        subject: subject.clone(),
-        requested_by: requested_by.clone(),
-        source: JobSource::PullRequest {
-            action: action.as_str().to_owned(),
-        },
-        instructions: None,
-        review_comment: None,
-        head_sha: Some(pull.head_sha.clone()),
-        delivery_id: None,
-    };
-    let actions = kinds.into_iter().map(|kind| Action::Run(Box::new(job(kind)))).collect();
+    let actions = jobs
+        .into_iter()
+        .map(|spec| {
+            Action::Run(Box::new(JobRequest {
+                kind: spec.kind,
+                repo: ctx.repo.clone(),
+                installation_id: ctx.installation_id,
+                subject: subject.clone(),
+                requested_by: requested_by.clone(),
+                reply_to: spec.reply_to.unwrap_or_else(|| reply_to.clone()),
+                source: spec.source,
+                instructions: spec.instructions,
+                review_comment: None,
+                head_sha: spec.head_sha,
+                delivery_id: None,
+            }))
+        })
+        .collect();
     Decision::Act(Box::new(Request {
         repo: ctx.repo.clone(),
         installation_id: ctx.installation_id,
         subject,
         requested_by,
         reply_to,
-        // GitHub reported it; the jobs are the repository's own choice.
-        permission: PermissionGate::Trusted,
+        permission,
         actions,
     }))
 }
@@ -758,39 +789,24 @@ fn issue_fix(ctx: &Context, issue: &IssueRef, source: JobSource, cfg: &TriggerCo
         Some(body) if !body.is_empty() => format!("{}\n\n{body}", issue.title),
         _ => issue.title.clone(),
     };
-    let requested_by = Requester {
-        login: ctx.sender.login.clone(),
-        id: ctx.sender.id,
-        association: None,
-    };
     let reply_to = ReplyTarget::Issue {
         number: issue.number,
         comment_id: None,
     };
-    let job = JobRequest {
-        kind: JobKind::Fix,
-        repo: ctx.repo.clone(),
-        installation_id: ctx.installation_id,
-        subject: Subject::Issue { number: issue.number },
-        requested_by: requested_by.clone(),
-        reply_to: reply_to.clone(),
-        source,
+    let fix = JobSpec {
         instructions: Some(instructions),
-        review_comment: None,
-        head_sha: None,
-        delivery_id: None,
+        ..JobSpec::new(JobKind::Fix, source)
     };
-    Decision::Act(Box::new(Request {
-        repo: ctx.repo.clone(),
-        installation_id: ctx.installation_id,
-        subject: Subject::Issue { number: issue.number },
-        requested_by,
+    // Assigning and labelling take only triage access, and the payload has no association for the
+    // sender: always ask GitHub.
+    let permission = PermissionGate::NeedsPermissionCheck;
+    sender_request(
+        ctx,
+        Subject::Issue { number: issue.number },
         reply_to,
-        // Assigning and labelling take only triage access, and the payload has no association for
-        // the sender: always ask GitHub.
-        permission: PermissionGate::NeedsPermissionCheck,
-        actions: vec![Action::Run(Box::new(job))],
-    }))
+        permission,
+        vec![fix],
+    )
 }
 
 /// What a completed CI event reports, or why it is not worth a triage.
@@ -897,31 +913,9 @@ fn ci_failure(ctx: &Context, report: CiReport, cfg: &TriggerConfig) -> Decision 
         ),
         None => (Subject::Commit { sha: head_sha.clone() }, ReplyTarget::Nowhere),
     };
-    let requested_by = Requester {
-        login: ctx.sender.login.clone(),
-        id: ctx.sender.id,
-        association: None,
-    };
-    let job = JobRequest {
-        kind: JobKind::Triage,
-        repo: ctx.repo.clone(),
-        installation_id: ctx.installation_id,
-        subject: subject.clone(),
-        requested_by: requested_by.clone(),
-        reply_to: reply_to.clone(),
-        source: JobSource::Ci(failure),
-        instructions: None,
-        review_comment: None,
+    let triage = JobSpec {
         head_sha: Some(head_sha),
-        delivery_id: None,
+        ..JobSpec::new(JobKind::Triage, JobSource::Ci(failure))
     };
-    Decision::Act(Box::new(Request {
-        repo: ctx.repo.clone(),
-        installation_id: ctx.installation_id,
-        subject,
-        requested_by,
-        reply_to,
-        permission: PermissionGate::Trusted,
-        actions: vec![Action::Run(Box::new(job))],
-    }))
+    sender_request(ctx, subject, reply_to, PermissionGate::Trusted, vec![triage])
 }
