@@ -4,10 +4,11 @@
 //! GitHub, the tests' git server and the scripted model, each on its own thread), with the local
 //! sandbox (pitcrew's own overhead) and then, when an engine is reachable, the Docker sandbox with
 //! the tests' busybox image. The repository has `[review] auto = true`; its `main` holds 50
-//! generated Rust files (10 directories × 5, about 120 lines each) and every pull request changes
-//! 40 lines in each of them (2,000 lines). The scripted model answers every request with a short
-//! final text and no tool call, so one agent run is one request and a review sends one request per
-//! chunk of related files (`review::chunks`).
+//! generated Rust files (10 directories × 5, 120 lines each) and every pull request rewrites 40
+//! lines in each of them (2,000 lines: +2,000 −2,000 as GitHub counts them; five lines in each of
+//! a file's eight functions). The scripted model answers every request with a short final text
+//! and no tool call, so one agent run is one request and a review sends one request per chunk of
+//! related files (`review::chunks`).
 //!
 //! Measured:
 //! - the first review of pull request #1 (`opened`): its requests, their bodies' bytes, the text in
@@ -20,7 +21,9 @@
 //! - the time from posting a signed `opened` delivery to the model's receiving the review's first
 //!   request: cold (the first job of the server: the mirror cloned, a working copy checked out) and
 //!   warm (pull requests #2…#6 of the same shape opened one after another once the earlier reviews
-//!   ended: the mirror fetches, an idle working copy moves to the new head).
+//!   ended: the mirror fetches, an idle working copy moves to the new head), with the calls the
+//!   fake GitHub and the git server took before the model's first request, timed (where the time
+//!   goes).
 //!
 //! Every review must end `succeeded` and send exactly one request per chunk pitcrew's own chunking
 //! makes of the diff (`git diff`, `review::diff::split`, `review::chunks::chunk`), each answered by
@@ -81,7 +84,7 @@ const CHANGED_PER_FUNCTION: usize = 5;
 /// The pull request every token figure is about; #2… are the warm runs.
 const FIRST_PR: u64 = 1;
 const WARM_RUNS: u64 = 5;
-/// Functions whose line the one-file push changes (in the first file, one line each).
+/// Lines the one-file push changes (in the first file, one in each of as many functions).
 const PUSHED_LINES: usize = 3;
 /// Characters per token for the estimate (see `tokens`).
 const CHARS_PER_TOKEN: usize = 4;
