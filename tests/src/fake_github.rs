@@ -133,6 +133,8 @@ pub struct FakeGithub {
 pub struct GithubRequest {
     /// 1 for the first request, then counting up.
     pub sequence: u64,
+    /// When the request arrived (for timelines in benchmarks).
+    pub received_at: Instant,
     pub method: String,
     /// The path, without the query string.
     pub path: String,
@@ -949,6 +951,7 @@ impl Drop for Alarm {
 /// record.
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let sequence = shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
+    let received_at = Instant::now();
     let (parts, body) = request.into_parts();
     // A body that cannot be read (client gone, too large) counts as empty.
     let bytes = to_bytes(body, MAX_BODY).await.unwrap_or_default();
@@ -980,6 +983,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     if path == graphql::PATH {
         let request = GithubRequest {
             sequence,
+            received_at,
             method,
             path,
             query: raw_query,
@@ -1084,6 +1088,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     };
     let request = GithubRequest {
         sequence,
+        received_at,
         method,
         path,
         query: raw_query,

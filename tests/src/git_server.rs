@@ -24,6 +24,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
@@ -61,6 +62,8 @@ pub struct GitRequest {
     pub authorized: bool,
     /// The status answered (a CGI failure is a 500).
     pub status: u16,
+    /// When the request arrived (for timelines in benchmarks).
+    pub received_at: Instant,
 }
 
 impl GitRequest {
@@ -387,6 +390,7 @@ fn git(dir: &Path, args: &[&str]) -> io::Result<String> {
 
 /// Checks Basic auth, then hands the request to `git http-backend`.
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let received_at = Instant::now();
     let method = request.method().as_str().to_owned();
     let path = request.uri().path().to_owned();
     let query = request.uri().query().map(str::to_owned);
@@ -418,6 +422,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         has_authorization: authorization.is_some(),
         authorized: user.is_some(),
         status: response.status().as_u16(),
+        received_at,
     });
     response
 }
