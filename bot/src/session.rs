@@ -111,6 +111,8 @@ pub struct AgentSession {
     shown_root: String,
     prompts: Prompts,
     model: Option<Arc<dyn Model>>,
+    /// The client connected for `model_settings` by the first run, when no model was handed in.
+    connected: Mutex<Option<Arc<dyn Model>>>,
     model_settings: ModelSettings,
     limits: AgentConfig,
     prices: PriceTable,
@@ -212,6 +214,7 @@ impl AgentSession {
             shown_root,
             prompts: prompts.clone(),
             model,
+            connected: Mutex::new(None),
             model_settings,
             limits: AgentConfig {
                 max_steps: settings.max_steps,
@@ -224,6 +227,21 @@ impl AgentSession {
             },
             prices: config.price_table(),
         })
+    }
+
+    /// The model: the one handed in, else a client connected on the first run and kept for the
+    /// next (a review in chunks runs the agent several times: one client, one connection pool).
+    fn model(&self) -> Result<Arc<dyn Model>, SessionError> {
+        if let Some(model) = &self.model {
+            return Ok(model.clone());
+        }
+        let mut connected = self.connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(model) = connected.as_ref() {
+            return Ok(model.clone());
+        }
+        let model = llm::connect(self.model_settings.clone())?;
+        *connected = Some(model.clone());
+        Ok(model)
     }
 
     /// Narrows the budgets of the next agent runs: a job that runs the agent several times (a
@@ -242,10 +260,7 @@ impl AgentSession {
         tools: Toolset,
         events: Arc<dyn EventSink>,
     ) -> Result<Outcome, SessionError> {
-        let model = match &self.model {
-            Some(model) => model.clone(),
-            None => llm::connect(self.model_settings.clone())?,
-        };
+        let model = self.model()?;
         let meter = Meter::new(self.prices.clone());
         let mut registry = registry(model.clone(), &self.limits, meter.clone());
         let requires_change = matches!(tools, Toolset::Full);

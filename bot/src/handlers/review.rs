@@ -33,7 +33,9 @@ use git2::Oid;
 use crate::agent::Outcome;
 use crate::agent::events::EventSink;
 use crate::config::repo::{EffectiveSettings, ReviewVerdict};
-use crate::github::{CommentId, GithubError, IssueComment, NewReview, PullRequest, ReviewComment, ReviewEvent};
+use crate::github::{
+    CommentId, GithubError, IssueComment, IssueNumber, NewReview, PullRequest, ReviewComment, ReviewEvent,
+};
 use crate::jobs::Finish;
 use crate::report::review::{Covered, Placement, Rechecked, SummaryInput};
 use crate::report::{self, JobEnd, StopCause, markdown};
@@ -64,8 +66,10 @@ const RECHECK_DISTANCE: u64 = 3;
 /// `@agent review` on a pull request, or an automatic review of one that opened or changed.
 pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let number = env.number()?;
-    let pull = env.github.get_pull(&env.repo, number).await?;
-    let repo_config = env.repo_config().await?;
+    let bot = env.config().github.bot_name.clone();
+    // Three independent reads, at once: each is a round trip to GitHub.
+    let get_pull = async { Ok::<_, HandlerError>(env.github.get_pull(&env.repo, number).await?) };
+    let (pull, repo_config, summary) = tokio::try_join!(get_pull, env.repo_config(), find_summary(env, number, &bot))?;
     let settings = repo_config.apply(env.config());
     let automatic = matches!(env.request.source, JobSource::PullRequest { .. });
     if automatic && (pull.state != "open" || pull.draft) {
@@ -75,8 +79,6 @@ pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerErr
         )
         .await);
     }
-    let bot = env.config().github.bot_name.clone();
-    let summary = find_summary(env, &pull, &bot).await?;
     let previous = summary.as_ref().and_then(|c| ReviewState::read(&c.body));
     let lease = super::lease_pull_head(env, &pull).await?;
     // The lease's repository handle may not be held across an await: the git work is done first.
@@ -147,8 +149,8 @@ pub(super) async fn quiet(env: &JobEnv, why: &str) -> (Finish, Spent) {
 }
 
 /// The bot's summary comment on the pull request, if it has one (the first, should there be two).
-async fn find_summary(env: &JobEnv, pull: &PullRequest, bot: &str) -> Result<Option<IssueComment>, HandlerError> {
-    let comments = env.github.list_issue_comments(&env.repo, pull.number).await?;
+async fn find_summary(env: &JobEnv, number: IssueNumber, bot: &str) -> Result<Option<IssueComment>, HandlerError> {
+    let comments = env.github.list_issue_comments(&env.repo, number).await?;
     Ok(comments
         .items
         .into_iter()
@@ -381,7 +383,21 @@ async fn review(
     bot: &str,
 ) -> Result<(Finish, Spent), HandlerError> {
     let started = Instant::now();
-    let earlier = earlier_findings(env, pull, bot).await?;
+    // The sandbox starts (a container: a few hundred milliseconds) while GitHub lists the earlier
+    // findings.
+    let run_dir = run_dir(env.config(), &env.job_id());
+    let (earlier, session) = tokio::join!(
+        earlier_findings(env, pull, bot),
+        AgentSession::start(agent_run(env, settings, root, run_dir))
+    );
+    let mut session = session?;
+    let earlier = match earlier {
+        Ok(earlier) => earlier,
+        Err(error) => {
+            let _ = session.stop().await;
+            return Err(error);
+        }
+    };
     let open: Vec<&Earlier> = earlier.iter().filter(|e| !e.addressed).collect();
     let listed: Vec<reviewer::Earlier> = open
         .iter()
@@ -419,8 +435,6 @@ async fn review(
         max_wall_time: settings.max_wall_time,
     };
 
-    let run_dir = run_dir(env.config(), &env.job_id());
-    let mut session = AgentSession::start(agent_run(env, settings, root, run_dir)).await?;
     let live = Live::start(targets.clone());
     let control = env.control.clone();
     let cancelled = move || control.is_cancelled();
