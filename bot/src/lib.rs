@@ -8,6 +8,7 @@ pub mod chores;
 pub mod config;
 pub mod github;
 pub mod handlers;
+pub mod index;
 pub mod instance;
 pub mod intake;
 pub mod jobs;
