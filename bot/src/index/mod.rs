@@ -13,11 +13,17 @@
 //! literal is one (an f-string's or template's `{code}` is code, and counts). They are names, not
 //! resolved symbols: `find_references` answers by name, narrowed by kind and qualifier.
 
+pub mod cache;
+pub mod files;
 mod go;
 mod java;
 mod js;
+pub mod live;
+pub mod lookup;
 mod python;
 mod rust;
+pub mod shelf;
+pub mod store;
 #[cfg(test)]
 mod tests;
 mod walk;

@@ -82,6 +82,7 @@ impl Tool for Bash {
                 output = ctx.sandbox.exec(request) => output,
                 () = ctx.cancel.cancelled() => return Err(ToolError::respond("cancelled: the run is stopping")),
             };
+            ctx.commands_ran();
             match output {
                 Ok(output) => Ok(render(&output, timeout)),
                 Err(err @ SandboxError::Spawn(_)) => Err(ToolError::respond(err.to_string())),

@@ -134,6 +134,7 @@ impl Tool for EditFile {
                 })
                 .await?
             };
+            ctx.file_changed(&path);
             ctx.reads.record(path, fingerprint);
             Ok(message)
         })

@@ -3,7 +3,7 @@
 //! message for the model.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::de::DeserializeOwned;
@@ -28,6 +28,7 @@ pub mod read_file;
 pub mod reads;
 pub mod review;
 pub mod run_tests;
+pub mod symbols;
 pub mod write_file;
 
 pub use bash::Bash;
@@ -122,9 +123,29 @@ pub struct ToolContext {
     /// of it than the report holds (the dependency chore's compile and import errors).
     pub test_output: Mutex<Option<String>>,
     pub cancel: CancellationToken,
+    /// The working copy's code index (`find_symbol`, `find_references`, `outline`), when the
+    /// session keeps one; the tools that change files tell it what changed.
+    pub index: Option<Arc<crate::index::live::LiveIndex>>,
 }
 
 impl ToolContext {
+    /// A tool wrote or removed the file at `path` (resolved, inside the workspace).
+    pub fn file_changed(&self, path: &Path) {
+        if let Some(index) = &self.index
+            && let Ok(relative) = path.strip_prefix(self.workspace.root())
+            && let Some(relative) = relative.to_str()
+        {
+            index.changed(relative);
+        }
+    }
+
+    /// A command ran in the sandbox: it may have changed any file.
+    pub fn commands_ran(&self) {
+        if let Some(index) = &self.index {
+            index.changed_anything();
+        }
+    }
+
     pub fn plan(&self) -> Plan {
         self.plan.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -155,6 +176,16 @@ pub fn all_tools() -> Vec<Arc<dyn Tool>> {
     tools.push(Arc::new(RunTests));
     tools.push(Arc::new(plan::UpdatePlan));
     tools
+}
+
+/// The code index's tools: `find_symbol`, `find_references` and `outline`, for a session that
+/// keeps an index ([`ToolContext::index`]).
+pub fn symbol_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(symbols::FindSymbol),
+        Arc::new(symbols::FindReferences),
+        Arc::new(symbols::Outline),
+    ]
 }
 
 /// The tools of a run, by name.
@@ -263,6 +294,7 @@ pub(crate) mod test_support {
             tests: Mutex::default(),
             test_output: Mutex::default(),
             cancel: CancellationToken::new(),
+            index: None,
         }
     }
 

@@ -106,9 +106,12 @@ impl Tool for RunTests {
             // what its own CI gives them; the parsers strip what colour there is.
             request.env = vec![("CI".into(), "true".into())];
             let output = tokio::select! {
-                output = ctx.sandbox.exec(request) => output.map_err(sandbox_error)?,
+                output = ctx.sandbox.exec(request) => output,
                 () = ctx.cancel.cancelled() => return Err(ToolError::Fatal("the run was cancelled".into())),
             };
+            // Tests write files too (caches, snapshots, generated code).
+            ctx.commands_ran();
+            let output = output.map_err(sandbox_error)?;
 
             let log = combined(&output);
             let report = testparse::parse(&log, command.runner);

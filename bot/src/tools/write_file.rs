@@ -96,6 +96,7 @@ impl Tool for WriteFile {
                 })
                 .await?
             };
+            ctx.file_changed(&path);
             ctx.reads.record(path, fingerprint);
 
             let size = format!(
