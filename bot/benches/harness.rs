@@ -244,6 +244,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tests: Mutex::new(None),
         test_output: Mutex::new(None),
         cancel: CancellationToken::new(),
+        index: None,
     };
 
     let started = Instant::now();

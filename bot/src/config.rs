@@ -267,6 +267,13 @@ pub struct AgentConfig {
     pub max_wall_time: Duration,
     /// New files larger than this are left out of the bot's commits (and listed in its report).
     pub max_new_file_bytes: u64,
+    /// Sessions keep a code index for `find_symbol`, `find_references` and `outline`.
+    pub code_index: bool,
+    /// The index's parse cache on disk, per repository, is kept under this size.
+    pub index_cache_bytes: u64,
+    /// The server keeps the indexes of finished jobs in memory up to this size, so that the next
+    /// job on the repository re-reads only what changed; 0 keeps none.
+    pub index_memory_bytes: u64,
 }
 
 /// `[chores]`: where dependency chores look for versions, and what their jobs may do.
@@ -1062,12 +1069,29 @@ impl Validator<'_> {
             1,
             bytesize::GIBIBYTE,
         );
+        let index_cache_bytes = self.byte_size(
+            "agent.index_cache",
+            agent.index_cache,
+            256 * bytesize::MEBIBYTE,
+            bytesize::MEBIBYTE,
+            64 * bytesize::GIBIBYTE,
+        );
+        let index_memory_bytes = self.byte_size(
+            "agent.index_memory",
+            agent.index_memory,
+            bytesize::GIBIBYTE,
+            0,
+            256 * bytesize::GIBIBYTE,
+        );
         AgentConfig {
             trigger,
             max_steps,
             max_cost_usd,
             max_wall_time,
             max_new_file_bytes,
+            code_index: agent.code_index.unwrap_or(true),
+            index_cache_bytes,
+            index_memory_bytes,
         }
     }
 

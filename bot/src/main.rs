@@ -57,6 +57,9 @@ enum Command {
     Action,
     /// Triage a CI job log: the failing step's failures and why the job failed
     Triage(TriageArgs),
+    /// Ask a checkout's code index what the agent's find_symbol, find_references and outline
+    /// tools ask
+    Index(IndexArgs),
     /// Inspect the configuration
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -164,6 +167,51 @@ struct TriageArgs {
     repo: Option<PathBuf>,
 }
 
+#[derive(Debug, clap::Args)]
+struct IndexArgs {
+    /// The checkout to index
+    #[arg(long, default_value = ".", value_name = "PATH")]
+    repo: PathBuf,
+    /// Print JSON instead of the text the agent's tools answer with
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    query: IndexCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum IndexCommand {
+    /// Where a symbol is defined: a name, `Type::method`, `Class.method`, `module.func` or a prefix
+    Symbols {
+        query: String,
+        /// Only definitions of this kind (function, method, class, struct, enum, trait, interface,
+        /// type_alias, constant, field, module, …)
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only definitions in this file or below this directory
+        #[arg(long, value_name = "PATH")]
+        path: Option<String>,
+        /// At most this many matches
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        limit: usize,
+    },
+    /// Where a symbol is used, by file
+    Refs {
+        symbol: String,
+        /// Only uses in this file or below this directory
+        #[arg(long, value_name = "PATH")]
+        path: Option<String>,
+        /// At most this many uses
+        #[arg(long, default_value_t = 100, value_name = "N")]
+        limit: usize,
+    },
+    /// A file's definitions as a tree, with line ranges
+    Outline {
+        /// The file, relative to the checkout
+        file: String,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 enum ConfigCommand {
     /// Load and validate the configuration, then print it with secrets redacted
@@ -228,6 +276,7 @@ fn main() -> ExitCode {
         }
         Command::Action => action(&env),
         Command::Triage(ref args) => triage(args),
+        Command::Index(ref args) => index(args),
         Command::Config(ConfigCommand::Check) => match load_config(&cli, &env) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
@@ -407,6 +456,52 @@ fn action(env: &StartupEnv) -> ExitCode {
         Err(err) => {
             eprintln!("error: {err}");
             ExitCode::from(EXIT_RUN_SETUP)
+        }
+    }
+}
+
+/// `pitcrew index`: exit 0 when the index found something, 1 when it found nothing, 2 when the
+/// question or the checkout is wrong.
+fn index(args: &IndexArgs) -> ExitCode {
+    use pitcrew::run::index::IndexQuery;
+    let query = match &args.query {
+        IndexCommand::Symbols {
+            query,
+            kind,
+            path,
+            limit,
+        } => match pitcrew::tools::symbols::parse_kind(kind.as_deref()) {
+            Ok(kind) => IndexQuery::Symbols {
+                query: query.clone(),
+                kind,
+                path: path.clone(),
+                limit: (*limit).max(1),
+            },
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(EXIT_BAD_CONFIG);
+            }
+        },
+        IndexCommand::Refs { symbol, path, limit } => IndexQuery::References {
+            symbol: symbol.clone(),
+            path: path.clone(),
+            limit: (*limit).max(1),
+        },
+        IndexCommand::Outline { file } => IndexQuery::Outline { file: file.clone() },
+    };
+    match pitcrew::run::index::answer(&args.repo, &query, args.json) {
+        Ok(answer) => {
+            // A closed pipe (`| head`) ends the output, not the program with a panic.
+            let _ = writeln!(std::io::stdout(), "{}", answer.text);
+            if answer.found {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_RUN_STOPPED)
+            }
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(EXIT_BAD_CONFIG)
         }
     }
 }

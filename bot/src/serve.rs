@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::github::GithubAccess;
 use crate::handlers::{Services, job_handler};
+use crate::index::shelf::IndexShelf;
 use crate::instance::instance_id;
 use crate::jobs::ShutdownReport;
 use crate::llm::Model;
@@ -49,6 +50,7 @@ pub async fn start(config: Config, options: ServeOptions) -> Result<RunningServe
         pool: pool.clone(),
         model: options.model,
         metrics: Some(metrics.clone()),
+        index_shelf: IndexShelf::new(config.agent.index_memory_bytes),
         config: config.clone(),
     });
     let running = Server::start(ServerOptions {

@@ -19,6 +19,9 @@ use crate::agent::subagent::TaskTool;
 use crate::agent::{Agent, AgentConfig, Meter, Outcome, Task};
 use crate::config::repo::EffectiveSettings;
 use crate::config::{Config, SandboxBackend, SandboxNetwork};
+use crate::index::cache::BlobCache;
+use crate::index::live::LiveIndex;
+use crate::index::shelf::IndexShelf;
 use crate::llm::{self, Model, ModelSettings, PriceTable};
 use crate::prompts::{PromptError, Prompts, Template};
 use crate::sandbox::docker::{self, DockerSandbox, DockerSpec, Network};
@@ -51,7 +54,58 @@ pub struct AgentRun<'a> {
     pub run_dir: PathBuf,
     /// Commands that need the network, run once before anything else.
     pub network_step: Option<NetworkStep>,
+    /// The code index the session's tools get; `None` for a session that runs no agent tools that
+    /// look for symbols (the tests of the base, a chore's lockfile refresh) or when the operator
+    /// turned it off.
+    pub index: Option<CodeIndex>,
     pub cancel: CancellationToken,
+}
+
+/// Where a session's code index starts from and where what it learns goes.
+#[derive(Debug, Clone)]
+pub struct CodeIndex {
+    /// The parse cache of the repository (by blob id), kept under `cache_bytes`; `None` keeps
+    /// parse results for the session only.
+    pub cache_dir: Option<PathBuf>,
+    pub cache_bytes: u64,
+    /// The server's shelf of finished sessions' indexes, and the repository's name on it: the
+    /// session starts from the repository's last index and shelves its own when it stops.
+    pub shelf: Option<(IndexShelf, String)>,
+}
+
+impl CodeIndex {
+    /// The index of a job of the server on `repo` (`owner/name`), as `config` says: its cache under
+    /// the data directory, and the server's `shelf`.
+    pub fn for_server(config: &Config, repo: &str, shelf: &IndexShelf) -> Option<CodeIndex> {
+        config.agent.code_index.then(|| CodeIndex {
+            cache_dir: Some(config.server.data_dir.join("index-cache").join(repo)),
+            cache_bytes: config.agent.index_cache_bytes,
+            shelf: Some((shelf.clone(), repo.to_owned())),
+        })
+    }
+
+    /// The index of a local run in the repository whose git directory is `git_dir`: its cache
+    /// under `.git/pitcrew/`.
+    pub fn for_checkout(config: &Config, git_dir: &Path) -> Option<CodeIndex> {
+        config.agent.code_index.then(|| CodeIndex {
+            cache_dir: Some(git_dir.join("pitcrew").join("index-cache")),
+            cache_bytes: config.agent.index_cache_bytes,
+            shelf: None,
+        })
+    }
+
+    /// Starts building the index of `root` in the background.
+    fn start(&self, root: &Path) -> Arc<LiveIndex> {
+        let cache = self.cache_dir.as_ref().and_then(|dir| match BlobCache::open(dir, self.cache_bytes) {
+            Ok(cache) => Some(cache),
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), %error, "the index's cache cannot be opened; parsing every file");
+                None
+            }
+        });
+        let seed = self.shelf.as_ref().and_then(|(shelf, repo)| shelf.take(repo, root));
+        LiveIndex::start(root, cache, seed)
+    }
 }
 
 /// Commands run once when the session starts, the only ones that may get the network (a chore's
@@ -116,6 +170,9 @@ pub struct AgentSession {
     model_settings: ModelSettings,
     limits: AgentConfig,
     prices: PriceTable,
+    /// Where the index goes when the session stops, and the working copy it indexes.
+    shelf: Option<(IndexShelf, String)>,
+    root: PathBuf,
 }
 
 impl AgentSession {
@@ -131,6 +188,7 @@ impl AgentSession {
             root,
             run_dir,
             network_step,
+            index,
             cancel,
         } = run;
         std::fs::create_dir_all(&run_dir).map_err(|source| SessionError::RunDir {
@@ -196,6 +254,8 @@ impl AgentSession {
                 )
             }
         };
+        // The index builds while the sandbox starts and the run gets its prompt ready.
+        let live = index.as_ref().map(|index| index.start(&root));
         let mut model_settings = config.model.settings();
         model_settings.model = settings.model_name.clone();
         Ok(AgentSession {
@@ -209,6 +269,7 @@ impl AgentSession {
                 tests: Mutex::new(None),
                 test_output: Mutex::new(None),
                 cancel,
+                index: live,
             },
             session,
             shown_root,
@@ -226,6 +287,8 @@ impl AgentSession {
                 ..AgentConfig::default()
             },
             prices: config.price_table(),
+            shelf: index.and_then(|index| index.shelf),
+            root,
         })
     }
 
@@ -262,7 +325,7 @@ impl AgentSession {
     ) -> Result<Outcome, SessionError> {
         let model = self.model()?;
         let meter = Meter::new(self.prices.clone());
-        let mut registry = registry(model.clone(), &self.limits, meter.clone());
+        let mut registry = registry(model.clone(), &self.limits, meter.clone(), self.ctx.index.is_some());
         let requires_change = matches!(tools, Toolset::Full);
         if let Toolset::ReadOnly(extra) = tools {
             registry = registry.read_only();
@@ -298,12 +361,12 @@ impl AgentSession {
             .await)
     }
 
-    /// The repository's own instructions for agents (AGENTS.md …), capped.
     /// The working copy's root as commands see it (the host path, or the container's mount point).
     pub fn shown_root(&self) -> &str {
         &self.shown_root
     }
 
+    /// The repository's own instructions for agents (AGENTS.md …), capped.
     pub fn instructions(&self) -> String {
         repository_instructions(&self.ctx.workspace)
     }
@@ -315,6 +378,12 @@ impl AgentSession {
 
     /// Ends the sandbox; an error means it may still hold running processes (logged here).
     pub async fn stop(&self) -> Result<(), SandboxError> {
+        if let Some(index) = &self.ctx.index
+            && let Some(index) = index.close()
+            && let Some((shelf, repo)) = &self.shelf
+        {
+            shelf.put(repo, &self.root, index);
+        }
         let stopped = self.session.stop().await;
         if let Err(error) = &stopped {
             tracing::warn!(%error, "stopping the sandbox failed");
@@ -354,10 +423,15 @@ async fn run_commands(session: &dyn Session, step: &NetworkStep) -> Result<(), S
 }
 
 /// Every tool of a code-changing run, the `task` sub-agent included.
-pub fn registry(model: Arc<dyn Model>, config: &AgentConfig, meter: Arc<Meter>) -> Registry {
+pub fn registry(model: Arc<dyn Model>, config: &AgentConfig, meter: Arc<Meter>, index: bool) -> Registry {
     let mut registry = Registry::new();
     for tool in tools::all_tools() {
         registry.add(tool);
+    }
+    if index {
+        for tool in tools::symbol_tools() {
+            registry.add(tool);
+        }
     }
     let task = TaskTool::new(model, &registry, config, meter, (config.max_steps / 4).clamp(5, 25));
     registry.add(Arc::new(task));

@@ -60,6 +60,7 @@ pub(crate) fn job(repo: &TestRepo) -> Job {
         tests: Mutex::new(None),
         test_output: Mutex::new(None),
         cancel: CancellationToken::new(),
+        index: None,
     };
     Job { ctx, run_dir }
 }
@@ -732,7 +733,7 @@ async fn a_sub_agent_researches_with_read_only_tools_and_only_its_report_comes_b
     let model = model(&server, Provider::OpenAi);
     let config = AgentConfig::default();
     let meter = Meter::new(PriceTable::default());
-    let registry = pitcrew::session::registry(model.clone(), &config, meter.clone());
+    let registry = pitcrew::session::registry(model.clone(), &config, meter.clone(), false);
     let (mut agent, _) = agent(model, registry, config);
     agent.meter = meter;
     let outcome = run(&agent, &job.ctx, "find the bug").await;

@@ -331,6 +331,16 @@ fn a_fix_comment_on_a_pull_request_ends_in_a_tested_commit_on_its_branch() {
         let jobs = world.bot.server().store().jobs(&JobFilter::default()).await.unwrap();
         assert_eq!(jobs.len(), 1);
         world.bot.model.assert_script_consumed();
+        // The job's agent had the code index's tools.
+        let offered: Vec<String> = world.bot.model.requests()[0].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        for tool in ["find_symbol", "find_references", "outline"] {
+            assert!(offered.iter().any(|t| t == tool), "{tool} not in {offered:?}");
+        }
         world.bot.github.assert_no_violations();
         world.bot
     });

@@ -397,3 +397,143 @@ async fn a_failed_commit_still_yields_the_report_with_its_usage() {
     );
     assert!(text.contains("tokens:   3300 in, 40 out"), "{text}");
 }
+
+/// The content the model got back for each tool call, by tool name, in order.
+fn tool_results(server: &ScriptedModel) -> Vec<(String, String)> {
+    let Some(last) = server.last_request() else {
+        return Vec::new();
+    };
+    let messages = last.body["messages"].as_array().unwrap();
+    let mut names = BTreeMap::new();
+    let mut results = Vec::new();
+    for message in messages {
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            names.insert(
+                call["id"].as_str().unwrap().to_owned(),
+                call["function"]["name"].as_str().unwrap().to_owned(),
+            );
+        }
+        if message["role"] == "tool" {
+            let name = names[message["tool_call_id"].as_str().unwrap()].clone();
+            results.push((name, message["content"].as_str().unwrap().to_owned()));
+        }
+    }
+    results
+}
+
+#[tokio::test]
+async fn the_agent_finds_a_function_by_name_reads_its_range_and_fixes_it() {
+    // Two modules with look-alike code: the circle's area is wrong, its perimeter right.
+    let area = "import math\n\n\ndef square_area(side):\n    return side * side\n\n\n\
+                def circle_area(radius):\n    \"\"\"The area of a circle.\"\"\"\n    return 2 * math.pi * radius\n\n\n\
+                def area(shape, size):\n    return {\"square\": square_area, \"circle\": circle_area}[shape](size)\n";
+    let repo = TestRepo::new(&[
+        ("pyproject.toml", "[project]\nname = \"shapes\"\nversion = \"0.1.0\"\n"),
+        (".gitignore", "__pycache__/\n.pytest_cache/\n"),
+        ("shapes/__init__.py", "from .area import area\n"),
+        ("shapes/area.py", area),
+        (
+            "shapes/perimeter.py",
+            "import math\n\n\ndef circle_perimeter(radius):\n    return 2 * math.pi * radius\n",
+        ),
+        (
+            "tests/test_shapes.py",
+            "import math\n\nfrom shapes import area\nfrom shapes.perimeter import circle_perimeter\n\n\n\
+             def test_circle_area():\n    assert math.isclose(area(\"circle\", 2.0), 4 * math.pi)\n\n\n\
+             def test_circle_perimeter():\n    assert math.isclose(circle_perimeter(1.0), 2 * math.pi)\n",
+        ),
+        (
+            "tests/conftest.py",
+            "import sys, pathlib\nsys.path.insert(0, str(pathlib.Path(__file__).parent.parent))\n",
+        ),
+    ])
+    .unwrap();
+    let script = Script::new()
+        .turn(
+            Reply::text("I'll find where the circle's area is computed.")
+                .tool_call("find_symbol", json!({"query": "circle_area"}))
+                .usage(2_000, 40),
+        )
+        .turn(
+            Reply::new()
+                .tool_call("read_file", json!({"path": "shapes/area.py", "offset": 8, "limit": 3}))
+                .tool_call("find_references", json!({"symbol": "circle_area"}))
+                .usage(2_200, 40),
+        )
+        .turn(
+            Reply::text("It computes the circumference.")
+                .tool_call(
+                    "edit_file",
+                    json!({"path": "shapes/area.py", "old_string": "return 2 * math.pi * radius", "new_string": "return math.pi * radius * radius"}),
+                )
+                .usage(2_400, 40),
+        )
+        .turn(Reply::new().tool_call("run_tests", json!({})).usage(2_600, 20))
+        .turn(Reply::text("Fixed `circle_area`: it returned the circumference.").usage(2_800, 20));
+    let server = ScriptedModel::start(script);
+    let report = run(&repo, &server, "The area of a circle is wrong").await;
+    assert_eq!(report.stop, StopReason::Finished, "{report:#?}");
+
+    let results = tool_results(&server);
+    let names: Vec<&str> = results.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["find_symbol", "read_file", "find_references", "edit_file", "run_tests"]
+    );
+    // The index named the range that read_file then opened.
+    assert_eq!(
+        results[0].1,
+        "1 definition for `circle_area` (best: exact):\nshapes/area.py:8-10  function circle_area\n    \
+         def circle_area(radius):\n    // The area of a circle."
+    );
+    let read = &results[1].1;
+    assert!(
+        read.contains("def circle_area(radius):")
+            && read.contains("return 2 * math.pi * radius")
+            && !read.contains("def area("),
+        "{read}"
+    );
+    assert!(
+        results[2]
+            .1
+            .starts_with("1 use of `circle_area` in 1 file:\nshapes/area.py  (defines it at line 8)\n  14:"),
+        "{}",
+        results[2].1
+    );
+    // The right function in the right file changed; the look-alike did not.
+    let commit = report.commit.as_deref().expect("a commit");
+    assert_eq!(
+        repo.git(&["diff", "--name-only", "main", commit]).unwrap().trim(),
+        "shapes/area.py"
+    );
+    assert!(
+        repo.read("shapes/area.py")
+            .unwrap()
+            .contains("return math.pi * radius * radius")
+    );
+    assert!(
+        repo.read("shapes/perimeter.py")
+            .unwrap()
+            .contains("return 2 * math.pi * radius")
+    );
+    let tests = report.tests.as_ref().expect("a test result");
+    assert_eq!((tests.passed, tests.failed), (2, 0), "{tests:?}");
+    // What the index parsed is kept for the next run, in the repository's git directory.
+    let cache = repo.path().join(".git/pitcrew/index-cache");
+    let entries = walkdir_count(&cache);
+    assert_eq!(entries, 5, "one entry per Python file");
+    server.assert_script_consumed();
+}
+
+/// The regular files below `dir`.
+fn walkdir_count(dir: &std::path::Path) -> usize {
+    let mut count = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.file_type().unwrap().is_dir() {
+            count += walkdir_count(&entry.path());
+        } else {
+            count += 1;
+        }
+    }
+    count
+}

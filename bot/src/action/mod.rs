@@ -21,6 +21,7 @@ use secrecy::ExposeSecret;
 use crate::config::{Config, ConfigErrors, LoadOptions};
 use crate::github::{Auth, ClientOptions, CommitSha, GithubAccess, GithubClient, IssueNumber, Login, RepoName};
 use crate::handlers::{Services, job_handler};
+use crate::index::shelf::IndexShelf;
 use crate::instance::instance_id;
 use crate::intake::{DispatchSettings, Dispatcher};
 use crate::jobs::{
@@ -156,6 +157,8 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
         .map_err(|e| ActionError::Setup(e.to_string()))?,
         model: None,
         metrics: None,
+        // One job per step: nothing to keep for a next one.
+        index_shelf: IndexShelf::new(0),
         config: config.clone(),
     });
     let pool = Arc::new(WorkerPool::start(

@@ -126,6 +126,9 @@ pub(crate) struct RawAgent {
     pub(crate) max_cost_usd: Option<f64>,
     pub(crate) max_wall_time: Option<RawDuration>,
     pub(crate) max_new_file: Option<RawByteSize>,
+    pub(crate) code_index: Option<bool>,
+    pub(crate) index_cache: Option<RawByteSize>,
+    pub(crate) index_memory: Option<RawByteSize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -218,7 +221,8 @@ impl RawConfig {
             max_connections, unverified_bytes, retain, retain_payloads);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, disk, cpus, pids_limit,
             setup, setup_network, local_user, docker_host);
-        overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file);
+        overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file,
+            code_index, index_cache, index_memory);
         overlay_fields!(self.chores, chores; cargo_index, npm_registry, pypi, lock_network, schedules);
         overlay_fields!(self.review, review; auto);
         self.prices.extend(prices);

@@ -142,6 +142,9 @@ impl Config {
         }
         out.value("agent", "max_wall_time", duration(a.max_wall_time));
         out.value("agent", "max_new_file", string(&format_byte_size(a.max_new_file_bytes)));
+        out.value("agent", "code_index", a.code_index.to_string());
+        out.value("agent", "index_cache", string(&format_byte_size(a.index_cache_bytes)));
+        out.value("agent", "index_memory", string(&format_byte_size(a.index_memory_bytes)));
 
         let c = &self.chores;
         out.section("chores");

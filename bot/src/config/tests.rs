@@ -413,7 +413,7 @@ fn malformed_toml_names_file_line_and_column() {
 #[test]
 fn unknown_key_names_section_key_line_and_valid_keys() {
     let errs = errors(Some("[model]\nname = \"m\"\n\n[agent]\nmax_step = 5\n"), &[KEY], &[]);
-    insta::assert_snapshot!(errs.join("\n"), @"<dir>/pitcrew.toml:5: unknown setting `agent.max_step`; did you mean `agent.max_steps`?; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time, max_new_file");
+    insta::assert_snapshot!(errs.join("\n"), @"<dir>/pitcrew.toml:5: unknown setting `agent.max_step`; did you mean `agent.max_steps`?; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time, max_new_file, code_index, index_cache, index_memory");
 }
 
 #[test]
@@ -837,7 +837,7 @@ fn malformed_and_unknown_flags() {
     --set model.nmae: unknown setting; did you mean model.name?
     --set max_steps: unknown setting; did you mean agent.max_steps?
     --set prices.gpt.input: `prices` can only be set in the config file, as [prices."MODEL"] tables
-    --set agent.budget: unknown setting; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time, max_new_file
+    --set agent.budget: unknown setting; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time, max_new_file, code_index, index_cache, index_memory
     --set x.y: unknown setting; valid sections: model, github, server, sandbox, agent, chores, review
     --set agent.max_cost_usd: invalid `agent.max_cost_usd` = -2: must be greater than zero
     "#);
@@ -1067,6 +1067,9 @@ fn render_redacted_shows_effective_values_and_origins() {
     max_cost_usd = 2.5                               # --set agent.max_cost_usd
     max_wall_time = "30m"                            # default
     max_new_file = "1MiB"                            # default
+    code_index = true                                # default
+    index_cache = "256MiB"                           # default
+    index_memory = "1GiB"                            # default
 
     [chores]
     cargo_index = "https://index.crates.io/"         # default
@@ -1238,4 +1241,21 @@ fn server_edge_and_retention_settings_are_validated() {
     ] {
         assert!(all.contains(expected), "{expected}\nnot in:\n{all}");
     }
+}
+
+#[test]
+fn the_code_index_can_be_turned_off_and_its_cache_and_memory_sized() {
+    let config = ok(
+        Some("[model]\nname = \"m\"\n\n[agent]\ncode_index = false\nindex_cache = \"64MiB\"\nindex_memory = \"0\"\n"),
+        &[KEY],
+        &[],
+    );
+    assert!(!config.agent.code_index);
+    assert_eq!(config.agent.index_cache_bytes, 64 * 1024 * 1024);
+    assert_eq!(config.agent.index_memory_bytes, 0);
+    let errs = errors(None, &[NAME, KEY], &["agent.index_cache=1KiB", "agent.index_memory=lots"]);
+    insta::assert_snapshot!(errs.join("\n"), @r#"
+    --set agent.index_cache: invalid `agent.index_cache` = "1KiB": must be at least 1MiB
+    --set agent.index_memory: invalid `agent.index_memory` = "lots": expected a whole number followed by a unit, e.g. "4GiB", "512MiB" or "2GB"
+    "#);
 }

@@ -1172,6 +1172,8 @@ async fn baseline(chore: &ChoreRun<'_>, setup_network: bool) -> Option<Observed>
     let name = if setup_network { "base-net" } else { "base" };
     let run = AgentRun {
         sandbox_id: format!("{}-{name}", env.sandbox_id()),
+        // It only runs the tests.
+        index: None,
         network_step: setup_network.then(|| NetworkStep {
             commands: vec![(String::new(), "true".to_owned())],
             network: true,

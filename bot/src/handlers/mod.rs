@@ -52,6 +52,8 @@ pub struct Services {
     pub model: Option<Arc<dyn Model>>,
     /// Where finished jobs are counted for `/metrics` (the server's).
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Finished sessions' code indexes, for the next job on their repository.
+    pub index_shelf: crate::index::shelf::IndexShelf,
 }
 
 /// The function the worker pool runs for every job.

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::config::repo::EffectiveSettings;
 use crate::llm::Usage;
 use crate::report::TestRun;
-use crate::session::{AgentRun, AgentSession, SessionError};
+use crate::session::{AgentRun, AgentSession, CodeIndex, SessionError};
 use crate::tools::Tool;
 use crate::tools::run_tests::RunTests;
 
@@ -66,6 +66,7 @@ pub fn agent_run<'a>(env: &'a JobEnv, settings: &'a EffectiveSettings, root: &Pa
         root: root.to_owned(),
         run_dir,
         network_step: None,
+        index: CodeIndex::for_server(env.config(), &env.repo.to_string(), &env.services.index_shelf),
         cancel: env.control.token().clone(),
     }
 }

@@ -4,6 +4,7 @@
 //! Once the agent has run, the report always comes back, with what the run spent: a commit that
 //! fails is the report's `error`, and the change stays in the working tree.
 
+pub mod index;
 pub mod progress;
 pub mod review;
 
@@ -19,7 +20,7 @@ use crate::agent::events::EventSink;
 use crate::config::Config;
 use crate::llm::{Model, Usage};
 use crate::prompts::{Prompts, Template};
-use crate::session::{AgentRun, AgentSession, SessionError, Toolset, image};
+use crate::session::{AgentRun, AgentSession, CodeIndex, SessionError, Toolset, image};
 use crate::tools::Plan;
 use crate::workspace::{self, ChangedFile, LocalRepo, WorkspaceError};
 
@@ -114,6 +115,7 @@ pub async fn run(options: RunOptions) -> Result<RunReport, RunError> {
         root: root.clone(),
         run_dir: run_dir.clone(),
         network_step: None,
+        index: CodeIndex::for_checkout(&options.config, repo.git_dir()),
         cancel: options.cancel.clone(),
     })
     .await?;

@@ -19,7 +19,7 @@ use crate::prompts::Prompts;
 use crate::report::review::{Placement, plan};
 use crate::review::{Category, Severity};
 use crate::reviewer::{self, Budget, Request, ReviewerError};
-use crate::session::{AgentRun, AgentSession, SessionError, image};
+use crate::session::{AgentRun, AgentSession, CodeIndex, SessionError, image};
 use crate::workspace::diff::DiffPositions;
 use crate::workspace::{LocalRepo, WorkspaceError};
 
@@ -142,6 +142,7 @@ pub async fn review(options: ReviewOptions) -> Result<LocalReview, ReviewRunErro
         root: root.clone(),
         run_dir,
         network_step: None,
+        index: CodeIndex::for_checkout(&options.config, repo.git_dir()),
         cancel: options.cancel.clone(),
     })
     .await?;
