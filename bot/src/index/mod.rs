@@ -16,6 +16,8 @@
 mod go;
 mod java;
 mod js;
+#[cfg(test)]
+mod oracle;
 mod python;
 mod rust;
 #[cfg(test)]

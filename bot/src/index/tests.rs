@@ -174,6 +174,7 @@ fn python_definitions() {
     method build Outer 52-55
     function local Outer.build 53-54
     method ready Outer 58-59
+    function twice - 65-65
     ");
     insta::assert_snapshot!(docs(&s), @"
     helper: Help with x.
