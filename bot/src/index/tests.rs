@@ -361,6 +361,7 @@ fn go_definitions() {
     field X Point 37-37
     field Y Point 37-37
     field Name Point 38-38
+    field Embedded Point 39-39
     struct List - 41-43
     field items List 42-42
     function NewPoint - 47-52
