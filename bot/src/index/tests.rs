@@ -244,6 +244,10 @@ fn typescript_definitions() {
     class default - 69-75
     method run default 70-74
     function ambient - 77-77
+    type_alias Options - 78-78
+    field verbose Options 78-78
+    method run Options 78-78
+    function configure - 79-79
     ");
     insta::assert_snapshot!(docs(&s), @"
     MAX_SIZE: The largest size.
@@ -434,6 +438,9 @@ fn java_definitions() {
     field right Sample.Pair 63-63
     interface Marker Sample 65-67
     method value Sample.Marker 66-66
+    class Codes - 70-74
+    field FIRST Codes 71-73
+    field SECOND Codes 73-73
     ");
     insta::assert_snapshot!(docs(&s), @"
     Sample: A sample class.
