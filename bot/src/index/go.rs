@@ -48,7 +48,14 @@ pub(super) fn enter(w: &mut Walker<'_>, node: Node<'_>) {
         }
         // Fields of a named struct type (an anonymous struct's are not indexed).
         "field_declaration" if w.innermost() == Some(ScopeKind::Type) => {
-            for name in names(node) {
+            let names = names(node);
+            if names.is_empty() {
+                // An embedded field is named by its type: `struct{ *pkg.Reader }` has `Reader`.
+                if let Some(name) = node.child_by_field_name("type").and_then(embedded_name) {
+                    w.define(node, name, SymbolKind::Field);
+                }
+            }
+            for name in names {
                 w.define(node, name, SymbolKind::Field);
             }
         }
@@ -108,6 +115,17 @@ fn names<'t>(node: Node<'t>) -> Vec<Node<'t>> {
     node.children_by_field_name("name", &mut cursor)
         .filter(|n| n.is_named())
         .collect()
+}
+
+/// The type name node of an embedded field's type.
+fn embedded_name(ty: Node<'_>) -> Option<Node<'_>> {
+    match ty.kind() {
+        "type_identifier" => Some(ty),
+        "pointer_type" => ty.named_child(0).and_then(embedded_name),
+        "qualified_type" => ty.child_by_field_name("name"),
+        "generic_type" => ty.child_by_field_name("type").and_then(embedded_name),
+        _ => None,
+    }
 }
 
 /// The receiver's type name: `(p *Point)` → `Point`, `(l List[T])` → `List`.

@@ -21,8 +21,14 @@ pub(super) fn enter(w: &mut Walker<'_>, node: Node<'_>) {
             } else {
                 SymbolKind::Constant
             };
-            for name in declarator_names(node) {
-                w.define(node, name, kind);
+            // The first name is the declaration's (its modifiers, doc, type); a later one, perhaps
+            // on a line of its own (`A = 0,\n B = 1;`), is its declarator's.
+            for (i, name) in declarator_names(node).into_iter().enumerate() {
+                let at = match name.parent() {
+                    Some(declarator) if i > 0 => declarator,
+                    _ => node,
+                };
+                w.define(at, name, kind);
             }
             return;
         }

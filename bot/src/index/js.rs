@@ -63,8 +63,18 @@ pub(super) fn enter(w: &mut Walker<'_>, node: Node<'_>) {
                 w.open(node, Some(text), ScopeKind::Function);
             }
         }
-        "method_signature" | "abstract_method_signature" => define_member(w, node, "name", SymbolKind::Method),
-        "property_signature" => define_member(w, node, "name", SymbolKind::Field),
+        // Members of an interface, or of an object type a type alias names; an object type in a
+        // parameter or a variable's annotation has no name to hang them on.
+        "method_signature" | "abstract_method_signature" | "property_signature"
+            if w.innermost() == Some(ScopeKind::Type) =>
+        {
+            let kind = if node.kind() == "property_signature" {
+                SymbolKind::Field
+            } else {
+                SymbolKind::Method
+            };
+            define_member(w, node, "name", kind);
+        }
         "public_field_definition" | "field_definition" => {
             let field = if node.kind() == "field_definition" {
                 "property"
@@ -78,7 +88,7 @@ pub(super) fn enter(w: &mut Walker<'_>, node: Node<'_>) {
             define_member(w, node, field, kind);
         }
         "interface_declaration" => define_scope(w, node, SymbolKind::Interface, ScopeKind::Type),
-        "type_alias_declaration" => define_member(w, node, "name", SymbolKind::TypeAlias),
+        "type_alias_declaration" => define_scope(w, node, SymbolKind::TypeAlias, ScopeKind::Type),
         "enum_declaration" => define_scope(w, node, SymbolKind::Enum, ScopeKind::Type),
         "enum_body" => {
             let mut cursor = node.walk();

@@ -20,6 +20,8 @@ mod java;
 mod js;
 pub mod live;
 pub mod lookup;
+#[cfg(test)]
+mod oracle;
 mod python;
 mod rust;
 pub mod shelf;

@@ -105,10 +105,14 @@ fn assignment(w: &mut Walker<'_>, node: Node<'_>) {
     if !statement {
         return;
     }
-    let kind = match w.innermost() {
-        None => None,
-        Some(ScopeKind::Type) => Some(SymbolKind::Field),
-        Some(_) => return,
+    // `f = lambda …` is a function wherever it stands, as a `def` would be.
+    let lambda = node.child_by_field_name("right").is_some_and(|r| r.kind() == "lambda");
+    let kind = match (w.innermost(), lambda) {
+        (Some(ScopeKind::Type), true) => Some(SymbolKind::Method),
+        (_, true) => Some(SymbolKind::Function),
+        (None, false) => None,
+        (Some(ScopeKind::Type), false) => Some(SymbolKind::Field),
+        (Some(_), false) => return,
     };
     let Some(left) = node.child_by_field_name("left") else {
         return;
