@@ -576,3 +576,98 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod index_tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::LoadOptions;
+    use crate::tools::symbols::FindSymbol;
+
+    fn config() -> Config {
+        let overrides = [
+            "model.base_url=http://127.0.0.1:9/v1",
+            "model.name=m",
+            "sandbox.backend=local",
+            "sandbox.local_user=self",
+        ]
+        .map(str::to_owned);
+        Config::load(LoadOptions {
+            config_path: None,
+            env: &BTreeMap::new(),
+            overrides: &overrides,
+        })
+        .unwrap()
+    }
+
+    async fn find(session: &AgentSession, query: &str) -> String {
+        let args = json!({ "query": query }).as_object().unwrap().clone();
+        FindSymbol.call(&session.ctx, args).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_session_starts_from_the_last_index_of_its_repository_and_shelves_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("checkout");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "pub fn shelved() {}\n").unwrap();
+        let config = config();
+        let settings = crate::config::repo::RepoConfig::default().apply(&config);
+        let prompts = Prompts::embedded();
+        let shelf = IndexShelf::new(1 << 30);
+        let start = |n: u32| {
+            AgentSession::start(AgentRun {
+                config: &config,
+                settings: &settings,
+                prompts: &prompts,
+                model: None,
+                sandbox_id: format!("index-{n}"),
+                root: root.clone(),
+                run_dir: dir.path().join(format!("run-{n}")),
+                network_step: None,
+                index: Some(CodeIndex {
+                    cache_dir: Some(dir.path().join("cache")),
+                    cache_bytes: 1 << 20,
+                    shelf: Some((shelf.clone(), "o/r".to_owned())),
+                }),
+                cancel: CancellationToken::new(),
+            })
+        };
+
+        let first = start(1).await.unwrap();
+        assert!(
+            find(&first, "shelved")
+                .await
+                .contains("src/lib.rs:1-1  function shelved")
+        );
+        first.stop().await.unwrap();
+        assert_eq!(shelf.len(), 1, "the finished session's index is kept");
+
+        // The next session takes it (and sees what changed since).
+        std::fs::write(root.join("src/more.rs"), "pub fn added() {}\n").unwrap();
+        let second = start(2).await.unwrap();
+        assert!(shelf.is_empty(), "taken by the next session");
+        assert!(find(&second, "added").await.contains("src/more.rs:1-1  function added"));
+        assert!(
+            find(&second, "shelved")
+                .await
+                .contains("src/lib.rs:1-1  function shelved")
+        );
+        let (parsed, cached) = second.ctx.index.as_ref().unwrap().work();
+        assert_eq!((parsed, cached), (1, 0), "only the new file is read");
+        second.stop().await.unwrap();
+        assert_eq!(shelf.len(), 1);
+
+        // Turned off by the operator, there is none.
+        let mut off = config.clone();
+        off.agent.code_index = false;
+        assert!(CodeIndex::for_server(&off, "o/r", &shelf).is_none());
+        assert!(CodeIndex::for_checkout(&off, &dir.path().join(".git")).is_none());
+        let on = CodeIndex::for_server(&config, "o/r", &shelf).unwrap();
+        assert_eq!(on.cache_dir.unwrap(), config.server.data_dir.join("index-cache/o/r"));
+    }
+}

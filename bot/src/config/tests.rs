@@ -1253,7 +1253,11 @@ fn the_code_index_can_be_turned_off_and_its_cache_and_memory_sized() {
     assert!(!config.agent.code_index);
     assert_eq!(config.agent.index_cache_bytes, 64 * 1024 * 1024);
     assert_eq!(config.agent.index_memory_bytes, 0);
-    let errs = errors(None, &[NAME, KEY], &["agent.index_cache=1KiB", "agent.index_memory=lots"]);
+    let errs = errors(
+        None,
+        &[NAME, KEY],
+        &["agent.index_cache=1KiB", "agent.index_memory=lots"],
+    );
     insta::assert_snapshot!(errs.join("\n"), @r#"
     --set agent.index_cache: invalid `agent.index_cache` = "1KiB": must be at least 1MiB
     --set agent.index_memory: invalid `agent.index_memory` = "lots": expected a whole number followed by a unit, e.g. "4GiB", "512MiB" or "2GB"
