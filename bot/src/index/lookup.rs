@@ -77,8 +77,9 @@ fn module_of(path: &str) -> String {
     stem.replace('/', ".")
 }
 
-/// The definitions `query` names, best first: within a tier, types and functions before fields and
-/// variables, then by path and line. `kind` and `path` (a file or directory prefix) narrow them.
+/// The definitions `query` names, best first: within a tier, the closest names first (a prefix's
+/// shortest completions, the fuzzy matches most like the query), types and functions before fields
+/// and variables, then by path and line. `kind` and `path` (a file or directory prefix) narrow them.
 pub fn find_symbol(index: &mut Index, query: &str, kind: Option<SymbolKind>, path: Option<&str>) -> Vec<SymbolMatch> {
     let (qualifier, name) = split(query);
     if name.is_empty() {
@@ -118,9 +119,19 @@ pub fn find_symbol(index: &mut Index, query: &str, kind: Option<SymbolKind>, pat
             .collect();
         matches = collect(index, &fuzzy, qualifier.as_deref(), kind, path);
     }
+    // Within a tier, the closest names first: a prefix's shortest completions, the fuzzy matches
+    // most like the query.
+    let closeness = |m: &SymbolMatch| -> u64 {
+        match m.tier {
+            Tier::Prefix => m.name.len() as u64,
+            Tier::Fuzzy => ((1.0 - strsim::jaro_winkler(&m.name.to_lowercase(), &lower)) * 1e6) as u64,
+            _ => 0,
+        }
+    };
     matches.sort_by(|a, b| {
         a.tier
             .cmp(&b.tier)
+            .then_with(|| closeness(a).cmp(&closeness(b)))
             .then_with(|| kind_rank(a.kind).cmp(&kind_rank(b.kind)))
             .then_with(|| a.path.cmp(&b.path))
             .then_with(|| a.start_line.cmp(&b.start_line))
@@ -409,6 +420,8 @@ pub struct OutlineItem {
     pub depth: usize,
     pub name: String,
     pub kind: SymbolKind,
+    /// The type or module it belongs to (a Rust method's type, whose `impl` is not a definition).
+    pub container: Option<String>,
     pub start_line: u32,
     pub end_line: u32,
     pub signature: String,
@@ -437,6 +450,7 @@ pub fn outline(index: &Index, path: &str) -> Option<Vec<OutlineItem>> {
             depth: open.len(),
             name: index.name(def.name).to_owned(),
             kind: def.kind,
+            container: index.optional(def.container).map(str::to_owned),
             start_line: def.start_line,
             end_line: def.end_line,
             signature: def.signature.to_string(),
@@ -444,4 +458,215 @@ pub fn outline(index: &Index, path: &str) -> Option<Vec<OutlineItem>> {
         open.push(def.end_line);
     }
     Some(out)
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use crate::index::{Lang, extract};
+
+    fn index(files: &[(&str, &str)]) -> Index {
+        let mut index = Index::new();
+        for (path, source) in files {
+            let symbols = extract(Lang::of(path).unwrap(), source.as_bytes()).unwrap();
+            index.insert(path, source.len() as u64, 0, "blob", symbols);
+        }
+        index
+    }
+
+    /// `path:line name (tier)` per match.
+    fn found(index: &mut Index, query: &str, kind: Option<SymbolKind>, path: Option<&str>) -> Vec<String> {
+        find_symbol(index, query, kind, path)
+            .into_iter()
+            .map(|m| format!("{}:{} {} {:?}", m.path, m.start_line, m.name, m.tier))
+            .collect()
+    }
+
+    /// `path:line:column kind` per use, and the resolution.
+    fn uses(index: &Index, symbol: &str) -> (Vec<String>, Resolution, usize) {
+        let refs = find_references(index, symbol, None);
+        let lines = refs
+            .files
+            .iter()
+            .flat_map(|f| {
+                f.uses
+                    .iter()
+                    .map(move |u| format!("{}:{} {}", f.path, u.line, u.kind.as_str()))
+            })
+            .collect();
+        (lines, refs.resolution, refs.unresolved)
+    }
+
+    const RUST: &str = "\
+pub struct Config;
+impl Config {
+    pub fn load() -> Config { Config }
+    pub fn loader(&self) {}
+}
+pub struct Other;
+impl Other {
+    pub fn load() -> Other { Other }
+}
+pub fn configure() {}
+";
+
+    #[test]
+    fn symbols_rank_exact_then_qualified_then_case_then_prefix_then_fuzzy() {
+        let mut index = index(&[
+            ("src/config.rs", RUST),
+            ("src/main.rs", "fn main() { let c = Config::load(); }\n"),
+        ]);
+        assert_eq!(
+            found(&mut index, "Config::load", None, None),
+            [
+                "src/config.rs:3 load Exact",
+                "src/config.rs:8 load NameOnly",
+                "src/config.rs:4 loader Prefix"
+            ]
+        );
+        assert_eq!(
+            found(&mut index, "Other.load", None, None),
+            [
+                "src/config.rs:8 load Exact",
+                "src/config.rs:3 load NameOnly",
+                "src/config.rs:4 loader Prefix"
+            ]
+        );
+        // A module path qualifies too: the file's module.
+        assert_eq!(
+            found(&mut index, "config::configure", None, None),
+            ["src/config.rs:10 configure Exact"]
+        );
+        assert_eq!(
+            found(&mut index, "config", None, None),
+            [
+                "src/config.rs:1 Config CaseInsensitive",
+                "src/config.rs:10 configure Prefix"
+            ]
+        );
+        // Shortest completions first.
+        assert_eq!(
+            found(&mut index, "loa", None, None),
+            [
+                "src/config.rs:3 load Prefix",
+                "src/config.rs:8 load Prefix",
+                "src/config.rs:4 loader Prefix"
+            ]
+        );
+        // A misspelling: the closest name first.
+        assert_eq!(
+            found(&mut index, "lodaer", None, None)[0],
+            "src/config.rs:4 loader Fuzzy"
+        );
+        assert_eq!(
+            found(&mut index, "load", Some(SymbolKind::Struct), None),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            found(&mut index, "Config", Some(SymbolKind::Struct), Some("src")),
+            ["src/config.rs:1 Config Exact"]
+        );
+        assert_eq!(found(&mut index, "Config", None, Some("lib")), Vec::<String>::new());
+        assert!(found(&mut index, "", None, None).is_empty());
+    }
+
+    #[test]
+    fn references_of_a_qualified_symbol_are_narrowed_by_syntax_per_language() {
+        let index = index(&[
+            ("src/config.rs", RUST),
+            (
+                "src/main.rs",
+                "use crate::config::Config;\nfn main() {\n    let c = Config::load();\n    let o = Other::load();\n    \
+                 c.loader();\n}\n",
+            ),
+            (
+                "app/store.py",
+                "class Store:\n    def save(self):\n        self.flush()\n\n    def flush(self):\n        pass\n\n\n\
+                 def flush():\n    pass\n",
+            ),
+            (
+                "app/use.py",
+                "import app.store as st\nfrom app.store import flush\n\nst.flush()\nflush()\nx.flush()\n",
+            ),
+            (
+                "src/Main.java",
+                "class Main {\n    void run() { helper(); }\n    void helper() {}\n}\nclass Other {\n    void go() { helper(); }\n}\n",
+            ),
+            (
+                "web/a.ts",
+                "import { render } from './view';\nrender();\nother.render();\n",
+            ),
+            ("web/view.ts", "export function render(): void {}\n"),
+        ]);
+        // Rust: through the type's path; the other type's `load` is left out.
+        assert_eq!(
+            uses(&index, "Config::load"),
+            (vec!["src/main.rs:3 call".to_owned()], Resolution::Narrowed, 1)
+        );
+        // Python: `self.` in the class's methods, and the module imported under an alias.
+        assert_eq!(
+            uses(&index, "Store.flush"),
+            (vec!["app/store.py:3 call".to_owned()], Resolution::Narrowed, 4)
+        );
+        assert_eq!(
+            uses(&index, "app.store.flush"),
+            (
+                vec![
+                    "app/use.py:2 import".to_owned(),
+                    "app/use.py:4 call".to_owned(),
+                    "app/use.py:5 call".to_owned()
+                ],
+                Resolution::Narrowed,
+                2
+            )
+        );
+        // Java calls its own methods bare; another class's bare call is not this one.
+        assert_eq!(
+            uses(&index, "Main.helper"),
+            (vec!["src/Main.java:2 call".to_owned()], Resolution::Narrowed, 1)
+        );
+        // TypeScript: the name imported from the module.
+        assert_eq!(
+            uses(&index, "view.render"),
+            (
+                vec!["web/a.ts:1 import".to_owned(), "web/a.ts:2 call".to_owned()],
+                Resolution::Narrowed,
+                1
+            )
+        );
+        // Nothing resolves: every use of the bare name, said so.
+        let (all, resolution, _) = uses(&index, "Nowhere::loader");
+        assert_eq!(
+            (all, resolution),
+            (vec!["src/main.rs:5 call".to_owned()], Resolution::FellBack)
+        );
+        // Unqualified: every use by name.
+        assert_eq!(uses(&index, "loader").1, Resolution::ByName);
+    }
+
+    #[test]
+    fn outlines_nest_by_line_range() {
+        let index = index(&[("src/config.rs", RUST)]);
+        let items: Vec<String> = outline(&index, "./src/config.rs")
+            .unwrap()
+            .iter()
+            .map(|i| {
+                let container = i.container.as_ref().map(|c| format!(" in {c}")).unwrap_or_default();
+                format!("{}{} {}{container}", "  ".repeat(i.depth), i.kind.as_str(), i.name)
+            })
+            .collect();
+        assert_eq!(
+            items,
+            [
+                "struct Config",
+                "method load in Config",
+                "method loader in Config",
+                "struct Other",
+                "method load in Other",
+                "function configure"
+            ]
+        );
+        assert!(outline(&index, "src/missing.rs").is_none());
+    }
 }

@@ -488,8 +488,14 @@ pub fn render_outline(
         } else {
             format!("{}-{}", item.start_line, item.end_line)
         };
+        // At the top, the type a method belongs to (a Rust `impl` is not a definition of its own);
+        // nested, the enclosing line says it.
+        let container = match (&item.container, item.depth) {
+            (Some(container), 0) => format!(" in {container}"),
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "{}{} {}  {lines}  {}\n",
+            "{}{} {}{container}  {lines}  {}\n",
             "  ".repeat(item.depth),
             item.kind.as_str(),
             item.name,
@@ -583,13 +589,13 @@ fn main() {
           5:18 call   let config = parse_config("x");
         "#);
         let outline = call(&Outline, &ctx, json!({"path": "src/lib.rs"})).await.unwrap();
-        insta::assert_snapshot!(outline, @r"
+        insta::assert_snapshot!(outline, @"
         src/lib.rs: 5 definitions
         function parse_config  4-6  pub fn parse_config(text: &str) -> Config {
         struct Config  8-10  pub struct Config {
           field name  9  pub name: String,
-        method new  14-16  pub fn new(name: &str) -> Config {
-        method name  18-20  pub fn name(&self) -> &str {
+        method new in Config  14-16  pub fn new(name: &str) -> Config {
+        method name in Config  18-20  pub fn name(&self) -> &str {
         ");
         let unknown = message(call(&FindSymbol, &ctx, json!({"query": "x", "kind": "gadget"})).await);
         assert!(
