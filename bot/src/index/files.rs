@@ -14,6 +14,10 @@ use crate::beneath::Beneath;
 /// Files larger than this are left out (generated code, data).
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
+/// At most this many files are indexed: a repository (or a command in the sandbox) that makes
+/// millions of source files gets an index of the first ones found, and says so.
+pub const MAX_FILES: usize = 200_000;
+
 /// Directories of other people's code or of build output, wherever they are.
 const LEFT_OUT_DIRS: &[&str] = &[
     ".git",
@@ -46,8 +50,17 @@ pub fn changed_ns(meta: &std::fs::Metadata) -> i128 {
     i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec())
 }
 
-/// Every file of `root` the index reads, in path order.
-pub fn list(root: &Path) -> Vec<Seen> {
+/// The files of a checkout the index reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// In path order.
+    pub files: Vec<Seen>,
+    /// More files than `max_files` were found: these are the first ones the walk met.
+    pub truncated: bool,
+}
+
+/// Every file of `root` the index reads, up to `max_files` of them.
+pub fn list(root: &Path, max_files: usize) -> Listing {
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -63,6 +76,7 @@ pub fn list(root: &Path) -> Vec<Seen> {
                     .is_some_and(|name| LEFT_OUT_DIRS.contains(&name)))
         });
     let mut seen = Vec::new();
+    let mut truncated = false;
     for entry in builder.build().flatten() {
         // Symlinks are left out (a file type of `None` is the walk's root).
         if !entry.file_type().is_some_and(|t| t.is_file()) {
@@ -83,6 +97,10 @@ pub fn list(root: &Path) -> Vec<Seen> {
         if meta.len() > MAX_FILE_BYTES {
             continue;
         }
+        if seen.len() == max_files {
+            truncated = true;
+            break;
+        }
         seen.push(Seen {
             path,
             lang,
@@ -91,7 +109,7 @@ pub fn list(root: &Path) -> Vec<Seen> {
         });
     }
     seen.sort_by(|a, b| a.path.cmp(&b.path));
-    seen
+    Listing { files: seen, truncated }
 }
 
 /// The contents of `path` (relative to `beneath`'s directory), or `None` when it cannot be read as
@@ -150,8 +168,13 @@ mod tests {
             &[b"x".repeat(6_000).as_slice(), b"\n".as_slice()].concat(),
         );
         std::os::unix::fs::symlink("/etc/passwd", root.join("src/passwd.rs")).unwrap();
-        let seen: Vec<String> = list(root).into_iter().map(|s| s.path).collect();
+        let listing = list(root, MAX_FILES);
+        assert!(!listing.truncated);
+        let seen: Vec<String> = listing.files.into_iter().map(|s| s.path).collect();
         assert_eq!(seen, ["app/main.py", "bin/blob.js", "dist/app.min.js", "src/lib.rs"]);
+        let listing = list(root, 2);
+        assert!(listing.truncated);
+        assert_eq!(listing.files.len(), 2);
         let beneath = Beneath::open(root).unwrap();
         assert!(read(&beneath, "src/lib.rs").is_some());
         assert!(read(&beneath, "bin/blob.js").is_none(), "binary");

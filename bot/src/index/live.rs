@@ -21,6 +21,38 @@ use crate::beneath::Beneath;
 /// How long a query waits for the background build before answering from what is indexed.
 pub const BUILD_WAIT: Duration = Duration::from_secs(3);
 
+/// What one index may hold, whatever the repository — or a command in the sandbox — puts in the
+/// checkout. Past a limit the index keeps what it read, never a stale file, and every answer says
+/// it is incomplete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Source files read.
+    pub max_files: usize,
+    /// Definitions and references, in all: each costs about 40 bytes of memory.
+    pub max_entries: usize,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits {
+        max_files: files::MAX_FILES,
+        max_entries: 10_000_000,
+    };
+
+    fn too_many_files(self) -> String {
+        format!(
+            "the checkout has more than {} source files; the index holds the first it found",
+            self.max_files
+        )
+    }
+
+    fn too_many_entries(self, indexed: usize, total: usize) -> String {
+        format!(
+            "the index is full at {} definitions and references, with {indexed} of {total} files in it",
+            self.max_entries
+        )
+    }
+}
+
 /// What is known to have changed since the index was last brought up to date.
 #[derive(Debug, Default)]
 enum Dirty {
@@ -63,6 +95,7 @@ pub enum Completeness {
 pub struct LiveIndex {
     root: PathBuf,
     cache: Option<BlobCache>,
+    limits: Limits,
     state: Mutex<State>,
     progress: Condvar,
     /// The session ended: a build still running stops.
@@ -70,10 +103,11 @@ pub struct LiveIndex {
 }
 
 impl LiveIndex {
-    fn new(root: &Path, cache: Option<BlobCache>, seed: Option<Index>) -> LiveIndex {
+    fn new(root: &Path, cache: Option<BlobCache>, seed: Option<Index>, limits: Limits) -> LiveIndex {
         LiveIndex {
             root: root.to_owned(),
             cache,
+            limits,
             state: Mutex::new(State {
                 index: seed.unwrap_or_default(),
                 ..State::default()
@@ -87,7 +121,7 @@ impl LiveIndex {
     /// what earlier jobs parsed; from `seed` (an earlier job's index of the repository: only the
     /// files that differ from it are read) when there is one.
     pub fn start(root: &Path, cache: Option<BlobCache>, seed: Option<Index>) -> Arc<LiveIndex> {
-        let live = Arc::new(LiveIndex::new(root, cache, seed));
+        let live = Arc::new(LiveIndex::new(root, cache, seed, Limits::DEFAULT));
         let builder = Arc::clone(&live);
         let spawned = std::thread::Builder::new()
             .name("pitcrew-index".into())
@@ -103,7 +137,12 @@ impl LiveIndex {
     /// The index of the checkout at `root`, built now, in this thread (for `pitcrew index`, the
     /// benchmark and tests).
     pub fn build_now(root: &Path, cache: Option<BlobCache>, seed: Option<Index>) -> LiveIndex {
-        let live = LiveIndex::new(root, cache, seed);
+        LiveIndex::build_limited(root, cache, seed, Limits::DEFAULT)
+    }
+
+    /// [`LiveIndex::build_now`] within other limits.
+    pub fn build_limited(root: &Path, cache: Option<BlobCache>, seed: Option<Index>, limits: Limits) -> LiveIndex {
+        let live = LiveIndex::new(root, cache, seed, limits);
         live.build();
         live
     }
@@ -190,7 +229,8 @@ impl LiveIndex {
     /// holds (all of them, without a seed) read by two threads, parsed unless the cache has them,
     /// put in as they come; the index's files that are gone taken out.
     fn build(&self) {
-        let seen = files::list(&self.root);
+        let listing = files::list(&self.root, self.limits.max_files);
+        let seen = listing.files;
         let beneath = match Beneath::open(&self.root) {
             Ok(beneath) => beneath,
             Err(error) => {
@@ -216,14 +256,19 @@ impl LiveIndex {
             let todo: Vec<&Seen> = seen.iter().filter(|s| !unchanged(&state.index, s)).collect();
             state.total = seen.len();
             state.done = seen.len() - todo.len();
+            if listing.truncated {
+                state.failure = Some(self.limits.too_many_files());
+            }
             todo
         };
         let next = AtomicUsize::new(0);
+        // The index is full: both threads stop.
+        let full = AtomicBool::new(false);
         std::thread::scope(|scope| {
             for _ in 0..2 {
                 scope.spawn(|| {
                     loop {
-                        if self.closed.load(Ordering::Relaxed) {
+                        if self.closed.load(Ordering::Relaxed) || full.load(Ordering::Relaxed) {
                             break;
                         }
                         let Some(file) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
@@ -244,6 +289,14 @@ impl LiveIndex {
                         };
                         let mut state = self.lock();
                         state.done += 1;
+                        if let Some((symbols, _)) = &symbols
+                            && self.full(&mut state, &file.path, symbols)
+                        {
+                            // Not the old version either: the index holds no stale file.
+                            state.index.remove(&file.path);
+                            full.store(true, Ordering::Relaxed);
+                            break;
+                        }
                         match (read, symbols) {
                             (Some(_), None) if known => {
                                 state.index.touch(&file.path, file.size, file.changed_ns);
@@ -279,6 +332,20 @@ impl LiveIndex {
         }
     }
 
+    /// Whether `symbols` as the file at `path` would overfill the index: then the reason is its
+    /// failure.
+    fn full(&self, state: &mut State, path: &str, symbols: &super::FileSymbols) -> bool {
+        let replaced = state.index.file(path).map_or(0, |f| f.defs.len() + f.refs.len());
+        let after = state.index.symbol_count() - replaced + symbols.definitions.len() + symbols.references.len();
+        if after <= self.limits.max_entries {
+            return false;
+        }
+        if state.failure.is_none() {
+            state.failure = Some(self.limits.too_many_entries(state.index.file_count(), state.total));
+        }
+        true
+    }
+
     /// The symbols of the contents `bytes` (blob `blob`): from the cache, else parsed (and cached).
     fn symbols(&self, lang: Lang, blob: &str, bytes: &[u8]) -> Option<(super::FileSymbols, bool)> {
         if let Some(symbols) = self.cache.as_ref().and_then(|c| c.get(lang, blob)) {
@@ -306,7 +373,12 @@ impl LiveIndex {
                 state.index.names_changed();
             }
             Dirty::All => {
-                let seen = files::list(&self.root);
+                let listing = files::list(&self.root, self.limits.max_files);
+                if listing.truncated && state.failure.is_none() {
+                    state.failure = Some(self.limits.too_many_files());
+                }
+                let seen = listing.files;
+                state.total = seen.len();
                 let current: BTreeSet<&str> = seen.iter().map(|s| s.path.as_str()).collect();
                 let gone: Vec<String> = state
                     .index
@@ -360,6 +432,9 @@ impl LiveIndex {
             return;
         }
         match self.symbols(file.lang, &blob, &bytes) {
+            Some((symbols, _)) if self.full(state, &file.path, &symbols) => {
+                state.index.remove(&file.path);
+            }
             Some((symbols, from_cache)) => {
                 if from_cache {
                     state.cached += 1;
@@ -492,6 +567,72 @@ mod tests {
         assert_eq!(live.work(), (0, 0));
         assert!(defined(&live, "f0").is_empty());
         assert_eq!(defined(&live, "changed3"), ["src/m3.rs"]);
+    }
+
+    #[test]
+    fn a_checkout_past_the_limits_gets_an_index_of_what_fits_that_says_so_and_is_never_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..30 {
+            write(
+                dir.path(),
+                &format!("m{n:02}.py"),
+                &format!("def f{n}():\n    return {n}\n"),
+            );
+        }
+
+        // Too many files: the first ones found, said in every answer, not kept for the next job.
+        let limits = Limits {
+            max_files: 10,
+            max_entries: usize::MAX,
+        };
+        let live = LiveIndex::build_limited(dir.path(), None, None, limits);
+        let (files, completeness) = live.query(Duration::ZERO, |index| index.file_count());
+        assert_eq!(files, 10);
+        assert_eq!(
+            completeness,
+            Completeness::Failed(
+                "the checkout has more than 10 source files; the index holds the first it found".to_owned()
+            )
+        );
+        assert!(live.close().is_none());
+
+        // Too many definitions and references (one per file here): the index stops when full.
+        let limits = Limits {
+            max_files: usize::MAX,
+            max_entries: 12,
+        };
+        let live = LiveIndex::build_limited(dir.path(), None, None, limits);
+        let full = Completeness::Failed(
+            "the index is full at 12 definitions and references, with 12 of 30 files in it".to_owned(),
+        );
+        let (paths, completeness) = live.query(Duration::ZERO, |index| {
+            index.files().map(|f| f.path.clone()).collect::<Vec<_>>()
+        });
+        assert_eq!((paths.len(), &completeness), (12, &full));
+
+        // A file in it rewritten with more definitions: it cannot go in, and its old version goes
+        // out — the index is incomplete, never stale.
+        let edited = &paths[0];
+        let n: usize = edited.trim_start_matches('m').trim_end_matches(".py").parse().unwrap();
+        write(dir.path(), edited, "def g1():\n    pass\n\ndef g2():\n    pass\n");
+        live.changed(edited);
+        assert!(defined(&live, &format!("f{n}")).is_empty());
+        assert!(defined(&live, "g1").is_empty());
+
+        // A command that writes a thousand more files: what fits goes in (the first file in path
+        // order that is not in yet), nothing more.
+        for n in 0..1_000 {
+            write(
+                dir.path(),
+                &format!("more/x{n}.py"),
+                &format!("def x{n}():\n    pass\n"),
+            );
+        }
+        live.changed_anything();
+        let (count, completeness) = live.query(Duration::ZERO, |index| (index.file_count(), index.symbol_count()));
+        assert_eq!(count, (12, 12));
+        assert_eq!(completeness, full);
+        assert!(defined(&live, "x7").is_empty());
     }
 
     #[test]

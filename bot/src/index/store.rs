@@ -245,6 +245,11 @@ impl Index {
         self.file_ids.len()
     }
 
+    /// How many definitions and references the index holds, in all (what bounds its memory).
+    pub fn symbol_count(&self) -> usize {
+        self.live
+    }
+
     /// The definitions named `name`, with their files.
     pub fn definitions_named(&self, name: Name) -> Vec<(&File, &Def)> {
         self.entries(&self.defs_by_name, name, |file, n| file.defs.get(n))
