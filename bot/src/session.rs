@@ -378,6 +378,11 @@ impl AgentSession {
 
     /// Ends the sandbox; an error means it may still hold running processes (logged here).
     pub async fn stop(&self) -> Result<(), SandboxError> {
+        if let Some(live) = &self.ctx.index {
+            let (parsed, cached) = live.work();
+            let ready_ms = live.ready_after().map(|d| d.as_millis());
+            tracing::debug!(parsed, cached, ?ready_ms, "the code index's work");
+        }
         if let Some(index) = &self.ctx.index
             && let Some(index) = index.close()
             && let Some((shelf, repo)) = &self.shelf

@@ -75,6 +75,8 @@ struct State {
     /// Files parsed, and files served from the cache, since the index was made.
     parsed: usize,
     cached: usize,
+    /// How long the build took until queries had a complete answer.
+    ready_after: Option<Duration>,
 }
 
 /// How complete an answer is.
@@ -206,6 +208,11 @@ impl LiveIndex {
         (query(&mut state.index), completeness)
     }
 
+    /// How long the build took until a query got a complete answer (`None` while it runs).
+    pub fn ready_after(&self) -> Option<Duration> {
+        self.lock().ready_after
+    }
+
     /// Files parsed, and files served from the cache, since the index was made.
     pub fn work(&self) -> (usize, usize) {
         let state = self.lock();
@@ -229,6 +236,8 @@ impl LiveIndex {
     /// holds (all of them, without a seed) read by two threads, parsed unless the cache has them,
     /// put in as they come; the index's files that are gone taken out.
     fn build(&self) {
+        let started = Instant::now();
+        let parsed_before = self.lock().parsed;
         let listing = files::list(&self.root, self.limits.max_files);
         let seen = listing.files;
         let beneath = match Beneath::open(&self.root) {
@@ -325,9 +334,12 @@ impl LiveIndex {
         let mut state = self.lock();
         state.index.names_changed();
         state.built = true;
+        state.ready_after = Some(started.elapsed());
+        let grew = state.parsed > parsed_before;
         self.progress.notify_all();
         drop(state);
-        if let Some(cache) = &self.cache {
+        // Only what was parsed went into the cache; eviction follows, off the queries' path.
+        if let Some(cache) = self.cache.as_ref().filter(|_| grew) {
             cache.evict();
         }
     }

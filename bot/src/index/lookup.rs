@@ -111,33 +111,34 @@ pub fn find_symbol(index: &mut Index, query: &str, kind: Option<SymbolKind>, pat
     }
     let mut matches = collect(index, &candidates, qualifier.as_deref(), kind, path);
     if matches.is_empty() {
-        let fuzzy: Vec<(u32, Tier)> = index
+        // The closest names only: a near miss in a big tree is like thousands of names a little.
+        let query = NearMiss::new(&lower);
+        let mut near: Vec<(u64, u32)> = index
             .defined_names()
             .iter()
-            .filter(|(lowered, _)| fuzzy(lowered, &lower))
-            .map(|(_, id)| (*id, Tier::Fuzzy))
+            .filter_map(|(lowered, id)| query.distance(lowered).map(|distance| (distance, *id)))
             .collect();
+        near.sort_unstable();
+        near.truncate(MAX_FUZZY_NAMES);
+        let fuzzy: Vec<(u32, Tier)> = near.iter().map(|(_, id)| (*id, Tier::Fuzzy)).collect();
         matches = collect(index, &fuzzy, qualifier.as_deref(), kind, path);
     }
     // Within a tier, the closest names first: a prefix's shortest completions, the fuzzy matches
     // most like the query.
-    let closeness = |m: &SymbolMatch| -> u64 {
-        match m.tier {
+    let query = NearMiss::new(&lower);
+    matches.sort_by_cached_key(|m| {
+        let closeness = match m.tier {
             Tier::Prefix => m.name.len() as u64,
-            Tier::Fuzzy => ((1.0 - strsim::jaro_winkler(&m.name.to_lowercase(), &lower)) * 1e6) as u64,
+            Tier::Fuzzy => query.distance(&m.name.to_lowercase()).unwrap_or(u64::MAX),
             _ => 0,
-        }
-    };
-    matches.sort_by(|a, b| {
-        a.tier
-            .cmp(&b.tier)
-            .then_with(|| closeness(a).cmp(&closeness(b)))
-            .then_with(|| kind_rank(a.kind).cmp(&kind_rank(b.kind)))
-            .then_with(|| a.path.cmp(&b.path))
-            .then_with(|| a.start_line.cmp(&b.start_line))
+        };
+        (m.tier, closeness, kind_rank(m.kind), m.path.clone(), m.start_line)
     });
     matches
 }
+
+/// The fuzzy tier holds the definitions of at most this many names, the closest.
+const MAX_FUZZY_NAMES: usize = 100;
 
 /// The definitions of `candidates`, each tier adjusted for the qualifier.
 fn collect(
@@ -208,14 +209,62 @@ fn kind_rank(kind: SymbolKind) -> u8 {
     }
 }
 
-/// A near miss: the query's characters in order within the name (for queries of three or more),
-/// or names close by Jaro-Winkler.
-fn fuzzy(name: &str, query: &str) -> bool {
-    if query.chars().count() >= 3 && subsequence(query, name) && name.len() <= query.len() * 3 {
-        return true;
-    }
-    name.len().abs_diff(query.len()) <= 3 && strsim::jaro_winkler(name, query) >= 0.88
+/// A (lowercased) query for near misses among hundreds of thousands of names.
+struct NearMiss<'q> {
+    text: &'q str,
+    /// How often each ASCII byte occurs in it, when it is ASCII.
+    counts: Option<[u8; 128]>,
 }
+
+impl<'q> NearMiss<'q> {
+    fn new(text: &'q str) -> Self {
+        let counts = text.is_ascii().then(|| {
+            let mut counts = [0u8; 128];
+            for b in text.bytes() {
+                counts[usize::from(b)] = counts[usize::from(b)].saturating_add(1);
+            }
+            counts
+        });
+        NearMiss { text, counts }
+    }
+
+    /// How far `name` is from the query when it is a near miss (lower is closer): a name close
+    /// by Jaro-Winkler, or one holding the query's characters in order (for queries of three or
+    /// more).
+    fn distance(&self, name: &str) -> Option<u64> {
+        let query = self.text;
+        let contains = query.len() >= 3 && name.len() <= query.len() * 3 && subsequence(query, name);
+        let may_be_similar = name.len().abs_diff(query.len()) <= 3 && self.may_be_similar(name);
+        if !contains && !may_be_similar {
+            return None;
+        }
+        let similarity = strsim::jaro_winkler(name, query);
+        (contains || similarity >= SIMILAR).then_some(((1.0 - similarity) * 1e6) as u64)
+    }
+
+    /// Whether `name` can be [`SIMILAR`] at all, by the characters it shares with the query: a
+    /// Jaro-Winkler similarity of 0.88 needs a Jaro similarity of 0.8 (the common-prefix bonus
+    /// adds at most 0.4 of what is missing), so `m/|a| + m/|b| ≥ 1.4` for `m` matching
+    /// characters, which are at most the characters the two share.
+    fn may_be_similar(&self, name: &str) -> bool {
+        let Some(mut left) = self.counts.filter(|_| name.is_ascii()) else {
+            return true;
+        };
+        let mut shared = 0usize;
+        for b in name.bytes() {
+            let count = &mut left[usize::from(b)];
+            if *count > 0 {
+                *count -= 1;
+                shared += 1;
+            }
+        }
+        let (a, b) = (self.text.len().max(1) as f64, name.len().max(1) as f64);
+        shared as f64 / a + shared as f64 / b >= 1.4 - 1e-9
+    }
+}
+
+/// The Jaro-Winkler similarity of a near miss.
+const SIMILAR: f64 = 0.88;
 
 fn subsequence(needle: &str, haystack: &str) -> bool {
     let mut rest = haystack.chars();
@@ -510,6 +559,28 @@ impl Other {
 }
 pub fn configure() {}
 ";
+
+    #[test]
+    fn near_misses_are_the_closest_names_only() {
+        // Three hundred names like the typo `proces_12`, and the one it misspells.
+        let mut source = String::new();
+        for n in 0..300 {
+            source.push_str(&format!("def process_{n}():\n    pass\n"));
+        }
+        let mut index = index(&[("m.py", &source)]);
+        let matches = find_symbol(&mut index, "proces_12", None, None);
+        assert_eq!(matches.len(), MAX_FUZZY_NAMES);
+        assert!(matches.iter().all(|m| m.tier == Tier::Fuzzy));
+        assert_eq!(matches[0].name, "process_12");
+        // The bound that spares most names Jaro-Winkler never leaves out a similar one.
+        let query = NearMiss::new("proces_12");
+        for n in 0..300 {
+            let name = format!("process_{n}");
+            let similar = strsim::jaro_winkler(&name, "proces_12") >= SIMILAR;
+            assert!(!similar || query.may_be_similar(&name), "{name}");
+        }
+        assert!(!query.may_be_similar("unrelated"));
+    }
 
     #[test]
     fn symbols_rank_exact_then_qualified_then_case_then_prefix_then_fuzzy() {
