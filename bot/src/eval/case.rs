@@ -1,8 +1,8 @@
 //! Evaluation cases: the YAML files a suite is made of, parsed at the edge into typed [`Case`]s
 //! with their paths resolved against the file that names them.
 //!
-//! A suite is one YAML file (a list of cases) or a directory whose `*.yaml`/`*.yml` files are
-//! read in name order (subdirectories included). Unknown keys are errors: a misspelt `fail_to_pas`
+//! A suite is one YAML file (a list of cases) or a directory whose own `*.yaml`/`*.yml` files are
+//! read in name order. Unknown keys are errors: a misspelt `fail_to_pas`
 //! must not quietly make a case easier.
 
 use std::collections::BTreeSet;
@@ -151,41 +151,28 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Case>, CaseError> {
     Ok(cases)
 }
 
-/// The case files of a suite: the file itself, or a directory's YAML files in name order.
+/// The case files of a suite: the file itself, or a directory's own YAML files in name order (not
+/// its subdirectories', which hold the cases' projects and their files).
 fn suite_files(path: &Path) -> Result<Vec<PathBuf>, CaseError> {
-    let meta = std::fs::metadata(path).map_err(|source| CaseError::Read {
+    let read = |path: &Path, source| CaseError::Read {
         path: path.to_owned(),
         source,
-    })?;
+    };
+    let meta = std::fs::metadata(path).map_err(|source| read(path, source))?;
     if !meta.is_dir() {
         return Ok(vec![path.to_owned()]);
     }
     let mut files = Vec::new();
-    let mut dirs = vec![path.to_owned()];
-    while let Some(dir) = dirs.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|source| CaseError::Read {
-            path: dir.clone(),
-            source,
-        })?;
-        for entry in entries {
-            let entry = entry.map_err(|source| CaseError::Read {
-                path: dir.clone(),
-                source,
-            })?;
-            let kind = entry.file_type().map_err(|source| CaseError::Read {
-                path: entry.path(),
-                source,
-            })?;
-            let path = entry.path();
-            if kind.is_dir() {
-                dirs.push(path);
-            } else if kind.is_file()
-                && path
-                    .extension()
-                    .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
-            {
-                files.push(path);
-            }
+    for entry in std::fs::read_dir(path).map_err(|source| read(path, source))? {
+        let entry = entry.map_err(|source| read(path, source))?;
+        let file = entry.path();
+        let kind = entry.file_type().map_err(|source| read(&file, source))?;
+        if kind.is_file()
+            && file
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
+        {
+            files.push(file);
         }
     }
     files.sort();
@@ -401,8 +388,8 @@ mod tests {
         std::fs::write(dir.path().join("notes.md"), "not a case").unwrap();
         let cases = load_suites(&[dir.path().to_owned()]).unwrap();
         let ids: Vec<_> = cases.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, ["b", "a", "c"]);
-        assert_eq!(cases[1].repo, RepoSource::Path(dir.path().join("more/r")));
+        assert_eq!(ids, ["a", "c", "b"]);
+        assert_eq!(cases[0].repo, RepoSource::Path(dir.path().join("r")));
         let twice = load_suites(&[dir.path().to_owned(), dir.path().join("b.yaml")])
             .unwrap_err()
             .to_string();
