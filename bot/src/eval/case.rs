@@ -374,14 +374,15 @@ mod tests {
     #[test]
     fn a_directory_is_a_suite_of_its_yaml_files_and_ids_are_unique_across_suites() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("more")).unwrap();
+        std::fs::create_dir(dir.path().join("project")).unwrap();
+        std::fs::write(dir.path().join("project/ci.yaml"), "not: a case").unwrap();
         std::fs::write(
             dir.path().join("b.yaml"),
             "- {id: b, repo: r, task: t, check: {run: x}}",
         )
         .unwrap();
         std::fs::write(
-            dir.path().join("more/a.yml"),
+            dir.path().join("a.yml"),
             "- {id: a, repo: r, task: t, check: {run: x}}\n- {id: c, repo: r, task: t, check: {run: x}}",
         )
         .unwrap();
