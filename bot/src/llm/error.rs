@@ -45,6 +45,10 @@ pub enum LlmError {
     /// The call was cancelled by the caller.
     #[error("the model call was cancelled")]
     Cancelled,
+    /// A recorded run (`pitcrew eval --replay`) holds no answer to this request: the prompt, the
+    /// tools or the context changed since it was recorded. The message says where.
+    #[error("the recording has no answer to this request: {message}")]
+    NotRecorded { message: String },
 }
 
 fn retry_hint(retry_after: Option<Duration>) -> String {
@@ -68,6 +72,7 @@ impl LlmError {
             | LlmError::BadRequest { .. }
             | LlmError::Certificate { .. }
             | LlmError::Protocol { .. }
+            | LlmError::NotRecorded { .. }
             | LlmError::Cancelled => false,
         }
     }

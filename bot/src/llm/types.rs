@@ -141,7 +141,7 @@ pub struct ToolSpec {
 }
 
 /// One call to a model.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Request {
     pub system: String,
     pub messages: Vec<Message>,
@@ -171,7 +171,7 @@ pub enum StopReason {
 }
 
 /// A complete assistant turn.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Response {
     pub id: Option<String>,
     pub model: Option<String>,
