@@ -6,3 +6,5 @@
 pub mod case;
 pub mod replay;
 pub mod results;
+pub mod run;
+pub mod workcopy;
