@@ -14,6 +14,13 @@ func parseErr(t *testing.T, input string) error {
 	return err
 }
 
+func TestValidExportStillParses(t *testing.T) {
+	txs, err := ParseTransactions(strings.NewReader("date,description,amount\n2024-03-01, Coffee ,-18.40\n"))
+	if err != nil || len(txs) != 1 || txs[0].Cents != -1840 || txs[0].Description != "Coffee" {
+		t.Fatalf("%+v %v", txs, err)
+	}
+}
+
 func TestRejectsBadAmountWithLineNumber(t *testing.T) {
 	err := parseErr(t, "date,description,amount\n2024-03-01,Coffee,-18.40\n2024-03-02,Lunch,12;50\n")
 	if !strings.Contains(err.Error(), "line 3") {
@@ -28,13 +35,6 @@ func TestRejectsEmptyAmount(t *testing.T) {
 	}
 }
 
-func TestRejectsShortRow(t *testing.T) {
-	err := parseErr(t, "date,description,amount\n2024-03-01,Coffee,-18.40\n\n2024-03-04 Rent -800\n")
-	if !strings.Contains(err.Error(), "line 4") {
-		t.Fatalf("error does not name line 4: %v", err)
-	}
-}
-
 func TestRejectsBadDate(t *testing.T) {
 	err := parseErr(t, "date,description,amount\n03/01/2024,Coffee,-18.40\n")
 	if !strings.Contains(err.Error(), "line 2") {
@@ -42,9 +42,9 @@ func TestRejectsBadDate(t *testing.T) {
 	}
 }
 
-func TestValidExportStillParses(t *testing.T) {
-	txs, err := ParseTransactions(strings.NewReader("date,description,amount\n2024-03-01, Coffee ,-18.40\n"))
-	if err != nil || len(txs) != 1 || txs[0].Cents != -1840 || txs[0].Description != "Coffee" {
-		t.Fatalf("%+v %v", txs, err)
+func TestRejectsShortRow(t *testing.T) {
+	err := parseErr(t, "date,description,amount\n2024-03-01,Coffee,-18.40\n\n2024-03-04 Rent -800\n")
+	if !strings.Contains(err.Error(), "line 4") {
+		t.Fatalf("error does not name line 4: %v", err)
 	}
 }
