@@ -29,5 +29,8 @@ fn duration_too_long_is_an_error() {
 #[test]
 fn valid_durations_still_parse() {
     assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-    assert_eq!(parse_duration("18446744073709551615s"), Ok(Duration::from_secs(u64::MAX)));
+    assert_eq!(
+        parse_duration("18446744073709551615s"),
+        Ok(Duration::from_secs(u64::MAX))
+    );
 }

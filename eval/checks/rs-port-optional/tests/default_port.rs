@@ -16,7 +16,10 @@ fn missing_port_ipv6() {
 #[test]
 fn describe_without_port() {
     let config = Config::parse("workers = 1\n").unwrap();
-    assert_eq!(describe(&config), "listening on 127.0.0.1:8080 (port 8080) with 1 worker");
+    assert_eq!(
+        describe(&config),
+        "listening on 127.0.0.1:8080 (port 8080) with 1 worker"
+    );
 }
 
 #[test]

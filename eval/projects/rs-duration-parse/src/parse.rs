@@ -21,7 +21,9 @@ impl fmt::Display for ParseError {
         match self {
             ParseError::Empty => write!(f, "empty duration"),
             ParseError::InvalidNumber(part) => write!(f, "invalid number in {part:?}"),
-            ParseError::UnknownUnit(unit) => write!(f, "unknown unit {unit:?} (expected ms, s, m, h or d)"),
+            ParseError::UnknownUnit(unit) => {
+                write!(f, "unknown unit {unit:?} (expected ms, s, m, h or d)")
+            }
             ParseError::MissingUnit => write!(f, "a number needs a unit (ms, s, m, h or d)"),
             ParseError::Overflow => write!(f, "duration too long"),
         }
@@ -46,11 +48,15 @@ pub fn parse_duration(input: &str) -> Result<Duration, ParseError> {
     let mut rest = input.trim();
     let mut total = Duration::ZERO;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let value: u64 = rest[..digits].parse().unwrap();
         rest = &rest[digits..];
 
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         rest = &rest[unit_len..];
 
@@ -81,12 +87,18 @@ mod tests {
     #[test]
     fn parts_add_up() {
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration(" 1m1s500ms "), Ok(Duration::from_millis(61_500)));
+        assert_eq!(
+            parse_duration(" 1m1s500ms "),
+            Ok(Duration::from_millis(61_500))
+        );
     }
 
     #[test]
     fn unknown_unit() {
-        assert_eq!(parse_duration("10x"), Err(ParseError::UnknownUnit("x".into())));
+        assert_eq!(
+            parse_duration("10x"),
+            Err(ParseError::UnknownUnit("x".into()))
+        );
     }
 
     #[test]

@@ -42,7 +42,10 @@ impl Config {
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         for (index, line) in text.lines().enumerate() {
-            let error = |message: String| ConfigError { line: index + 1, message };
+            let error = |message: String| ConfigError {
+                line: index + 1,
+                message,
+            };
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
@@ -79,7 +82,8 @@ mod tests {
 
     #[test]
     fn parses_all_keys() {
-        let config = Config::parse("# status\nhost = 0.0.0.0\nport = 9100\n\nworkers = 4\n").unwrap();
+        let config =
+            Config::parse("# status\nhost = 0.0.0.0\nport = 9100\n\nworkers = 4\n").unwrap();
         assert_eq!(
             config,
             Config {

@@ -16,7 +16,11 @@ pub fn listen_port(config: &Config) -> u16 {
 
 /// The line the service logs when it starts.
 pub fn describe(config: &Config) -> String {
-    let workers = if config.workers == 1 { "worker" } else { "workers" };
+    let workers = if config.workers == 1 {
+        "worker"
+    } else {
+        "workers"
+    };
     format!(
         "listening on {} (port {}) with {} {workers}",
         bind_address(config),
@@ -46,6 +50,9 @@ mod tests {
             port: Some(9100),
             workers: 4,
         };
-        assert_eq!(describe(&config), "listening on 0.0.0.0:9100 (port 9100) with 4 workers");
+        assert_eq!(
+            describe(&config),
+            "listening on 0.0.0.0:9100 (port 9100) with 4 workers"
+        );
     }
 }

@@ -54,7 +54,10 @@ mod tests {
 
     #[test]
     fn long_words_get_their_own_line() {
-        assert_eq!(wrap("see --configuration-file", 6), ["see", "--configuration-file"]);
+        assert_eq!(
+            wrap("see --configuration-file", 6),
+            ["see", "--configuration-file"]
+        );
     }
 
     #[test]

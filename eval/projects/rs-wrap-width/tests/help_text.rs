@@ -6,7 +6,10 @@ fn no_line_is_wider_than_asked() {
                 which is searched for in the current directory and then in the home directory.";
     for width in 14..60 {
         for line in wrap(text, width) {
-            assert!(line.chars().count() <= width, "{line:?} is wider than {width}");
+            assert!(
+                line.chars().count() <= width,
+                "{line:?} is wider than {width}"
+            );
         }
     }
 }
@@ -14,5 +17,11 @@ fn no_line_is_wider_than_asked() {
 #[test]
 fn fill_keeps_every_word() {
     let text = "one two three four five six seven";
-    assert_eq!(fill(text, 11).split_whitespace().collect::<Vec<_>>().join(" "), text);
+    assert_eq!(
+        fill(text, 11)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+        text
+    );
 }
