@@ -1,0 +1,3 @@
+module example.com/kvcache
+
+go 1.19
