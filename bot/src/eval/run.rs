@@ -384,7 +384,7 @@ async fn judge(
 
 /// The repository's settings under `config`, narrowed by the case: its image, its setup, its
 /// budgets (each the smaller of the two).
-fn case_settings(case: &Case, config: &Config, root: &Path) -> EffectiveSettings {
+pub(crate) fn case_settings(case: &Case, config: &Config, root: &Path) -> EffectiveSettings {
     let mut settings = image::checkout_config(root).apply(config);
     if let Some(image) = &case.image {
         settings.image = image.clone();
@@ -416,26 +416,8 @@ async fn with_session(
     result: &mut CaseResult,
     clock: Instant,
 ) -> Judged {
-    // In a container the setup ran as the sandbox started; the local backend runs it now.
-    if config.sandbox.backend == SandboxBackend::Local
-        && let Some(setup) = &settings.setup
-    {
-        match session
-            .ctx
-            .sandbox
-            .exec(ExecRequest::new(setup.clone(), SETUP_TIMEOUT))
-            .await
-        {
-            Ok(output) if output.exit_code == Some(0) => {}
-            Ok(output) => {
-                return Judged::Error(format!(
-                    "the case's setup failed (exit {:?}): {}",
-                    output.exit_code,
-                    tail(&format!("{}{}", output.stdout, output.stderr), 10)
-                ));
-            }
-            Err(error) => return Judged::Error(format!("the case's setup failed: {error}")),
-        }
+    if let Err(error) = local_setup(session, config, settings).await {
+        return Judged::Error(error);
     }
     result.timings.sandbox_ms = clock.elapsed().as_millis() as u64;
 
@@ -493,28 +475,78 @@ async fn with_session(
 
     // The check.
     let clock = Instant::now();
-    if let Err(error) = session.ctx.sandbox.quiesce().await {
-        return Judged::Error(format!("the sandbox could not be paused for the check: {error}"));
-    }
+    let check = match check(session, case).await {
+        Ok(check) => check,
+        Err(error) => return Judged::Error(error),
+    };
+    result.timings.check_ms = clock.elapsed().as_millis() as u64;
+    result.status = if check.passed { Status::Pass } else { Status::Fail };
+    result.check = Some(check);
+    Judged::Done
+}
+
+/// Runs the case's check in `session`: the sandbox paused while the check's files are written
+/// over the working copy, then its command.
+pub(crate) async fn check(session: &AgentSession, case: &Case) -> Result<CheckOutcome, String> {
+    let root = session.ctx.workspace.root().to_owned();
+    session
+        .ctx
+        .sandbox
+        .quiesce()
+        .await
+        .map_err(|error| format!("the sandbox could not be paused for the check: {error}"))?;
     if let Some(files) = &case.check.files {
-        let (files, root) = (files.clone(), root.clone());
+        let files = files.clone();
         match tokio::task::spawn_blocking(move || workcopy::overlay(&files, &root)).await {
             Ok(Ok(_)) => {}
-            Ok(Err(error)) => return Judged::Error(format!("the check's files: {error}")),
-            Err(error) => return Judged::Error(format!("the check's files: {error}")),
+            Ok(Err(error)) => return Err(format!("the check's files: {error}")),
+            Err(error) => return Err(format!("the check's files: {error}")),
         }
     }
     let mut request = ExecRequest::new(case.check.run.clone(), Duration::from_secs(case.check.timeout_secs));
     request.output_limit = CHECK_OUTPUT_LIMIT;
-    let output = match session.ctx.sandbox.exec(request).await {
-        Ok(output) => output,
-        Err(error) => return Judged::Error(format!("the check could not run: {error}")),
+    let output = session
+        .ctx
+        .sandbox
+        .exec(request)
+        .await
+        .map_err(|error| format!("the check could not run: {error}"))?;
+    Ok(judge_check(
+        case,
+        output.exit_code,
+        output.timed_out,
+        &output.stdout,
+        &output.stderr,
+    ))
+}
+
+/// Runs the case's setup where the sandbox did not (the local backend: in a container it ran as
+/// the sandbox started).
+pub(crate) async fn local_setup(
+    session: &AgentSession,
+    config: &Config,
+    settings: &EffectiveSettings,
+) -> Result<(), String> {
+    if config.sandbox.backend != SandboxBackend::Local {
+        return Ok(());
+    }
+    let Some(setup) = &settings.setup else {
+        return Ok(());
     };
-    result.timings.check_ms = clock.elapsed().as_millis() as u64;
-    let check = judge_check(case, output.exit_code, output.timed_out, &output.stdout, &output.stderr);
-    result.status = if check.passed { Status::Pass } else { Status::Fail };
-    result.check = Some(check);
-    Judged::Done
+    match session
+        .ctx
+        .sandbox
+        .exec(ExecRequest::new(setup.clone(), SETUP_TIMEOUT))
+        .await
+    {
+        Ok(output) if output.exit_code == Some(0) => Ok(()),
+        Ok(output) => Err(format!(
+            "the case's setup failed (exit {:?}): {}",
+            output.exit_code,
+            tail(&format!("{}{}", output.stdout, output.stderr), 10)
+        )),
+        Err(error) => Err(format!("the case's setup failed: {error}")),
+    }
 }
 
 /// The check's verdict from its exit and output.
