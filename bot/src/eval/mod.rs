@@ -4,4 +4,5 @@
 //! `case.rs` reads the suites; `results.rs` is a case run's outcome, one line of `results.jsonl`.
 
 pub mod case;
+pub mod mine;
 pub mod results;
