@@ -712,3 +712,430 @@ fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
     Some(path)
 }
 
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+
+    use git2::{ApplyLocation, Diff, Signature};
+
+    use super::*;
+    use crate::config::LoadOptions;
+    use crate::eval::case::{self, Budget, Case, Check, Expect, RepoSource};
+
+    /// The project's test runner: each `tests/*.sh` is one TAP test named after its file.
+    const RUN_TESTS: &str = r#"echo "TAP version 13"
+n=0
+status=0
+for t in tests/*.sh; do
+  n=$((n + 1))
+  if sh "$t" >/dev/null 2>&1; then
+    echo "ok $n - $t"
+  else
+    echo "not ok $n - $t"
+    status=1
+  fi
+done
+echo "1..$n"
+exit $status
+"#;
+    const COMMAND: &str = "sh run-tests.sh";
+    const FIX_MESSAGE: &str = "Fix sub returning the sum\n\nsub added its arguments; it subtracts them now.\n";
+
+    fn config() -> Config {
+        Config::load(LoadOptions {
+            config_path: None,
+            env: &BTreeMap::new(),
+            // Mining runs no model, but a configuration names one.
+            overrides: &[
+                "model.base_url=http://127.0.0.1:9/v1",
+                "model.name=m",
+                "sandbox.backend=local",
+                "sandbox.local_user=self",
+            ]
+            .map(str::to_owned),
+        })
+        .unwrap()
+    }
+
+    fn options(repo: &Path, out: &Path) -> MineOptions {
+        MineOptions {
+            repo: repo.to_owned(),
+            since: None,
+            max: 10,
+            out: out.to_owned(),
+            test_command: None,
+            timeout: Duration::from_secs(60),
+            config: config(),
+            prompts: Prompts::embedded(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Commits `files` (`None` removes one) on `HEAD` at noon UTC on `day`.
+    fn commit(repo: &Repository, files: &[(&str, Option<&str>)], message: &str, day: &str) -> Oid {
+        let root = repo.workdir().unwrap().to_owned();
+        let mut index = repo.index().unwrap();
+        for (path, content) in files {
+            let full = root.join(path);
+            match content {
+                Some(content) => {
+                    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+                    std::fs::write(&full, content).unwrap();
+                    index.add_path(Path::new(path)).unwrap();
+                }
+                None => {
+                    std::fs::remove_file(&full).unwrap();
+                    index.remove_path(Path::new(path)).unwrap();
+                }
+            }
+        }
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let date: jiff::civil::Date = day.parse().unwrap();
+        let seconds = date
+            .at(12, 0, 0, 0)
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .unwrap()
+            .timestamp()
+            .as_second();
+        let signature = Signature::new("Test", "test@example.com", &git2::Time::new(seconds, 0)).unwrap();
+        let parent = repo.head().ok().map(|head| head.peel_to_commit().unwrap());
+        let parents: Vec<_> = parent.iter().collect();
+        repo.commit(Some("HEAD"), &signature, &signature, message, &tree, &parents)
+            .unwrap()
+    }
+
+    fn short(repo: &Repository, oid: Oid) -> String {
+        repo.find_object(oid, None)
+            .unwrap()
+            .short_id()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A shell project with six commits, oldest first: the start; a bug fix with a test that fails
+    /// before it; a docs change; a test that already passes on its parent; a change whose own test
+    /// fails; a refactor without tests. The repository names its test command.
+    fn history(root: &Path) -> (Repository, Vec<Oid>) {
+        let repo = Repository::init(root).unwrap();
+        let lib = "add() { echo $(($1 + $2)); }\nsub() { echo $(($1 + $2)); }\n";
+        let fixed = "add() { echo $(($1 + $2)); }\nsub() { echo $(($1 - $2)); }\n";
+        let documented = format!("# Arithmetic on integers, one answer per line.\n{fixed}");
+        let with_mul = format!("{documented}mul() {{ echo $(($1 + $2)); }}\n");
+        let tidy = with_mul.replace("{ echo", "{\n  echo").replace("; }", "\n}");
+        let commits = vec![
+            commit(
+                &repo,
+                &[
+                    ("README.md", Some("A calculator.\n")),
+                    (
+                        ".github/pitcrew.toml",
+                        Some("[agent]\ntest_command = \"sh run-tests.sh\"\n"),
+                    ),
+                    ("run-tests.sh", Some(RUN_TESTS)),
+                    ("lib.sh", Some(lib)),
+                    ("tests/add.sh", Some(". ./lib.sh\n[ \"$(add 2 3)\" = 5 ]\n")),
+                ],
+                "Start the calculator",
+                "2024-01-01",
+            ),
+            commit(
+                &repo,
+                &[
+                    ("lib.sh", Some(fixed)),
+                    ("tests/sub.sh", Some(". ./lib.sh\n[ \"$(sub 5 3)\" = 2 ]\n")),
+                    (
+                        "tests/add.sh",
+                        Some(". ./lib.sh\n[ \"$(add 2 3)\" = 5 ]\n[ \"$(add 0 0)\" = 0 ]\n"),
+                    ),
+                ],
+                FIX_MESSAGE,
+                "2024-01-02",
+            ),
+            commit(
+                &repo,
+                &[("README.md", Some("A calculator.\n\nRun `sh run-tests.sh`.\n"))],
+                "Explain how to run the tests",
+                "2024-06-01",
+            ),
+            commit(
+                &repo,
+                &[
+                    ("lib.sh", Some(documented.as_str())),
+                    ("tests/add_zero.sh", Some(". ./lib.sh\n[ \"$(add 0 7)\" = 7 ]\n")),
+                ],
+                "Document lib.sh and test adding zero",
+                "2024-06-02",
+            ),
+            commit(
+                &repo,
+                &[
+                    ("lib.sh", Some(with_mul.as_str())),
+                    ("tests/mul.sh", Some(". ./lib.sh\n[ \"$(mul 2 3)\" = 6 ]\n")),
+                ],
+                "Add mul",
+                "2024-06-03",
+            ),
+            commit(
+                &repo,
+                &[("lib.sh", Some(tidy.as_str()))],
+                "Put each function body on its own line",
+                "2024-06-04",
+            ),
+        ];
+        (repo, commits)
+    }
+
+    /// Runs `command` over `root` in the local sandbox, as the walk does.
+    async fn run(root: &Path, run_dir: PathBuf) -> ExecOutput {
+        let config = config();
+        let settings = RepoConfig::default().apply(&config);
+        let prompts = Prompts::embedded();
+        let cancel = CancellationToken::new();
+        let runner = Runner {
+            config: &config,
+            settings: &settings,
+            prompts: &prompts,
+            command: COMMAND,
+            timeout: Duration::from_secs(60),
+            cancel: &cancel,
+        };
+        runner.run(root, run_dir, "mine-test".to_owned()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn proposes_the_fix_whose_new_test_fails_before_and_skips_the_others_with_their_reasons() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, commits) = history(&dir.path().join("repo"));
+        let shorts: Vec<String> = commits.iter().map(|c| short(&repo, *c)).collect();
+        let out = dir.path().join("suite");
+        let lines = RefCell::new(Vec::new());
+
+        let mined = mine(options(&dir.path().join("repo"), &out), &|line| {
+            lines.borrow_mut().push(line.to_owned())
+        })
+        .await
+        .unwrap();
+
+        let id = format!("{}-fix-sub-returning-the-sum", shorts[1]);
+        assert_eq!(
+            mined,
+            Mined {
+                proposed: vec![id.clone()],
+                considered: 6,
+                skipped: vec![
+                    (shorts[4].clone(), "the commit's own tests fail (exit 1)".to_owned()),
+                    (
+                        shorts[3].clone(),
+                        "the tests already pass on the parent with the commit's tests".to_owned()
+                    ),
+                ],
+            }
+        );
+        assert_eq!(
+            *lines.borrow(),
+            [
+                format!(
+                    "{} Put each function body on its own line: not a candidate (no tests changed)",
+                    shorts[5]
+                ),
+                format!("{} Add mul: skipped: the commit's own tests fail (exit 1)", shorts[4]),
+                format!(
+                    "{} Document lib.sh and test adding zero: skipped: the tests already pass on the parent with the \
+                     commit's tests",
+                    shorts[3]
+                ),
+                format!(
+                    "{} Explain how to run the tests: not a candidate (neither code nor tests changed)",
+                    shorts[2]
+                ),
+                format!("{} Fix sub returning the sum: proposed as {id}", shorts[1]),
+                format!("{} Start the calculator: not a candidate (it has no parent)", shorts[0]),
+            ]
+        );
+
+        // The suite reads back as exactly the case meant.
+        let cases = case::load_suites(std::slice::from_ref(&out)).unwrap();
+        let expected = Case {
+            id: id.clone(),
+            repo: RepoSource::Path(out.join("../repo")),
+            commit: Some(commits[0].to_string()),
+            task: FIX_MESSAGE.trim_end().to_owned(),
+            image: None,
+            setup: None,
+            check: Check {
+                files: Some(out.join(format!("checks/{id}"))),
+                run: COMMAND.to_owned(),
+                fail_to_pass: vec!["tests/sub.sh".to_owned()],
+                pass_to_pass: vec!["tests/add.sh".to_owned()],
+                timeout_secs: 600,
+            },
+            reference: Some(out.join(format!("references/{id}.patch"))),
+            expect: Expect::default(),
+            budget: Budget::default(),
+            tags: vec!["mined".to_owned()],
+            file: out.join("cases.yaml"),
+        };
+        assert_eq!(cases, [expected]);
+        let checks = out.join("checks").join(&id);
+        assert_eq!(
+            std::fs::read_to_string(checks.join("tests/sub.sh")).unwrap(),
+            ". ./lib.sh\n[ \"$(sub 5 3)\" = 2 ]\n"
+        );
+        assert!(checks.join("tests/add.sh").is_file());
+        let patch = std::fs::read(out.join("references").join(format!("{id}.patch"))).unwrap();
+        let text = String::from_utf8_lossy(&patch);
+        assert!(
+            text.starts_with("diff --git a/lib.sh b/lib.sh\n") && !text.contains("tests/"),
+            "only the code: {text}"
+        );
+
+        // On the parent the check fails; with the reference patch applied it passes.
+        let copy = dir.path().join("check");
+        clone_at(repo.path(), commits[0], &copy).unwrap();
+        let copied = |root: &Path| {
+            for test in ["tests/sub.sh", "tests/add.sh"] {
+                std::fs::copy(checks.join(test), root.join(test)).unwrap();
+            }
+        };
+        copied(&copy);
+        assert_eq!(run(&copy, dir.path().join("run-1")).await.exit_code, Some(1));
+        Repository::open(&copy)
+            .unwrap()
+            .apply(&Diff::from_buffer(&patch).unwrap(), ApplyLocation::WorkDir, None)
+            .unwrap();
+        copied(&copy);
+        let output = run(&copy, dir.path().join("run-2")).await;
+        assert_eq!(output.exit_code, Some(0), "{}", output.stdout);
+
+        // A second run does not write over the first one's cases.
+        let again = mine(options(&dir.path().join("repo"), &out), &|_| {})
+            .await
+            .unwrap_err();
+        assert!(matches!(again, MineError::OutNotEmpty { .. }), "{again}");
+    }
+
+    #[tokio::test]
+    async fn the_walk_stops_at_since_and_at_max() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, commits) = history(&dir.path().join("repo"));
+        let mut recent = options(&dir.path().join("repo"), &dir.path().join("recent"));
+        recent.since = Some("2024-06-01".parse().unwrap());
+        let mined = mine(recent, &|_| {}).await.unwrap();
+        assert_eq!(mined.considered, 4, "commits before June are not looked at");
+        assert!(mined.proposed.is_empty());
+        let skipped: Vec<&str> = mined.skipped.iter().map(|(sha, _)| sha.as_str()).collect();
+        assert_eq!(skipped, [short(&repo, commits[4]), short(&repo, commits[3])]);
+        assert!(!dir.path().join("recent/cases.yaml").exists(), "no case, no file");
+
+        let mut none = options(&dir.path().join("repo"), &dir.path().join("none"));
+        none.max = 0;
+        assert_eq!(mine(none, &|_| {}).await.unwrap(), Mined::default());
+    }
+
+    #[tokio::test]
+    async fn a_test_command_that_runs_out_of_time_skips_the_commit_and_cancellation_stops_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, commits) = history(&dir.path().join("repo"));
+        let mut slow = options(&dir.path().join("repo"), &dir.path().join("slow"));
+        slow.since = Some("2024-06-03".parse().unwrap());
+        slow.test_command = Some("sleep 30".to_owned());
+        slow.timeout = Duration::from_secs(1);
+        let mined = mine(slow, &|_| {}).await.unwrap();
+        assert_eq!(
+            mined.skipped,
+            [(
+                short(&repo, commits[4]),
+                "the test command timed out after 1s on the parent with the commit's tests".to_owned()
+            )]
+        );
+
+        let cancelled = options(&dir.path().join("repo"), &dir.path().join("cancelled"));
+        cancelled.cancel.cancel();
+        assert_eq!(mine(cancelled, &|_| {}).await.unwrap(), Mined::default());
+    }
+
+    #[tokio::test]
+    async fn without_a_test_command_the_run_asks_for_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path().join("repo")).unwrap();
+        commit(&repo, &[("lib.sh", Some("f() { :; }\n"))], "Start", "2024-01-01");
+        let error = mine(options(&dir.path().join("repo"), &dir.path().join("out")), &|_| {})
+            .await
+            .unwrap_err();
+        assert!(error.to_string().ends_with("pass --test-command"), "{error}");
+        assert!(!dir.path().join("out").exists(), "refused before anything is written");
+        // An empty file is not a suite yet: it may be written into.
+        std::fs::create_dir(dir.path().join("out")).unwrap();
+        std::fs::write(dir.path().join("out/cases.yaml"), "").unwrap();
+        let mut given = options(&dir.path().join("repo"), &dir.path().join("out"));
+        given.test_command = Some(COMMAND.to_owned());
+        assert_eq!(mine(given, &|_| {}).await.unwrap().considered, 1);
+    }
+
+    #[test]
+    fn paths_are_tests_code_or_neither() {
+        for test in [
+            "tests/cli.rs",
+            "src/test/java/a/AppTest.java",
+            "pkg/__tests__/a.js",
+            "spec/models/user_spec.rb",
+            "test_calc.py",
+            "calc/calc_test.py",
+            "server/handler_test.go",
+            "web/button.test.tsx",
+            "web/api.spec.ts",
+            "app/src/main/java/FooTest.java",
+            "tests/fixtures/data.json",
+        ] {
+            assert_eq!(classify(test), Kind::Test, "{test}");
+        }
+        for code in [
+            "src/lib.rs",
+            "calc.py",
+            "web/button.tsx",
+            "cmd/main.go",
+            "lib.sh",
+            "src/App.java",
+        ] {
+            assert_eq!(classify(code), Kind::Code, "{code}");
+        }
+        for other in [
+            "README.md",
+            "Cargo.toml",
+            ".github/workflows/ci.yml",
+            "docs/testing.md",
+            "Makefile",
+            ".rs",
+        ] {
+            assert_eq!(classify(other), Kind::Other, "{other}");
+        }
+    }
+
+    #[test]
+    fn ids_are_slugs_of_at_most_sixty_characters_and_repositories_are_named_relative_to_the_suite() {
+        assert_eq!(
+            case_id("abc1234", "Fix: the parser's `--` handling!"),
+            "abc1234-fix-the-parser-s-handling"
+        );
+        let long = case_id("abc1234", &"word ".repeat(40));
+        assert!(
+            long.len() <= MAX_ID_CHARS && long.starts_with("abc1234-word-"),
+            "{long}"
+        );
+        assert_eq!(case_id("abc1234", "???"), "abc1234-task");
+        assert_eq!(
+            relative(Path::new("/a/b/suite"), Path::new("/a/repo")),
+            Some(PathBuf::from("../../repo"))
+        );
+        assert_eq!(relative(Path::new("/a"), Path::new("/a")), Some(PathBuf::from(".")));
+        assert_eq!(
+            relative(Path::new("/a/repo/eval"), Path::new("/a/repo")),
+            Some(PathBuf::from(".."))
+        );
+    }
+}
