@@ -23,9 +23,10 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Parser)]
 #[command(name = "pitcrew", version, about, propagate_version = true)]
 struct Cli {
-    /// Configuration file [default: ./pitcrew.toml if it exists]
+    /// Configuration file [default: ./pitcrew.toml if it exists]; `pitcrew eval` takes several,
+    /// one per configuration it compares
     #[arg(long, global = true, env = "PITCREW_CONFIG", value_name = "FILE")]
-    config: Option<PathBuf>,
+    config: Vec<PathBuf>,
 
     /// Override a setting, e.g. `--set model.name=gpt-4o` (repeatable); beats the file and the environment
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
@@ -60,9 +61,85 @@ enum Command {
     /// Ask a checkout's code index what the agent's find_symbol, find_references and outline
     /// tools ask
     Index(IndexArgs),
+    /// Measure how well the agent solves a suite of cases, and compare configurations and models
+    Eval(EvalArgs),
     /// Inspect the configuration
     #[command(subcommand)]
     Config(ConfigCommand),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+struct EvalArgs {
+    #[command(subcommand)]
+    command: Option<EvalCommand>,
+    /// Suites to run: YAML case files, or directories of them
+    #[arg(value_name = "SUITE", required = true)]
+    suites: Vec<PathBuf>,
+    /// Run the cases with this model (repeatable: each one is a configuration compared side by
+    /// side with the others, under every --config)
+    #[arg(long = "model", value_name = "NAME")]
+    models: Vec<String>,
+    /// Case runs at once, each with its own working copy and sandbox
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    concurrency: usize,
+    /// Runs of each case per configuration (models are not deterministic)
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    repeat: u32,
+    /// Where results.jsonl, report.md, its charts and the trajectories go
+    #[arg(long, default_value = "eval-out", value_name = "DIR")]
+    out: PathBuf,
+    /// Exit with status 1 when a configuration passes fewer than this share of its case runs
+    /// (0 to 1; errors count as not passed)
+    #[arg(long, value_name = "R")]
+    min_pass_rate: Option<f64>,
+    /// Record every model exchange under DIR
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    record: Option<PathBuf>,
+    /// Answer from the recordings under DIR instead of a model: free and deterministic
+    #[arg(long, value_name = "DIR")]
+    replay: Option<PathBuf>,
+    /// Where commands run: docker or local (sets sandbox.backend)
+    #[arg(long, value_name = "BACKEND")]
+    sandbox: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum EvalCommand {
+    /// Prove the suites' cases: with its reference patch a case's check must flip from failing to
+    /// passing
+    CheckCases {
+        #[arg(value_name = "SUITE", required = true)]
+        suites: Vec<PathBuf>,
+        /// Where commands run: docker or local (sets sandbox.backend)
+        #[arg(long, value_name = "BACKEND")]
+        sandbox: Option<String>,
+    },
+    /// Propose cases from a repository's history: commits whose new tests fail before them and
+    /// pass after
+    Mine {
+        /// The repository
+        #[arg(long, default_value = ".", value_name = "PATH")]
+        repo: PathBuf,
+        /// Only commits from this date on (YYYY-MM-DD)
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Propose at most this many cases
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        max: usize,
+        /// The suite directory to write (cases.yaml, checks/, references/)
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The command that runs the tests [default: the repository's [agent] test_command]
+        #[arg(long, value_name = "COMMAND")]
+        test_command: Option<String>,
+        /// How long the tests may run on one commit, in seconds
+        #[arg(long, default_value_t = 600, value_name = "SECS")]
+        timeout: u64,
+        /// Where commands run: docker or local (sets sandbox.backend)
+        #[arg(long, value_name = "BACKEND")]
+        sandbox: Option<String>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -235,6 +312,10 @@ fn main() -> ExitCode {
     let env = pitcrew::secrets::take_from_environment(&config_secrets);
     let mut cli = Cli::parse();
     logging::init(cli.log_format);
+    if cli.config.len() > 1 && !matches!(cli.command, Command::Eval(EvalArgs { command: None, .. })) {
+        eprintln!("error: --config is given {} times; only `pitcrew eval` compares configurations", cli.config.len());
+        return ExitCode::from(EXIT_BAD_CONFIG);
+    }
     for warning in &env.warnings {
         tracing::warn!("{warning}");
     }
@@ -277,6 +358,7 @@ fn main() -> ExitCode {
         Command::Action => action(&env),
         Command::Triage(ref args) => triage(args),
         Command::Index(ref args) => index(args),
+        Command::Eval(ref args) => eval(&cli, args, &env),
         Command::Config(ConfigCommand::Check) => match load_config(&cli, &env) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
@@ -291,14 +373,164 @@ fn main() -> ExitCode {
 }
 
 fn load_config(cli: &Cli, env: &StartupEnv) -> Result<Config, ConfigErrors> {
-    let path = cli.config.clone().or_else(config::discover_config_file);
+    load_config_file(cli.config.first().cloned(), &cli.set, env)
+}
+
+fn load_config_file(path: Option<PathBuf>, set: &[String], env: &StartupEnv) -> Result<Config, ConfigErrors> {
+    let path = path.or_else(config::discover_config_file);
     let config = Config::load(LoadOptions {
         config_path: path.as_deref(),
         env: env.vars(),
-        overrides: &cli.set,
+        overrides: set,
     })?;
     forget_api_key_var(&config);
     Ok(config)
+}
+
+/// The configuration of a command that runs no model (`eval check-cases`, `eval mine`): when the
+/// model's settings are all that is missing, a placeholder model stands in for them.
+fn load_config_without_model(cli: &Cli, set: &[String], env: &StartupEnv) -> Result<Config, ConfigErrors> {
+    match load_config_file(cli.config.first().cloned(), set, env) {
+        Err(errors)
+            if errors.iter().all(|e| {
+                matches!(
+                    e,
+                    config::ConfigError::Missing { section: "model", .. } | config::ConfigError::MissingApiKey { .. }
+                )
+            }) =>
+        {
+            let mut placeholder = vec![
+                "model.name=none".to_owned(),
+                "model.base_url=http://127.0.0.1:9/v1".to_owned(),
+            ];
+            placeholder.extend(set.iter().filter(|s| !s.starts_with("model.")).cloned());
+            load_config_file(cli.config.first().cloned(), &placeholder, env)
+        }
+        other => other,
+    }
+}
+
+/// `pitcrew eval`: exit 0 when every case ran (and every configuration reached --min-pass-rate);
+/// 1 below it; 2 for bad arguments, configuration or suites; 3 when the suite could not run; 130
+/// after Ctrl-C (the report of what finished is written).
+fn eval(cli: &Cli, args: &EvalArgs, env: &StartupEnv) -> ExitCode {
+    use pitcrew::eval::command;
+    let cancel = CancellationToken::new();
+    let sandbox = |backend: &Option<String>| {
+        let mut set = cli.set.clone();
+        set.extend(backend.iter().map(|b| format!("sandbox.backend={b}")));
+        set
+    };
+    let code = match &args.command {
+        Some(EvalCommand::CheckCases { suites, sandbox: backend }) => {
+            let config = match load_config_without_model(cli, &sandbox(backend), env) {
+                Ok(config) => config,
+                Err(errors) => {
+                    report(&errors);
+                    return ExitCode::from(EXIT_BAD_CONFIG);
+                }
+            };
+            block_on_cancellable(&cancel, command::check_cases(suites, config, cancel.clone()))
+        }
+        Some(EvalCommand::Mine {
+            repo,
+            since,
+            max,
+            out,
+            test_command,
+            timeout,
+            sandbox: backend,
+        }) => {
+            let config = match load_config_without_model(cli, &sandbox(backend), env) {
+                Ok(config) => config,
+                Err(errors) => {
+                    report(&errors);
+                    return ExitCode::from(EXIT_BAD_CONFIG);
+                }
+            };
+            let since = match since.as_deref().map(str::parse::<jiff::civil::Date>).transpose() {
+                Ok(since) => since,
+                Err(err) => {
+                    eprintln!("error: --since: {err} (a date is YYYY-MM-DD)");
+                    return ExitCode::from(EXIT_BAD_CONFIG);
+                }
+            };
+            let options = pitcrew::eval::mine::MineOptions {
+                repo: repo.clone(),
+                since,
+                max: *max,
+                out: out.clone(),
+                test_command: test_command.clone(),
+                timeout: std::time::Duration::from_secs((*timeout).max(1)),
+                config,
+                prompts: Prompts::embedded(),
+                cancel: cancel.clone(),
+            };
+            block_on_cancellable(&cancel, command::mine(options))
+        }
+        None => {
+            let set = sandbox(&args.sandbox);
+            let configs: Vec<Option<PathBuf>> = if cli.config.is_empty() {
+                vec![None]
+            } else {
+                cli.config.iter().cloned().map(Some).collect()
+            };
+            let models: Vec<Option<&String>> = if args.models.is_empty() {
+                vec![None]
+            } else {
+                args.models.iter().map(Some).collect()
+            };
+            let mut variants = Vec::new();
+            for path in &configs {
+                for model in &models {
+                    let mut set = set.clone();
+                    set.extend(model.map(|m| format!("model.name={m}")));
+                    let loaded = if args.replay.is_some() {
+                        load_config_replaying(path.clone(), &set, env)
+                    } else {
+                        load_config_file(path.clone(), &set, env)
+                    };
+                    let config = match loaded {
+                        Ok(config) => config,
+                        Err(errors) => {
+                            report(&errors);
+                            return ExitCode::from(EXIT_BAD_CONFIG);
+                        }
+                    };
+                    let label = command::variant_label(path.as_deref(), configs.len() > 1, model.map(String::as_str), &config);
+                    variants.push(pitcrew::eval::run::Variant { label, config });
+                }
+            }
+            let options = command::RunCommand {
+                suites: args.suites.clone(),
+                variants,
+                repeat: args.repeat,
+                concurrency: args.concurrency,
+                out: args.out.clone(),
+                record: args.record.clone(),
+                replay: args.replay.clone(),
+                min_pass_rate: args.min_pass_rate,
+                cancel: cancel.clone(),
+            };
+            block_on_cancellable(&cancel, command::run(options))
+        }
+    };
+    match code {
+        Ok(code) => ExitCode::from(code),
+        Err(code) => code,
+    }
+}
+
+/// A configuration for a replay: the recording answers, so a missing API key does not matter.
+fn load_config_replaying(path: Option<PathBuf>, set: &[String], env: &StartupEnv) -> Result<Config, ConfigErrors> {
+    match load_config_file(path.clone(), set, env) {
+        Err(errors) if errors.iter().all(|e| matches!(e, config::ConfigError::MissingApiKey { .. })) => {
+            let mut local = set.to_vec();
+            local.push("model.base_url=http://127.0.0.1:9/v1".to_owned());
+            load_config_file(path, &local, env)
+        }
+        other => other,
+    }
 }
 
 /// The key's variable may have any name (`model.api_key_env`): known only now, still before any

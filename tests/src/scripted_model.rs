@@ -164,11 +164,33 @@ impl ScriptedModel {
 
     /// Starts a server playing `script`, reporting failure to bind or spawn.
     pub fn try_start(script: Script) -> io::Result<Self> {
+        Self::serve(script, Vec::new())
+    }
+
+    /// Starts a server holding one script per conversation: a request is answered from the first
+    /// route whose key occurs in the request's first user message (the task), so conversations
+    /// that run at once each get their own turns. A request no route claims is answered from
+    /// `script`.
+    ///
+    /// # Panics
+    /// When no socket or runtime can be had.
+    pub fn start_routed(script: Script, routes: Vec<(String, Script)>) -> Self {
+        match Self::serve(script, routes) {
+            Ok(model) => model,
+            Err(error) => panic!("scripted model: could not start: {error}"),
+        }
+    }
+
+    fn serve(script: Script, routes: Vec<(String, Script)>) -> io::Result<Self> {
         let shared = Arc::new(Shared {
             state: Mutex::new(Playback {
                 turns: script.turns.into(),
                 next_turn: 0,
                 requests: Vec::new(),
+                routes: routes
+                    .into_iter()
+                    .map(|(key, script)| (key, script.turns.into()))
+                    .collect(),
             }),
             ids: Ids::default(),
         });
@@ -214,7 +236,8 @@ impl ScriptedModel {
 
     /// How many turns are still to be played.
     pub fn remaining_turns(&self) -> usize {
-        self.shared.lock().turns.len()
+        let state = self.shared.lock();
+        state.turns.len() + state.routes.iter().map(|(_, turns)| turns.len()).sum::<usize>()
     }
 
     /// Fails the test when turns are left, listing them.
@@ -223,6 +246,11 @@ impl ScriptedModel {
     /// When the script has not been played to the end.
     pub fn assert_script_consumed(&self) {
         let state = self.shared.lock();
+        for (key, turns) in &state.routes {
+            if !turns.is_empty() {
+                panic!("scripted model: {} turn(s) of the route {key:?} left unplayed:\n{turns:#?}", turns.len());
+            }
+        }
         if !state.turns.is_empty() {
             panic!(
                 "scripted model: {} turn(s) left unplayed after {} request(s) ({} turn(s) played):\n{:#?}",
@@ -247,6 +275,17 @@ struct Playback {
     /// Index of the next turn in the script as first given (pushed turns continue it).
     next_turn: usize,
     requests: Vec<RecordedRequest>,
+    /// `(key, turns)` of [`ScriptedModel::start_routed`].
+    routes: Vec<(String, VecDeque<Turn>)>,
+}
+
+/// The text of a request's first user message, as JSON (either protocol).
+fn first_user_message(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().find(|m| m["role"] == "user"))
+        .map(Value::to_string)
+        .unwrap_or_default()
 }
 
 impl Shared {
@@ -429,10 +468,19 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         let mut state = shared.lock();
         let mut recorded = recorded;
         // A body that is not JSON is no model request: it leaves the script alone.
-        let turn = if parsed.is_some() {
-            state.turns.pop_front()
-        } else {
-            None
+        let turn = match &parsed {
+            Some(body) => {
+                let first = first_user_message(body);
+                let route = state.routes.iter_mut().find(|(key, _)| {
+                    let escaped = Value::String(key.clone()).to_string();
+                    first.contains(escaped.trim_matches('"'))
+                });
+                match route {
+                    Some((_, turns)) => turns.pop_front(),
+                    None => state.turns.pop_front(),
+                }
+            }
+            None => None,
         };
         if turn.is_some() {
             recorded.turn = Some(state.next_turn);

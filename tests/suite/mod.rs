@@ -8,6 +8,7 @@ mod chores_real;
 mod chores_schedule;
 mod describe_job;
 mod docker_proxy;
+mod eval;
 mod fake_github;
 mod fix_job;
 mod git_workspace;

@@ -4,9 +4,10 @@
 //! `case.rs` reads the suites; `workcopy.rs` makes a case's working copy and writes its check's
 //! files; `run.rs` runs cases and checks them; `replay.rs` records and replays the model's
 //! answers; `results.rs` is a case run's outcome, one line of `results.jsonl`; `mine.rs` proposes
-//! cases from a repository's history.
+//! cases from a repository's history; `check_cases.rs` proves that a suite's cases flip.
 
 pub mod case;
+pub mod check_cases;
 pub mod mine;
 pub mod replay;
 pub mod results;

@@ -21,7 +21,7 @@ use crate::config::{Config, SandboxBackend};
 use crate::llm::{self, Model};
 use crate::prompts::{Prompts, Template};
 use crate::sandbox::{ExecRequest, docker};
-use crate::session::{AgentRun, AgentSession, Toolset, image};
+use crate::session::{AgentRun, AgentSession, CodeIndex, Toolset, image};
 use crate::testparse;
 use crate::workspace::LocalRepo;
 
@@ -364,7 +364,12 @@ async fn judge(
         root: work.to_owned(),
         run_dir: run_dir.to_owned(),
         network_step: None,
-        index: None,
+        // The code index as jobs have it; its parse cache is the suite run's, shared by its cases.
+        index: config.agent.code_index.then(|| CodeIndex {
+            cache_dir: Some(shared.out.join("index-cache")),
+            cache_bytes: config.agent.index_cache_bytes,
+            shelf: None,
+        }),
         cancel: shared.cancel.clone(),
     })
     .await;
