@@ -1,7 +1,15 @@
 //! `pitcrew eval`: runs suites of cases through the same session as real jobs and measures how
 //! well the agent solves them — pass rate, cost, steps and time, per configuration side by side.
 //!
-//! `case.rs` reads the suites; `results.rs` is a case run's outcome, one line of `results.jsonl`.
+//! `case.rs` reads the suites; `workcopy.rs` makes a case's working copy and writes its check's
+//! files; `run.rs` runs cases and checks them; `replay.rs` records and replays the model's
+//! answers; `results.rs` is a case run's outcome, one line of `results.jsonl`; `mine.rs` proposes
+//! cases from a repository's history.
 
 pub mod case;
+pub mod mine;
+pub mod replay;
 pub mod results;
+pub mod stats;
+pub mod run;
+pub mod workcopy;
