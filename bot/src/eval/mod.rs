@@ -11,5 +11,6 @@ pub mod mine;
 pub mod replay;
 pub mod results;
 pub mod stats;
+pub mod svg;
 pub mod run;
 pub mod workcopy;
