@@ -313,7 +313,10 @@ fn main() -> ExitCode {
     let mut cli = Cli::parse();
     logging::init(cli.log_format);
     if cli.config.len() > 1 && !matches!(cli.command, Command::Eval(EvalArgs { command: None, .. })) {
-        eprintln!("error: --config is given {} times; only `pitcrew eval` compares configurations", cli.config.len());
+        eprintln!(
+            "error: --config is given {} times; only `pitcrew eval` compares configurations",
+            cli.config.len()
+        );
         return ExitCode::from(EXIT_BAD_CONFIG);
     }
     for warning in &env.warnings {
@@ -422,7 +425,10 @@ fn eval(cli: &Cli, args: &EvalArgs, env: &StartupEnv) -> ExitCode {
         set
     };
     let code = match &args.command {
-        Some(EvalCommand::CheckCases { suites, sandbox: backend }) => {
+        Some(EvalCommand::CheckCases {
+            suites,
+            sandbox: backend,
+        }) => {
             let config = match load_config_without_model(cli, &sandbox(backend), env) {
                 Ok(config) => config,
                 Err(errors) => {
@@ -497,7 +503,8 @@ fn eval(cli: &Cli, args: &EvalArgs, env: &StartupEnv) -> ExitCode {
                             return ExitCode::from(EXIT_BAD_CONFIG);
                         }
                     };
-                    let label = command::variant_label(path.as_deref(), configs.len() > 1, model.map(String::as_str), &config);
+                    let label =
+                        command::variant_label(path.as_deref(), configs.len() > 1, model.map(String::as_str), &config);
                     variants.push(pitcrew::eval::run::Variant { label, config });
                 }
             }
@@ -524,7 +531,11 @@ fn eval(cli: &Cli, args: &EvalArgs, env: &StartupEnv) -> ExitCode {
 /// A configuration for a replay: the recording answers, so a missing API key does not matter.
 fn load_config_replaying(path: Option<PathBuf>, set: &[String], env: &StartupEnv) -> Result<Config, ConfigErrors> {
     match load_config_file(path.clone(), set, env) {
-        Err(errors) if errors.iter().all(|e| matches!(e, config::ConfigError::MissingApiKey { .. })) => {
+        Err(errors)
+            if errors
+                .iter()
+                .all(|e| matches!(e, config::ConfigError::MissingApiKey { .. })) =>
+        {
             let mut local = set.to_vec();
             local.push("model.base_url=http://127.0.0.1:9/v1".to_owned());
             load_config_file(path, &local, env)

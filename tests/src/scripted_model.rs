@@ -248,7 +248,10 @@ impl ScriptedModel {
         let state = self.shared.lock();
         for (key, turns) in &state.routes {
             if !turns.is_empty() {
-                panic!("scripted model: {} turn(s) of the route {key:?} left unplayed:\n{turns:#?}", turns.len());
+                panic!(
+                    "scripted model: {} turn(s) of the route {key:?} left unplayed:\n{turns:#?}",
+                    turns.len()
+                );
             }
         }
         if !state.turns.is_empty() {

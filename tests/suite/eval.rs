@@ -148,7 +148,11 @@ async fn a_suite_in_docker_counts_passes_failures_and_errors_each_case_in_its_ow
     assert_eq!(solved.expectations_missed, ["never used `run_tests`"]);
     assert_eq!(solved.tags, ["shell", "easy"]);
     let trajectory = out.join(solved.trajectory.as_deref().unwrap());
-    assert!(std::fs::read_to_string(trajectory).unwrap().contains("\"tool_started\""));
+    assert!(
+        std::fs::read_to_string(trajectory)
+            .unwrap()
+            .contains("\"tool_started\"")
+    );
 
     let wrong = results["wrong"];
     assert_eq!(wrong.status, Status::Fail, "{wrong:#?}");
@@ -159,13 +163,23 @@ async fn a_suite_in_docker_counts_passes_failures_and_errors_each_case_in_its_ow
     let setup = results["setup-fails"];
     assert_eq!(setup.status, Status::Error);
     assert!(
-        setup.error.as_deref().unwrap().starts_with("the sandbox or the case's setup failed"),
+        setup
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("the sandbox or the case's setup failed"),
         "{setup:#?}"
     );
     assert_eq!(setup.stop, None);
     let missing = results["no-repository"];
     assert_eq!(missing.status, Status::Error);
-    assert!(missing.error.as_deref().unwrap().starts_with("the working copy: the repository"));
+    assert!(
+        missing
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("the working copy: the repository")
+    );
 
     // results.jsonl holds the same, one line per case run; no working copy is left behind.
     let mut written = read_results(&out.join("results.jsonl")).unwrap();
@@ -215,7 +229,12 @@ async fn cases_run_at_once_up_to_the_concurrency() {
     )
     .await;
     let statuses: Vec<_> = ran.results.iter().map(|r| (r.case.as_str(), r.status)).collect();
-    assert_eq!(statuses, [("a", Status::Pass), ("b", Status::Pass)], "{:#?}", ran.results);
+    assert_eq!(
+        statuses,
+        [("a", Status::Pass), ("b", Status::Pass)],
+        "{:#?}",
+        ran.results
+    );
 }
 
 /// A run recorded with the model replays with none to identical results; a changed prompt is
@@ -229,7 +248,10 @@ async fn record_then_replay_gives_identical_results_and_a_changed_prompt_is_caug
     let model = ScriptedModel::start_routed(
         Script::new(),
         vec![
-            ("(case one)".to_owned(), solving("echo 2 > value.txt; echo took 0.0123s")),
+            (
+                "(case one)".to_owned(),
+                solving("echo 2 > value.txt; echo took 0.0123s"),
+            ),
             ("(case two)".to_owned(), solving("echo 3 > value.txt")),
         ],
     );
@@ -284,7 +306,9 @@ async fn record_then_replay_gives_identical_results_and_a_changed_prompt_is_caug
     // A prompt changed since the recording.
     let prompts_dir = dir.path().join("prompts");
     std::fs::create_dir(&prompts_dir).unwrap();
-    let system = Prompts::embedded().source(pitcrew::prompts::Template::System).to_owned();
+    let system = Prompts::embedded()
+        .source(pitcrew::prompts::Template::System)
+        .to_owned();
     std::fs::write(prompts_dir.join("system.md"), system.replacen("", "Be brief. ", 1)).unwrap();
     let changed = run(
         EvalOptions {
@@ -322,9 +346,7 @@ async fn check_cases_proves_the_cases_that_flip_and_catches_the_others() {
     let dir = tempfile::tempdir().unwrap();
     project(dir.path());
     let patch = |to: &str| {
-        format!(
-            "diff --git a/value.txt b/value.txt\n--- a/value.txt\n+++ b/value.txt\n@@ -1 +1 @@\n-1\n+{to}\n"
-        )
+        format!("diff --git a/value.txt b/value.txt\n--- a/value.txt\n+++ b/value.txt\n@@ -1 +1 @@\n-1\n+{to}\n")
     };
     std::fs::write(dir.path().join("fix.patch"), patch("2")).unwrap();
     std::fs::write(dir.path().join("wrong.patch"), patch("3")).unwrap();

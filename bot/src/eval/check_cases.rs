@@ -179,7 +179,8 @@ async fn checked(
 /// Applies a `git apply` patch to the working tree at `root`.
 fn apply(root: &Path, patch: &[u8]) -> Result<(), String> {
     let repo = git2::Repository::open(root).map_err(|error| format!("the working copy: {}", error.message()))?;
-    let diff = git2::Diff::from_buffer(patch).map_err(|error| format!("the reference is not a patch: {}", error.message()))?;
+    let diff =
+        git2::Diff::from_buffer(patch).map_err(|error| format!("the reference is not a patch: {}", error.message()))?;
     repo.apply(&diff, git2::ApplyLocation::WorkDir, None)
         .map_err(|error| format!("the reference does not apply: {}", error.message()))
 }

@@ -1,6 +1,10 @@
 //! The `pitcrew eval` commands as the terminal sees them: live progress on stderr, the report
 //! written to the output directory, a summary on stdout, and the exit status.
-#![allow(clippy::print_stderr, clippy::print_stdout, reason = "a command's own terminal output")]
+#![allow(
+    clippy::print_stderr,
+    clippy::print_stdout,
+    reason = "a command's own terminal output"
+)]
 
 use std::path::{Path, PathBuf};
 
@@ -38,7 +42,12 @@ pub struct RunCommand {
 
 /// A variant's name in the report: the configuration file's stem when several are compared, the
 /// model's name when one was asked for; the configured model's name otherwise.
-pub fn variant_label(config_path: Option<&Path>, several_configs: bool, model: Option<&str>, config: &Config) -> String {
+pub fn variant_label(
+    config_path: Option<&Path>,
+    several_configs: bool,
+    model: Option<&str>,
+    config: &Config,
+) -> String {
     let stem = config_path
         .filter(|_| several_configs)
         .and_then(|p| p.file_stem())
@@ -219,14 +228,21 @@ pub async fn check_cases(suites: &[PathBuf], config: Config, cancel: Cancellatio
             return EXIT_SETUP;
         }
     };
-    let verdicts = prove(&cases, &config, &Prompts::embedded(), &dir, &cancel, &|case, verdict| {
-        let detail = match verdict {
-            Verdict::Broken(why) | Verdict::Error(why) => format!(": {why}"),
-            Verdict::NoReference => ": no reference patch to prove it with".to_owned(),
-            Verdict::Flips => String::new(),
-        };
-        println!("{:<8} {}{detail}", verdict.label(), case.id);
-    })
+    let verdicts = prove(
+        &cases,
+        &config,
+        &Prompts::embedded(),
+        &dir,
+        &cancel,
+        &|case, verdict| {
+            let detail = match verdict {
+                Verdict::Broken(why) | Verdict::Error(why) => format!(": {why}"),
+                Verdict::NoReference => ": no reference patch to prove it with".to_owned(),
+                Verdict::Flips => String::new(),
+            };
+            println!("{:<8} {}{detail}", verdict.label(), case.id);
+        },
+    )
     .await;
     let count = |label| verdicts.iter().filter(|(_, v)| v.label() == label).count();
     println!(

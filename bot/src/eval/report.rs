@@ -744,6 +744,7 @@ mod tests {
                 not_fixed: tests.iter().map(|t| (*t).to_owned()).collect(),
                 broken: Vec::new(),
                 output_tail: String::new(),
+                files_written: Vec::new(),
             });
             self
         }

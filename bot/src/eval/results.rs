@@ -101,6 +101,9 @@ pub struct CheckOutcome {
     pub broken: Vec<String>,
     /// The last lines of its output.
     pub output_tail: String,
+    /// The check's own files written over the working copy (relative paths).
+    #[serde(default)]
+    pub files_written: Vec<String>,
 }
 
 impl CaseResult {

@@ -377,10 +377,40 @@ async fn judge(
         Ok(session) => session,
         Err(error) => return Judged::Error(format!("the sandbox or the case's setup failed: {error}")),
     };
-    let judged = with_session(shared, case, &session, &settings, config, start, result, clock).await;
+    let judged = with_session(shared, case, &session, &settings, config, result, clock).await;
     if let Err(error) = session.stop().await {
         tracing::warn!(%error, "stopping a case's sandbox failed");
     }
+    // What the agent changed, read once the sandbox has handed the working copy back; the files
+    // the check wrote over it are not the agent's.
+    let written = result
+        .check
+        .as_ref()
+        .map(|c| c.files_written.clone())
+        .unwrap_or_default();
+    let root = work.to_owned();
+    result.changed_files = tokio::task::spawn_blocking(move || {
+        LocalRepo::open(&root)
+            .and_then(|repo| repo.changed_files(start))
+            .map(|files| {
+                files
+                    .into_iter()
+                    .map(|f| f.path)
+                    .filter(|p| !written.contains(p))
+                    .collect()
+            })
+    })
+    .await
+    .unwrap_or_else(|error| {
+        Err(crate::workspace::WorkspaceError::Io {
+            context: "listing the changed files".to_owned(),
+            source: std::io::Error::other(error.to_string()),
+        })
+    })
+    .unwrap_or_else(|error| {
+        tracing::warn!(%error, "listing a case's changed files failed");
+        Vec::new()
+    });
     if let Some(drift) = replayer.and_then(|replayer| replayer.drift()) {
         return Judged::Error(format!("replay: {drift}"));
     }
@@ -410,14 +440,12 @@ pub(crate) fn case_settings(case: &Case, config: &Config, root: &Path) -> Effect
     settings
 }
 
-#[expect(clippy::too_many_arguments, reason = "one call site, the case run's parts")]
 async fn with_session(
     shared: &Shared,
     case: &Case,
     session: &AgentSession,
     settings: &EffectiveSettings,
     config: &Config,
-    start: git2::Oid,
     result: &mut CaseResult,
     clock: Instant,
 ) -> Judged {
@@ -464,20 +492,6 @@ async fn with_session(
     }
     result.expectations_missed = expectations_missed(case, result);
 
-    // What the agent changed, before the check's files are added.
-    let root = session.ctx.workspace.root().to_owned();
-    result.changed_files = {
-        let root = root.clone();
-        tokio::task::spawn_blocking(move || {
-            LocalRepo::open(&root)
-                .and_then(|repo| repo.changed_files(start))
-                .map(|files| files.into_iter().map(|f| f.path).collect())
-                .unwrap_or_default()
-        })
-        .await
-        .unwrap_or_default()
-    };
-
     // The check.
     let clock = Instant::now();
     let check = match check(session, case).await {
@@ -500,13 +514,14 @@ pub(crate) async fn check(session: &AgentSession, case: &Case) -> Result<CheckOu
         .quiesce()
         .await
         .map_err(|error| format!("the sandbox could not be paused for the check: {error}"))?;
+    let mut written = Vec::new();
     if let Some(files) = &case.check.files {
         let files = files.clone();
-        match tokio::task::spawn_blocking(move || workcopy::overlay(&files, &root)).await {
-            Ok(Ok(_)) => {}
+        written = match tokio::task::spawn_blocking(move || workcopy::overlay(&files, &root)).await {
+            Ok(Ok(written)) => written,
             Ok(Err(error)) => return Err(format!("the check's files: {error}")),
             Err(error) => return Err(format!("the check's files: {error}")),
-        }
+        };
     }
     let mut request = ExecRequest::new(case.check.run.clone(), Duration::from_secs(case.check.timeout_secs));
     request.output_limit = CHECK_OUTPUT_LIMIT;
@@ -516,13 +531,9 @@ pub(crate) async fn check(session: &AgentSession, case: &Case) -> Result<CheckOu
         .exec(request)
         .await
         .map_err(|error| format!("the check could not run: {error}"))?;
-    Ok(judge_check(
-        case,
-        output.exit_code,
-        output.timed_out,
-        &output.stdout,
-        &output.stderr,
-    ))
+    let mut outcome = judge_check(case, output.exit_code, output.timed_out, &output.stdout, &output.stderr);
+    outcome.files_written = written;
+    Ok(outcome)
 }
 
 /// Runs the case's setup where the sandbox did not (the local backend: in a container it ran as
@@ -577,6 +588,7 @@ pub fn judge_check(case: &Case, exit_code: Option<i32>, timed_out: bool, stdout:
         not_fixed,
         broken,
         output_tail: tail(&combined, TAIL_LINES),
+        files_written: Vec::new(),
     }
 }
 

@@ -123,11 +123,11 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), CopyError> {
 }
 
 /// Writes every regular file below `files` over the working copy at `root`, at the same relative
-/// path. The working copy is the agent's: its directories are walked without following a symlink
+/// path, and returns those paths. The working copy is the agent's: its directories are walked without following a symlink
 /// (one planted where a check file goes fails the copy instead of writing outside the copy).
-pub fn overlay(files: &Path, root: &Path) -> Result<usize, CopyError> {
+pub fn overlay(files: &Path, root: &Path) -> Result<Vec<String>, CopyError> {
     let beneath = Beneath::open(root).map_err(|error| CopyError(format!("{}: {error}", root.display())))?;
-    let mut written = 0;
+    let mut written = Vec::new();
     let mut pending = vec![std::path::PathBuf::new()];
     while let Some(relative) = pending.pop() {
         let dir = files.join(&relative);
@@ -155,7 +155,7 @@ pub fn overlay(files: &Path, root: &Path) -> Result<usize, CopyError> {
                         name.display()
                     ))
                 })?;
-                written += 1;
+                written.push(name.display().to_string());
             }
         }
     }
@@ -238,7 +238,9 @@ mod tests {
         std::fs::create_dir(checks.path().join("tests")).unwrap();
         std::fs::write(checks.path().join("tests/test_hidden.py"), "def test(): pass\n").unwrap();
         std::fs::write(checks.path().join("top.txt"), "top\n").unwrap();
-        assert_eq!(overlay(checks.path(), root.path()).unwrap(), 2);
+        let mut written = overlay(checks.path(), root.path()).unwrap();
+        written.sort();
+        assert_eq!(written, ["tests/test_hidden.py", "top.txt"]);
         assert_eq!(
             std::fs::read_to_string(root.path().join("tests/test_hidden.py")).unwrap(),
             "def test(): pass\n"
