@@ -1856,3 +1856,98 @@ fn a_server_reached_through_https_proxy_whose_ca_is_only_in_ssl_cert_file_is_tru
     assert!(said.contains("SSL_CERT_FILE"), "{said}");
     assert!(!said.contains("retry 1"), "a refused certificate was retried: {said}");
 }
+
+/// The starter suite under `eval/`, as a user runs it without a model: its cases prove
+/// themselves (`check-cases`), one language's cases replay from the recording to a report, and
+/// `--min-pass-rate` fails a run whose cases could not be replayed.
+#[test]
+fn eval_proves_the_starter_suite_and_replays_it_to_a_report() {
+    let dir = scratch("eval");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../eval");
+    let suite = suite.canonicalize().unwrap();
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
+    let env = [("HOME", home.as_str())];
+    let local = ["--sandbox", "local", "--set", "sandbox.local_user=self"];
+
+    let mut args = vec!["eval", "check-cases", suite.to_str().unwrap()];
+    args.extend(local);
+    let out = pitcrew(&dir, &args, &env);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.ends_with("12 flip, 0 broken, 0 error, 0 without a reference\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ok       py-median-even\n"), "{stdout}");
+
+    let python = suite.join("python.yaml");
+    let recording = suite.join("recording");
+    let mut args = vec![
+        "eval",
+        python.to_str().unwrap(),
+        "--replay",
+        recording.to_str().unwrap(),
+        "--set",
+        "model.name=gpt-4o-mini",
+        "--out",
+        "out",
+        "--min-pass-rate",
+        "1",
+    ];
+    args.extend(local);
+    let out = pitcrew(&dir, &args, &env);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with("gpt-4o-mini: 3 pass, 0 fail, 0 error of 3 (100.0%), $0.0"),
+        "{stdout}"
+    );
+    let results = std::fs::read_to_string(dir.join("out/results.jsonl")).unwrap();
+    assert_eq!(results.lines().count(), 3);
+    let report = std::fs::read_to_string(dir.join("out/report.md")).unwrap();
+    assert!(
+        report.contains("| pass rate (95% CI) | 100.0% (43.9%–100.0%) |"),
+        "{report}"
+    );
+    for chart in ["pass-rate.svg", "cost-vs-steps.svg"] {
+        assert!(
+            std::fs::read_to_string(dir.join("out").join(chart))
+                .unwrap()
+                .starts_with("<svg")
+        );
+    }
+
+    // Replayed under another model's name, the recording has nothing: every case is an error.
+    let mut args = vec![
+        "eval",
+        python.to_str().unwrap(),
+        "--replay",
+        recording.to_str().unwrap(),
+        "--set",
+        "model.name=gpt-4o",
+        "--out",
+        "other",
+        "--min-pass-rate",
+        "0.5",
+    ];
+    args.extend(local);
+    let out = pitcrew(&dir, &args, &env);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("gpt-4o: 0 pass, 0 fail, 3 error of 3 (0.0%)"));
+    assert!(text(&out.stderr).contains("under --min-pass-rate 50.0%: gpt-4o (0.0%)"));
+}
+
+#[test]
+fn only_eval_takes_several_configurations() {
+    let dir = scratch("configs");
+    let out = pitcrew(
+        &dir,
+        &["--config", "a.toml", "--config", "b.toml", "config", "check"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).trim(),
+        "error: --config is given 2 times; only `pitcrew eval` compares configurations"
+    );
+}

@@ -216,8 +216,8 @@ async fn cases_run_at_once_up_to_the_concurrency() {
     let model = ScriptedModel::start_routed(
         Script::new(),
         vec![
-            ("(case a)".to_owned(), Script::new().turn(Reply::text("Nothing to do."))),
-            ("(case b)".to_owned(), Script::new().turn(Reply::text("Nothing to do."))),
+            ("(case a)".to_owned(), solving("true")),
+            ("(case b)".to_owned(), solving("true")),
         ],
     );
     let ran = eval(
@@ -446,5 +446,111 @@ async fn the_starter_suite_replays_from_its_recording() {
     assert!(
         failed.is_empty(),
         "cases that did not pass (a prompt or tool change? re-record with PITCREW_EVAL_RECORD=1): {failed:#?}"
+    );
+}
+
+/// Two configurations (each its own model) run the same case twice: the results pair up per
+/// repetition and the report sets them side by side; a Ctrl-C after the first result stops the
+/// run with what finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configurations_are_compared_over_repetitions_and_a_cancelled_run_keeps_what_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    let yaml = "- {id: value, repo: project, task: 'The value must be 2.', check: {run: 'grep -qx 2 value.txt'}, tags: [shell]}\n";
+    let twice = |command: &str| {
+        let mut script = solving(command);
+        for turn in solving(command).turns {
+            script = script.turn(turn);
+        }
+        script
+    };
+    let (good, bad) = (
+        ScriptedModel::start(twice("echo 2 > value.txt")),
+        ScriptedModel::start(twice("echo 3 > value.txt")),
+    );
+    let variants = vec![
+        Variant {
+            label: "baseline".to_owned(),
+            config: config(&bad.openai_base_url(), &local()),
+        },
+        Variant {
+            label: "new-prompt".to_owned(),
+            config: config(&good.openai_base_url(), &local()),
+        },
+    ];
+    let ran = run(
+        EvalOptions {
+            cases: suite(dir.path(), yaml),
+            variants: variants.clone(),
+            repeat: 2,
+            concurrency: 2,
+            out: dir.path().join("out"),
+            models: Models::Live,
+            prompts: Prompts::embedded(),
+            cancel: CancellationToken::new(),
+        },
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    good.assert_script_consumed();
+    bad.assert_script_consumed();
+    let runs: Vec<_> = ran
+        .results
+        .iter()
+        .map(|r| (r.variant.as_str(), r.repetition, r.status))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("baseline", 0, Status::Fail),
+            ("baseline", 1, Status::Fail),
+            ("new-prompt", 0, Status::Pass),
+            ("new-prompt", 1, Status::Pass),
+        ]
+    );
+    let report = pitcrew::eval::report::render(&ran.results, &["baseline".to_owned(), "new-prompt".to_owned()]);
+    assert!(
+        report
+            .markdown
+            .contains("## new-prompt against baseline (the baseline)"),
+        "{}",
+        report.markdown
+    );
+    assert!(
+        report.markdown.contains("- Per case: 1 win, 0 losses, 0 ties."),
+        "{}",
+        report.markdown
+    );
+
+    // Cancelled as the first result comes in: that one is kept, nothing else starts.
+    let cancel = CancellationToken::new();
+    let model = ScriptedModel::start(twice("echo 2 > value.txt"));
+    let stop = cancel.clone();
+    let cancelled = run(
+        EvalOptions {
+            cases: suite(dir.path(), yaml),
+            variants: vec![Variant {
+                label: "one".to_owned(),
+                config: config(&model.openai_base_url(), &local()),
+            }],
+            repeat: 2,
+            concurrency: 1,
+            out: dir.path().join("cancelled"),
+            models: Models::Live,
+            prompts: Prompts::embedded(),
+            cancel: cancel.clone(),
+        },
+        &move |_| stop.cancel(),
+    )
+    .await
+    .unwrap();
+    assert!(cancelled.cancelled);
+    assert_eq!(cancelled.planned, 2);
+    assert_eq!(cancelled.results.len(), 1);
+    assert_eq!(cancelled.results[0].status, Status::Pass);
+    assert_eq!(
+        read_results(&dir.path().join("cancelled/results.jsonl")).unwrap(),
+        cancelled.results
     );
 }
