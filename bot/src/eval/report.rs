@@ -69,6 +69,7 @@ pub fn render(results: &[CaseResult], variants: &[String]) -> Report {
     top_runs(&mut out, &groups, repetitions);
     failures(&mut out, &groups, repetitions);
     expectations(&mut out, &groups, repetitions);
+    replay_notes(&mut out, &groups, repetitions);
     if let Some((baseline, others)) = groups.split_first() {
         for other in others {
             comparison(&mut out, baseline, other, repetitions);
@@ -466,6 +467,40 @@ fn expectations(out: &mut String, groups: &[Group], repetitions: u32) {
     );
     for (run, expectation) in missed {
         let _ = writeln!(out, "{} {} |", run_cells(run, repetitions), md(expectation));
+    }
+    out.push('\n');
+}
+
+/// Runs a replay answered although the tools printed something else than when it was recorded:
+/// nothing at all when there are none (a live run has none).
+fn replay_notes(out: &mut String, groups: &[Group], repetitions: u32) {
+    let noted: Vec<&CaseResult> = all_runs(groups)
+        .into_iter()
+        .filter(|r| !r.replay_notes.is_empty())
+        .collect();
+    if noted.is_empty() {
+        return;
+    }
+    out.push_str("## Replayed with other tool output
+
+The recording answered these runs although a tool printed something else than when it was recorded (another version of a test runner, say); the checks ran for real.
+
+");
+    let key_columns = if repetitions > 1 { 3 } else { 2 };
+    let _ = write!(
+        out,
+        "{} first difference |\n{}",
+        run_header(repetitions),
+        rule(key_columns + 1)
+    );
+    for run in noted {
+        let first = run.replay_notes.first().map(String::as_str).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{} {} |",
+            run_cells(run, repetitions),
+            md(&truncate(first, MAX_ERROR_CHARS))
+        );
     }
     out.push('\n');
 }
@@ -943,6 +978,24 @@ mod tests {
                 .charts
                 .iter()
                 .all(|(_, svg)| svg.starts_with("<svg") && !svg.contains("NaN"))
+        );
+    }
+
+    #[test]
+    fn a_replay_answered_over_other_tool_output_is_listed() {
+        let mut noted = R::new("only", "a", 0, Status::Pass).0;
+        noted.replay_notes = vec!["request 2: tool output differs from the recording: at byte 3".to_owned()];
+        let results = vec![noted, R::new("only", "b", 0, Status::Pass).0];
+        let markdown = render(&results, &variants(&["only"])).markdown;
+        assert!(markdown.contains("## Replayed with other tool output\n"), "{markdown}");
+        assert!(
+            markdown.contains("| a | only | request 2: tool output differs from the recording: at byte 3 |"),
+            "{markdown}"
+        );
+        assert!(
+            !render(&results[1..], &variants(&["only"]))
+                .markdown
+                .contains("Replayed")
         );
     }
 

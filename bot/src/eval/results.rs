@@ -61,6 +61,10 @@ pub struct CaseResult {
     /// The files the agent changed, relative to the repository.
     #[serde(default)]
     pub changed_files: Vec<String>,
+    /// What a replay answered although the tools printed something else than when it was
+    /// recorded (another version of a test runner, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replay_notes: Vec<String>,
     /// The trajectory (one JSON event per line), relative to the output directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trajectory: Option<String>,

@@ -206,6 +206,7 @@ fn unreachable_result() -> CaseResult {
         timings: Timings::default(),
         expectations_missed: Vec::new(),
         changed_files: Vec::new(),
+        replay_notes: Vec::new(),
         trajectory: None,
     }
 }
@@ -411,8 +412,11 @@ async fn judge(
         tracing::warn!(%error, "listing a case's changed files failed");
         Vec::new()
     });
-    if let Some(drift) = replayer.and_then(|replayer| replayer.drift()) {
-        return Judged::Error(format!("replay: {drift}"));
+    if let Some(replayer) = replayer {
+        result.replay_notes = replayer.notes();
+        if let Some(drift) = replayer.drift() {
+            return Judged::Error(format!("replay: {drift}"));
+        }
     }
     judged
 }

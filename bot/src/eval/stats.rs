@@ -368,6 +368,7 @@ pub(crate) mod tests {
             timings: Timings::default(),
             expectations_missed: Vec::new(),
             changed_files: Vec::new(),
+            replay_notes: Vec::new(),
             trajectory: None,
         }
     }
