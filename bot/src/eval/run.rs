@@ -140,10 +140,19 @@ pub async fn run(options: EvalOptions, progress: &(dyn Fn(&Progress) + Send + Sy
     let planned = plan.len();
     let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
     let mut tasks = JoinSet::new();
+    // What each task runs, to report a task that panicked as that case run's error.
+    let mut runs = std::collections::HashMap::new();
     for (v, c, repetition, variant, case) in plan {
         let permits = permits.clone();
         let shared = shared.clone();
-        tasks.spawn(async move {
+        let blank = CaseResult {
+            case: case.id.clone(),
+            variant: variant.label.clone(),
+            repetition,
+            tags: case.tags.clone(),
+            ..empty_result()
+        };
+        let handle = tasks.spawn(async move {
             let _permit = permits.acquire_owned().await.ok()?;
             if shared.cancel.is_cancelled() {
                 return None;
@@ -151,32 +160,37 @@ pub async fn run(options: EvalOptions, progress: &(dyn Fn(&Progress) + Send + Sy
             let result = run_case(&shared, &case, &variant, repetition).await?;
             Some(((v, c, repetition), result))
         });
+        runs.insert(handle.id(), ((v, c, repetition), blank));
     }
 
     let mut finished = Vec::new();
     let (mut passed, mut cost) = (0, 0.0);
-    while let Some(joined) = tasks.join_next().await {
-        let Some((order, result)) = joined.unwrap_or_else(|error| {
-            tracing::error!(%error, "a case run panicked");
-            None
-        }) else {
-            continue;
+    while let Some(joined) = tasks.join_next_with_id().await {
+        let (order, result) = match joined {
+            Ok((_, Some(done))) => done,
+            Ok((_, None)) => continue,
+            Err(error) => {
+                tracing::error!(%error, "a case run panicked");
+                let Some((order, mut result)) = runs.remove(&error.id()) else {
+                    continue;
+                };
+                result.error = Some(format!("the case run panicked: {error}"));
+                (order, result)
+            }
         };
         writeln!(results_file, "{}", result.to_line())
             .and_then(|()| results_file.flush())
             .map_err(output(&results_path))?;
         passed += usize::from(result.status == Status::Pass);
         cost += result.cost_usd.unwrap_or(0.0);
+        let last = result.clone();
         finished.push((order, result));
         progress(&Progress {
             done: finished.len(),
             total: planned,
             passed,
             cost_usd: cost,
-            last: finished
-                .last()
-                .map(|(_, r)| r.clone())
-                .unwrap_or_else(unreachable_result),
+            last,
         });
     }
     finished.sort_by_key(|(order, _)| *order);
@@ -187,8 +201,8 @@ pub async fn run(options: EvalOptions, progress: &(dyn Fn(&Progress) + Send + Sy
     })
 }
 
-/// Never used: `finished` was just pushed to. Keeps `progress` free of a panic path.
-fn unreachable_result() -> CaseResult {
+/// A result with nothing in it yet: what a case run starts from.
+fn empty_result() -> CaseResult {
     CaseResult {
         case: String::new(),
         variant: String::new(),
@@ -258,7 +272,7 @@ async fn run_case(shared: &Shared, case: &Case, variant: &Variant, repetition: u
         variant: variant.label.clone(),
         repetition,
         tags: case.tags.clone(),
-        ..unreachable_result()
+        ..empty_result()
     };
     let span = tracing::info_span!("eval_case", case = %case.id, variant = %variant.label, repetition);
     let outcome = judge(shared, case, variant, &run_dir, &work, &mut result)
