@@ -310,7 +310,7 @@ impl Runner<'_> {
 
 /// The cases a failing run on the parent names: the failures the output shows (or, when it shows
 /// none that can be read, the commit's test files), and the commit's other test files as tests
-/// that must keep passing.
+/// that must keep passing — when every failure can be placed in a file; otherwise none.
 fn verdict(output: &ExecOutput, tests: &[TestFile]) -> Verdict {
     let present: Vec<&str> = tests
         .iter()
@@ -333,8 +333,14 @@ fn verdict(output: &ExecOutput, tests: &[TestFile]) -> Verdict {
         .filter(|f| seen.insert(f.name.as_str()))
         .map(|f| f.name.clone())
         .collect();
+    // A file keeps passing only if every failure can be placed in a file: a failure the output
+    // names without its file (TAP, `go test`'s bare names) could be in any of them.
+    let placed = failures
+        .iter()
+        .all(|f| f.file.is_some() || present.iter().any(|path| f.name.contains(path)));
     let pass_to_pass = present
         .iter()
+        .filter(|_| placed)
         .filter(|path| {
             !failures.iter().any(|f| {
                 f.name.contains(*path)
@@ -1075,6 +1081,41 @@ exit $status
         let mut given = options(&dir.path().join("repo"), &dir.path().join("out"));
         given.test_command = Some(COMMAND.to_owned());
         assert_eq!(mine(given, &|_| {}).await.unwrap().considered, 1);
+    }
+
+    #[test]
+    fn test_files_keep_passing_only_when_every_failure_has_a_place() {
+        let output = |stdout: &str| ExecOutput {
+            exit_code: Some(1),
+            stdout: stdout.to_owned(),
+            stderr: String::new(),
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            truncated: false,
+            timed_out: false,
+            oom_killed: false,
+            duration: std::time::Duration::ZERO,
+        };
+        let files = [
+            TestFile {
+                path: "tests/add.sh".to_owned(),
+                content: Some((Vec::new(), 0o644)),
+            },
+            TestFile {
+                path: "tests/sub.sh".to_owned(),
+                content: Some((Vec::new(), 0o644)),
+            },
+        ];
+        // TAP names the test, not its file: either file could hold it.
+        let unplaced = verdict(&output("ok 1 - adds\nnot ok 2 - subtracts\n1..2\n"), &files);
+        assert_eq!(unplaced.fail_to_pass, ["subtracts"]);
+        assert!(unplaced.pass_to_pass.is_empty());
+        // pytest names the file.
+        let placed = verdict(
+            &output("FAILED tests/sub.sh::test_sub - assert 1 == 2\n==== 1 failed, 1 passed in 0.01s ====\n"),
+            &files,
+        );
+        assert_eq!(placed.pass_to_pass, ["tests/add.sh"]);
     }
 
     #[test]
