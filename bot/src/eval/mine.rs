@@ -1094,7 +1094,7 @@ exit $status
             truncated: false,
             timed_out: false,
             oom_killed: false,
-            duration: std::time::Duration::ZERO,
+            duration: Duration::ZERO,
         };
         let files = [
             TestFile {
