@@ -424,17 +424,21 @@ fn eval(cli: &Cli, args: &EvalArgs, env: &StartupEnv) -> ExitCode {
         set.extend(backend.iter().map(|b| format!("sandbox.backend={b}")));
         set
     };
+    // The configuration of a subcommand that runs no model; its problems are reported here.
+    let model_free = |backend: &Option<String>| match load_config_without_model(cli, &sandbox(backend), env) {
+        Ok(config) => Some(config),
+        Err(errors) => {
+            report(&errors);
+            None
+        }
+    };
     let code = match &args.command {
         Some(EvalCommand::CheckCases {
             suites,
             sandbox: backend,
         }) => {
-            let config = match load_config_without_model(cli, &sandbox(backend), env) {
-                Ok(config) => config,
-                Err(errors) => {
-                    report(&errors);
-                    return ExitCode::from(EXIT_BAD_CONFIG);
-                }
+            let Some(config) = model_free(backend) else {
+                return ExitCode::from(EXIT_BAD_CONFIG);
             };
             block_on_cancellable(&cancel, command::check_cases(suites, config, cancel.clone()))
         }
@@ -447,12 +451,8 @@ fn eval(cli: &Cli, args: &EvalArgs, env: &StartupEnv) -> ExitCode {
             timeout,
             sandbox: backend,
         }) => {
-            let config = match load_config_without_model(cli, &sandbox(backend), env) {
-                Ok(config) => config,
-                Err(errors) => {
-                    report(&errors);
-                    return ExitCode::from(EXIT_BAD_CONFIG);
-                }
+            let Some(config) = model_free(backend) else {
+                return ExitCode::from(EXIT_BAD_CONFIG);
             };
             let since = match since.as_deref().map(str::parse::<jiff::civil::Date>).transpose() {
                 Ok(since) => since,

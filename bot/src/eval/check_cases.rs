@@ -3,7 +3,7 @@
 //! with the patch applied. A case that does not flip is broken: it would score an agent on
 //! nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 
@@ -186,8 +186,6 @@ fn apply(root: &Path, patch: &[u8]) -> Result<(), String> {
 }
 
 /// Where `check-cases` works when no directory is named: a fresh temporary one.
-pub fn scratch_dir() -> std::io::Result<(tempfile::TempDir, PathBuf)> {
-    let dir = tempfile::Builder::new().prefix("pitcrew-check-cases-").tempdir()?;
-    let path = dir.path().to_owned();
-    Ok((dir, path))
+pub fn scratch_dir() -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new().prefix("pitcrew-check-cases-").tempdir()
 }

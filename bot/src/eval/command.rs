@@ -221,7 +221,7 @@ pub async fn check_cases(suites: &[PathBuf], config: Config, cancel: Cancellatio
             return EXIT_BAD_INPUT;
         }
     };
-    let (_scratch, dir) = match super::check_cases::scratch_dir() {
+    let scratch = match super::check_cases::scratch_dir() {
         Ok(scratch) => scratch,
         Err(error) => {
             eprintln!("error: a scratch directory: {error}");
@@ -232,7 +232,7 @@ pub async fn check_cases(suites: &[PathBuf], config: Config, cancel: Cancellatio
         &cases,
         &config,
         &Prompts::embedded(),
-        &dir,
+        scratch.path(),
         &cancel,
         &|case, verdict| {
             let detail = match verdict {

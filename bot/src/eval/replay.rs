@@ -500,6 +500,26 @@ mod tests {
     }
 
     #[test]
+    fn a_recording_that_is_not_one_is_refused_with_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case.0.jsonl");
+        std::fs::write(&path, "\n{\"key\": \"k\"}\n").unwrap();
+        let err = Replayer::load(&path, "m", Normalizer::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.starts_with(&format!("{}:2: not a recorded exchange: ", path.display())),
+            "{err}"
+        );
+        let missing = Replayer::load(&dir.path().join("none.jsonl"), "m", Normalizer::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(missing.starts_with("no recording at "), "{missing}");
+    }
+
+    #[test]
     fn differences_name_their_place() {
         let a = serde_json::json!({"messages": [{"role": "user", "text": "a"}], "tools": [1, 2]});
         let b = serde_json::json!({"messages": [{"role": "user", "text": "a"}], "tools": [1, 2, 3]});

@@ -585,7 +585,8 @@ pub(crate) async fn local_setup(
 
 /// The check's verdict from its exit and output.
 pub fn judge_check(case: &Case, exit_code: Option<i32>, timed_out: bool, stdout: &str, stderr: &str) -> CheckOutcome {
-    let combined = format!("{stdout}\n{stderr}");
+    // Runners colour their output on some terminals; the report reads it as text.
+    let combined = testparse::strip_ansi(&format!("{stdout}\n{stderr}"));
     let failing: Vec<String> = testparse::parse(&combined, None)
         .map(|report| report.failures.into_iter().map(|f| f.name).collect())
         .unwrap_or_default();
@@ -701,6 +702,14 @@ mod tests {
         assert!(failed.broken.is_empty());
         assert_eq!(failed.failing_tests, ["t::fixed"]);
         assert!(failed.output_tail.ends_with("0 filtered out"), "{}", failed.output_tail);
+        let coloured = judge_check(
+            &case,
+            Some(101),
+            false,
+            "\u{1b}[31mtest t::fixed ... FAILED\u{1b}[0m",
+            "",
+        );
+        assert_eq!(coloured.output_tail, "test t::fixed ... FAILED");
         let passed = judge_check(&case, Some(0), false, "test result: ok. 2 passed; 0 failed", "");
         assert!(passed.passed);
         assert!(!judge_check(&case, None, true, "", "").passed);
