@@ -72,6 +72,7 @@ pub struct Config {
     pub agent: AgentConfig,
     pub chores: ChoresConfig,
     pub review: ReviewConfig,
+    pub ci_loop: CiLoopConfig,
     /// Overrides of the built-in price table, keyed by model name or name prefix.
     pub prices: BTreeMap<String, PriceOverride>,
     /// The config file that was read, if any.
@@ -295,6 +296,25 @@ pub struct ReviewConfig {
     /// Review every pull request as it opens and changes, in repositories that do not say.
     pub auto: bool,
 }
+
+/// `[ci_loop]`: after a fix is pushed, wait for the pull request's CI and fix what the commit broke,
+/// within these bounds (a repository's `[ci_loop]` may lower them, never raise them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CiLoopConfig {
+    /// The loop runs in repositories that have CI; `false` turns it off everywhere.
+    pub enabled: bool,
+    /// Fix rounds per job, the first included (1..=10).
+    pub max_rounds: u32,
+    /// How long one round waits for its commit's CI to complete.
+    pub wait_timeout: Duration,
+    /// How long a round waits for any CI to start on its commit before saying none did.
+    pub start_timeout: Duration,
+    /// How often a waiting job reads the commit's checks itself, in case a delivery was lost.
+    pub poll_interval: Duration,
+}
+
+/// The most fix rounds a job may have.
+pub const MAX_CI_ROUNDS: u32 = 10;
 
 /// USD per million tokens.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -602,6 +622,7 @@ impl Validator<'_> {
             agent,
             chores,
             review,
+            ci_loop,
             prices,
         } = raw;
         // Every section is checked, whatever the others hold, so that every problem is reported.
@@ -612,6 +633,7 @@ impl Validator<'_> {
         let agent = self.agent(agent);
         let chores = self.chores(chores);
         let prices = self.prices(prices);
+        let ci_loop = self.ci_loop(ci_loop);
         Some(Config {
             model: model?,
             github: github?,
@@ -622,6 +644,7 @@ impl Validator<'_> {
             review: ReviewConfig {
                 auto: review.auto.unwrap_or(false),
             },
+            ci_loop,
             prices,
             file: None,
             origins: BTreeMap::new(),
@@ -1040,6 +1063,43 @@ impl Validator<'_> {
     }
 
     /// `[agent]`.
+    fn ci_loop(&mut self, raw: raw::RawCiLoop) -> CiLoopConfig {
+        let max_rounds = match raw.max_rounds {
+            Some(n) if !(1..=MAX_CI_ROUNDS).contains(&n) => {
+                self.invalid(
+                    "ci_loop.max_rounds",
+                    Some(n.to_string()),
+                    format!("must be from 1 to {MAX_CI_ROUNDS}"),
+                );
+                3
+            }
+            Some(n) => n,
+            None => 3,
+        };
+        CiLoopConfig {
+            enabled: raw.enabled.unwrap_or(true),
+            max_rounds,
+            wait_timeout: self.duration(
+                "ci_loop.wait_timeout",
+                raw.wait_timeout,
+                Duration::from_secs(30 * 60),
+                false,
+            ),
+            start_timeout: self.duration(
+                "ci_loop.start_timeout",
+                raw.start_timeout,
+                Duration::from_secs(5 * 60),
+                false,
+            ),
+            poll_interval: self.duration(
+                "ci_loop.poll_interval",
+                raw.poll_interval,
+                Duration::from_secs(3 * 60),
+                false,
+            ),
+        }
+    }
+
     fn agent(&mut self, agent: RawAgent) -> AgentConfig {
         let trigger = self.non_empty("agent.trigger", agent.trigger, "@agent");
         let trigger_ok = trigger

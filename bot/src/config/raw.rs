@@ -36,6 +36,8 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     pub(crate) review: RawReview,
     #[serde(default)]
+    pub(crate) ci_loop: RawCiLoop,
+    #[serde(default)]
     pub(crate) prices: BTreeMap<String, RawPrice>,
 }
 
@@ -53,6 +55,16 @@ pub(crate) struct RawChores {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawReview {
     pub(crate) auto: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCiLoop {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) max_rounds: Option<u32>,
+    pub(crate) wait_timeout: Option<RawDuration>,
+    pub(crate) start_timeout: Option<RawDuration>,
+    pub(crate) poll_interval: Option<RawDuration>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -210,6 +222,7 @@ impl RawConfig {
             agent,
             chores,
             review,
+            ci_loop,
             prices,
         } = top;
         overlay_fields!(self.model, model; provider, name, base_url, api_key_env, context_window,
@@ -225,6 +238,7 @@ impl RawConfig {
             code_index, index_cache, index_memory);
         overlay_fields!(self.chores, chores; cargo_index, npm_registry, pypi, lock_network, schedules);
         overlay_fields!(self.review, review; auto);
+        overlay_fields!(self.ci_loop, ci_loop; enabled, max_rounds, wait_timeout, start_timeout, poll_interval);
         self.prices.extend(prices);
     }
 }
@@ -596,8 +610,7 @@ pub(crate) fn env_layer(env: &BTreeMap<String, String>) -> Layer {
         if CLI_ENV_VARS.contains(&var.as_str()) {
             continue;
         }
-        let (section, name) = rest.split_once('_').unwrap_or((rest, ""));
-        let (section, name) = (section.to_ascii_lowercase(), name.to_ascii_lowercase());
+        let (section, name) = split_env_name(rest);
         if section == PRICES {
             layer.errors.push(ConfigError::PricesFileOnly {
                 origin: Origin::Env { var: var.clone() },
@@ -615,6 +628,23 @@ pub(crate) fn env_layer(env: &BTreeMap<String, String>) -> Layer {
         apply_string(&mut layer, spec, value, Origin::Env { var: var.clone() });
     }
     layer
+}
+
+/// `CI_LOOP_MAX_ROUNDS` → (`ci_loop`, `max_rounds`): the longest section the name starts with
+/// (section names hold underscores too), else everything up to the first underscore.
+fn split_env_name(rest: &str) -> (String, String) {
+    let lower = rest.to_ascii_lowercase();
+    let known = SECTIONS
+        .iter()
+        .filter(|section| lower.len() > section.len() + 1 && lower.starts_with(&format!("{section}_")))
+        .max_by_key(|section| section.len());
+    match known {
+        Some(section) => ((*section).to_owned(), lower[section.len() + 1..].to_owned()),
+        None => {
+            let (section, name) = lower.split_once('_').unwrap_or((&lower, ""));
+            (section.to_owned(), name.to_owned())
+        }
+    }
 }
 
 /// The hint for a `PITCREW_*` variable that names no key, and the key it probably meant.

@@ -157,6 +157,14 @@ impl Config {
         out.section("review");
         out.value("review", "auto", self.review.auto.to_string());
 
+        let l = &self.ci_loop;
+        out.section("ci_loop");
+        out.value("ci_loop", "enabled", l.enabled.to_string());
+        out.value("ci_loop", "max_rounds", l.max_rounds.to_string());
+        out.value("ci_loop", "wait_timeout", duration(l.wait_timeout));
+        out.value("ci_loop", "start_timeout", duration(l.start_timeout));
+        out.value("ci_loop", "poll_interval", duration(l.poll_interval));
+
         for (model, price) in &self.prices {
             let section = format!("prices.{}", string(model));
             out.section(&section);

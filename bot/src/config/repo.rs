@@ -42,6 +42,7 @@ const SECTIONS: &[(&str, &[&str])] = &[
         ],
     ),
     ("triage", &["on_failure", "auto_fix", "rerun_flaky", "comment"]),
+    ("ci_loop", &["enabled", "max_rounds", "wait_timeout", "ignore_apps"]),
     (
         "review",
         &[
@@ -99,10 +100,36 @@ pub struct RepoConfig {
     pub sandbox: RepoSandbox,
     pub triggers: RepoTriggers,
     pub triage: TriageSettings,
+    /// `[ci_loop]`: after a fix is pushed, wait for CI and fix what the commit broke.
+    pub ci_loop: RepoCiLoop,
     /// `[review]`: automatic reviews, and what a review says.
     pub review: RepoReview,
     /// `[chores.deps]`: dependency updates.
     pub deps: DepsChore,
+}
+
+/// `[ci_loop]` as written; `None` means the file does not say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepoCiLoop {
+    /// `None`: on when the repository has CI.
+    pub enabled: Option<bool>,
+    pub max_rounds: Option<u32>,
+    pub wait_timeout: Option<Duration>,
+    /// Apps (by slug, e.g. `codecov`) whose checks the loop does not wait for nor count.
+    pub ignore_apps: Vec<String>,
+}
+
+/// What the fix-until-green loop does in one repository: its `[ci_loop]` within the operator's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CiLoopSettings {
+    /// `Some(false)`: off (by the operator or the repository); `Some(true)`: on, asked for; `None`:
+    /// on when the repository has CI (a check suite on its base branch).
+    pub enabled: Option<bool>,
+    pub max_rounds: u32,
+    pub wait_timeout: Duration,
+    pub start_timeout: Duration,
+    pub poll_interval: Duration,
+    pub ignore_apps: Vec<String>,
 }
 
 /// `[review]` as written; `None` and empty lists mean the file does not say.
@@ -519,12 +546,58 @@ impl RepoConfig {
             triggers: self.trigger_settings(&ops.trigger, operator.review.auto),
             triage: self.triage,
             review: self.review_settings(operator.review.auto),
+            ci_loop: self.ci_loop_settings(&operator.ci_loop, &mut notes),
             notes,
         }
     }
 }
 
 impl RepoConfig {
+    /// The loop's settings: the repository's `[ci_loop]` within the operator's bounds; what was
+    /// asked and not granted goes to `notes`.
+    fn ci_loop_settings(&self, operator: &crate::config::CiLoopConfig, notes: &mut Vec<String>) -> CiLoopSettings {
+        let l = &self.ci_loop;
+        let enabled = match (operator.enabled, l.enabled) {
+            (false, Some(true)) => {
+                notes.push("`[ci_loop] enabled = true` is not allowed on this server; the loop is off.".to_owned());
+                Some(false)
+            }
+            (false, _) => Some(false),
+            (true, wanted) => wanted,
+        };
+        let max_rounds = match l.max_rounds {
+            Some(n) if n > operator.max_rounds => {
+                notes.push(format!(
+                    "`[ci_loop] max_rounds = {n}` is above this server's limit of {}; using {}.",
+                    operator.max_rounds, operator.max_rounds
+                ));
+                operator.max_rounds
+            }
+            Some(n) => n,
+            None => operator.max_rounds,
+        };
+        let wait_timeout = match l.wait_timeout {
+            Some(wanted) if wanted > operator.wait_timeout => {
+                let limit = format_duration(operator.wait_timeout);
+                notes.push(format!(
+                    "`[ci_loop] wait_timeout = \"{}\"` is above this server's limit of {limit}; using {limit}.",
+                    format_duration(wanted)
+                ));
+                operator.wait_timeout
+            }
+            Some(wanted) => wanted,
+            None => operator.wait_timeout,
+        };
+        CiLoopSettings {
+            enabled,
+            max_rounds,
+            wait_timeout,
+            start_timeout: operator.start_timeout.min(wait_timeout),
+            poll_interval: operator.poll_interval,
+            ignore_apps: l.ignore_apps.clone(),
+        }
+    }
+
     /// What reviews do here: the repository's `[review]` over the operator's `[review] auto`.
     pub fn review_settings(&self, operator_auto: bool) -> ReviewSettings {
         let r = &self.review;
@@ -604,6 +677,7 @@ pub struct EffectiveSettings {
     pub triggers: TriggerSettings,
     pub triage: TriageSettings,
     pub review: ReviewSettings,
+    pub ci_loop: CiLoopSettings,
     /// What the repository asked for and did not get, one sentence each, for the job's report.
     pub notes: Vec<String>,
 }
@@ -773,6 +847,21 @@ impl Walk {
             ("triage", "auto_fix") => boolean(key, v).map(|x| c.triage.auto_fix = x),
             ("triage", "rerun_flaky") => boolean(key, v).map(|x| c.triage.rerun_flaky = x),
             ("triage", "comment") => boolean(key, v).map(|x| c.triage.comment = x),
+            ("ci_loop", "enabled") => boolean(key, v).map(|x| c.ci_loop.enabled = Some(x)),
+            ("ci_loop", "max_rounds") => whole(key, v).and_then(|x| {
+                if x > crate::config::MAX_CI_ROUNDS {
+                    Err(invalid(
+                        key,
+                        v,
+                        format!("must be at most {}", crate::config::MAX_CI_ROUNDS),
+                    ))
+                } else {
+                    c.ci_loop.max_rounds = Some(x);
+                    Ok(())
+                }
+            }),
+            ("ci_loop", "wait_timeout") => duration(key, v).map(|x| c.ci_loop.wait_timeout = Some(x)),
+            ("ci_loop", "ignore_apps") => app_slugs(key, v).map(|x| c.ci_loop.ignore_apps = x),
             ("chores.deps", "schedule") => string(key, v).and_then(|text| {
                 Schedule::parse(text)
                     .map(|x| c.deps.schedule = Some(x))
@@ -1130,6 +1219,24 @@ fn logins(key: &str, v: &Value<'_>, when_empty: &str) -> Result<Vec<String>, Bad
         }
     }
     if bad.is_empty() { Ok(users) } else { Err(bad) }
+}
+
+/// GitHub App slugs (`codecov`, `github-actions`): lower-case letters, digits and hyphens.
+fn app_slugs(key: &str, v: &Value<'_>) -> Result<Vec<String>, Bad> {
+    let (names, mut bad) = strings(key, v)?;
+    let mut out = Vec::new();
+    for (name, at) in names {
+        let slug = name.trim();
+        if !slug.is_empty() && slug.len() <= 100 && slug.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            out.push(slug.to_ascii_lowercase());
+        } else {
+            bad.push((
+                at,
+                format!("invalid app {name:?} in `{key}`: expected an app's slug, e.g. \"codecov\""),
+            ));
+        }
+    }
+    if bad.is_empty() { Ok(out) } else { Err(bad) }
 }
 
 /// Review path globs (`vendor/**`, `*.lock`, `docs/`): each must compile.

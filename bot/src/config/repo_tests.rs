@@ -403,9 +403,44 @@ fn without_a_file_the_operator_decides_everything() {
             },
             triage: TriageSettings::default(),
             review: ReviewSettings::default(),
+            ci_loop: CiLoopSettings {
+                enabled: None,
+                max_rounds: 3,
+                wait_timeout: Duration::from_secs(30 * 60),
+                start_timeout: Duration::from_secs(5 * 60),
+                poll_interval: Duration::from_secs(3 * 60),
+                ignore_apps: Vec::new(),
+            },
             notes: Vec::new(),
         }
     );
+}
+
+#[test]
+fn the_ci_loop_is_bounded_by_the_operator() {
+    let ops = operator(&["ci_loop.max_rounds=2", "ci_loop.wait_timeout=10m"]);
+    let asked = RepoConfig::parse(
+        "[ci_loop]\nmax_rounds = 5\nwait_timeout = \"1h\"\nignore_apps = [\"codecov\", \"Netlify\"]\n",
+    )
+    .unwrap();
+    let settings = asked.apply(&ops).ci_loop;
+    assert_eq!(
+        (settings.enabled, settings.max_rounds, settings.wait_timeout),
+        (None, 2, Duration::from_secs(600))
+    );
+    assert_eq!(settings.ignore_apps, ["codecov", "netlify"]);
+    assert_eq!(asked.apply(&ops).notes.len(), 2);
+
+    let off = operator(&["ci_loop.enabled=false"]);
+    let wanted = RepoConfig::parse("[ci_loop]\nenabled = true\n").unwrap();
+    let settings = wanted.apply(&off);
+    assert_eq!(settings.ci_loop.enabled, Some(false));
+    assert!(settings.notes[0].contains("not allowed"), "{:?}", settings.notes);
+
+    let problems = RepoConfig::parse("[ci_loop]\nmax_rounds = 11\nignore_apps = [\"a b\"]\n").unwrap_err();
+    let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+    assert!(messages[0].contains("at most 10"), "{messages:?}");
+    assert!(messages[1].contains("invalid app"), "{messages:?}");
 }
 
 #[test]

@@ -66,7 +66,9 @@ pub(crate) fn env_var(section: &str, name: &str) -> String {
 
 /// Sections holding plain keys, in rendering order. `prices` is separate: its tables are keyed
 /// by model name and it can only be set in the file.
-pub(crate) const SECTIONS: &[&str] = &["model", "github", "server", "sandbox", "agent", "chores", "review"];
+pub(crate) const SECTIONS: &[&str] = &[
+    "model", "github", "server", "sandbox", "agent", "chores", "review", "ci_loop",
+];
 pub(crate) const PRICES: &str = "prices";
 pub(crate) const PRICE_KEYS: &[&str] = &["input", "output", "cache_read", "cache_write"];
 
@@ -135,6 +137,11 @@ pub(crate) const KEYS: &[Key] = &[
     key("chores", "lock_network", Kind::Bool),
     key("chores", "schedules", Kind::Bool),
     key("review", "auto", Kind::Bool),
+    key("ci_loop", "enabled", Kind::Bool),
+    key("ci_loop", "max_rounds", Kind::U32),
+    key("ci_loop", "wait_timeout", Kind::Duration),
+    key("ci_loop", "start_timeout", Kind::Duration),
+    key("ci_loop", "poll_interval", Kind::Duration),
 ];
 
 pub(crate) fn lookup(section: &str, name: &str) -> Option<&'static Key> {
