@@ -17,11 +17,11 @@ use super::paging::{self, Listing, PageLimit, limits};
 use super::time::format_rfc3339;
 use super::types::{
     ActionsJob, Annotation, AssigneesBody, BodyOnly, CheckRun, CheckRunOutput, CheckRunPage, CheckRunSummary,
-    CheckRunUpdate, CheckRunUpdateBody, CommitPull, ContentEntry, CreatedPull, DismissalBody,
-    InstallationRepositoryPage, Issue, IssueComment, JobLogText, JobPage, LabelsBody, NewCheckRun, NewCheckRunBody,
-    NewIssue, NewPull, NewReview, Permission, PermissionResponse, PullFile, PullRequest, PullSimple, PullUpdate,
-    Reaction, ReactionBody, Repository, Review, ReviewComment, ReviewersBody, RunFilter, TagName, WorkflowRunPage,
-    WorkflowRunSummary,
+    CheckRunUpdate, CheckRunUpdateBody, CheckSuitePage, CheckSuiteSummary, CommitPull, ContentEntry, CreatedPull,
+    DismissalBody, InstallationRepositoryPage, Issue, IssueComment, JobLogText, JobPage, LabelsBody, NewCheckRun,
+    NewCheckRunBody, NewIssue, NewPull, NewReview, Permission, PermissionResponse, PullFile, PullRequest, PullSimple,
+    PullUpdate, Reaction, ReactionBody, Repository, Review, ReviewComment, ReviewersBody, RunFilter, TagName,
+    WorkflowRunPage, WorkflowRunSummary,
 };
 
 /// The largest file `get_file` reads (the contents API inlines files up to 1 MB).
@@ -589,6 +589,19 @@ impl GithubClient {
             .paged(endpoint, limits::CHECK_RUNS, |page: CheckRunPage| page.check_runs)
             .await?;
         Ok(warn_if_truncated(listing, "check runs of a ref", repo))
+    }
+
+    /// Every app's check suites on `git_ref` (a commit, or a branch for its head).
+    pub async fn list_check_suites_for_ref(
+        &self,
+        repo: &RepoName,
+        git_ref: &str,
+    ) -> Result<Vec<CheckSuiteSummary>, GithubError> {
+        let endpoint = Endpoint::new(Method::GET, repo_path(repo, &["commits", git_ref, "check-suites"]));
+        let listing = self
+            .paged(endpoint, limits::CHECK_RUNS, |page: CheckSuitePage| page.check_suites)
+            .await?;
+        Ok(warn_if_truncated(listing, "check suites of a ref", repo))
     }
 
     /// The GitHub Actions workflow runs of commit `head_sha`, newest first.

@@ -44,8 +44,8 @@ pub use ids::{
 pub use paging::Listing;
 pub use types::{
     ActionsJob, ActionsStep, Annotation, AnnotationLevel, AppSummary, CheckConclusion, CheckOutputSummary, CheckRun,
-    CheckRunOutput, CheckRunSummary, CheckRunUpdate, CheckStatus, CommitPull, CreatedPull, Issue, IssueComment,
-    JobLogText, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest, PullUpdate,
-    Reaction, Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, RunFilter, Side, User,
+    CheckRunOutput, CheckRunSummary, CheckRunUpdate, CheckStatus, CheckSuiteSummary, CommitPull, CreatedPull, Issue,
+    IssueComment, JobLogText, NewCheckRun, NewPull, NewReview, Permission, PullFile, PullRef, PullRepo, PullRequest,
+    PullUpdate, Reaction, Repository, Review, ReviewComment, ReviewCommentDraft, ReviewEvent, RunFilter, Side, User,
     WorkflowRunSummary,
 };

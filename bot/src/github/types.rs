@@ -576,6 +576,32 @@ pub(super) struct CheckRunPage {
     pub(super) check_runs: Vec<CheckRunSummary>,
 }
 
+/// A check suite of a commit: one per app that checks it (GitHub Actions makes one per workflow
+/// run).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckSuiteSummary {
+    pub id: u64,
+    #[serde(default)]
+    pub head_sha: String,
+    /// `queued`, `in_progress`, `completed` (also `requested`, `pending`, `waiting`); `None` when
+    /// GitHub sends `null`.
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    #[serde(default)]
+    pub app: Option<AppSummary>,
+    /// How many check runs the suite has; a suite an app never used has none.
+    #[serde(default)]
+    pub latest_check_runs_count: Option<u64>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct CheckSuitePage {
+    #[serde(default)]
+    pub(super) check_suites: Vec<CheckSuiteSummary>,
+}
+
 /// A GitHub Actions workflow run (its latest attempt).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct WorkflowRunSummary {
