@@ -11,6 +11,7 @@ mod sqlite;
 mod store;
 #[cfg(test)]
 mod tests;
+mod watch;
 
 pub use pool::{
     EndOutcome, JobControl, JobEnd, JobHandler, PoolConfig, ShutdownReport, StopCause, WorkerPool, now_ms,
@@ -22,3 +23,4 @@ pub use store::{
     Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Heartbeat, Job, JobEvent, JobFilter, JobId, JobState,
     JobStore, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, StopRequest, StoreError, StoreFuture,
 };
+pub use watch::{CiWatch, Watching};

@@ -6,13 +6,17 @@
 //! "lease lost" and "shutting down" into the handler's cancellation token, drops a handler that does
 //! not return within `cancel_grace` of its token firing, and writes the outcome. The handler itself
 //! runs in its own task, so a panic fails the job instead of taking the pool down.
+//!
+//! A job that waits for something outside (CI on the commit it pushed) gives its slot back while it
+//! waits ([`JobControl::idle`]) and keeps its lease; a shutdown stops such a job at once, and it is
+//! requeued to wait again after the restart.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, broadcast};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
@@ -23,6 +27,7 @@ use super::store::{
     Cancellation, Claim, Finish, Heartbeat, Job, JobFilter, JobId, JobState, JobStore, Lease, NewJob, Release,
     StopRequest, StoreError,
 };
+use super::watch::CiWatch;
 
 /// Runs one job. It should return soon after `control`'s token fires (a stop was asked, the lease
 /// was lost, or the pool is shutting down); one that does not is dropped after `cancel_grace`.
@@ -85,6 +90,10 @@ pub struct JobControl {
     cause: Arc<OnceLock<StopCause>>,
     /// The pool, to wake for a job this one queues.
     pool: std::sync::Weak<Shared>,
+    /// The job's slot among the pool's `concurrency`; empty while it waits idle.
+    slot: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+    /// Whether the job waits idle now (a shutdown stops it at once).
+    idle: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for JobControl {
@@ -135,6 +144,43 @@ impl JobControl {
             pool.wake.notify_one();
         }
         Ok(id)
+    }
+
+    /// Another job's history (a triage asks whether a fix loop pushed the commit it looks at).
+    pub async fn events_of(&self, job: JobId) -> Result<Vec<crate::jobs::JobEvent>, StoreError> {
+        self.store.events(job).await
+    }
+
+    /// The jobs waiting for CI in this process (empty for a control outside a pool).
+    pub fn ci_watch(&self) -> CiWatch {
+        self.pool.upgrade().map(|pool| pool.watch.clone()).unwrap_or_default()
+    }
+
+    /// Runs `wait` — a wait for something outside, with no sandbox or working copy held — with
+    /// the job's slot given back to the pool, so that waiting jobs do not keep others from
+    /// running; the slot is taken again after (or not, when the job is being stopped). The lease
+    /// stays the job's throughout.
+    pub async fn idle<F: Future>(&self, wait: F) -> F::Output {
+        let released = lock(&self.slot).take();
+        let pool = self.pool.upgrade();
+        if released.is_some()
+            && let Some(pool) = &pool
+        {
+            pool.wake.notify_one();
+        }
+        self.idle.store(true, std::sync::atomic::Ordering::SeqCst);
+        let output = wait.await;
+        self.idle.store(false, std::sync::atomic::Ordering::SeqCst);
+        if released.is_some()
+            && let Some(pool) = pool
+        {
+            let permit = tokio::select! {
+                permit = Arc::clone(&pool.slots).acquire_owned() => permit.ok(),
+                () = self.token.cancelled() => None,
+            };
+            *lock(&self.slot) = permit;
+        }
+        output
     }
 
     /// The jobs of a serialisation key in any state, newest first (at most `limit`).
@@ -191,6 +237,11 @@ struct Shared {
     wake: Notify,
     stopping: CancellationToken,
     running: Mutex<HashMap<JobId, JobControl>>,
+    /// How many supervisors are alive (jobs waiting idle hold no slot, so the slots alone do not
+    /// say when all have ended).
+    supervisors: watch::Sender<usize>,
+    /// Jobs waiting for CI, and what wakes them.
+    watch: CiWatch,
     /// Ends recorded once claiming has stopped, for the shutdown report.
     ended: Mutex<Vec<JobEnd>>,
     events: broadcast::Sender<JobEnd>,
@@ -227,6 +278,8 @@ impl WorkerPool {
             wake: Notify::new(),
             stopping: CancellationToken::new(),
             running: Mutex::new(HashMap::new()),
+            supervisors: watch::Sender::new(0),
+            watch: CiWatch::default(),
             ended: Mutex::new(Vec::new()),
             events: broadcast::channel(256).0,
         });
@@ -248,6 +301,11 @@ impl WorkerPool {
     /// Every job end from now on (tests and the server's metrics follow jobs with it).
     pub fn subscribe(&self) -> broadcast::Receiver<JobEnd> {
         self.shared.events.subscribe()
+    }
+
+    /// The jobs waiting for CI in this process, and what wakes them.
+    pub fn ci_watch(&self) -> &CiWatch {
+        &self.shared.watch
     }
 
     /// The jobs running in this process.
@@ -300,6 +358,16 @@ impl WorkerPool {
         if let Some(recovery) = self.recovery.take() {
             recovery.abort();
         }
+        // A job waiting idle (for CI) has nothing to finish: it is requeued, and waits again after
+        // the restart.
+        let idle: Vec<JobControl> = lock(&self.shared.running)
+            .values()
+            .filter(|control| control.idle.load(std::sync::atomic::Ordering::SeqCst))
+            .cloned()
+            .collect();
+        for control in idle {
+            control.stop(StopCause::Shutdown);
+        }
         let all = u32::try_from(self.shared.config.concurrency).unwrap_or(u32::MAX);
         let slots = Arc::clone(&self.shared.slots);
         // Every slot free again means every supervisor has written its job's end.
@@ -311,6 +379,21 @@ impl WorkerPool {
             }
             // Bounded: each supervisor drops its handler after `cancel_grace`.
             let _ = slots.acquire_many(all).await;
+        }
+        // Jobs that were waiting idle held no slot: wait for their supervisors too (bounded the
+        // same way). One that goes idle after the first look is stopped here.
+        let mut supervisors = self.shared.supervisors.subscribe();
+        loop {
+            let idle: Vec<JobControl> = lock(&self.shared.running).values().cloned().collect();
+            for control in idle {
+                control.stop(StopCause::Shutdown);
+            }
+            if *supervisors.borrow_and_update() == 0 {
+                break;
+            }
+            if supervisors.changed().await.is_err() {
+                break;
+            }
         }
         let mut report = ShutdownReport::default();
         for end in lock(&self.shared.ended).drain(..) {
@@ -436,7 +519,10 @@ async fn supervise(shared: Arc<Shared>, claim: Claim, permit: OwnedSemaphorePerm
         token: CancellationToken::new(),
         cause: Arc::new(OnceLock::new()),
         pool: Arc::downgrade(&shared),
+        slot: Arc::new(Mutex::new(Some(permit))),
+        idle: Arc::new(std::sync::atomic::AtomicBool::new(false)),
     };
+    shared.supervisors.send_modify(|n| *n += 1);
     lock(&shared.running).insert(id, control.clone());
 
     let ended = run_handler(&shared, job, &lease, &control).await;
@@ -450,7 +536,8 @@ async fn supervise(shared: Arc<Shared>, claim: Claim, permit: OwnedSemaphorePerm
     }
     // Nobody listening is fine.
     let _ = shared.events.send(end);
-    drop(permit);
+    drop(lock(&control.slot).take());
+    shared.supervisors.send_modify(|n| *n -= 1);
     // The slot is free, and a job waiting behind this one's key may be claimable now.
     shared.wake.notify_one();
 }
