@@ -57,6 +57,8 @@ pub enum Template {
     ContextCiPullRequest,
     /// The `context` of a triage of a push's failed CI.
     ContextCiPush,
+    /// The task of a fix round after CI failed on the commit the job pushed (the fix loop).
+    CiRound,
 }
 
 impl Template {
@@ -84,6 +86,7 @@ impl Template {
         Template::ContextIssueBody,
         Template::ContextCiPullRequest,
         Template::ContextCiPush,
+        Template::CiRound,
     ];
 
     /// The file name in `prompts/` and in an override directory.
@@ -112,6 +115,7 @@ impl Template {
             Template::ContextIssueBody => "context-issue-body.md",
             Template::ContextCiPullRequest => "context-ci-pull-request.md",
             Template::ContextCiPush => "context-ci-push.md",
+            Template::CiRound => "ci-round.md",
         }
     }
 
@@ -161,6 +165,7 @@ impl Template {
             Template::ContextCiPullRequest => &["sha", "number", "repo", "title", "author", "head", "base"],
             // `branch`: " (branch `NAME`)", or nothing when the push's branch is unknown.
             Template::ContextCiPush => &["sha", "repo", "branch"],
+            Template::CiRound => &["sha", "round", "max_rounds", "task", "rounds", "findings"],
         }
     }
 
@@ -204,6 +209,7 @@ impl Template {
             Template::ContextIssueBody => include_str!("../../prompts/context-issue-body.md"),
             Template::ContextCiPullRequest => include_str!("../../prompts/context-ci-pull-request.md"),
             Template::ContextCiPush => include_str!("../../prompts/context-ci-push.md"),
+            Template::CiRound => include_str!("../../prompts/ci-round.md"),
         }
     }
 

@@ -44,17 +44,58 @@ pub async fn on_pull_request(env: &JobEnv) -> Result<(Finish, Spent), HandlerErr
     let repo_config = env.repo_config().await?;
     let settings = repo_config.apply(env.config());
     let targets = super::start_reporting(env, Some(&pull.head.sha)).await?;
-    let result = fix_pull_request(env, &settings, &targets, &pull).await;
+    // An earlier attempt that pushed and was waiting for CI when its process stopped waits again.
+    let result = match super::ci_loop::resumed(env).await {
+        Some(state) => super::ci_loop::run(env, &settings, &targets, state).await,
+        None => fix_pull_request(env, &settings, &targets, &pull).await,
+    };
     super::closed_out(env, &targets, result).await
 }
 
-/// Everything after the reports exist: the work, the delivery and the final report.
+/// The fix, then — when it was pushed and the repository has CI — the loop that waits for CI and
+/// fixes what the commit broke; the final report.
 async fn fix_pull_request(
     env: &JobEnv,
     settings: &EffectiveSettings,
     targets: &Targets,
     pull: &PullRequest,
 ) -> Result<(Finish, Spent), HandlerError> {
+    let attempt = attempt(env, settings, targets, pull, None).await?;
+    if let JobEnd::Pushed { commit, .. } = &attempt.end
+        && super::ci_loop::applies(env, settings, pull).await
+    {
+        let commit = commit.sha.clone();
+        let state = super::ci_loop::LoopState::first(settings, pull, pull.head.sha.as_str(), &commit, attempt);
+        return super::ci_loop::run(env, settings, targets, state).await;
+    }
+    let Attempt {
+        end,
+        outcome,
+        changed,
+        tests,
+    } = attempt;
+    finish(env, targets, end, outcome, changed, tests, settings).await
+}
+
+/// What one change of a pull request came to: delivered (`end`), what the agent did, the files
+/// changed since `start` and the tests before and after.
+pub(crate) struct Attempt {
+    pub end: JobEnd,
+    pub outcome: Outcome,
+    pub changed: Vec<crate::workspace::diff::FileStat>,
+    pub tests: (report::TestRun, report::TestRun),
+}
+
+/// One change of the pull request at its head: the agent at work (on `task`, else what was asked),
+/// the commit and its delivery to the branch, with a lease on the head it started from; nothing
+/// reported yet. `since`: the commit the changed files are counted from (else the head).
+pub(crate) async fn attempt(
+    env: &JobEnv,
+    settings: &EffectiveSettings,
+    targets: &Targets,
+    pull: &PullRequest,
+    task: Option<(String, Oid)>,
+) -> Result<Attempt, HandlerError> {
     let token = env.github.token().await?;
     let remote = RemoteRepo {
         url: super::parse_clone_url(&env.request.repo.clone_url)?,
@@ -67,9 +108,13 @@ async fn fix_pull_request(
     )?;
     let lease = super::lease_pull_head(env, pull).await?;
     let start = lease.repo().head()?;
+    let (task, since) = match task {
+        Some((task, since)) => (Some(task), since),
+        None => (None, start),
+    };
 
     let root = lease.path().to_owned();
-    let work = work(env, settings, targets, &root, context).await;
+    let work = work(env, settings, targets, &root, context, task).await;
     let (outcome, tests, stopped) = match work {
         Ok(done) => done,
         Err(error) => {
@@ -77,17 +122,29 @@ async fn fix_pull_request(
             return Err(error);
         }
     };
-    let mut changed = changed_stats(lease.repo(), start);
+    let mut changed = changed_stats(lease.repo(), since);
     if let Err(why) = stopped {
         // Not back to the pool either: a dropped lease deletes its copy.
         drop(lease);
-        return commit_failed(env, targets, why, outcome, changed, tests, settings).await;
+        let end = commit_failed_end(why);
+        return Ok(Attempt {
+            end,
+            outcome,
+            changed,
+            tests,
+        });
     }
     let commit = match commit(env, lease.repo(), &outcome, &mut changed) {
         Ok(commit) => commit,
         Err(error) => {
             lease.release().await;
-            return commit_failed(env, targets, error, outcome, changed, tests, settings).await;
+            let end = commit_failed_end(error);
+            return Ok(Attempt {
+                end,
+                outcome,
+                changed,
+                tests,
+            });
         }
     };
     let head_repo = pull.head.repo.as_ref().map(|r| RemoteRepo {
@@ -165,7 +222,12 @@ async fn fix_pull_request(
         }
     };
     lease.release().await;
-    finish(env, targets, end, outcome, changed, tests, settings).await
+    Ok(Attempt {
+        end,
+        outcome,
+        changed,
+        tests,
+    })
 }
 
 /// What the agent is told about the issue it fixes.
@@ -252,7 +314,7 @@ async fn fix_issue(
     let default_branch = env.request.repo.default_branch.clone();
     let root = lease.path().to_owned();
     let work = match issue_context(env, issue) {
-        Ok(context) => work(env, settings, targets, &root, context).await,
+        Ok(context) => work(env, settings, targets, &root, context, None).await,
         Err(error) => Err(error.into()),
     };
     let (outcome, tests, stopped) = match work {
@@ -329,6 +391,7 @@ async fn work(
     targets: &Targets,
     root: &std::path::Path,
     context: String,
+    task: Option<String>,
 ) -> Result<Worked, HandlerError> {
     let run_dir = run_dir(env.config(), &env.job_id());
     let session = AgentSession::start(agent_run(env, settings, root, run_dir)).await?;
@@ -338,12 +401,7 @@ async fn work(
     };
     let _ = env.control.record(&tests_before).await;
     let instructions = session.instructions();
-    let task = env
-        .request
-        .instructions
-        .clone()
-        .filter(|text| !text.trim().is_empty())
-        .unwrap_or_else(|| "Fix the problem this pull request or issue is about.".to_owned());
+    let task = task.unwrap_or_else(|| asked_task(env));
     let prompt = env.services.prompts.render(
         Template::Fix,
         &[
@@ -378,6 +436,15 @@ async fn work(
         )
     });
     Ok((outcome, (before, after), stopped))
+}
+
+/// What was asked, in the requester's words, or the plain task of a fix.
+pub(crate) fn asked_task(env: &JobEnv) -> String {
+    env.request
+        .instructions
+        .clone()
+        .filter(|text| !text.trim().is_empty())
+        .unwrap_or_else(|| "Fix the problem this pull request or issue is about.".to_owned())
 }
 
 /// Commits what the agent changed as the bot, with the requester as co-author and the job's
@@ -457,6 +524,17 @@ fn code_list(paths: &[String]) -> String {
     paths.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
 }
 
+/// The end of a change whose commit failed: git's words; nothing was pushed.
+fn commit_failed_end(error: impl std::fmt::Display) -> JobEnd {
+    tracing::error!(%error, "committing the change failed");
+    JobEnd::Stopped {
+        cause: StopCause::Commit {
+            message: error.to_string(),
+        },
+        saved: None,
+    }
+}
+
 /// Ends a job whose commit failed with the usual report, what the agent did and spent included:
 /// the failure is git's, said in its words, and nothing was pushed.
 async fn commit_failed(
@@ -509,7 +587,7 @@ fn stop_cause(outcome: &Outcome, tests: &(report::TestRun, report::TestRun)) -> 
     delta.is_regression().then_some(StopCause::TestsRegressed)
 }
 
-fn tests_delta(tests: &(report::TestRun, report::TestRun)) -> Option<TestDelta> {
+pub(crate) fn tests_delta(tests: &(report::TestRun, report::TestRun)) -> Option<TestDelta> {
     match tests {
         (report::TestRun::NotRun, report::TestRun::NotRun) => None,
         (before, after) => Some(TestDelta::compare(before.clone(), after.clone())),
@@ -558,7 +636,7 @@ pub(crate) async fn push_branch(
 }
 
 /// The job's end, reported (see [`super::conclude`]).
-async fn finish(
+pub(crate) async fn finish(
     env: &JobEnv,
     targets: &Targets,
     end: JobEnd,
@@ -572,6 +650,7 @@ async fn finish(
         outcome,
         changed_files,
         tests: tests_delta(&tests),
+        ci: None,
     };
     Ok(super::conclude(env, targets, ended, &[], settings).await)
 }
@@ -580,7 +659,7 @@ fn changed_stats(repo: &LocalRepo, start: Oid) -> Vec<crate::workspace::diff::Fi
     file_stats(repo, start, None).unwrap_or_default()
 }
 
-fn commit_ref(env: &JobEnv, commit: Oid) -> CommitRef {
+pub(crate) fn commit_ref(env: &JobEnv, commit: Oid) -> CommitRef {
     CommitRef {
         sha: commit.to_string(),
         url: format!("{}/commit/{commit}", super::web_url(&env.request.repo)),

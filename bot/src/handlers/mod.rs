@@ -8,6 +8,7 @@
 //! progress comment and the check run), and the job ends failed with the same words.
 
 pub mod chore;
+pub mod ci_loop;
 pub mod dashboard;
 pub mod describe;
 pub mod explain;
@@ -414,9 +415,8 @@ pub(crate) async fn start_check_run(
 /// The check run and progress comment an earlier attempt of this job made (its process died):
 /// the retry reports there, instead of leaving them "in progress" and starting new ones.
 async fn earlier_reporting(env: &JobEnv, info: &report::JobInfo) -> Option<Targets> {
-    if env.job.attempts < 2 {
-        return None;
-    }
+    // Any job may have reported before: a retry after a crash, and one requeued by a shutdown
+    // (which keeps its attempt count).
     let events = env.control.events().await.ok()?;
     let (check_run, check_run_url, comment) = events.iter().rev().find_map(|event| match event.record() {
         Some(JobRecord::Reporting {
@@ -521,6 +521,8 @@ pub(crate) struct Ended {
     pub outcome: crate::agent::Outcome,
     pub changed_files: Vec<crate::workspace::diff::FileStat>,
     pub tests: Option<report::TestDelta>,
+    /// The fix loop's timeline, when the job waited for CI after pushing.
+    pub ci: Option<report::ci_loop::Timeline>,
 }
 
 /// Writes the final check run and progress comment, and returns the job's end for the store: its
@@ -583,9 +585,29 @@ pub(crate) async fn conclude_with_comment(
         },
     };
     let trigger = settings.triggers.trigger.clone();
-    let conclusion = report::check_run::conclusion(&result);
-    let output = report::check_run::completed(&result, findings, &trigger);
+    let mut conclusion = report::check_run::conclusion(&result);
+    let mut output = report::check_run::completed(&result, findings, &trigger);
     let mut comment = report::progress::finished(&result, &trigger);
+    let mut words = report::headline(&result.end);
+    let ci_passed = ended.ci.as_ref().is_none_or(report::ci_loop::Timeline::passed);
+    if let Some(timeline) = &ended.ci {
+        let web = web_url(&env.request.repo);
+        let section = timeline.render(&|sha| format!("{web}/commit/{sha}"));
+        if let Some(headline) = timeline.headline() {
+            words = headline;
+            output.title = report::markdown::inline(&words);
+        }
+        output.summary = format!("{section}\n\n{}", output.summary);
+        comment.push_str(&format!("\n\n{section}"));
+        if !ci_passed && conclusion.kind == crate::github::CheckConclusion::Success {
+            conclusion.kind = match timeline.end {
+                Some(report::ci_loop::LoopEnd::StillFailing { .. } | report::ci_loop::LoopEnd::RoundFailed { .. }) => {
+                    crate::github::CheckConclusion::Failure
+                }
+                _ => crate::github::CheckConclusion::Neutral,
+            };
+        }
+    }
     let job_notes = env
         .notes
         .lock()
@@ -602,7 +624,6 @@ pub(crate) async fn conclude_with_comment(
         comment = own.to_owned();
     }
     targets.complete(conclusion.kind, output, &comment).await;
-    let words = report::headline(&result.end);
     let finished = JobRecord::Finished {
         headline: words.clone(),
     };
@@ -627,6 +648,11 @@ pub(crate) async fn conclude_with_comment(
             ..
         } => Finish::Cancelled(stop.map_or(words, |request| request.to_string())),
         report::JobEnd::Stopped { .. } => {
+            let _ = env.control.record(&JobRecord::Result(summary)).await;
+            Finish::Failed(words)
+        }
+        // The change is pushed, but CI still fails on it: the job did not get it green.
+        _ if !ci_passed && conclusion.kind == crate::github::CheckConclusion::Failure => {
             let _ = env.control.record(&JobRecord::Result(summary)).await;
             Finish::Failed(words)
         }

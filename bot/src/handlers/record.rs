@@ -40,6 +40,11 @@ pub enum JobRecord {
         ecosystems: Vec<EcosystemPlan>,
         problems: Vec<String>,
     },
+    /// The fix loop pushed a round's commit and waits for its CI: a retry after the process
+    /// stopped waits again instead of starting over.
+    CiWaiting(CiWaiting),
+    /// What CI said of a round's commit (the round, complete).
+    CiRound { round: crate::report::ci_loop::Round },
     /// The job's end in one line, as its report says it. (The store's own `finished` entry, of the
     /// same kind, carries the state instead.)
     Finished { headline: String },
@@ -48,6 +53,27 @@ pub enum JobRecord {
 }
 
 impl Record for JobRecord {}
+
+/// A round of the fix loop that waits for CI, with what a retry needs to go on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CiWaiting {
+    pub round: crate::report::ci_loop::Round,
+    /// The pull request's head before the job's first change (changed files count from it).
+    pub start: String,
+    /// The round agent's final message.
+    pub summary: String,
+    /// The pull request whose CI the loop waits on.
+    #[serde(default)]
+    pub pull: u64,
+    /// The pull request the job opened (a fix of an issue), its delivery.
+    #[serde(default)]
+    pub opened: Option<u64>,
+    pub usage: crate::llm::Usage,
+    pub steps: u32,
+    pub tool_calls: u32,
+    /// The files changed since `start`, by path.
+    pub changed: Vec<String>,
+}
 
 /// One ecosystem of a [`JobRecord::ChorePlan`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -654,6 +654,7 @@ async fn review(
         outcome,
         changed_files: Vec::new(),
         tests: None,
+        ci: None,
     };
     // The whole summary comment replaces the frame; the job spent what every chunk did.
     let (finish, _) = super::conclude_with_comment(env, &targets.unframed(), ended, &kept, settings, Some(&body)).await;
@@ -794,6 +795,7 @@ pub(super) async fn finish(
         outcome,
         changed_files: Vec::new(),
         tests: None,
+        ci: None,
     };
     super::conclude(env, targets, ended, findings, settings).await
 }

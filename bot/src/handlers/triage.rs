@@ -287,7 +287,12 @@ fn check_run_url(env: &JobEnv, id: u64) -> String {
 }
 
 /// The commit's failed jobs with their evidence.
-async fn gather(env: &JobEnv, head_sha: &str, pull: Option<u64>, base: &str) -> Result<Triage, HandlerError> {
+pub(crate) async fn gather(
+    env: &JobEnv,
+    head_sha: &str,
+    pull: Option<u64>,
+    base: &str,
+) -> Result<Triage, HandlerError> {
     let mut jobs = Vec::new();
     let runs = env.github.list_workflow_runs_for_sha(&env.repo, head_sha).await?;
     for run in runs.iter().filter(|r| is_failure(r.conclusion.as_deref())) {
@@ -367,6 +372,7 @@ async fn actions_jobs(env: &JobEnv, run: &WorkflowRunSummary, out: &mut Vec<Fail
             actions_job: Some((job.id, job.run_attempt.unwrap_or(latest))),
             evidence,
             analysis,
+            predates: false,
         });
     }
     Ok(())
@@ -461,6 +467,8 @@ async fn compare_with_base(env: &JobEnv, run: &WorkflowRunSummary, head_sha: &st
                 c.confidence = 0.6;
             }
         } else if failed > 0 {
+            job.predates = true;
+            let c = &mut job.analysis.classification;
             c.reasons.push(format!(
                 "`{}` failed in each of the last {failed} runs on `{base}` too: the failure predates this change",
                 job.name
@@ -524,6 +532,7 @@ fn external_job(check: &CheckRunSummary) -> FailedJob {
         actions_job: None,
         evidence: Evidence::CheckOutput,
         analysis,
+        predates: false,
     }
 }
 
@@ -739,6 +748,14 @@ async fn start_fix(env: &JobEnv, triage: &Triage, pull: Option<&PullRequest>) ->
         delivery_id: None,
     };
     let key = request.key();
+    if let Some(job) = loop_pushed(env, &key, &triage.head_sha).await {
+        return (
+            None,
+            format!(
+                "Did not start a fix: this commit is pitcrew's own, pushed by the fix loop of job {job}, which read its CI."
+            ),
+        );
+    }
     // The fixes triage started on this pull request before, by the commit they were for.
     let earlier: Vec<(i64, Option<String>)> = match env.control.jobs_of(&key, 200).await {
         Ok(jobs) => jobs
@@ -783,6 +800,24 @@ async fn start_fix(env: &JobEnv, triage: &Triage, pull: Option<&PullRequest>) ->
         ),
         Err(error) => (None, format!("Did not start a fix: the job store failed ({error}).")),
     }
+}
+
+/// The fix job of `key` whose loop pushed `sha` and waited for its CI, if one did: its failures
+/// were that loop's to fix (or to stop at), never a second fixer's.
+async fn loop_pushed(env: &JobEnv, key: &str, sha: &str) -> Option<crate::jobs::JobId> {
+    let jobs = env.control.jobs_of(key, 50).await.ok()?;
+    for job in jobs.iter().filter(|job| job.kind == "fix") {
+        let Ok(events) = env.control.events_of(job.id).await else {
+            continue;
+        };
+        let pushed = events.iter().any(|event| {
+            matches!(event.record(), Some(JobRecord::CiWaiting(waiting)) if waiting.round.commit.eq_ignore_ascii_case(sha))
+        });
+        if pushed {
+            return Some(job.id);
+        }
+    }
+    None
 }
 
 /// Posts or updates the pull request's triage comment; returns its URL for the check run's details

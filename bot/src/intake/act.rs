@@ -131,6 +131,7 @@ pub(super) async fn handle(ctx: Arc<Ctx>, id: DeliveryId, event: Arc<Result<Even
             return mark_processed(&ctx, &id, Vec::new()).await.map(|_| ());
         }
     };
+    let waiting_loop = wake_waiting(&ctx, event);
     let repo_settings = repo_triggers(&ctx, event).await?;
     let triggers = match &repo_settings {
         Some(settings) => with_repo(&ctx.settings.triggers, settings),
@@ -142,6 +143,11 @@ pub(super) async fn handle(ctx: Arc<Ctx>, id: DeliveryId, event: Arc<Result<Even
             mark_processed(&ctx, &id, Vec::new()).await.map(|_| ())
         }
         Decision::Pong { .. } => mark_processed(&ctx, &id, Vec::new()).await.map(|_| ()),
+        // The fix loop that pushed the commit reads its CI itself: no triage, no second fix.
+        Decision::Act(request) if waiting_loop.is_some() && request.actions.iter().all(is_ci_triage) => {
+            tracing::info!(loop_job = ?waiting_loop, "a fix loop waits on this commit and reads its CI; no triage");
+            mark_processed(&ctx, &id, Vec::new()).await.map(|_| ())
+        }
         Decision::Act(request) => act(&ctx, &id, event, *request, &triggers, repo_settings.as_ref()).await,
     }
 }
@@ -323,6 +329,34 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
     Ok(planned)
 }
 
+/// Wakes a job of this process that waits for CI when the event concerns it: CI completed on its
+/// commit, or its pull request changed. Returns the job waiting on the commit of a CI event.
+fn wake_waiting(ctx: &Ctx, event: &Event) -> Option<crate::jobs::JobId> {
+    let watch = ctx.pool.ci_watch();
+    let commit = |ctx: &crate::triggers::Context, sha: &crate::github::CommitSha| {
+        watch.wake_commit(&ctx.repo.name.to_string(), sha.as_str())
+    };
+    match event {
+        Event::WorkflowRunCompleted(run) => commit(&run.ctx, &run.head_sha),
+        Event::CheckRunCompleted(run) => commit(&run.ctx, &run.head_sha),
+        Event::CheckSuiteCompleted(suite) => commit(&suite.ctx, &suite.head_sha),
+        Event::PullRequestChanged { ctx, pull, .. } => {
+            watch.wake_key(&format!("{}#{}", ctx.repo.name, pull.number));
+            None
+        }
+        Event::PullRequestClosed { ctx, number, .. } => {
+            watch.wake_key(&format!("{}#{number}", ctx.repo.name));
+            None
+        }
+        _ => None,
+    }
+}
+
+/// A triage that failed CI asks for (and nothing else).
+fn is_ci_triage(action: &Action) -> bool {
+    matches!(action, Action::Run(job) if job.kind == JobKind::Triage && job.ci().is_some())
+}
+
 /// Whether this process stored the delivery's outcome or another one got there first.
 #[derive(Debug, PartialEq, Eq)]
 enum Stored {
@@ -337,6 +371,8 @@ async fn store_jobs(ctx: &Ctx, id: &DeliveryId, request: &Request, jobs: Vec<New
             if !created.is_empty() {
                 tracing::info!(jobs = ?created, key = %request.key(), "jobs queued");
                 ctx.pool.wake();
+                // A job of the same pull request that waits for CI hears of the new request.
+                ctx.pool.ci_watch().wake_key(&request.key());
             }
             Ok(Stored::Here)
         }

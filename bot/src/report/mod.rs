@@ -7,6 +7,7 @@
 pub mod baseline;
 pub mod check_run;
 pub mod chore;
+pub mod ci_loop;
 pub mod dashboard;
 pub mod describe;
 pub mod markdown;

@@ -45,6 +45,8 @@ pub struct FailedJob {
     /// Where the evidence came from.
     pub evidence: Evidence,
     pub analysis: Analysis,
+    /// The same job failed in every recent run on the base branch: the failure predates the change.
+    pub predates: bool,
 }
 
 /// Where a failed job's evidence came from.
@@ -450,6 +452,7 @@ mod tests {
             url: Some(format!("https://github.com/o/r/actions/runs/1/job/{}", name.len())),
             actions_job: None,
             evidence: Evidence::Log { truncated: false },
+            predates: false,
             analysis: Analysis {
                 step: Some("Run cargo test".into()),
                 findings,
