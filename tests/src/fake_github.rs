@@ -23,7 +23,9 @@
 //! signed URL on storage (here `/_blobs/job-logs/…`, outside the API); a request there that carries
 //! an `Authorization` header is a violation: the token would have left GitHub's API. Every Actions
 //! job is also a check run of the `github-actions` app, listed with the bot's own and other apps'
-//! check runs.
+//! check runs; a commit's check runs are held in check suites (one per workflow run, one per other
+//! app), listed by `GET …/commits/{ref}/check-suites`. [`FakeGithub::push_branch`] is a push as
+//! GitHub sees it: the open pull requests from the branch move to the new commit.
 //!
 //! `POST /graphql` is GitHub's GraphQL API (`graphql.rs`), with the repository endpoints'
 //! authentication: every query is parsed and validated against GitHub's published schema, its
@@ -571,6 +573,13 @@ impl FakeGithub {
     pub fn set_branch(&self, repo: &str, branch: &str, sha: &str) {
         self.shared
             .change(|s| s.branches.insert((repo.to_owned(), branch.to_owned()), sha.to_owned()));
+    }
+
+    /// A push moved branch `branch` of `repo` to `sha`, as GitHub sees it: the branch's registered
+    /// head (if one is) and the head of every open pull request from that branch of `repo` move
+    /// there. Returns those pull requests' numbers.
+    pub fn push_branch(&self, repo: &str, branch: &str, sha: &str) -> Vec<u64> {
+        self.shared.change(|s| s.branch_pushed(repo, branch, sha))
     }
 
     /// Tag `name` of `repo` points at `sha` (moved there when it exists, as major-version tags of
