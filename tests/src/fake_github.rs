@@ -77,7 +77,7 @@ mod repos;
 mod review_threads;
 mod routes;
 mod state;
-mod wire;
+pub(crate) mod wire;
 
 use std::io;
 use std::path::PathBuf;
@@ -417,6 +417,24 @@ impl FakeGithubBuilder {
     }
 }
 
+/// The fake's state for the crate's other fakes (the fake CI): their changes wake the fake's
+/// waiters as the API's do. Holding one keeps the state, not the server.
+#[derive(Debug, Clone)]
+pub(crate) struct StateHandle {
+    shared: Arc<Shared>,
+}
+
+impl StateHandle {
+    /// Applies `change` to the state and wakes every waiter.
+    pub(crate) fn change<R>(&self, change: impl FnOnce(&mut GithubState) -> R) -> R {
+        self.shared.change(change)
+    }
+
+    pub(crate) fn read<R>(&self, read: impl FnOnce(&GithubState) -> R) -> R {
+        read(&self.shared.lock().state)
+    }
+}
+
 fn static_token(token: &str, login: &str) -> IssuedToken {
     IssuedToken {
         token: token.to_owned(),
@@ -442,6 +460,13 @@ impl FakeGithub {
                 .iter()
                 .any(|t| t.token == token && t.expires_at.is_none_or(|at| at > now))
         })
+    }
+
+    /// The state, for the crate's other fakes.
+    pub(crate) fn handle(&self) -> StateHandle {
+        StateHandle {
+            shared: Arc::clone(&self.shared),
+        }
     }
 
     /// A fake with the default App and no repositories.
@@ -903,7 +928,7 @@ fn describe_violations(violations: &[String]) -> String {
 
 /// A wall-clock alarm for async waits: a thread sleeps until the deadline and then wakes the
 /// waiter; dropping the alarm ends the thread early.
-struct Alarm {
+pub(crate) struct Alarm {
     rang: Arc<Notify>,
     fired: Arc<AtomicBool>,
     cancelled: Arc<AtomicBool>,
@@ -911,7 +936,7 @@ struct Alarm {
 }
 
 impl Alarm {
-    fn set(deadline: Instant) -> Alarm {
+    pub(crate) fn set(deadline: Instant) -> Alarm {
         let rang = Arc::new(Notify::new());
         let fired = Arc::new(AtomicBool::new(false));
         let cancelled = Arc::new(AtomicBool::new(false));
@@ -939,7 +964,7 @@ impl Alarm {
         }
     }
 
-    async fn rang(&self) {
+    pub(crate) async fn rang(&self) {
         if self.fired.load(Ordering::Acquire) {
             return;
         }
