@@ -23,7 +23,9 @@
 //! signed URL on storage (here `/_blobs/job-logs/…`, outside the API); a request there that carries
 //! an `Authorization` header is a violation: the token would have left GitHub's API. Every Actions
 //! job is also a check run of the `github-actions` app, listed with the bot's own and other apps'
-//! check runs.
+//! check runs; a commit's check runs are held in check suites (one per workflow run, one per other
+//! app), listed by `GET …/commits/{ref}/check-suites`. [`FakeGithub::push_branch`] is a push as
+//! GitHub sees it: the open pull requests from the branch move to the new commit.
 //!
 //! `POST /graphql` is GitHub's GraphQL API (`graphql.rs`), with the repository endpoints'
 //! authentication: every query is parsed and validated against GitHub's published schema, its
@@ -75,7 +77,7 @@ mod repos;
 mod review_threads;
 mod routes;
 mod state;
-mod wire;
+pub(crate) mod wire;
 
 use std::io;
 use std::path::PathBuf;
@@ -415,6 +417,24 @@ impl FakeGithubBuilder {
     }
 }
 
+/// The fake's state for the crate's other fakes (the fake CI): their changes wake the fake's
+/// waiters as the API's do. Holding one keeps the state, not the server.
+#[derive(Debug, Clone)]
+pub(crate) struct StateHandle {
+    shared: Arc<Shared>,
+}
+
+impl StateHandle {
+    /// Applies `change` to the state and wakes every waiter.
+    pub(crate) fn change<R>(&self, change: impl FnOnce(&mut GithubState) -> R) -> R {
+        self.shared.change(change)
+    }
+
+    pub(crate) fn read<R>(&self, read: impl FnOnce(&GithubState) -> R) -> R {
+        read(&self.shared.lock().state)
+    }
+}
+
 fn static_token(token: &str, login: &str) -> IssuedToken {
     IssuedToken {
         token: token.to_owned(),
@@ -440,6 +460,13 @@ impl FakeGithub {
                 .iter()
                 .any(|t| t.token == token && t.expires_at.is_none_or(|at| at > now))
         })
+    }
+
+    /// The state, for the crate's other fakes.
+    pub(crate) fn handle(&self) -> StateHandle {
+        StateHandle {
+            shared: Arc::clone(&self.shared),
+        }
     }
 
     /// A fake with the default App and no repositories.
@@ -571,6 +598,13 @@ impl FakeGithub {
     pub fn set_branch(&self, repo: &str, branch: &str, sha: &str) {
         self.shared
             .change(|s| s.branches.insert((repo.to_owned(), branch.to_owned()), sha.to_owned()));
+    }
+
+    /// A push moved branch `branch` of `repo` to `sha`, as GitHub sees it: the branch's registered
+    /// head (if one is) and the head of every open pull request from that branch of `repo` move
+    /// there. Returns those pull requests' numbers.
+    pub fn push_branch(&self, repo: &str, branch: &str, sha: &str) -> Vec<u64> {
+        self.shared.change(|s| s.branch_pushed(repo, branch, sha))
     }
 
     /// Tag `name` of `repo` points at `sha` (moved there when it exists, as major-version tags of
@@ -894,7 +928,7 @@ fn describe_violations(violations: &[String]) -> String {
 
 /// A wall-clock alarm for async waits: a thread sleeps until the deadline and then wakes the
 /// waiter; dropping the alarm ends the thread early.
-struct Alarm {
+pub(crate) struct Alarm {
     rang: Arc<Notify>,
     fired: Arc<AtomicBool>,
     cancelled: Arc<AtomicBool>,
@@ -902,7 +936,7 @@ struct Alarm {
 }
 
 impl Alarm {
-    fn set(deadline: Instant) -> Alarm {
+    pub(crate) fn set(deadline: Instant) -> Alarm {
         let rang = Arc::new(Notify::new());
         let fired = Arc::new(AtomicBool::new(false));
         let cancelled = Arc::new(AtomicBool::new(false));
@@ -930,7 +964,7 @@ impl Alarm {
         }
     }
 
-    async fn rang(&self) {
+    pub(crate) async fn rang(&self) {
         if self.fired.load(Ordering::Acquire) {
             return;
         }

@@ -5,7 +5,11 @@
 //! Like the scripted model, the server runs on its own thread with its own tokio runtime, bound to
 //! `127.0.0.1:0`; dropping the [`GitServer`] stops it and removes the repositories. Every request is
 //! recorded ([`GitServer::requests`]) so tests can count fetches, and every push with the ref
-//! updates it asked for ([`GitServer::pushes`]). A push is an output the test should look at: the
+//! updates it asked for ([`GitServer::pushes`]). Hooks ([`GitServer::on_push`]) hear of every ref
+//! update that took: a client's push once `git http-backend` has applied it (a refused update, a
+//! non-fast-forward or a lease that did not hold, is not heard of), and the server's own commits
+//! ([`GitServer::commit`] and the like), as a forge's push events would. A push is an output the
+//! test should look at: the
 //! lookups ([`GitServer::pushes`], [`GitServer::requests`], and [`GitServer::rev_parse`] and
 //! [`GitServer::show`] for the refs they read) mark pushes seen, and [`GitServer::unseen_pushes`]
 //! lists the others.
@@ -36,6 +40,9 @@ use futures_util::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use crate::server_thread::ServerThread;
+
+/// The id git gives an absent ref in a push command.
+const ZERO_ID: &str = "0000000000000000000000000000000000000000";
 
 /// Where Debian's git installs the CGI program.
 pub const HTTP_BACKEND: &str = "/usr/lib/git-core/git-http-backend";
@@ -110,12 +117,17 @@ impl Push {
 /// Decides whether a Basic-auth password is a valid token.
 pub type TokenCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
+/// Hears of the ref updates that took (see [`GitServer::on_push`]); called on the server's
+/// thread or the test's, so it must be quick (hand the work to a thread of its own).
+pub type PushHook = Arc<dyn Fn(&Push) + Send + Sync>;
+
 struct Shared {
     accepts: TokenCheck,
     root: PathBuf,
     requests: Mutex<Vec<GitRequest>>,
     /// Every push, with whether a lookup has returned it.
     pushes: Mutex<Vec<(Push, bool)>>,
+    hooks: Mutex<Vec<PushHook>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -134,6 +146,18 @@ impl Shared {
 
     fn pushes(&self) -> MutexGuard<'_, Vec<(Push, bool)>> {
         self.pushes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tells every hook of the updates of `push` that took, if any.
+    fn announce(&self, push: &Push) {
+        if push.updates.is_empty() {
+            return;
+        }
+        // Called outside the lock: a hook may look at the server.
+        let hooks = self.hooks.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        for hook in hooks {
+            hook(push);
+        }
     }
 
     /// Marks seen the pushes `which` selects.
@@ -184,6 +208,7 @@ impl GitServer {
             root: root.path().to_owned(),
             requests: Mutex::new(Vec::new()),
             pushes: Mutex::new(Vec::new()),
+            hooks: Mutex::new(Vec::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let server = ServerThread::start("git-server", app, 2)?;
@@ -198,6 +223,18 @@ impl GitServer {
     /// The bare repository on disk.
     pub fn repo_path(&self, full_name: &str) -> PathBuf {
         self.root.path().join(format!("{full_name}.git"))
+    }
+
+    /// Calls `hook` from now on with every push's ref updates that took: a client's once git
+    /// has applied them (refused ones left out; a push all of whose updates were refused is not
+    /// heard of), and the commits this server makes itself ([`GitServer::commit`],
+    /// [`GitServer::create_pull_head`]). Not [`GitServer::create_repo`]'s first commit.
+    pub fn on_push(&self, hook: PushHook) {
+        self.shared
+            .hooks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(hook);
     }
 
     /// Every request received so far, in arrival order (every push is then seen).
@@ -339,7 +376,19 @@ impl GitServer {
             &["clone", "-q", "--branch", base_branch, &bare_arg, &work_arg],
         )?;
         commit_files(work.path(), files, message)?;
-        push(work.path(), &bare, destination)
+        let old = self
+            .resolve(full_name, destination)
+            .unwrap_or_else(|| ZERO_ID.to_owned());
+        let new = push(work.path(), &bare, destination)?;
+        self.shared.announce(&Push {
+            repo: full_name.to_owned(),
+            updates: vec![RefUpdate {
+                old,
+                new: new.clone(),
+                name: destination.to_owned(),
+            }],
+        });
+        Ok(new)
     }
 }
 
@@ -450,6 +499,7 @@ async fn run_backend(shared: &Arc<Shared>, user: &str, request: Request) -> io::
         .then(|| request.uri().path().strip_suffix(".git/git-receive-pack"))
         .flatten()
         .map(|repo| repo.trim_start_matches('/').to_owned());
+    let is_push = push_to.is_some();
     let compressed = request.headers().contains_key(header::CONTENT_ENCODING);
     let headers = request.headers();
     let header = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -486,10 +536,13 @@ async fn run_backend(shared: &Arc<Shared>, user: &str, request: Request) -> io::
     let stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout"))?;
     let mut body = request.into_body().into_data_stream();
     let recorder = Arc::clone(shared);
+    // The push's commands, for the hooks once the backend is done.
+    let (asked, asked_for) = tokio::sync::oneshot::channel::<Push>();
     tokio::spawn(async move {
         // The commands come first, before the pack: recorded as soon as they are in, so before
         // the backend can answer.
         let mut commands = push_to.map(|repo| (repo, Vec::new()));
+        let mut recorded = None;
         if compressed && let Some((repo, _)) = commands.take() {
             recorder.pushes().push((
                 Push {
@@ -505,16 +558,24 @@ async fn run_backend(shared: &Arc<Shared>, user: &str, request: Request) -> io::
                 if let Some(updates) = push_commands(head)
                     && let Some((repo, _)) = commands.take()
                 {
-                    recorder.pushes().push((Push { repo, updates }, false));
+                    let push = Push { repo, updates };
+                    recorder.pushes().push((push.clone(), false));
+                    recorded = Some(push);
                 }
             }
             if stdin.write_all(&chunk).await.is_err() {
-                return;
+                break;
             }
         }
         if let Some((repo, head)) = commands {
             let updates = push_commands(&head).unwrap_or_default();
-            recorder.pushes().push((Push { repo, updates }, false));
+            let push = Push { repo, updates };
+            recorder.pushes().push((push.clone(), false));
+            recorded = Some(push);
+        }
+        if let Some(push) = recorded {
+            // Nobody listens when the response was dropped.
+            let _ = asked.send(push);
         }
         // Dropping stdin closes it: the backend sees the end of the body.
     });
@@ -545,19 +606,62 @@ async fn run_backend(shared: &Arc<Shared>, user: &str, request: Request) -> io::
             response.headers_mut().append(name, value);
         }
     }
-    // The child rides along with the stream so that it lives (and is reaped) with the response.
-    let stream = futures_util::stream::unfold((reader, child), |(mut reader, child)| async move {
-        let mut buf = vec![0; 64 * 1024];
-        match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok::<_, io::Error>(Bytes::from(buf)), (reader, child)))
+    // The child rides along with the stream so that it lives (and is reaped) with the response;
+    // once its output is over, the hooks hear of the push's updates that took.
+    let announce = is_push.then(|| (Arc::clone(shared), asked_for));
+    let stream = futures_util::stream::unfold(
+        (reader, child, announce),
+        |(mut reader, mut child, mut announce)| async move {
+            let mut buf = vec![0; 64 * 1024];
+            match reader.read(&mut buf).await {
+                Ok(0) | Err(_) => {
+                    if let Some((shared, asked_for)) = announce.take() {
+                        // The backend has applied the updates it took by the time it exits.
+                        let _ = child.wait().await;
+                        if let Ok(push) = asked_for.await {
+                            announce_applied(shared, push).await;
+                        }
+                    }
+                    None
+                }
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((Ok::<_, io::Error>(Bytes::from(buf)), (reader, child, announce)))
+                }
             }
-        }
-    });
+        },
+    );
     *response.body_mut() = Body::from_stream(stream);
     Ok(response)
+}
+
+/// Tells the hooks of the updates of `push` that took: those whose ref now holds what they asked
+/// (a refused update left the ref where it was). A later push to the same ref racing this check
+/// hides the update.
+async fn announce_applied(shared: Arc<Shared>, push: Push) {
+    if shared.hooks.lock().unwrap_or_else(PoisonError::into_inner).is_empty() {
+        return;
+    }
+    let checked = tokio::task::spawn_blocking(move || {
+        let bare = shared.root.join(format!("{}.git", push.repo));
+        let updates = push
+            .updates
+            .iter()
+            .filter(|update| {
+                let now = git(&bare, &["rev-parse", "--verify", "-q", &update.name])
+                    .map(|out| out.trim().to_owned())
+                    .unwrap_or_else(|_| ZERO_ID.to_owned());
+                now == update.new
+            })
+            .cloned()
+            .collect();
+        shared.announce(&Push {
+            repo: push.repo.clone(),
+            updates,
+        });
+    });
+    // A panicking hook is the test's to report; the push itself is done.
+    let _ = checked.await;
 }
 
 /// The ref updates at the start of a receive-pack request (pkt-lines up to the first flush), or

@@ -5,6 +5,7 @@ pub mod chore_fixture;
 pub mod ci_log;
 pub mod docker;
 pub mod docker_proxy;
+pub mod fake_ci;
 pub mod fake_github;
 pub mod git_server;
 pub mod jwt;

@@ -193,7 +193,13 @@ pub fn comment_payload(
 
 /// A real example delivery of `event` (octokit's `file` under `webhooks/<event>/`) pointed at
 /// `repo` at `clone_url`, with `installation` for an App's delivery.
-fn example_payload(event: &str, file: &str, repo: &str, clone_url: &str, installation: Option<u64>) -> Value {
+pub(crate) fn example_payload(
+    event: &str,
+    file: &str,
+    repo: &str,
+    clone_url: &str,
+    installation: Option<u64>,
+) -> Value {
     let path = fixtures_root().join(format!("webhooks/{event}/{file}"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut payload: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

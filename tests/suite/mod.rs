@@ -9,6 +9,7 @@ mod chores_schedule;
 mod describe_job;
 mod docker_proxy;
 mod eval;
+mod fake_ci;
 mod fake_github;
 mod fix_job;
 mod git_workspace;

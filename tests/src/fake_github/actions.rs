@@ -1,11 +1,12 @@
 //! The fake GitHub's check runs of a commit as every app sees them (the bot's own, other apps',
-//! and one per GitHub Actions job) and GitHub Actions itself: workflow runs, their jobs (every
+//! and one per GitHub Actions job), the check suites that hold them (one per workflow run, one per
+//! other app and commit), and GitHub Actions itself: workflow runs, their jobs (every
 //! attempt), job re-runs and job logs. GitHub serves a job log by redirecting to a short-lived
 //! signed URL on its storage; the fake's storage is `/_blobs/job-logs/{job_id}?sig=…` on its own
 //! address, outside the API (and so outside the description's validation).
 //!
 //! These operations are not in the description subset: they are routed by the full description,
-//! and their example objects (`workflow-run`, `job`) come from it too.
+//! and their example objects (`workflow-run`, `job`, `check-suite`) come from it too.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +29,40 @@ pub(crate) const LOG_BLOB_PREFIX: &str = "/_blobs/job-logs/";
 pub(crate) fn handle(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Option<Reply> {
     Some(match ctx.op.operation_id {
         "checks/list-for-ref" => list_check_runs_for_ref(state, repo, ctx),
+        "checks/list-suites-for-ref" => list_suites_for_ref(state, repo, ctx),
+        "checks/get-suite" => {
+            let id = ctx.number("check_suite_id");
+            let mut shas: Vec<&str> = state
+                .workflow_runs
+                .values()
+                .filter(|r| r.repo == repo.full_name)
+                .map(|r| r.head_sha.as_str())
+                .chain(
+                    state
+                        .check_runs
+                        .values()
+                        .filter(|r| r.repo == repo.full_name)
+                        .map(|r| r.head_sha.as_str()),
+                )
+                .chain(
+                    state
+                        .external_check_runs
+                        .values()
+                        .filter(|r| r.repo == repo.full_name)
+                        .map(|r| r.head_sha.as_str()),
+                )
+                .collect();
+            shas.sort_unstable();
+            shas.dedup();
+            let found = shas
+                .into_iter()
+                .flat_map(|sha| suites_of(state, repo, sha, ctx))
+                .find(|suite| suite.id == id);
+            match found {
+                Some(suite) => Reply::json(200, suite.json),
+                None => Reply::not_found(ctx),
+            }
+        }
         "actions/list-workflow-runs-for-repo" => list_workflow_runs(state, repo, ctx),
         "actions/list-jobs-for-workflow-run" => list_jobs(state, repo, ctx),
         "actions/download-job-logs-for-workflow-run" => redirect_to_log(state, repo, ctx),
@@ -137,6 +172,243 @@ fn list_check_runs_for_ref(state: &GithubState, repo: &Repo, ctx: &Ctx<'_>) -> R
     Reply {
         headers,
         ..Reply::json(200, json!({"total_count": total, "check_runs": page}))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Check suites of a commit
+
+/// One check suite of a commit, whichever app's.
+struct Suite {
+    id: u64,
+    app_id: u64,
+    /// The names of its check runs.
+    names: Vec<String>,
+    json: Value,
+}
+
+/// A suite's conclusion from its runs': the worst one (a failure outweighs everything).
+fn fold_conclusions<'a>(conclusions: impl Iterator<Item = Option<&'a str>>) -> Option<String> {
+    const WORST_FIRST: [&str; 9] = [
+        "failure",
+        "startup_failure",
+        "timed_out",
+        "cancelled",
+        "action_required",
+        "stale",
+        "neutral",
+        "skipped",
+        "success",
+    ];
+    let conclusions: Vec<&str> = conclusions.flatten().collect();
+    WORST_FIRST
+        .iter()
+        .find(|c| conclusions.contains(c))
+        .map(|c| (*c).to_owned())
+}
+
+/// The check suites on `sha`: one per workflow run (GitHub Actions'), one for the bot's own check
+/// runs, one per other app with check runs; by id.
+fn suites_of(state: &GithubState, repo: &Repo, sha: &str, ctx: &Ctx<'_>) -> Vec<Suite> {
+    let mut suites = Vec::new();
+    let pulls_of = |branch: &str| -> Vec<u64> { state.open_pulls_from(&repo.full_name, branch) };
+    // Some branch for a suite that has none of its own: a workflow run's on that commit.
+    let branch_of_sha = state
+        .workflow_runs
+        .values()
+        .find(|r| r.repo == repo.full_name && r.head_sha == sha)
+        .map(|r| r.head_branch.clone());
+    for run in state
+        .workflow_runs
+        .values()
+        .filter(|r| r.repo == repo.full_name && r.head_sha == sha)
+    {
+        let jobs = state.jobs_of_run(run.id);
+        let latest = jobs.iter().map(|j| j.run_attempt).max().unwrap_or(1);
+        let names: Vec<String> = jobs
+            .iter()
+            .filter(|j| j.run_attempt == latest)
+            .map(|j| j.name.clone())
+            .collect();
+        let app = other_app_json(
+            GITHUB_ACTIONS_APP_ID,
+            GITHUB_ACTIONS_APP_SLUG,
+            "GitHub Actions",
+            "github",
+            ctx,
+        );
+        let mut json = check_suite_json(
+            state,
+            repo,
+            ctx,
+            SuiteFields {
+                id: run.check_suite_id,
+                sha,
+                branch: Some(&run.head_branch),
+                status: &run.status,
+                conclusion: run.conclusion.as_deref(),
+                pulls: &run.pull_requests,
+                runs: names.len(),
+                app,
+            },
+        );
+        json["created_at"] = json!(run.created_at);
+        json["updated_at"] = json!(run.created_at);
+        suites.push(Suite {
+            id: run.check_suite_id,
+            app_id: GITHUB_ACTIONS_APP_ID,
+            names,
+            json,
+        });
+    }
+    let own: Vec<&CheckRun> = state
+        .check_runs
+        .values()
+        .filter(|r| r.repo == repo.full_name && r.head_sha == sha)
+        .collect();
+    if !own.is_empty() {
+        // The id the bot's check runs name as their suite.
+        let id = check_run_json(own[0], repo, ctx)["check_suite"]["id"]
+            .as_u64()
+            .unwrap_or(0);
+        let completed = own.iter().all(|r| r.status == "completed");
+        let pulls = branch_of_sha.as_deref().map(pulls_of).unwrap_or_default();
+        let json = check_suite_json(
+            state,
+            repo,
+            ctx,
+            SuiteFields {
+                id,
+                sha,
+                branch: branch_of_sha.as_deref(),
+                status: if completed { "completed" } else { "in_progress" },
+                conclusion: if completed {
+                    fold_conclusions(own.iter().map(|r| r.conclusion.as_deref()))
+                } else {
+                    None
+                }
+                .as_deref(),
+                pulls: &pulls,
+                runs: own.len(),
+                app: app_json(ctx),
+            },
+        );
+        suites.push(Suite {
+            id,
+            app_id: ctx.cfg.app_id,
+            names: own.iter().map(|r| r.name.clone()).collect(),
+            json,
+        });
+    }
+    let mut by_app: BTreeMap<(u64, &str), Vec<&ExternalCheckRun>> = BTreeMap::new();
+    for run in state
+        .external_check_runs
+        .values()
+        .filter(|r| r.repo == repo.full_name && r.head_sha == sha)
+    {
+        by_app.entry((run.app_id, run.app_slug.as_str())).or_default().push(run);
+    }
+    for ((app_id, slug), runs) in by_app {
+        let id = wire::stable_id(&format!("{}@{sha}@{slug}", repo.full_name));
+        let completed = runs.iter().all(|r| r.status == "completed");
+        let pulls = branch_of_sha.as_deref().map(pulls_of).unwrap_or_default();
+        let json = check_suite_json(
+            state,
+            repo,
+            ctx,
+            SuiteFields {
+                id,
+                sha,
+                branch: branch_of_sha.as_deref(),
+                status: if completed { "completed" } else { "in_progress" },
+                conclusion: if completed {
+                    fold_conclusions(runs.iter().map(|r| r.conclusion.as_deref()))
+                } else {
+                    None
+                }
+                .as_deref(),
+                pulls: &pulls,
+                runs: runs.len(),
+                app: other_app_json(app_id, slug, slug, repo.owner(), ctx),
+            },
+        );
+        suites.push(Suite {
+            id,
+            app_id,
+            names: runs.iter().map(|r| r.name.clone()).collect(),
+            json,
+        });
+    }
+    suites.sort_by_key(|s| s.id);
+    suites
+}
+
+/// What a check suite object is made of.
+struct SuiteFields<'a> {
+    id: u64,
+    sha: &'a str,
+    branch: Option<&'a str>,
+    status: &'a str,
+    conclusion: Option<&'a str>,
+    pulls: &'a [u64],
+    runs: usize,
+    app: Value,
+}
+
+fn check_suite_json(state: &GithubState, repo: &Repo, ctx: &Ctx<'_>, suite: SuiteFields<'_>) -> Value {
+    let mut body = description_example("check-suite");
+    let repo_api = ctx.api(&format!("/repos/{}", repo.full_name));
+    let url = format!("{repo_api}/check-suites/{}", suite.id);
+    body["id"] = json!(suite.id);
+    body["node_id"] = json!(format!("CS_fake{}", suite.id));
+    body["head_branch"] = json!(suite.branch);
+    body["head_sha"] = json!(suite.sha);
+    body["before"] = Value::Null;
+    body["after"] = json!(suite.sha);
+    body["status"] = json!(suite.status);
+    body["conclusion"] = json!(suite.conclusion);
+    body["url"] = json!(url);
+    body["check_runs_url"] = json!(format!("{url}/check-runs"));
+    body["latest_check_runs_count"] = json!(suite.runs);
+    body["app"] = suite.app;
+    body["head_commit"]["id"] = json!(suite.sha);
+    body["head_commit"]["tree_id"] = json!(suite.sha);
+    body["repository"] = repo_json(repo, ctx);
+    // Their head and base as a workflow run lists them.
+    let run = WorkflowRun::new(0, "", suite.sha).head_branch(suite.branch.unwrap_or(""));
+    body["pull_requests"] = suite
+        .pulls
+        .iter()
+        .map(|n| pull_minimal_json(state, *n, &run, repo, ctx))
+        .collect();
+    let now = wire::now_rfc3339();
+    body["created_at"] = json!(now);
+    body["updated_at"] = json!(now);
+    body
+}
+
+/// `GET …/commits/{ref}/check-suites`: every app's suites on the commit (a branch name stands for
+/// its head), filtered by `app_id` and `check_name` (suites with a run of that name), by id.
+fn list_suites_for_ref(state: &GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
+    let reference = ctx.param("ref");
+    let sha = state
+        .branch_head(&repo.full_name, reference)
+        .unwrap_or_else(|| reference.to_owned());
+    let app_id = ctx.query("app_id").and_then(|id| id.parse::<u64>().ok());
+    let suites: Vec<Value> = suites_of(state, repo, &sha, ctx)
+        .into_iter()
+        .filter(|s| app_id.is_none_or(|id| s.app_id == id))
+        .filter(|s| {
+            ctx.query("check_name")
+                .is_none_or(|name| s.names.iter().any(|n| n == name))
+        })
+        .map(|s| s.json)
+        .collect();
+    let total = suites.len();
+    let (page, headers) = paginate(suites, ctx);
+    Reply {
+        headers,
+        ..Reply::json(200, json!({"total_count": total, "check_suites": page}))
     }
 }
 

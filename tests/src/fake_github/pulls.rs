@@ -4,7 +4,6 @@
 use serde_json::{Value, json};
 
 use super::context::{Ctx, Reply, list};
-use super::git::git_output;
 use super::issues::{apply_issue_fields, association, issue_json, label_json};
 use super::repos::{replace_in_strings, repo_json, user_id, user_json};
 use super::state::{GithubState, Issue, PullBase, PullHead, PullInfo, Repo, Review, ReviewComment};
@@ -278,24 +277,6 @@ fn pull_json(state: &GithubState, issue: &Issue, repo: &Repo, ctx: &Ctx<'_>) -> 
     body
 }
 
-/// A head ref's commit: registered with the fake, else read from the repository's `git_dir`.
-fn branch_sha(state: &GithubState, repo_full_name: &str, branch: &str) -> Option<String> {
-    if let Some(sha) = state.branches.get(&(repo_full_name.to_owned(), branch.to_owned())) {
-        return Some(sha.clone());
-    }
-    let dir = state.repo(repo_full_name)?.git_dir.as_deref()?;
-    git_output(
-        dir,
-        &[
-            "rev-parse",
-            "--verify",
-            "-q",
-            &format!("refs/heads/{branch}^{{commit}}"),
-        ],
-    )
-    .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
-}
-
 /// Asks the logins of `reviewers` and the team slugs of `team_reviewers`; the author cannot be
 /// asked to review their own pull request (422, as on GitHub).
 fn request_reviewers(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
@@ -358,10 +339,10 @@ fn create_pull(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
             json!([{"resource": "PullRequest", "field": field, "code": "invalid"}]),
         )
     };
-    let Some(head_sha) = branch_sha(state, &head_repo, &head_ref) else {
+    let Some(head_sha) = state.branch_head(&head_repo, &head_ref) else {
         return invalid("head");
     };
-    let Some(base_sha) = branch_sha(state, &repo.full_name, base_ref) else {
+    let Some(base_sha) = state.branch_head(&repo.full_name, base_ref) else {
         return invalid("base");
     };
     let duplicate = state.issues.iter().any(|((r, _), issue)| {

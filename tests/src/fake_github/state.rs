@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::git::git_output;
 use super::wire;
 
 /// A repository the fake knows.
@@ -1113,6 +1114,60 @@ impl GithubState {
     /// How many installation tokens were handed out.
     pub fn installation_tokens_issued(&self) -> usize {
         self.tokens.iter().filter(|t| t.installation_id.is_some()).count()
+    }
+
+    /// A branch's head commit: registered with the fake, else read from the repository's
+    /// `git_dir`.
+    pub(crate) fn branch_head(&self, repo: &str, branch: &str) -> Option<String> {
+        if let Some(sha) = self.branches.get(&(repo.to_owned(), branch.to_owned())) {
+            return Some(sha.clone());
+        }
+        let dir = self.repo(repo)?.git_dir.as_deref()?;
+        git_output(
+            dir,
+            &[
+                "rev-parse",
+                "--verify",
+                "-q",
+                &format!("refs/heads/{branch}^{{commit}}"),
+            ],
+        )
+        .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
+    }
+
+    /// The open pull requests of `repo` from its own branch `branch`, by number.
+    pub(crate) fn open_pulls_from(&self, repo: &str, branch: &str) -> Vec<u64> {
+        self.issues
+            .iter()
+            .filter(|((on, _), issue)| on == repo && issue.state == "open")
+            .filter(|(_, issue)| {
+                issue
+                    .pull
+                    .as_ref()
+                    .is_some_and(|p| p.head.ref_name == branch && p.head.repo_full_name == repo)
+            })
+            .map(|((_, number), _)| *number)
+            .collect()
+    }
+
+    /// A push moved `branch` of `repo` to `sha`: its registered head (if one is) and the head of
+    /// every open pull request from it move along, as on GitHub (not an output: the world did
+    /// it). Returns those pull requests' numbers.
+    pub(crate) fn branch_pushed(&mut self, repo: &str, branch: &str, sha: &str) -> Vec<u64> {
+        if let Some(head) = self.branches.get_mut(&(repo.to_owned(), branch.to_owned())) {
+            sha.clone_into(head);
+        }
+        let numbers = self.open_pulls_from(repo, branch);
+        let now = wire::now_rfc3339();
+        for number in &numbers {
+            if let Some(issue) = self.issues.get_mut(&(repo.to_owned(), *number))
+                && let Some(pull) = &mut issue.pull
+            {
+                sha.clone_into(&mut pull.head.sha);
+                issue.updated_at.clone_from(&now);
+            }
+        }
+        numbers
     }
 
     pub(crate) fn add_repo(&mut self, mut repo: Repo) {
