@@ -60,6 +60,12 @@ auto_fix = true
 rerun_flaky = true
 comment = false
 
+[ci_loop]
+enabled = true
+max_rounds = 2
+wait_timeout = "20m"
+ignore_apps = ["codecov"]
+
 [review]
 auto = true
 bots = ["renovate[bot]"]
@@ -109,6 +115,12 @@ fn a_full_valid_file() {
                 auto_fix: true,
                 rerun_flaky: true,
                 comment: false,
+            },
+            ci_loop: RepoCiLoop {
+                enabled: Some(true),
+                max_rounds: Some(2),
+                wait_timeout: Some(Duration::from_secs(20 * 60)),
+                ignore_apps: vec!["codecov".into()],
             },
             review: RepoReview {
                 auto: Some(true),
@@ -204,7 +216,10 @@ fn every_listed_key_is_accepted() {
                 "max_cost_usd" => "1.5",
                 "max_wall_time" => "\"5m\"",
                 "setup_network" | "assign" | "on_failure" | "auto_fix" | "rerun_flaky" | "comment" | "major"
-                | "update_pinned" | "dashboard" | "auto" | "describe" => "false",
+                | "update_pinned" | "dashboard" | "auto" | "describe" | "enabled" => "false",
+                "max_rounds" => "2",
+                "wait_timeout" => "\"10m\"",
+                "ignore_apps" => "[\"codecov\"]",
                 "bots" => "[\"renovate[bot]\"]",
                 "paths" | "ignore_paths" => "[\"src/\"]",
                 "max_comments" => "3",
@@ -260,11 +275,11 @@ fn a_key_in_the_wrong_section_says_where_it_goes() {
 
 #[test]
 fn unknown_section_and_keys_outside_any_section() {
-    insta::assert_snapshot!(problems("max_steps = 3\nbudget = 1\n[agnet]\nmax_steps = 3\n\n[chores.deps]\nschedule = \"0 6 * * 1\"\n"), @r#"
+    insta::assert_snapshot!(problems("max_steps = 3\nbudget = 1\n[agnet]\nmax_steps = 3\n\n[chores.deps]\nschedule = \"0 6 * * 1\"\n"), @"
     .github/pitcrew.toml:1:1: `max_steps` is outside any section; did you mean `max_steps` under `[agent]`?
     .github/pitcrew.toml:2:1: `budget` is outside any section; settings go under a section header such as `[agent]`
-    .github/pitcrew.toml:3:2: unknown section `[agnet]`; did you mean `[agent]`?; valid sections: model, agent, sandbox, triggers, triage, review, chores.deps
-    "#);
+    .github/pitcrew.toml:3:2: unknown section `[agnet]`; did you mean `[agent]`?; valid sections: model, agent, sandbox, triggers, triage, ci_loop, review, chores.deps
+    ");
 }
 
 #[test]
@@ -361,7 +376,7 @@ name = \"x\"
     .github/pitcrew.toml:3:20: unknown command `stpo` in `triggers.commands`; did you mean `stop`?; the commands are: fix, review, explain, describe, triage, help, stop, chore, ignore, unignore, rebase
     .github/pitcrew.toml:6:1: unknown key `max_step` in [agent]; did you mean `max_steps`?; valid keys in [agent]: max_steps, max_cost_usd, max_wall_time, test_command
     .github/pitcrew.toml:7:17: invalid `agent.max_wall_time` = "1.5h": fractions are not supported (no fractions: write "1h30m" or "90m", not "1.5h")
-    .github/pitcrew.toml:9:2: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, agent, sandbox, triggers, triage, review, chores.deps
+    .github/pitcrew.toml:9:2: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, agent, sandbox, triggers, triage, ci_loop, review, chores.deps
     "#);
 }
 

@@ -423,10 +423,10 @@ fn unknown_sections_and_misplaced_keys_get_hints() {
         &[KEY],
         &[],
     );
-    insta::assert_snapshot!(errs.join("\n"), @r"
+    insta::assert_snapshot!(errs.join("\n"), @"
     <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
     <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
-    <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, review, prices
+    <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, review, ci_loop, prices
     <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads
     ");
 }
@@ -838,7 +838,7 @@ fn malformed_and_unknown_flags() {
     --set max_steps: unknown setting; did you mean agent.max_steps?
     --set prices.gpt.input: `prices` can only be set in the config file, as [prices."MODEL"] tables
     --set agent.budget: unknown setting; valid keys in [agent]: trigger, max_steps, max_cost_usd, max_wall_time, max_new_file, code_index, index_cache, index_memory
-    --set x.y: unknown setting; valid sections: model, github, server, sandbox, agent, chores, review
+    --set x.y: unknown setting; valid sections: model, github, server, sandbox, agent, chores, review, ci_loop
     --set agent.max_cost_usd: invalid `agent.max_cost_usd` = -2: must be greater than zero
     "#);
 }
@@ -1081,6 +1081,13 @@ fn render_redacted_shows_effective_values_and_origins() {
     [review]
     auto = false                                     # default
 
+    [ci_loop]
+    enabled = true                                   # default
+    max_rounds = 3                                   # default
+    wait_timeout = "30m"                             # default
+    start_timeout = "5m"                             # default
+    poll_interval = "3m"                             # default
+
     [prices."gpt-4o"]
     input = 2.5                                      # <dir>/pitcrew.toml:6
     output = 10.0                                    # <dir>/pitcrew.toml:7
@@ -1262,4 +1269,33 @@ fn the_code_index_can_be_turned_off_and_its_cache_and_memory_sized() {
     --set agent.index_cache: invalid `agent.index_cache` = "1KiB": must be at least 1MiB
     --set agent.index_memory: invalid `agent.index_memory` = "lots": expected a whole number followed by a unit, e.g. "4GiB", "512MiB" or "2GB"
     "#);
+}
+
+#[test]
+fn the_ci_loop_section_from_a_file_the_environment_and_flags() {
+    let config = ok(
+        Some("[model]\nname = \"m\"\n[ci_loop]\nmax_rounds = 2\nwait_timeout = \"10m\"\n"),
+        &[
+            ("OPENAI_API_KEY", "sk-test"),
+            ("PITCREW_CI_LOOP_POLL_INTERVAL", "30s"),
+            ("PITCREW_CI_LOOP_ENABLED", "false"),
+        ],
+        &["ci_loop.start_timeout=2m"],
+    );
+    assert_eq!(
+        config.ci_loop,
+        CiLoopConfig {
+            enabled: false,
+            max_rounds: 2,
+            wait_timeout: Duration::from_secs(600),
+            start_timeout: Duration::from_secs(120),
+            poll_interval: Duration::from_secs(30),
+        }
+    );
+    let problems = errors(
+        Some("[model]\nname = \"m\"\n[ci_loop]\nmax_rounds = 0\n"),
+        &[("OPENAI_API_KEY", "sk-test")],
+        &[],
+    );
+    assert!(problems[0].contains("must be from 1 to 10"), "{problems:?}");
 }
