@@ -1117,6 +1117,51 @@ mod action {
         step.github.assert_no_violations();
     }
 
+    /// Issue "fix until green": pushed with the workflow's own `GITHUB_TOKEN`, pitcrew's commit
+    /// starts no workflow on GitHub. The repository has CI (a run on `main`), so the step waits
+    /// for CI on its commit; none starts, and the step ends saying why and what to do.
+    #[test]
+    fn a_push_whose_token_starts_no_ci_ends_the_wait_with_the_token_explained() {
+        let step = Step::new("action-no-ci");
+        let run = step
+            .github
+            .add_workflow_run(REPO, WorkflowRun::new(0, "CI", &step.pull.base_sha));
+        step.github.add_actions_job(REPO, ActionsJob::new(0, run, "test"));
+        let model = ScriptedModel::start(script());
+        let event = step.comment("alice", "COLLABORATOR", "@agent fix the add test");
+        let sandbox = "[sandbox]\nbackend = \"local\"\n\n[ci_loop]\nstart_timeout = \"2s\"\npoll_interval = \"1s\"\n";
+        let out = step.run_configured(REPO, ("issue_comment", &event), "auto", &model, sandbox, &[]);
+        let stdout = text(&out.stdout);
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+
+        let pushed = step
+            .git
+            .rev_parse(REPO, &format!("refs/heads/{}", step.pull.branch))
+            .unwrap();
+        assert_ne!(pushed, step.pull.head_sha);
+        let outputs = step.outputs();
+        assert_eq!(outputs["conclusion"], "neutral", "{outputs:?}\n{stderr}");
+        assert_eq!(outputs["commit_sha"], pushed);
+        let summary = std::fs::read_to_string(step.summary()).unwrap();
+        assert!(
+            summary.contains(&format!("**No CI started on {}.**", &pushed[..7])),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("Pushes made with a workflow's `GITHUB_TOKEN` do not start workflows"),
+            "{summary}"
+        );
+        assert!(summary.contains("`actions/create-github-app-token`"), "{summary}");
+        let runs = step.github.check_runs();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].output["title"], format!("No CI ran on {}", &pushed[..7]));
+        // The wait polled the commit's check suites, and no model call was made after the push.
+        assert!(!step.github.requests_to("checks/list-suites-for-ref").is_empty());
+        model.assert_script_consumed();
+        step.github.assert_no_violations();
+    }
+
     #[test]
     fn a_fix_comment_runs_the_job_and_writes_the_outputs_and_the_summary() {
         let Some(image) = pitcrew_tests::docker::test_image() else {

@@ -30,7 +30,7 @@ pub(crate) const LIMIT: Duration = Duration::from_secs(300);
 pub(crate) const LIVE: &str = "this comment updates as I go";
 
 /// The webhook secret of every server the harness starts.
-const SECRET: &str = "the suite's webhook secret";
+pub(crate) const SECRET: &str = "the suite's webhook secret";
 
 /// Where a running test's bot registers its store, for the report when the limit is hit.
 #[derive(Default)]
@@ -136,6 +136,8 @@ pub(crate) struct Bot {
     server: RunningServer,
     /// Job ends, from the server's start: [`Bot::job_end`] takes them in order.
     ends: broadcast::Receiver<JobEnd>,
+    /// What the server was started with, for [`Bot::restart`].
+    overrides: ServerOverrides,
 }
 
 impl Bot {
@@ -162,7 +164,38 @@ impl Bot {
             data,
             server,
             ends,
+            overrides,
         }
+    }
+
+    /// Stops the server as SIGTERM does (running jobs get `grace`, then are requeued) and starts
+    /// it again on the same data directory, on a new port; returns the stop's report.
+    pub(crate) async fn restart(self, grace: Duration) -> (Bot, pitcrew::jobs::ShutdownReport) {
+        let Bot {
+            github,
+            git,
+            model,
+            data,
+            server,
+            overrides,
+            ..
+        } = self;
+        let report = server.shutdown(grace).await;
+        let server = super::serving::serve(&overrides).await;
+        let _ = RUN.try_with(|run| {
+            *run.store.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(server.store()));
+        });
+        let ends = server.pool().subscribe();
+        let bot = Bot {
+            github,
+            git,
+            model,
+            data,
+            server,
+            ends,
+            overrides,
+        };
+        (bot, report)
     }
 
     pub(crate) fn server(&self) -> &RunningServer {

@@ -6,6 +6,7 @@ mod chores_cargo;
 mod chores_packages;
 mod chores_real;
 mod chores_schedule;
+mod ci_loop;
 mod describe_job;
 mod docker_proxy;
 mod eval;

@@ -138,10 +138,11 @@ fn round_of(number: u32, commit: &str, outcome: &Outcome) -> Round {
     }
 }
 
-/// Whether the job waits for CI after its push: `[ci_loop] enabled`, else whether the repository
-/// has CI (a check suite of another app on the base branch's head).
-pub(crate) async fn applies(env: &JobEnv, settings: &EffectiveSettings, pull: &PullRequest) -> bool {
-    match settings.ci_loop.enabled {
+/// Whether the job waits for CI after its push of `commit`: `[ci_loop] enabled`, else whether the
+/// repository has CI (a check suite of another app on the base branch's head). When it does, the
+/// dispatcher knows the commit is the loop's from now on (its CI may report before the wait).
+pub(crate) async fn applies(env: &JobEnv, settings: &EffectiveSettings, pull: &PullRequest, commit: &str) -> bool {
+    let applies = match settings.ci_loop.enabled {
         Some(enabled) => enabled,
         None => match env.github.list_check_suites_for_ref(&env.repo, &pull.base.branch).await {
             Ok(suites) => suites.iter().any(|suite| counts(env, settings, suite)),
@@ -150,7 +151,13 @@ pub(crate) async fn applies(env: &JobEnv, settings: &EffectiveSettings, pull: &P
                 false
             }
         },
+    };
+    if applies {
+        env.control
+            .ci_watch()
+            .remember(env.job.id, &env.repo.to_string(), commit);
     }
+    applies
 }
 
 /// A check suite that is CI for the loop: not pitcrew's own, not an ignored app's, and one its app
@@ -163,14 +170,17 @@ fn counts(env: &JobEnv, settings: &EffectiveSettings, suite: &CheckSuiteSummary)
         .and_then(|app| app.slug.as_deref())
         .unwrap_or("")
         .to_ascii_lowercase();
+    // As an Action on the workflow's token pitcrew is `github-actions[bot]`, whose suites are the
+    // workflows' own: its check runs are on the pull request's earlier head, never on the commit.
     let own = env
         .config()
         .github
         .bot_name
         .trim_end_matches("[bot]")
         .to_ascii_lowercase();
+    let own = !slug.is_empty() && slug == own && slug != "github-actions";
     let used = suite.latest_check_runs_count != Some(0);
-    used && (slug.is_empty() || slug != own) && !settings.ci_loop.ignore_apps.contains(&slug)
+    used && !own && !settings.ci_loop.ignore_apps.contains(&slug)
 }
 
 /// The loop of a job whose process stopped while it waited for CI, from its history; `None` for a
@@ -516,6 +526,9 @@ async fn next_round(
     state.absorb(number, attempt);
     match pushed {
         Some(commit) => {
+            env.control
+                .ci_watch()
+                .remember(env.job.id, &env.repo.to_string(), &commit);
             state.previous_head = pull.head.sha.as_str().to_owned();
             let mut round = round_of(number, &commit, &state.outcome);
             // The round's own spending, not the job's so far.

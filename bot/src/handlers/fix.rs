@@ -62,7 +62,7 @@ async fn fix_pull_request(
 ) -> Result<(Finish, Spent), HandlerError> {
     let attempt = attempt(env, settings, targets, pull, None).await?;
     if let JobEnd::Pushed { commit, .. } = &attempt.end
-        && super::ci_loop::applies(env, settings, pull).await
+        && super::ci_loop::applies(env, settings, pull, &commit.sha).await
     {
         let commit = commit.sha.clone();
         let state = super::ci_loop::LoopState::first(settings, pull, pull.head.sha.as_str(), &commit, attempt);

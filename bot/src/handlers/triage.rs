@@ -52,6 +52,19 @@ fn is_failure(conclusion: Option<&str>) -> bool {
 pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let asked = env.request.ci().is_none();
     let (head_sha, pull) = commit_and_pull(env).await?;
+    // A commit a fix loop pushed is that loop's to read: it judged its CI already (a triage queued
+    // before a restart, or by another process, finds it in the loop's history).
+    if !asked && let Some(job) = loop_pushed(env, &env.job.key, &head_sha).await {
+        let headline = format!("Left to the fix loop of job {job}, which pushed this commit and read its CI");
+        tracing::info!(%job, "the commit's CI is a fix loop's; no triage");
+        let _ = env
+            .control
+            .record(&JobRecord::Finished {
+                headline: headline.clone(),
+            })
+            .await;
+        return Ok((Finish::Cancelled(headline), Spent::default()));
+    }
     let settings = env.repo_config().await?.apply(env.config());
 
     // The branch the commit is measured against: the pull request's base, else the default branch.

@@ -330,11 +330,14 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
 }
 
 /// Wakes a job of this process that waits for CI when the event concerns it: CI completed on its
-/// commit, or its pull request changed. Returns the job waiting on the commit of a CI event.
+/// commit, or its pull request changed. Returns the job whose loop pushed the commit of a CI event
+/// (waiting on it now, or done with it).
 fn wake_waiting(ctx: &Ctx, event: &Event) -> Option<crate::jobs::JobId> {
     let watch = ctx.pool.ci_watch();
     let commit = |ctx: &crate::triggers::Context, sha: &crate::github::CommitSha| {
-        watch.wake_commit(&ctx.repo.name.to_string(), sha.as_str())
+        let repo = ctx.repo.name.to_string();
+        watch.wake_commit(&repo, sha.as_str());
+        watch.loop_of(&repo, sha.as_str())
     };
     match event {
         Event::WorkflowRunCompleted(run) => commit(&run.ctx, &run.head_sha),

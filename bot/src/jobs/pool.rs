@@ -161,19 +161,16 @@ impl JobControl {
     /// running; the slot is taken again after (or not, when the job is being stopped). The lease
     /// stays the job's throughout.
     pub async fn idle<F: Future>(&self, wait: F) -> F::Output {
-        let released = lock(&self.slot).take();
+        // Dropped here: the slot is the pool's again while the job waits.
+        let released = lock(&self.slot).take().map(drop).is_some();
         let pool = self.pool.upgrade();
-        if released.is_some()
-            && let Some(pool) = &pool
-        {
+        if released && let Some(pool) = &pool {
             pool.wake.notify_one();
         }
         self.idle.store(true, std::sync::atomic::Ordering::SeqCst);
         let output = wait.await;
         self.idle.store(false, std::sync::atomic::Ordering::SeqCst);
-        if released.is_some()
-            && let Some(pool) = pool
-        {
+        if released && let Some(pool) = pool {
             let permit = tokio::select! {
                 permit = Arc::clone(&pool.slots).acquire_owned() => permit.ok(),
                 () = self.token.cancelled() => None,

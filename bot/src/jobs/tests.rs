@@ -1573,3 +1573,46 @@ fn stops_asked_before_the_upgrade_name_who_asked() {
         (JobState::Cancelled, Some("stopped by @alice"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_waiting_idle_gives_its_slot_to_another_and_a_shutdown_requeues_it_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let (handler, mut starts, _) = scripted();
+    let waiter = store.enqueue(new_job("o/r#1"), now_ms()).await.unwrap();
+    let pool = WorkerPool::start(store.clone(), handler, pool_config(1));
+    let waiting = next_start(&mut starts).await;
+    assert_eq!(waiting.job.id, waiter);
+
+    // The only slot is given back while the job waits for something outside: the next job runs.
+    let control = waiting.control.clone();
+    let (release, released) = oneshot::channel::<()>();
+    let idle = tokio::spawn(async move {
+        control
+            .idle(async {
+                let _ = released.await;
+            })
+            .await;
+    });
+    let other = store.enqueue(new_job("o/r#2"), now_ms()).await.unwrap();
+    pool.wake();
+    let running = next_start(&mut starts).await;
+    assert_eq!(running.job.id, other);
+    running.done.send(Finish::Succeeded(json!("done"))).unwrap();
+
+    // A shutdown does not wait for the idle job's grace: it is stopped, and requeued.
+    let mut events = pool.subscribe();
+    assert_eq!(
+        end_of(&mut events, other).await,
+        EndOutcome::Finished(JobState::Succeeded)
+    );
+    let shutdown = tokio::spawn(pool.shutdown(Duration::from_secs(3600)));
+    within(waiting.control.token().cancelled()).await;
+    assert_eq!(waiting.control.stop_cause(), Some(StopCause::Shutdown));
+    let _ = release.send(());
+    within(idle).await.unwrap();
+    drop(waiting.done);
+    let report = within(shutdown).await.unwrap();
+    assert_eq!(report.requeued, vec![waiter], "{report:?}");
+    assert_eq!(store.job(waiter).await.unwrap().unwrap().state, JobState::Queued);
+}

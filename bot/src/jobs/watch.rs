@@ -3,9 +3,13 @@
 //! something new on the job's pull request — a push, a command ([`CiWatch::wake_key`]) — and the
 //! waiting job looks again at once instead of at its next poll.
 //!
+//! It also remembers the commits loops waited on ([`CiWatch::loop_of`]), so that a CI failure of one
+//! reported after its loop moved on starts no separate triage.
+//!
 //! In memory, per process: a wake-up is an optimisation (every waiting job also polls), and a job
 //! resumed after a restart registers again.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
@@ -16,7 +20,12 @@ use super::store::JobId;
 #[derive(Clone, Default)]
 pub struct CiWatch {
     waiting: Arc<Mutex<Vec<Waiting>>>,
+    /// `(repo, sha, job)` of the commits waited on, newest last, at most [`REMEMBERED`].
+    waited: Arc<Mutex<VecDeque<(String, String, JobId)>>>,
 }
+
+/// Commits remembered as waited on by a loop.
+const REMEMBERED: usize = 1024;
 
 impl std::fmt::Debug for CiWatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -63,6 +72,7 @@ impl CiWatch {
     /// already watching moves to `sha`.
     pub fn watch(&self, job: JobId, repo: &str, key: &str, sha: &str) -> Watching {
         let notify = Arc::new(Notify::new());
+        self.remember(job, repo, sha);
         let mut waiting = self.lock();
         waiting.retain(|w| w.job != job);
         waiting.push(Waiting {
@@ -86,6 +96,31 @@ impl CiWatch {
             .iter()
             .find(|w| w.repo == repo && w.sha == sha)
             .map(|w| w.job)
+    }
+
+    /// `job`'s loop pushed `sha` to `repo` and will wait for its CI (said as soon as the push is
+    /// done: CI may report before the job starts waiting).
+    pub fn remember(&self, job: JobId, repo: &str, sha: &str) {
+        let mut waited = self.waited.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = (repo.to_ascii_lowercase(), sha.to_ascii_lowercase(), job);
+        if !waited.contains(&entry) {
+            if waited.len() >= REMEMBERED {
+                waited.pop_front();
+            }
+            waited.push_back(entry);
+        }
+    }
+
+    /// The job whose loop waits or waited on commit `sha` of `repo` (it pushed that commit).
+    pub fn loop_of(&self, repo: &str, sha: &str) -> Option<JobId> {
+        let (repo, sha) = (repo.to_ascii_lowercase(), sha.to_ascii_lowercase());
+        self.waited
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .rev()
+            .find(|(r, s, _)| *r == repo && *s == sha)
+            .map(|(_, _, job)| *job)
     }
 
     /// CI reported on commit `sha` of `repo`: the job waiting on it looks now. Returns that job.
@@ -131,6 +166,7 @@ mod tests {
             .unwrap_or_else(|_| panic!("the key wakes it"));
         drop(waiting);
         assert_eq!(watch.waiting_on("octo/repo", "abc123"), None);
+        assert_eq!(watch.loop_of("octo/repo", "ABC123"), Some(JobId(7)));
         assert!(!watch.wake_key("octo/repo#3"));
     }
 }
