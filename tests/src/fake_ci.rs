@@ -130,6 +130,8 @@ struct CiState {
     lose: usize,
     runs: Vec<CiRun>,
     deliveries: Vec<(String, String, u16)>,
+    /// When pitcrew answered each of `deliveries`.
+    answered: Vec<Instant>,
 }
 
 #[derive(Debug, Clone)]
@@ -326,7 +328,9 @@ impl Core {
             let id = delivery_id();
             let body = payload.to_string();
             let status = runtime.block_on(send(client, &target, event, &id, body));
-            self.state().deliveries.push((event.to_owned(), id, status));
+            let mut state = self.state();
+            state.answered.push(Instant::now());
+            state.deliveries.push((event.to_owned(), id, status));
         }
     }
 }
@@ -349,6 +353,7 @@ impl FakeCi {
                 lose: 0,
                 runs: Vec::new(),
                 deliveries: Vec::new(),
+                answered: Vec::new(),
             }),
             finished: Notify::new(),
         });
@@ -482,6 +487,11 @@ impl FakeCi {
     /// the request failed).
     pub fn deliveries(&self) -> Vec<(String, String, u16)> {
         self.core.state().deliveries.clone()
+    }
+
+    /// When pitcrew answered each delivery of [`FakeCi::deliveries`], in the same order.
+    pub fn answered_at(&self) -> Vec<Instant> {
+        self.core.state().answered.clone()
     }
 
     fn latest_run(&self, sha: &str) -> Option<CiRun> {

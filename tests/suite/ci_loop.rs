@@ -105,6 +105,8 @@ impl World {
     /// run of [`workflow`] on `main` already: its CI history, where `test` fails) and running
     /// `ci` from now on, and the bot.
     async fn start(repo_config: &str, ci: Workflow, model: Script, poll: &str) -> World {
+        // The bot's log goes to the test's output, which a failing test shows.
+        pitcrew::logging::init(pitcrew::logging::LogFormat::Pretty);
         let github = FakeGithub::start();
         let git = GitServer::start_with(github.token_check());
         let config = format!("{REPO_CONFIG}{repo_config}");
@@ -458,7 +460,6 @@ fn stop_while_the_job_waits_for_ci_cancels_it() {
 
 #[test]
 fn a_failure_that_fails_on_the_base_branch_too_is_not_the_commits_and_starts_no_round() {
-    pitcrew::logging::init(pitcrew::logging::LogFormat::Pretty); // DEBUG
     super::harness::run_test(|| async move {
         // Only the README changes: `test` fails as it does on `main`.
         let readme = vec![
@@ -529,7 +530,7 @@ fn a_restart_while_the_job_waits_for_ci_resumes_the_wait_and_finishes() {
 
         let asked = world.asked.lock().unwrap().clone();
         let World { bot, ci, scratch, .. } = world;
-        let (mut bot, report) = bot.restart(Duration::from_secs(30)).await;
+        let (mut bot, report) = bot.restart(Duration::from_secs(5)).await;
         assert_eq!(
             report.requeued.len(),
             1,

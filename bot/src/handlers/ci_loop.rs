@@ -350,6 +350,7 @@ pub(crate) async fn run(
         };
         record_waiting(env, &state).await;
         show_waiting(env, targets, &state.timeline).await;
+        tracing::info!(%commit, round = state.timeline.rounds.len(), "waiting for CI");
         let began = Instant::now();
         let mut settle = false;
         let waited = loop {
@@ -370,6 +371,7 @@ pub(crate) async fn run(
             if !matches!(waited, Waited::Completed) {
                 break waited;
             }
+            tracing::info!(%commit, "CI completed on the commit");
             match judge(env, settings, &commit, number, &mut state.reran).await? {
                 // A re-run makes the commit's CI run again: wait for it, from the next wake-up.
                 Verdict::Rerun => settle = true,
@@ -805,6 +807,7 @@ async fn judge(
             _ => caused.push(job),
         }
     }
+    tracing::info!(caused = caused.len(), excused = excused.len(), rerun, "CI judged");
     if !caused.is_empty() {
         triage.jobs = caused;
         return Ok(Verdict::Failed(triage));

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::agent::Outcome;
 use crate::agent::events::EventSink;
 use crate::config::repo::EffectiveSettings;
-use crate::github::{CommitSha, Issue, NewPull, PullRequest};
+use crate::github::{CommitSha, Issue, IssueNumber, NewPull, PullRequest};
 use crate::jobs::Finish;
 use crate::prompts::{PromptError, Template};
 use crate::report::{self, BranchRef, CommitRef, JobEnd, StopCause, TestDelta};
@@ -279,6 +279,12 @@ pub async fn on_issue(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
         .await?;
     let start = lease.repo().head()?;
     let targets = super::start_reporting(env, Some(&CommitSha(start.to_string()))).await?;
+    // An earlier attempt that opened the pull request and was waiting for its CI waits again.
+    if let Some(state) = super::ci_loop::resumed(env).await {
+        lease.release().await;
+        let result = super::ci_loop::run(env, &settings, &targets, state).await;
+        return super::closed_out(env, &targets, result).await;
+    }
     let checkout = Checkout {
         lease,
         start,
@@ -377,7 +383,23 @@ async fn fix_issue(
             }
         }
     };
+    let pushed = lease.repo().head().ok();
     lease.release().await;
+    // The pull request it opened runs CI on the branch's commit: wait for it, and fix what it broke.
+    if let (JobEnd::PullRequestOpened { number, .. }, Some(pushed)) = (&end, pushed) {
+        let pull = env.github.get_pull(&env.repo, IssueNumber(*number)).await?;
+        let commit = pushed.to_string();
+        if super::ci_loop::applies(env, settings, &pull, &commit).await {
+            let attempt = Attempt {
+                end,
+                outcome,
+                changed,
+                tests,
+            };
+            let state = super::ci_loop::LoopState::first(settings, &pull, &start.to_string(), &commit, attempt);
+            return super::ci_loop::run(env, settings, targets, state).await;
+        }
+    }
     finish(env, targets, end, outcome, changed, tests, settings).await
 }
 
