@@ -582,3 +582,102 @@ fn a_restart_while_the_job_waits_for_ci_resumes_the_wait_and_finishes() {
         bot
     });
 }
+
+#[test]
+fn a_fix_of_an_issue_waits_for_ci_on_the_pull_request_it_opened_and_fixes_it_until_green() {
+    super::harness::run_test(|| async move {
+        let world = World::start(
+            "[triage]\non_failure = false\n",
+            workflow(),
+            script(&[sloppy_fix(), tidy_up()]),
+            "3m",
+        )
+        .await;
+        world
+            .bot
+            .github
+            .add_issue(REPO, pitcrew_tests::fake_github::Issue::new(3, "add subtracts"));
+        // The recorded comment delivery is a pull request's: made an issue's.
+        let asked = world.bot.github.add_issue_comment(REPO, 3, "alice", "@agent fix");
+        let comment = pitcrew_tests::scenario::Comment {
+            id: asked,
+            login: "alice",
+            user_id: 4242,
+            association: "COLLABORATOR",
+            body: "@agent fix",
+        };
+        let mut payload = pitcrew_tests::scenario::comment_payload(
+            REPO,
+            &world.bot.git.url(REPO),
+            3,
+            &comment,
+            Some(world.bot.github.installation_id()),
+        );
+        payload["issue"].as_object_mut().unwrap().remove("pull_request");
+        world.bot.deliver("issue_comment", "fix-issue-1", &payload).await;
+
+        // Round 1 opens the pull request from its own branch; round 2 pushes to that branch.
+        world
+            .bot
+            .wait_for("the pull request opened", |state| state.pull_requests(REPO).len() == 2)
+            .await;
+        let opened = world
+            .bot
+            .github
+            .pull_requests(REPO)
+            .into_iter()
+            .find(|pull| pull.number != PR)
+            .unwrap();
+        let branch = opened.pull.as_ref().unwrap().head.ref_name.clone();
+        let first = opened.pull.as_ref().unwrap().head.sha.clone();
+        assert_eq!(world.ci_on(&first).await.conclusion, "failure");
+        let number = opened.number;
+        world
+            .bot
+            .wait_for("round 2's push", |state| {
+                pull_head(state, REPO, number).is_some_and(|head| head != first)
+            })
+            .await;
+        let second = world.bot.git.rev_parse(REPO, &format!("refs/heads/{branch}")).unwrap();
+        assert_eq!(world.ci_on(&second).await.conclusion, "success");
+
+        let run = world.bot.reported_end(REPO, 3).await;
+        assert_eq!(
+            run.output["title"].as_str().unwrap_or_default(),
+            format!("CI passed on {} after 2 rounds", &second[..7])
+        );
+        let bot = world.bot.github.bot_login();
+        let comment = world
+            .bot
+            .github
+            .comments_on(REPO, 3)
+            .into_iter()
+            .find(|c| c.user == bot)
+            .map(|c| c.body)
+            .unwrap();
+        assert!(
+            comment.contains(&format!("Opened pull request [#{number}]")),
+            "{comment}"
+        );
+        assert!(comment.contains("❌ CI failed (1 job: `CI / lint`)"), "{comment}");
+        assert!(
+            comment.contains(&format!("**CI passed on {} after 2 rounds.**", &second[..7])),
+            "{comment}"
+        );
+        assert_eq!(
+            world
+                .bot
+                .git
+                .show(REPO, &format!("refs/heads/{branch}"), "calc.sh")
+                .unwrap(),
+            "add() {\n    echo $(($1 + $2))\n}\n"
+        );
+
+        let mut bot = world.bot;
+        let job = bot.job_end().await;
+        assert_eq!(job.state, JobState::Succeeded, "{:?}", job.error);
+        bot.settled().await;
+        assert_eq!(bot.reactions_on_comment(asked), ["eyes"]);
+        bot
+    });
+}

@@ -54,7 +54,12 @@ pub async fn run(env: &JobEnv) -> Result<(Finish, Spent), HandlerError> {
     let (head_sha, pull) = commit_and_pull(env).await?;
     // A commit a fix loop pushed is that loop's to read: it judged its CI already (a triage queued
     // before a restart, or by another process, finds it in the loop's history).
-    if !asked && let Some(job) = loop_pushed(env, &env.job.key, &head_sha).await {
+    let this_process = env.control.ci_watch().loop_of(&env.repo.to_string(), &head_sha);
+    let pushed_by_loop = match this_process {
+        Some(job) => Some(job),
+        None => loop_pushed(env, &env.job.key, &head_sha).await,
+    };
+    if !asked && let Some(job) = pushed_by_loop {
         let headline = format!("Left to the fix loop of job {job}, which pushed this commit and read its CI");
         tracing::info!(%job, "the commit's CI is a fix loop's; no triage");
         let _ = env
