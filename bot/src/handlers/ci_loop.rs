@@ -198,17 +198,10 @@ pub(crate) async fn resumed(env: &JobEnv) -> Option<LoopState> {
     let JobRecord::CiWaiting(waiting) = &records[last_wait] else {
         return None;
     };
-    // The rounds before the one waited on, as they ended.
+    // The rounds before the one waited on, as they ended; each round's report, as last recorded
+    // (a resumed wait records its round again).
     let mut rounds: Vec<Round> = Vec::new();
-    let mut outcome = Outcome {
-        stop: StopReason::Finished,
-        summary: String::new(),
-        plan: Default::default(),
-        usage: Default::default(),
-        steps: 0,
-        tool_calls: 0,
-        duration_ms: 0,
-    };
+    let mut summaries: std::collections::BTreeMap<u32, &str> = std::collections::BTreeMap::new();
     let mut previous_head = waiting.start.clone();
     for record in &records[..=last_wait] {
         match record {
@@ -218,25 +211,33 @@ pub(crate) async fn resumed(env: &JobEnv) -> Option<LoopState> {
                 rounds.push(round.clone());
             }
             JobRecord::CiWaiting(w) => {
-                if outcome.summary.is_empty() {
-                    outcome.summary.clone_from(&w.summary);
-                } else if w.round.number > 1 {
-                    outcome.summary = format!("{}\n\nRound {}: {}", outcome.summary, w.round.number, w.summary);
-                }
-                outcome.usage.usage += w.usage;
-                outcome.usage.cost_usd = match (outcome.usage.cost_usd, w.round.cost_usd) {
-                    (Some(a), Some(b)) => Some(a + b),
-                    (None, b) if w.round.number == 1 => b,
-                    _ => None,
-                };
-                outcome.steps += w.steps;
-                outcome.tool_calls += w.tool_calls;
-                outcome.duration_ms += w.round.agent_ms;
+                summaries.insert(w.round.number, &w.summary);
             }
             _ => {}
         }
     }
     rounds.push(waiting.round.clone());
+    let summary: Vec<String> = summaries
+        .iter()
+        .map(|(number, text)| match number {
+            1 => (*text).to_owned(),
+            n => format!("Round {n}: {text}"),
+        })
+        .collect();
+    // The record holds the job's totals so far; cost and agent time are the rounds'.
+    let outcome = Outcome {
+        stop: StopReason::Finished,
+        summary: summary.join("\n\n"),
+        plan: Default::default(),
+        usage: crate::llm::UsageTotals {
+            calls: 0,
+            usage: waiting.usage,
+            cost_usd: rounds.iter().map(|r| r.cost_usd).sum(),
+        },
+        steps: waiting.steps,
+        tool_calls: waiting.tool_calls,
+        duration_ms: rounds.iter().map(|r| r.agent_ms).sum(),
+    };
     let settings_rounds = u32::try_from(rounds.len()).unwrap_or(u32::MAX);
     let commit = waiting.round.commit.clone();
     tracing::info!(%commit, round = waiting.round.number, "resuming the wait for CI of an earlier attempt");
