@@ -681,3 +681,48 @@ fn a_fix_of_an_issue_waits_for_ci_on_the_pull_request_it_opened_and_fixes_it_unt
         bot
     });
 }
+
+#[test]
+fn stop_while_a_later_round_works_cancels_the_job_with_the_timeline_so_far() {
+    super::harness::run_test(|| async move {
+        let scratch = TempDir::new().unwrap();
+        let gate = scratch.path().join("gate");
+        let wait = format!("while [ ! -e '{}' ]; do sleep 0.05; done", gate.display());
+        // Round 2 runs a command that lasts until the test opens the gate (after the stop).
+        let busy = vec![
+            Reply::new()
+                .tool_call("bash", json!({ "command": wait }))
+                .usage(900, 20),
+            Reply::text("Still busy.").usage(900, 20),
+        ];
+        let mut world = World::start("", workflow(), script(&[sloppy_fix(), busy]), "3m").await;
+        world.ask("fix-1", "@agent fix add").await;
+        let first = world.pushed_after(&world.head_sha).await;
+        assert_eq!(world.ci_on(&first).await.conclusion, "failure");
+        world
+            .bot
+            .wait_for("round 2 running its command", |state| {
+                state.check_runs_named(REPO, "pitcrew").iter().any(|run| {
+                    run.output["summary"]
+                        .as_str()
+                        .is_some_and(|s| s.contains("running a command"))
+                })
+            })
+            .await;
+
+        world.ask("stop-1", "@agent stop").await;
+        let job = world.bot.job_end().await;
+        std::fs::write(&gate, "").unwrap();
+        assert_eq!(job.state, JobState::Cancelled, "{job:?}");
+        assert_eq!(job.error.as_deref(), Some("stopped by @alice"));
+        let (check, comment) = world.reported().await;
+        assert_eq!(check.conclusion.as_deref(), Some("cancelled"), "{check:#?}");
+        assert!(comment.contains("❌ CI failed (1 job: `CI / lint`)"), "{comment}");
+        assert!(!comment.contains("2. Round 2"), "{comment}");
+        assert_eq!(world.pushes_to_docs(), 1);
+        world.bot.settled().await;
+        let replies = world.bot.bot_comments_on(REPO, PR);
+        assert_eq!(replies.len(), 2, "{replies:#?}");
+        world.done()
+    });
+}

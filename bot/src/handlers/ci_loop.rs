@@ -526,6 +526,8 @@ async fn next_round(
         _ => None,
     };
     let failed_end = attempt.end.clone();
+    // The branch moved while the round worked: its change went on top of someone else's push.
+    let rebased = matches!(&attempt.end, JobEnd::Pushed { rebased: true, .. });
     state.absorb(number, attempt);
     match pushed {
         Some(commit) => {
@@ -542,6 +544,18 @@ async fn next_round(
                 round.agent_ms = spent.1;
             }
             state.timeline.rounds.push(round);
+            if rebased {
+                // People win: the loop does not go on over someone else's work.
+                set_last(
+                    &mut state.timeline,
+                    RoundCi::Interrupted {
+                        why: "someone else pushed to the branch during the round".into(),
+                    },
+                    0,
+                );
+                state.timeline.end = Some(LoopEnd::MovedDuringRound { round: number });
+                return Ok(Next::Finish(Box::new(state)));
+            }
             Ok(Next::Again(Box::new(state)))
         }
         None => {
@@ -550,6 +564,8 @@ async fn next_round(
                 ..
             } = &failed_end
             {
+                // Stopped while the round worked: the job ends stopped, with the timeline so far.
+                state.end = failed_end;
                 return Ok(Next::Finish(Box::new(state)));
             }
             // The round delivered nothing: the report keeps the job's last delivery.

@@ -57,6 +57,9 @@ pub enum LoopEnd {
     BranchMoved { head: String },
     /// The pull request was closed.
     Closed,
+    /// Someone else pushed while this round worked: its change was replayed on top and pushed,
+    /// and the loop stopped there.
+    MovedDuringRound { round: u32 },
     /// A new request on the pull request (job id, who, the command) takes over.
     NewRequest { job: i64, by: String, command: String },
     /// A round could not deliver a fix (its report says why: no change, a regression, …).
@@ -85,6 +88,9 @@ impl Timeline {
             LoopEnd::NoCi { .. } => format!("No CI ran on {commit}"),
             LoopEnd::BranchMoved { head } => format!("Stopped waiting for CI: the branch moved to {}", short_sha(head)),
             LoopEnd::Closed => "Stopped waiting for CI: the pull request was closed".to_owned(),
+            LoopEnd::MovedDuringRound { round } => {
+                format!("Stopped after round {round}: someone else pushed to the branch meanwhile")
+            }
             LoopEnd::NewRequest { .. } => "Stopped waiting for CI: a new request took over".to_owned(),
             LoopEnd::RoundFailed { .. } => format!(
                 "CI still fails on {commit}; round {} pushed nothing",
@@ -197,6 +203,10 @@ impl Timeline {
                 short_sha(head)
             ),
             LoopEnd::Closed => "**The pull request was closed**, so I stopped.".to_owned(),
+            LoopEnd::MovedDuringRound { round } => format!(
+                "**Someone else pushed to the branch while round {round} worked**: its change went on top of \
+                 theirs ({commit}), and I stopped there rather than keep changing work that is not only mine."
+            ),
             LoopEnd::NewRequest { job, by, command } => format!(
                 "**@{} asked for `{}` (job {job})**, so I stopped the loop and left the pull request to that.",
                 super::login_text(by),
@@ -288,6 +298,16 @@ mod tests {
             Some("waiting for CI on abc1234 (round 1 of 3)")
         );
         assert!(timeline.render(&|s| s.to_owned()).contains("⏳ waiting for CI"));
+        timeline.end = Some(LoopEnd::MovedDuringRound { round: 2 });
+        assert_eq!(
+            timeline.headline().as_deref(),
+            Some("Stopped after round 2: someone else pushed to the branch meanwhile")
+        );
+        assert!(
+            timeline
+                .render(&|s| s.to_owned())
+                .contains("its change went on top of theirs (abc1234)")
+        );
         timeline.end = Some(LoopEnd::NoCi { token_hint: true });
         let text = timeline.render(&|s| s.to_owned());
         assert!(text.contains("`GITHUB_TOKEN` do not start workflows"), "{text}");
