@@ -597,8 +597,11 @@ pub(crate) async fn conclude_with_comment(
             words = headline;
             output.title = report::markdown::inline(&words);
         }
-        output.summary = format!("{section}\n\n{}", output.summary);
-        comment.push_str(&format!("\n\n{section}"));
+        // Both were rendered up to GitHub's limits: the timeline takes its room from their ends.
+        let room = report::markdown::CHECK_TEXT_LIMIT.saturating_sub(section.len() + 2);
+        output.summary = format!("{section}\n\n{}", crate::agent::context::cut(&output.summary, room));
+        let room = report::markdown::BODY_LIMIT.saturating_sub(section.len() + 2);
+        comment = format!("{}\n\n{section}", crate::agent::context::cut(&comment, room));
         if !ci_passed && conclusion.kind == crate::github::CheckConclusion::Success {
             conclusion.kind = match timeline.end {
                 Some(report::ci_loop::LoopEnd::StillFailing { .. } | report::ci_loop::LoopEnd::RoundFailed { .. }) => {
