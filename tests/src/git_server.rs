@@ -606,27 +606,35 @@ async fn run_backend(shared: &Arc<Shared>, user: &str, request: Request) -> io::
             response.headers_mut().append(name, value);
         }
     }
-    // The child rides along with the stream so that it lives (and is reaped) with the response;
-    // once its output is over, the hooks hear of the push's updates that took.
+    // The child is reaped by a task of its own, which then tells the hooks of the push's updates
+    // that took: also when the client hangs up as soon as it has read the backend's report (a
+    // body dropped before its end is never polled again). A body read to its end ends only once
+    // the hooks have heard, so a client that reads it all sees their effects.
+    let (heard, hooks_heard) = tokio::sync::oneshot::channel::<()>();
     let announce = is_push.then(|| (Arc::clone(shared), asked_for));
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+        if let Some((shared, asked_for)) = announce
+            && let Ok(push) = asked_for.await
+        {
+            announce_applied(shared, push).await;
+        }
+        let _ = heard.send(());
+    });
     let stream = futures_util::stream::unfold(
-        (reader, child, announce),
-        |(mut reader, mut child, mut announce)| async move {
+        (reader, Some(hooks_heard)),
+        |(mut reader, mut hooks_heard)| async move {
             let mut buf = vec![0; 64 * 1024];
             match reader.read(&mut buf).await {
                 Ok(0) | Err(_) => {
-                    if let Some((shared, asked_for)) = announce.take() {
-                        // The backend has applied the updates it took by the time it exits.
-                        let _ = child.wait().await;
-                        if let Ok(push) = asked_for.await {
-                            announce_applied(shared, push).await;
-                        }
+                    if let Some(hooks_heard) = hooks_heard.take() {
+                        let _ = hooks_heard.await;
                     }
                     None
                 }
                 Ok(n) => {
                     buf.truncate(n);
-                    Some((Ok::<_, io::Error>(Bytes::from(buf)), (reader, child, announce)))
+                    Some((Ok::<_, io::Error>(Bytes::from(buf)), (reader, hooks_heard)))
                 }
             }
         },
