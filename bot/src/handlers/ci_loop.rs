@@ -521,8 +521,9 @@ async fn next_round(
         ))
     })?;
     let attempt = fix::attempt(env, &narrowed, targets, &pull, Some((task, since))).await?;
+    // The round as the timeline shows it: its commit, and what its own agent run spent.
     let pushed = match &attempt.end {
-        JobEnd::Pushed { commit, .. } => Some(commit.sha.clone()),
+        JobEnd::Pushed { commit, .. } => Some(round_of(number, &commit.sha, &attempt.outcome)),
         _ => None,
     };
     let failed_end = attempt.end.clone();
@@ -530,19 +531,11 @@ async fn next_round(
     let rebased = matches!(&attempt.end, JobEnd::Pushed { rebased: true, .. });
     state.absorb(number, attempt);
     match pushed {
-        Some(commit) => {
+        Some(round) => {
             env.control
                 .ci_watch()
-                .remember(env.job.id, &env.repo.to_string(), &commit);
+                .remember(env.job.id, &env.repo.to_string(), &round.commit);
             state.previous_head = pull.head.sha.as_str().to_owned();
-            let mut round = round_of(number, &commit, &state.outcome);
-            // The round's own spending, not the job's so far.
-            round.cost_usd = None;
-            round.agent_ms = 0;
-            if let Some(spent) = last_round_spent(&state) {
-                round.cost_usd = spent.0;
-                round.agent_ms = spent.1;
-            }
             state.timeline.rounds.push(round);
             if rebased {
                 // People win: the loop does not go on over someone else's work.
@@ -575,17 +568,6 @@ async fn next_round(
             Ok(Next::Finish(Box::new(state)))
         }
     }
-}
-
-/// The last round's cost and agent time: the job's totals less the earlier rounds'.
-fn last_round_spent(state: &LoopState) -> Option<(Option<f64>, u64)> {
-    let earlier_cost: Option<f64> = state.timeline.rounds.iter().map(|r| r.cost_usd).sum();
-    let earlier_ms: u64 = state.timeline.rounds.iter().map(|r| r.agent_ms).sum();
-    let cost = match (state.outcome.usage.cost_usd, earlier_cost) {
-        (Some(total), Some(earlier)) => Some((total - earlier).max(0.0)),
-        _ => None,
-    };
-    Some((cost, state.outcome.duration_ms.saturating_sub(earlier_ms)))
 }
 
 fn plural_rounds(n: u32) -> String {
