@@ -178,6 +178,42 @@ pub struct ServerConfig {
     pub retain: Duration,
     /// A handled delivery's payload is dropped after this, once none of its jobs waits or runs.
     pub retain_payloads: Duration,
+    /// Where jobs and deliveries are kept: SQLite in the data directory (one server), or a
+    /// PostgreSQL database shared by any number of replicas.
+    pub store: StoreConfig,
+}
+
+/// `[server] store` and, for PostgreSQL, `database_url`.
+#[derive(Clone, Debug)]
+pub enum StoreConfig {
+    /// `<data_dir>/pitcrew.sqlite3`.
+    Sqlite,
+    /// The database at this URL (a secret: it may hold a password).
+    Postgres { url: SecretString },
+}
+
+impl PartialEq for StoreConfig {
+    fn eq(&self, other: &Self) -> bool {
+        use secrecy::ExposeSecret as _;
+        match (self, other) {
+            (StoreConfig::Sqlite, StoreConfig::Sqlite) => true,
+            (StoreConfig::Postgres { url: a }, StoreConfig::Postgres { url: b }) => {
+                a.expose_secret() == b.expose_secret()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StoreConfig {}
+
+impl StoreConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreConfig::Sqlite => "sqlite",
+            StoreConfig::Postgres { .. } => "postgres",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -913,6 +949,44 @@ impl Validator<'_> {
             Duration::from_secs(7 * 86_400).min(retain),
             true,
         );
+        #[derive(Clone, Copy)]
+        enum Kind {
+            Sqlite,
+            Postgres,
+        }
+        let kind = self.choice(
+            "server.store",
+            server.store.as_deref(),
+            &[("sqlite", Kind::Sqlite), ("postgres", Kind::Postgres)],
+            Kind::Sqlite,
+        );
+        let database_url = server.database_url.map(|url| url.0);
+        if let Some(url) = &database_url {
+            crate::redact::register(url);
+        }
+        let store = match (kind, database_url) {
+            (Kind::Sqlite, None) => StoreConfig::Sqlite,
+            (Kind::Sqlite, Some(_)) => {
+                self.invalid(
+                    "server.database_url",
+                    None,
+                    "is set, but server.store is \"sqlite\" (the default): set server.store = \"postgres\" to use it",
+                );
+                StoreConfig::Sqlite
+            }
+            (Kind::Postgres, Some(url)) if !secrecy::ExposeSecret::expose_secret(&url).trim().is_empty() => {
+                StoreConfig::Postgres { url }
+            }
+            (Kind::Postgres, _) => {
+                self.invalid(
+                    "server.database_url",
+                    None,
+                    "must be set when server.store is \"postgres\" (e.g. in PITCREW_SERVER_DATABASE_URL: \
+                     postgres://user:password@host:5432/pitcrew)",
+                );
+                StoreConfig::Sqlite
+            }
+        };
         if retain_payloads > retain {
             self.invalid(
                 "server.retain_payloads",
@@ -940,6 +1014,7 @@ impl Validator<'_> {
             unverified_bytes,
             retain,
             retain_payloads,
+            store,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod fake_github;
 pub mod git_server;
 pub mod jwt;
 pub mod package_registry;
+pub mod postgres;
 pub mod repo;
 pub mod scenario;
 pub mod scripted_model;

@@ -112,6 +112,8 @@ pub(crate) struct RawServer {
     pub(crate) unverified_bytes: Option<RawByteSize>,
     pub(crate) retain: Option<RawDuration>,
     pub(crate) retain_payloads: Option<RawDuration>,
+    pub(crate) store: Option<String>,
+    pub(crate) database_url: Option<RawSecret>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -231,7 +233,7 @@ impl RawConfig {
             bot_email);
         overlay_fields!(self.server, server; listen, data_dir, concurrency, job_attempts, max_body,
             shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout,
-            max_connections, unverified_bytes, retain, retain_payloads);
+            max_connections, unverified_bytes, retain, retain_payloads, store, database_url);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, disk, cpus, pids_limit,
             setup, setup_network, local_user, docker_host);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file,

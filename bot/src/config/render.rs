@@ -99,6 +99,13 @@ impl Config {
         );
         out.value("server", "retain", duration(server.retain));
         out.value("server", "retain_payloads", duration(server.retain_payloads));
+        out.value("server", "store", string(server.store.kind()));
+        match &server.store {
+            crate::config::StoreConfig::Postgres { .. } => {
+                out.value("server", "database_url", REDACTED.to_owned());
+            }
+            crate::config::StoreConfig::Sqlite => out.comment("database_url: not set"),
+        }
 
         let s = &self.sandbox;
         out.section("sandbox");

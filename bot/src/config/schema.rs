@@ -112,6 +112,8 @@ pub(crate) const KEYS: &[Key] = &[
     key("server", "unverified_bytes", Kind::ByteSize),
     key("server", "retain", Kind::Duration),
     key("server", "retain_payloads", Kind::Duration),
+    key("server", "store", Kind::Choice),
+    key("server", "database_url", Kind::Secret),
     key("sandbox", "backend", Kind::Choice),
     key("sandbox", "image", Kind::Str),
     key("sandbox", "network", Kind::Choice),

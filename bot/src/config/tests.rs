@@ -427,7 +427,7 @@ fn unknown_sections_and_misplaced_keys_get_hints() {
     <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
     <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
     <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, review, ci_loop, prices
-    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads
+    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads, store, database_url
     ");
 }
 
@@ -983,7 +983,10 @@ fn debug_output_never_shows_secrets() {
 /// What `main` hands the secret filter: the variable of every key of kind secret.
 #[test]
 fn the_secret_variables_are_those_of_the_secret_keys() {
-    assert_eq!(secret_env_vars().collect::<Vec<_>>(), ["PITCREW_GITHUB_WEBHOOK_SECRET"]);
+    assert_eq!(
+        secret_env_vars().collect::<Vec<_>>(),
+        ["PITCREW_GITHUB_WEBHOOK_SECRET", "PITCREW_SERVER_DATABASE_URL"]
+    );
 }
 
 #[test]
@@ -1047,6 +1050,8 @@ fn render_redacted_shows_effective_values_and_origins() {
     unverified_bytes = "64MiB"                       # default
     retain = "30d"                                   # default
     retain_payloads = "7d"                           # default
+    store = "sqlite"                                 # default
+    # database_url: not set
 
     [sandbox]
     backend = "docker"                               # default
@@ -1298,4 +1303,46 @@ fn the_ci_loop_section_from_a_file_the_environment_and_flags() {
         &[],
     );
     assert!(problems[0].contains("must be from 1 to 10"), "{problems:?}");
+}
+
+#[test]
+fn the_store_is_sqlite_unless_postgres_is_chosen_with_a_database_url() {
+    let config = ok(Some("[model]\nname = \"m\"\n"), &[("OPENAI_API_KEY", "sk-test")], &[]);
+    assert_eq!(config.server.store, StoreConfig::Sqlite);
+    let url = "postgres://pitcrew:s3cret-pw@db:5432/pitcrew";
+    let config = ok(
+        Some("[model]\nname = \"m\"\n[server]\nstore = \"postgres\"\n"),
+        &[("OPENAI_API_KEY", "sk-test"), ("PITCREW_SERVER_DATABASE_URL", url)],
+        &[],
+    );
+    assert_eq!(config.server.store, StoreConfig::Postgres { url: url.into() });
+    let shown = config.render_redacted();
+    assert!(shown.contains("store = \"postgres\""), "{shown}");
+    assert!(!shown.contains("s3cret-pw"), "{shown}");
+
+    let problems = errors(
+        Some("[model]\nname = \"m\"\n[server]\nstore = \"postgres\"\n"),
+        &[("OPENAI_API_KEY", "sk-test")],
+        &[],
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("server.database_url") && p.contains("must be set")),
+        "{problems:?}"
+    );
+    let problems = errors(
+        Some("[model]\nname = \"m\"\n"),
+        &[("OPENAI_API_KEY", "sk-test"), ("PITCREW_SERVER_DATABASE_URL", url)],
+        &[],
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("server.store = \"postgres\"")),
+        "{problems:?}"
+    );
+    assert!(problems.iter().all(|p| !p.contains("s3cret-pw")), "{problems:?}");
+    let problems = errors(
+        Some("[model]\nname = \"m\"\n[server]\nstore = \"postgress\"\n"),
+        &[("OPENAI_API_KEY", "sk-test")],
+        &[],
+    );
+    assert!(problems[0].contains("`postgres`"), "{problems:?}");
 }

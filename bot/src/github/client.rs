@@ -41,11 +41,27 @@ impl fmt::Debug for Auth {
     }
 }
 
+/// Asked before every request that may write (any method but GET): `Err` with the reason keeps the
+/// request from being sent. A job's client is fenced by its lease (`JobControl::fence`), so a
+/// worker that lost its job to another writes nothing more for it.
+pub type Fence = Arc<dyn Fn() -> futures_util::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
 /// A client of GitHub's REST API acting as one identity.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GithubClient {
     pub(crate) http: Http,
     auth: Auth,
+    fence: Option<Fence>,
+}
+
+impl fmt::Debug for GithubClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GithubClient")
+            .field("http", &self.http)
+            .field("auth", &self.auth)
+            .field("fenced", &self.fence.is_some())
+            .finish()
+    }
 }
 
 impl GithubClient {
@@ -55,6 +71,7 @@ impl GithubClient {
         Ok(GithubClient {
             http: Http::new(api_url, options)?,
             auth,
+            fence: None,
         })
     }
 
@@ -67,7 +84,14 @@ impl GithubClient {
                 app: Arc::clone(app),
                 installation,
             },
+            fence: None,
         }
+    }
+
+    /// This client, asking `fence` before every request that may write.
+    pub fn fenced(mut self, fence: Fence) -> Self {
+        self.fence = Some(fence);
+        self
     }
 
     pub fn auth(&self) -> &Auth {
@@ -103,6 +127,14 @@ impl GithubClient {
         body: Option<&serde_json::Value>,
         redirects: Redirects,
     ) -> Result<Reply, GithubError> {
+        if endpoint.method != reqwest::Method::GET
+            && let Some(fence) = &self.fence
+        {
+            fence().await.map_err(|reason| GithubError::Fenced {
+                request: endpoint.to_string(),
+                reason,
+            })?;
+        }
         let token = self.token().await?;
         let result = self.http.send_with(endpoint, body, &token, redirects).await;
         match (&self.auth, result) {

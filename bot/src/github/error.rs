@@ -67,6 +67,10 @@ pub enum GithubError {
     /// The App's JWT could not be signed.
     #[error("signing the GitHub App JWT: {message}")]
     Jwt { message: String },
+    /// Not sent: the job this client writes for can no longer confirm it is its own (its lease went
+    /// to another worker, or could not be confirmed) — see [`super::client::Fence`].
+    #[error("{request}: not sent: {reason}")]
+    Fenced { request: String, reason: String },
 }
 
 impl GithubError {

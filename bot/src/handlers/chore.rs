@@ -775,7 +775,7 @@ async fn run_group(chore: &ChoreRun<'_>, group: &Group, open_pull: bool) -> Resu
             .map_err(|e| HandlerError::Other(format!("the commit task failed: {e}")))??;
             match committed {
                 Some(_) => {
-                    super::fix::push_branch(&root, chore.remote, chore.token, &pull.branch).await?;
+                    super::fix::push_branch(&chore.env.control, &root, chore.remote, chore.token, &pull.branch).await?;
                     Ok(Grouped::Pushed(Box::new((pull, spent))))
                 }
                 None => Ok(Grouped::Nothing),

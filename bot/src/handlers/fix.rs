@@ -166,6 +166,8 @@ pub(crate) async fn attempt(
                 head_ref: pull.head.branch.clone(),
                 maintainer_can_modify: pull.maintainer_can_modify,
             };
+            // The last moment this attempt can learn that the job is another worker's now.
+            env.control.fence().await?;
             let delivered = {
                 let token = token.clone();
                 let raw_path = root.clone();
@@ -358,7 +360,7 @@ async fn fix_issue(
             return Err(error.into());
         }
         (Some(_), None, Ok(_)) => {
-            push_branch(&root, &remote, &token, &branch).await?;
+            push_branch(&env.control, &root, &remote, &token, &branch).await?;
             let title = format!("Fix #{}: {}", issue.number.0, issue.title);
             let stats = file_stats(lease.repo(), start, None).unwrap_or_default();
             let delta = tests_delta(&tests);
@@ -624,7 +626,7 @@ async fn save_partial(
     token: &secrecy::SecretString,
 ) -> Option<BranchRef> {
     let name = report::partial_branch_name(&env.job_id());
-    match push_branch(repo, remote, token, &name).await {
+    match push_branch(&env.control, repo, remote, token, &name).await {
         Ok(()) => Some(BranchRef {
             url: format!("{}/tree/{name}", super::web_url(&env.request.repo)),
             clone_url: remote.url.to_string(),
@@ -637,12 +639,15 @@ async fn save_partial(
     }
 }
 
+/// Pushes `branch` of the bot's own (after confirming the job is still this attempt's).
 pub(crate) async fn push_branch(
+    control: &crate::jobs::JobControl,
     repo: &std::path::Path,
     remote: &RemoteRepo,
     token: &secrecy::SecretString,
     branch: &str,
 ) -> Result<(), HandlerError> {
+    control.fence().await?;
     let path = repo.to_owned();
     let remote = remote.clone();
     let token = token.clone();

@@ -79,6 +79,8 @@ pub enum HandlerError {
     #[error("{0}")]
     Prompt(#[from] PromptError),
     #[error("{0}")]
+    Fenced(#[from] crate::jobs::Fenced),
+    #[error("{0}")]
     Other(String),
     /// Already said on GitHub; the job ends with these words.
     #[error("{0}")]
@@ -253,6 +255,12 @@ impl Services {
                 session::Spent::default(),
             );
         };
+        // Every write to GitHub for the job asks first whether the job is still this attempt's.
+        let fence_control = control.clone();
+        let github = github.fenced(Arc::new(move || {
+            let control = fence_control.clone();
+            Box::pin(async move { control.fence().await.map_err(|fenced| fenced.to_string()) })
+        }));
         let repo = request.repo.name.clone();
         let env = JobEnv {
             services: self,
@@ -324,6 +332,7 @@ pub(crate) fn public_error(error: &HandlerError) -> String {
         HandlerError::Sandbox(e) => e.to_string(),
         HandlerError::Model(e) => format!("the model provider failed: {e}"),
         HandlerError::Prompt(_) => "the prompt templates are broken; the operator must fix them".into(),
+        HandlerError::Fenced(e) => e.to_string(),
         HandlerError::Other(text) | HandlerError::Reported(text) => text.clone(),
     }
 }

@@ -15,7 +15,9 @@ use tokio::time::Instant;
 use super::dispatch::DispatchSettings;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig, TriggerSettings};
 use crate::github::{GithubAccess, GithubClient, GithubError, Reaction, RepoName};
-use crate::jobs::{DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, StopRequest, WorkerPool, now_ms};
+use crate::jobs::{
+    DeliveryId, Dispatch, JobFilter, JobState, JobStore, NewJob, Signal, StopRequest, WorkerPool, now_ms,
+};
 use crate::report::{dashboard, replies};
 use crate::triggers::{
     Action, Decision, Event, EventError, JobKind, JobRequest, JobSource, PermissionGate, ReplyTarget, Request,
@@ -131,7 +133,7 @@ pub(super) async fn handle(ctx: Arc<Ctx>, id: DeliveryId, event: Arc<Result<Even
             return mark_processed(&ctx, &id, Vec::new()).await.map(|_| ());
         }
     };
-    let waiting_loop = wake_waiting(&ctx, event);
+    let waiting_loop = wake_waiting(&ctx, event).await;
     let repo_settings = repo_triggers(&ctx, event).await?;
     let triggers = match &repo_settings {
         Some(settings) => with_repo(&ctx.settings.triggers, settings),
@@ -329,29 +331,44 @@ async fn carry_out(ctx: &Ctx, id: &DeliveryId, request: &Request, trigger: &str)
     Ok(planned)
 }
 
-/// Wakes a job of this process that waits for CI when the event concerns it: CI completed on its
-/// commit, or its pull request changed. Returns the job whose loop pushed the commit of a CI event
-/// (waiting on it now, or done with it).
-fn wake_waiting(ctx: &Ctx, event: &Event) -> Option<crate::jobs::JobId> {
+/// Wakes a job that waits for CI when the event concerns it: CI completed on its commit, or its
+/// pull request changed — in this process at once, in the other replicas sharing the store through
+/// its signals. Returns the job of this process whose loop pushed the commit of a CI event (waiting
+/// on it now, or done with it).
+async fn wake_waiting(ctx: &Ctx, event: &Event) -> Option<crate::jobs::JobId> {
     let watch = ctx.pool.ci_watch();
-    let commit = |ctx: &crate::triggers::Context, sha: &crate::github::CommitSha| {
-        let repo = ctx.repo.name.to_string();
-        watch.wake_commit(&repo, sha.as_str());
-        watch.loop_of(&repo, sha.as_str())
-    };
-    match event {
-        Event::WorkflowRunCompleted(run) => commit(&run.ctx, &run.head_sha),
-        Event::CheckRunCompleted(run) => commit(&run.ctx, &run.head_sha),
-        Event::CheckSuiteCompleted(suite) => commit(&suite.ctx, &suite.head_sha),
-        Event::PullRequestChanged { ctx, pull, .. } => {
-            watch.wake_key(&format!("{}#{}", ctx.repo.name, pull.number));
-            None
-        }
-        Event::PullRequestClosed { ctx, number, .. } => {
-            watch.wake_key(&format!("{}#{number}", ctx.repo.name));
-            None
-        }
+    let ci = match event {
+        Event::WorkflowRunCompleted(run) => Some((&run.ctx, &run.head_sha)),
+        Event::CheckRunCompleted(run) => Some((&run.ctx, &run.head_sha)),
+        Event::CheckSuiteCompleted(suite) => Some((&suite.ctx, &suite.head_sha)),
         _ => None,
+    };
+    let (signal, found) = if let Some((ctx, head_sha)) = ci {
+        let repo = ctx.repo.name.to_string();
+        watch.wake_commit(&repo, head_sha.as_str());
+        let found = watch.loop_of(&repo, head_sha.as_str());
+        let sha = head_sha.as_str().to_owned();
+        (Signal::Commit { repo, sha }, found)
+    } else {
+        let key = match event {
+            Event::PullRequestChanged { ctx, pull, .. } => format!("{}#{}", ctx.repo.name, pull.number),
+            Event::PullRequestClosed { ctx, number, .. } => format!("{}#{number}", ctx.repo.name),
+            _ => return None,
+        };
+        watch.wake_key(&key);
+        (Signal::Key(key), None)
+    };
+    tell_replicas(ctx, signal).await;
+    found
+}
+
+/// Sends `signal` to the other replicas sharing the store (none with SQLite); they also poll, so a
+/// failure costs only time.
+async fn tell_replicas(ctx: &Ctx, signal: Signal) {
+    if ctx.store.shared()
+        && let Err(error) = ctx.store.publish(signal).await
+    {
+        tracing::warn!(error = %error, "could not signal the other replicas");
     }
 }
 
@@ -376,6 +393,7 @@ async fn store_jobs(ctx: &Ctx, id: &DeliveryId, request: &Request, jobs: Vec<New
                 ctx.pool.wake();
                 // A job of the same pull request that waits for CI hears of the new request.
                 ctx.pool.ci_watch().wake_key(&request.key());
+                tell_replicas(ctx, Signal::Key(request.key())).await;
             }
             Ok(Stored::Here)
         }

@@ -2,13 +2,17 @@
 //! accepted is lost. Woken by the route, on a slow interval and once at start-up (for what a crash
 //! left), it reads the unprocessed deliveries oldest first and handles several at once — but one at a
 //! time per pull request or issue, in the order received, so `@agent stop` never overtakes the
-//! request it stops — and never the same delivery twice at once. What handling one delivery means is
-//! `act.rs`.
+//! request it stops — and never the same delivery twice at once. Replicas sharing a store each take
+//! a delivery before handling it (`JobStore::claim_delivery`): one handles it, and one key's
+//! deliveries still go in order; a replica that died leaves its deliveries to the others once its
+//! claims run out. The store's signals wake it when another replica stores a delivery. What
+//! handling one delivery means is `act.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{Notify, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
@@ -18,7 +22,7 @@ use tracing::{Instrument as _, Span};
 use super::act::{Ctx, Retry, handle};
 use crate::backoff::{self, Jitter};
 use crate::github::GithubAccess;
-use crate::jobs::{Delivery, DeliveryId, JobStore, WorkerPool, now_ms};
+use crate::jobs::{Delivery, DeliveryId, JobStore, Signal, WorkerPool, now_ms};
 use crate::logging;
 use crate::triggers::{Event, EventError, TriggerConfig};
 
@@ -35,6 +39,9 @@ pub struct DispatchSettings {
     pub concurrency: usize,
     /// Unprocessed deliveries read per pass.
     pub batch: u32,
+    /// How long a claim on a delivery keeps other replicas off it: longer than handling one takes
+    /// (a few GitHub calls); it is taken again before each retry.
+    pub claim: Duration,
     /// Tries of a delivery that keeps failing transiently before it is dropped (logged as an error).
     pub max_tries: u32,
     /// The first retry delay; each next one doubles, up to `max_backoff`.
@@ -52,6 +59,7 @@ impl DispatchSettings {
             // Enough to keep every slot busy and to see past a blocked pull request's backlog,
             // without reading megabytes of payloads on every pass.
             batch: 64,
+            claim: Duration::from_secs(120),
             // With the doubling below capped at five minutes: about half an hour of trying.
             max_tries: 10,
             base_backoff: Duration::from_secs(2),
@@ -71,6 +79,8 @@ pub struct Dispatcher {
     wake: Arc<Notify>,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
+    /// Wakes the loop on the store's signals.
+    follower: JoinHandle<()>,
     dropped: Arc<std::sync::atomic::AtomicU64>,
     settled: watch::Receiver<u64>,
 }
@@ -87,6 +97,7 @@ impl Dispatcher {
         let stop = CancellationToken::new();
         let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let (settled_tx, settled) = watch::channel(0);
+        let follower = tokio::spawn(follow_signals(store.signals(), Arc::clone(&wake)));
         let ctx = Arc::new(Ctx {
             store,
             pool,
@@ -100,6 +111,7 @@ impl Dispatcher {
             wake,
             stop,
             task: Some(task),
+            follower,
             dropped,
             settled,
         }
@@ -131,6 +143,7 @@ impl Dispatcher {
     /// abandons the rest (still unprocessed in the store: the next start handles them).
     pub async fn stop(mut self) {
         self.stop.cancel();
+        self.follower.abort();
         if let Some(mut task) = self.task.take() {
             // The task bounds its own drain; this is the backstop should it hang anyway.
             if tokio::time::timeout(Self::STOP_WAIT * 2, &mut task).await.is_err() {
@@ -147,8 +160,21 @@ impl Dispatcher {
 impl Drop for Dispatcher {
     fn drop(&mut self) {
         self.stop.cancel();
+        self.follower.abort();
         if let Some(task) = self.task.take() {
             task.abort();
+        }
+    }
+}
+
+/// Wakes the loop when any replica stored a delivery or handled one (a younger delivery of its key
+/// may go now), or when signals may have been missed.
+async fn follow_signals(mut signals: tokio::sync::broadcast::Receiver<Signal>, wake: Arc<Notify>) {
+    loop {
+        match signals.recv().await {
+            Ok(Signal::Deliveries | Signal::Resync) | Err(RecvError::Lagged(_)) => wake.notify_one(),
+            Ok(_) => {}
+            Err(RecvError::Closed) => return,
         }
     }
 }
@@ -303,6 +329,25 @@ impl Loop {
                 break;
             }
             blocked.insert(key.clone());
+            let worker = self.ctx.pool.worker_name();
+            match self
+                .ctx
+                .store
+                .claim_delivery(&delivery.id, &key, worker, self.ctx.settings.claim, now_ms())
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => {
+                    // Another replica handles it (or an older delivery of its key): its retries
+                    // are that replica's.
+                    self.backoff.remove(&delivery.id);
+                    continue;
+                }
+                Err(error) => {
+                    tracing::error!(delivery = %delivery.id, error = %error, "could not claim a stored delivery");
+                    continue;
+                }
+            }
             self.busy_keys.insert(key.clone());
             let id = delivery.id.clone();
             let span = parsed.span(delivery);

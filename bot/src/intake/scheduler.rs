@@ -6,6 +6,9 @@
 //! time starts counting from then (no catch-up of past times). One chore per repository runs at a
 //! time: a schedule that comes due while its last chore is still queued or running is marked and
 //! skipped (a group's schedule counts only its own group's chores). Repository lists and schedules are read again every [`REFRESH`], not every minute.
+//! Of replicas sharing a store, one runs the schedules at a time (`JobStore::lead`), and every
+//! firing is on condition that the schedule's mark is the one read, so a leadership changing hands
+//! fires nothing twice.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +22,7 @@ use crate::config::schedule::{Schedule, ScheduleError, time_zone};
 use crate::github::{
     AppAuth, GithubClient, GithubError, InstallationId, Login, LoginError, RepoName, RepoNameError, Repository,
 };
-use crate::jobs::{JobFilter, JobId, JobState, JobStore, NewJob, StoreError, WorkerPool};
+use crate::jobs::{Fired, JobFilter, JobId, JobState, JobStore, NewJob, StoreError, WorkerPool};
 use crate::triggers::{Chore, JobKind, JobRequest, JobSource, ReplyTarget, RepoRef, Requester, Subject, chore_key};
 
 /// How often due schedules are checked.
@@ -28,6 +31,12 @@ const INTERVAL: Duration = Duration::from_secs(60);
 /// they are read again: a minute's check must not cost a call per repository (an installation
 /// has 5,000 calls an hour).
 pub const REFRESH: Duration = Duration::from_secs(10 * 60);
+
+/// How often a replica that does not lead the schedules asks again (the leader may have died).
+pub const LEAD_RETRY: Duration = Duration::from_secs(15);
+
+/// The leadership the scheduler holds among replicas.
+const LEADER_ROLE: &str = "chore-scheduler";
 
 /// Who a scheduled job is "requested by" in reports and co-author lines.
 pub const SCHEDULE_LOGIN: &str = "pitcrew-schedule";
@@ -102,25 +111,61 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    /// Reads the schedules every minute until stopped; new jobs wake `pool`.
+    /// Reads the schedules every minute until stopped, while this process leads the schedules
+    /// among the replicas sharing the store (one at a time; another takes over within
+    /// [`LEAD_RETRY`] when the leader stops or dies); new jobs wake `pool`.
     pub fn start(app: Arc<AppAuth>, store: Arc<dyn JobStore>, pool: Arc<WorkerPool>, job_attempts: u32) -> Scheduler {
+        Scheduler::start_every(app, store, pool, job_attempts, INTERVAL)
+    }
+
+    /// [`Scheduler::start`], looking every `interval` (tests look more often than every minute).
+    pub fn start_every(
+        app: Arc<AppAuth>,
+        store: Arc<dyn JobStore>,
+        pool: Arc<WorkerPool>,
+        job_attempts: u32,
+        interval: Duration,
+    ) -> Scheduler {
         let stop = CancellationToken::new();
         let token = stop.clone();
         let task = tokio::spawn(async move {
             let mut cache = Cache::default();
             loop {
-                let tick = run_once(&app, store.as_ref(), &mut cache, Timestamp::now(), job_attempts).await;
-                if !tick.queued.is_empty() {
-                    tracing::info!(queued = ?tick.queued, "scheduled chores queued");
-                    pool.wake();
+                let leadership = match store.lead(LEADER_ROLE).await {
+                    Ok(Some(leadership)) => leadership,
+                    Ok(None) => {
+                        tokio::select! {
+                            () = token.cancelled() => return,
+                            () = tokio::time::sleep(LEAD_RETRY.min(interval)) => continue,
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(error = %error, "could not ask for the chore schedules' leadership");
+                        tokio::select! {
+                            () = token.cancelled() => return,
+                            () = tokio::time::sleep(LEAD_RETRY) => continue,
+                        }
+                    }
+                };
+                if store.shared() {
+                    tracing::info!("this replica runs the chore schedules");
                 }
-                for (repo, problem) in &tick.problems {
-                    tracing::warn!(repo, problem, "a chore schedule could not be used");
+                while !leadership.is_lost() {
+                    let tick = run_once(&app, store.as_ref(), &mut cache, Timestamp::now(), job_attempts).await;
+                    if !tick.queued.is_empty() {
+                        tracing::info!(queued = ?tick.queued, "scheduled chores queued");
+                        pool.wake();
+                    }
+                    for (repo, problem) in &tick.problems {
+                        tracing::warn!(repo, problem, "a chore schedule could not be used");
+                    }
+                    tokio::select! {
+                        () = token.cancelled() => return,
+                        () = leadership.lost() => {}
+                        () = tokio::time::sleep(interval) => {}
+                    }
                 }
-                tokio::select! {
-                    () = token.cancelled() => return,
-                    () = tokio::time::sleep(INTERVAL) => {}
-                }
+                tracing::warn!("lost the chore schedules' leadership; another replica may take it");
             }
         });
         Scheduler { stop, task: Some(task) }
@@ -304,17 +349,22 @@ async fn consider_one(
         Some(group) => (format!("{key}/{group}"), format!("{} (group {group})", repo.full_name)),
     };
     let now_ms = now.as_millisecond();
+    // Every write below is on condition that the mark is still the one read here: a scheduler of
+    // another replica that read it too (a leadership changing hands) fires the schedule once between
+    // them.
     let Some(last) = store.schedule_mark(&mark_name).await? else {
-        store.fire_schedule(&mark_name, now_ms, None).await?;
-        tick.first_seen.push(label);
+        if store.fire_schedule(&mark_name, None, now_ms, None).await? != Fired::Raced {
+            tick.first_seen.push(label);
+        }
         return Ok(());
     };
     if !is_due(&firing.schedule, last, now, &known.tz) {
         return Ok(());
     }
     if busy(store, &key, firing.group.as_deref()).await? {
-        store.fire_schedule(&mark_name, now_ms, None).await?;
-        tick.skipped.push(label);
+        if store.fire_schedule(&mark_name, Some(last), now_ms, None).await? != Fired::Raced {
+            tick.skipped.push(label);
+        }
         return Ok(());
     }
     let request = JobRequest {
@@ -345,9 +395,10 @@ async fn consider_one(
         delivery: None,
         max_attempts: job_attempts.max(1),
     };
-    let id = store.fire_schedule(&mark_name, now_ms, Some(job)).await?;
-    if let Some(id) = id {
-        tick.queued.push((label, id));
+    match store.fire_schedule(&mark_name, Some(last), now_ms, Some(job)).await? {
+        Fired::Done(Some(id)) => tick.queued.push((label, id)),
+        Fired::Done(None) => {}
+        Fired::Raced => tracing::info!(schedule = mark_name, "another replica fired this schedule"),
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! Durable jobs: the store of deliveries, jobs and job events (SQLite now), and the worker pool.
+//! Durable jobs: the store of deliveries, jobs and job events (SQLite for one process, PostgreSQL
+//! for replicas sharing one database), and the worker pool.
 //!
 //! The webhook route calls [`JobStore::record_delivery`] and answers; a dispatcher turns each
 //! unprocessed delivery into jobs with [`JobStore::process_delivery`]; the [`WorkerPool`] claims
@@ -6,6 +7,7 @@
 //! crash, expired leases are recovered: the job runs again, or fails visibly once out of attempts.
 
 mod pool;
+mod postgres;
 mod record;
 mod sqlite;
 mod store;
@@ -14,13 +16,15 @@ mod tests;
 mod watch;
 
 pub use pool::{
-    EndOutcome, JobControl, JobEnd, JobHandler, PoolConfig, ShutdownReport, StopCause, WorkerPool, now_ms,
-    record_subject,
+    EndOutcome, Fenced, JobControl, JobEnd, JobHandler, PoolConfig, ShutdownReport, StopCause, WorkerPool,
+    default_worker_name, now_ms, record_subject,
 };
+pub use postgres::{PG_SCHEMA_VERSION, PgStore};
 pub use record::{Lifecycle, Record};
 pub use sqlite::{FILE_NAME, SCHEMA_VERSION, SqliteStore};
 pub use store::{
-    Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Heartbeat, Job, JobEvent, JobFilter, JobId, JobState,
-    JobStore, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, StopRequest, StoreError, StoreFuture,
+    Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Fired, Heartbeat, Job, JobEvent, JobFilter, JobId,
+    JobState, JobStore, Leadership, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, Signal, StopRequest,
+    StoreError, StoreFuture,
 };
 pub use watch::{CiWatch, Watching};

@@ -24,7 +24,7 @@ use tracing::Instrument as _;
 
 use super::record::Record;
 use super::store::{
-    Cancellation, Claim, Finish, Heartbeat, Job, JobFilter, JobId, JobState, JobStore, Lease, NewJob, Release,
+    Cancellation, Claim, Finish, Heartbeat, Job, JobFilter, JobId, JobState, JobStore, Lease, NewJob, Release, Signal,
     StopRequest, StoreError,
 };
 use super::watch::CiWatch;
@@ -65,9 +65,31 @@ impl Default for PoolConfig {
             heartbeat: Duration::from_secs(10),
             poll_interval: Duration::from_secs(2),
             cancel_grace: Duration::from_secs(30),
-            worker_name: format!("pitcrew-{}-{:04x}", std::process::id(), fastrand::u16(..)),
+            worker_name: default_worker_name(),
         }
     }
+}
+
+/// Names this process in leases: its host (replicas on several machines, or containers that are all
+/// process 1), its process id and a random part (a restarted process is another worker).
+pub fn default_worker_name() -> String {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|name| name.into_string().ok())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "pitcrew".to_owned());
+    format!("{host}-{}-{:08x}", std::process::id(), fastrand::u32(..))
+}
+
+/// Why a job did not get to act: see [`JobControl::fence`].
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Fenced {
+    /// Another worker may run the job now (this one was paused, cut off or presumed dead).
+    #[error("this worker no longer holds the job's lease; another may be running it")]
+    LeaseLost,
+    /// The store could not be asked (unreachable, failing): acting could be acting twice.
+    #[error("could not confirm the job's lease with the job store: {0}")]
+    Unconfirmed(String),
 }
 
 /// Why a job's token fired; the first cause wins.
@@ -94,6 +116,11 @@ pub struct JobControl {
     slot: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
     /// Whether the job waits idle now (a shutdown stops it at once).
     idle: Arc<std::sync::atomic::AtomicBool>,
+    /// The attempt's lease, and how long a renewal holds it.
+    lease: Lease,
+    lease_for: Duration,
+    /// Asks the supervisor to heartbeat now (a stop was signalled by another process).
+    beat: Arc<Notify>,
 }
 
 impl std::fmt::Debug for JobControl {
@@ -190,6 +217,30 @@ impl JobControl {
         self.store.jobs(&filter).await
     }
 
+    /// Confirms with the store, renewing it, that this attempt still holds the job's lease: call it
+    /// right before a side effect another attempt could also perform (a push, a pull request, a
+    /// review, a comment, the final report). A worker paused or cut off past its lease learns here
+    /// that the job may be another worker's now, and must not act; its token fires.
+    pub async fn fence(&self) -> Result<(), Fenced> {
+        let mut tries = 0u32;
+        loop {
+            match self.store.heartbeat(&self.lease, self.lease_for, now_ms()).await {
+                Ok(Heartbeat::Ok | Heartbeat::CancelRequested(_)) => return Ok(()),
+                Ok(Heartbeat::LeaseLost) => {
+                    tracing::warn!("the job's lease is gone; not acting on it");
+                    self.stop(StopCause::LeaseLost);
+                    return Err(Fenced::LeaseLost);
+                }
+                Err(error) if tries < 2 => {
+                    tries += 1;
+                    tracing::warn!(error = %error, "could not confirm the job's lease; trying again");
+                    tokio::time::sleep(Duration::from_millis(250 * u64::from(tries))).await;
+                }
+                Err(error) => return Err(Fenced::Unconfirmed(error.to_string())),
+            }
+        }
+    }
+
     fn stop(&self, cause: StopCause) {
         let _ = self.cause.set(cause);
         self.token.cancel();
@@ -249,6 +300,8 @@ pub struct WorkerPool {
     shared: Arc<Shared>,
     dispatcher: Option<JoinHandle<()>>,
     recovery: Option<JoinHandle<()>>,
+    /// Follows the store's signals (see [`follow_signals`]).
+    follower: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for WorkerPool {
@@ -280,12 +333,16 @@ impl WorkerPool {
             ended: Mutex::new(Vec::new()),
             events: broadcast::channel(256).0,
         });
+        // Subscribed before the first claim: nothing signalled from here on is missed.
+        let signals = shared.store.signals();
+        let follower = tokio::spawn(follow_signals(Arc::clone(&shared), signals));
         let dispatcher = tokio::spawn(dispatch(Arc::clone(&shared)));
         let recovery = tokio::spawn(recover_periodically(Arc::clone(&shared)));
         WorkerPool {
             shared,
             dispatcher: Some(dispatcher),
             recovery: Some(recovery),
+            follower: Some(follower),
         }
     }
 
@@ -298,6 +355,11 @@ impl WorkerPool {
     /// Every job end from now on (tests and the server's metrics follow jobs with it).
     pub fn subscribe(&self) -> broadcast::Receiver<JobEnd> {
         self.shared.events.subscribe()
+    }
+
+    /// Names this process in leases.
+    pub fn worker_name(&self) -> &str {
+        &self.shared.config.worker_name
     }
 
     /// The jobs waiting for CI in this process, and what wakes them.
@@ -400,6 +462,9 @@ impl WorkerPool {
                 EndOutcome::LeaseLost | EndOutcome::NotRecorded => report.abandoned.push(end.job),
             }
         }
+        if let Some(follower) = self.follower.take() {
+            follower.abort();
+        }
         report
     }
 }
@@ -409,6 +474,41 @@ impl Drop for WorkerPool {
         self.shared.stopping.cancel();
         if let Some(recovery) = self.recovery.take() {
             recovery.abort();
+        }
+        if let Some(follower) = self.follower.take() {
+            follower.abort();
+        }
+    }
+}
+
+/// Acts on the store's signals — those of every process sharing it —, until the pool goes: a job
+/// queued or a key freed anywhere wakes the claimer; a stop asked anywhere makes the job's
+/// supervisor heartbeat now (the heartbeat says who asked); CI news or a pull request's change
+/// wakes the job waiting on it. A signal missed (a lag, a reconnection) wakes everything.
+async fn follow_signals(shared: Arc<Shared>, mut signals: broadcast::Receiver<Signal>) {
+    loop {
+        match signals.recv().await {
+            Ok(Signal::Jobs) => shared.wake.notify_one(),
+            Ok(Signal::Stop(job)) => {
+                if let Some(control) = lock(&shared.running).get(&job) {
+                    control.beat.notify_one();
+                }
+            }
+            Ok(Signal::Commit { repo, sha }) => {
+                shared.watch.wake_commit(&repo, &sha);
+            }
+            Ok(Signal::Key(key)) => {
+                shared.watch.wake_key(&key);
+            }
+            Ok(Signal::Deliveries) => {}
+            Ok(Signal::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                shared.wake.notify_one();
+                for control in lock(&shared.running).values() {
+                    control.beat.notify_one();
+                }
+                shared.watch.wake_all();
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
         }
     }
 }
@@ -518,6 +618,9 @@ async fn supervise(shared: Arc<Shared>, claim: Claim, permit: OwnedSemaphorePerm
         pool: Arc::downgrade(&shared),
         slot: Arc::new(Mutex::new(Some(permit))),
         idle: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        lease: lease.clone(),
+        lease_for: shared.config.lease,
+        beat: Arc::new(Notify::new()),
     };
     shared.supervisors.send_modify(|n| *n += 1);
     lock(&shared.running).insert(id, control.clone());
@@ -560,17 +663,8 @@ async fn run_handler(shared: &Shared, job: Job, lease: &Lease, control: &JobCont
                     Err(_) => Ended::Dropped,
                 };
             }
-            _ = beat.tick() => match shared.store.heartbeat(lease, shared.config.lease, now_ms()).await {
-                Ok(Heartbeat::Ok) => {}
-                Ok(Heartbeat::CancelRequested(request)) => control.stop(StopCause::Requested(request)),
-                Ok(Heartbeat::LeaseLost) => {
-                    tracing::warn!("lost the job's lease; stopping it");
-                    control.stop(StopCause::LeaseLost);
-                }
-                // The lease outlives a few failed heartbeats; if it expires meanwhile, recovery
-                // requeues the job and the next heartbeat reports the loss.
-                Err(error) => tracing::warn!(error = %error, "heartbeat failed"),
-            },
+            _ = beat.tick() => heartbeat(shared, lease, control).await,
+            () = control.beat.notified() => heartbeat(shared, lease, control).await,
             () = control.token.cancelled(), if !dropping => {
                 dropping = true;
                 deadline.as_mut().reset(Instant::now() + shared.config.cancel_grace);
@@ -581,6 +675,21 @@ async fn run_handler(shared: &Shared, job: Job, lease: &Lease, control: &JobCont
                 return Ended::Dropped;
             }
         }
+    }
+}
+
+/// Renews the lease, and turns what the store says into the job's stop.
+async fn heartbeat(shared: &Shared, lease: &Lease, control: &JobControl) {
+    match shared.store.heartbeat(lease, shared.config.lease, now_ms()).await {
+        Ok(Heartbeat::Ok) => {}
+        Ok(Heartbeat::CancelRequested(request)) => control.stop(StopCause::Requested(request)),
+        Ok(Heartbeat::LeaseLost) => {
+            tracing::warn!("lost the job's lease; stopping it");
+            control.stop(StopCause::LeaseLost);
+        }
+        // The lease outlives a few failed heartbeats; if it expires meanwhile, recovery requeues
+        // the job and the next heartbeat reports the loss.
+        Err(error) => tracing::warn!(error = %error, "heartbeat failed"),
     }
 }
 

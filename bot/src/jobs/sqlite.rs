@@ -20,8 +20,9 @@ use serde_json::Value;
 
 use super::record::{Lifecycle, Record as _};
 use super::store::{
-    Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Heartbeat, Job, JobEvent, JobFilter, JobId, JobState,
-    JobStore, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, StopRequest, StoreError, StoreFuture,
+    Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Fired, Heartbeat, Job, JobEvent, JobFilter, JobId,
+    JobState, JobStore, Leadership, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, Signal, StopRequest,
+    StoreError, StoreFuture, age_cutoff, interrupted_error, lease_end, stop_columns, stop_request,
 };
 
 /// The database's file name inside the data directory.
@@ -98,6 +99,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         ELSE trim(cancel_reason)
     END
     WHERE cancel_reason IS NOT NULL;",
+    // 5: claims of deliveries (`claim_delivery`): who handles one, until when, and its key.
+    "ALTER TABLE deliveries ADD COLUMN claim_key TEXT;
+    ALTER TABLE deliveries ADD COLUMN claimed_by TEXT;
+    ALTER TABLE deliveries ADD COLUMN claimed_until INTEGER;
+    CREATE INDEX deliveries_claim_key ON deliveries (claim_key) WHERE processed_at IS NULL;",
 ];
 
 /// Rows deleted (or payloads emptied) per transaction while pruning: small enough that a delivery
@@ -106,6 +112,9 @@ const PRUNE_BATCH: u32 = 500;
 
 /// Free pages given back per transaction by the incremental vacuum.
 const VACUUM_BATCH: u32 = 2048;
+
+/// Signals kept for a listener that has not read them yet; one further behind gets a resync.
+pub(crate) const SIGNAL_BUFFER: usize = 1024;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -125,6 +134,8 @@ struct Inner {
     path: PathBuf,
     writer: Mutex<Connection>,
     reader: Mutex<Connection>,
+    /// One process owns the file: its signals are its own.
+    signals: tokio::sync::broadcast::Sender<Signal>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -161,7 +172,7 @@ impl SqliteStore {
         now: i64,
     ) -> StoreFuture<Cancellation> {
         let (key, kind, request) = (key.to_owned(), kind.map(str::to_owned), request.clone());
-        self.write(move |connection| {
+        let work = self.write(move |connection| {
             let (reason, by) = stop_columns(&request);
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut cancellation = Cancellation::default();
@@ -201,6 +212,9 @@ impl SqliteStore {
             }
             tx.commit()?;
             Ok(cancellation)
+        });
+        self.signalling(work, |cancellation| {
+            cancellation.stopping.iter().map(|id| Signal::Stop(*id)).collect()
         })
     }
 
@@ -242,12 +256,30 @@ impl SqliteStore {
                 path: path.to_path_buf(),
                 writer: Mutex::new(writer),
                 reader: Mutex::new(reader),
+                signals: tokio::sync::broadcast::channel(SIGNAL_BUFFER).0,
             }),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// `work`'s future, then the signals its result calls for (sent once it has committed).
+    fn signalling<T: Send + 'static>(
+        &self,
+        work: StoreFuture<T>,
+        signals_of: impl FnOnce(&T) -> Vec<Signal> + Send + 'static,
+    ) -> StoreFuture<T> {
+        let sender = self.inner.signals.clone();
+        Box::pin(async move {
+            let value = work.await?;
+            for signal in signals_of(&value) {
+                // Nobody listening is fine.
+                let _ = sender.send(signal);
+            }
+            Ok(value)
+        })
     }
 
     fn write<T, F>(&self, work: F) -> StoreFuture<T>
@@ -375,14 +407,6 @@ fn use_incremental_vacuum(connection: &Connection, path: &Path) -> rusqlite::Res
     connection.execute_batch("VACUUM")
 }
 
-fn age_cutoff(now: i64, age: Duration) -> i64 {
-    now.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn lease_end(now: i64, lease_for: Duration) -> i64 {
-    now.saturating_add(i64::try_from(lease_for.as_millis()).unwrap_or(i64::MAX))
-}
-
 fn conversion_error(index: usize, error: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(index, Type::Text, Box::new(error))
 }
@@ -423,26 +447,6 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         result: optional_json_column(row, 15)?,
         error: row.get(16)?,
     })
-}
-
-/// What `cancel_by` holds for a stop by a newer push: `superseded:` and its sha (a GitHub login
-/// has no `:`, so the two never mix).
-const SUPERSEDED_BY: &str = "superseded:";
-
-/// The stop asked of a job, from its `cancel_by` column.
-fn stop_request(cancel_by: Option<String>) -> Option<StopRequest> {
-    cancel_by.map(|by| match by.strip_prefix(SUPERSEDED_BY) {
-        Some(head) => StopRequest::Superseded { head: head.to_owned() },
-        None => StopRequest::ByUser { login: by },
-    })
-}
-
-/// The columns a stop request is kept in: its words and who (or what) asked.
-fn stop_columns(request: &StopRequest) -> (String, String) {
-    match request {
-        StopRequest::ByUser { login } => (request.to_string(), login.clone()),
-        StopRequest::Superseded { head } => (request.to_string(), format!("{SUPERSEDED_BY}{head}")),
-    }
 }
 
 fn delivery_from_row(row: &Row<'_>) -> rusqlite::Result<Delivery> {
@@ -506,20 +510,10 @@ fn insert_event(tx: &Connection, id: JobId, kind: &str, data: &Value, now: i64) 
     )
 }
 
-/// Why a job that ran out of attempts failed, in words a user can act on.
-fn interrupted_error(attempts: u32) -> String {
-    let times = match attempts {
-        1 => "once".to_owned(),
-        2 => "twice".to_owned(),
-        n => format!("{n} times"),
-    };
-    format!("interrupted {times} (the worker stopped or crashed mid-job); not retrying")
-}
-
 impl JobStore for SqliteStore {
     fn record_delivery(&self, id: &DeliveryId, event: &str, payload: Bytes, now: i64) -> StoreFuture<Recorded> {
         let (id, event) = (id.clone(), event.to_owned());
-        self.write(move |connection| {
+        let work = self.write(move |connection| {
             let inserted = connection.execute(
                 "INSERT INTO deliveries (id, event, received_at, payload) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (id) DO NOTHING",
@@ -530,6 +524,10 @@ impl JobStore for SqliteStore {
             } else {
                 Recorded::Duplicate
             })
+        });
+        self.signalling(work, |recorded| match recorded {
+            Recorded::New => vec![Signal::Deliveries],
+            Recorded::Duplicate => Vec::new(),
         })
     }
 
@@ -556,9 +554,76 @@ impl JobStore for SqliteStore {
         })
     }
 
+    fn claim_delivery(
+        &self,
+        id: &DeliveryId,
+        key: &str,
+        worker: &str,
+        lease_for: Duration,
+        now: i64,
+    ) -> StoreFuture<bool> {
+        let (id, key, worker) = (id.clone(), key.to_owned(), worker.to_owned());
+        self.write(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            /// A delivery's place, whether it was processed, and its claim.
+            struct Held {
+                rowid: i64,
+                processed: Option<i64>,
+                by: Option<String>,
+                until: Option<i64>,
+            }
+            let found = tx
+                .query_row(
+                    "SELECT rowid, processed_at, claimed_by, claimed_until FROM deliveries WHERE id = ?1",
+                    [&id.0],
+                    |row| {
+                        Ok(Held {
+                            rowid: row.get(0)?,
+                            processed: row.get(1)?,
+                            by: row.get(2)?,
+                            until: row.get(3)?,
+                        })
+                    },
+                )
+                .optional()?;
+            let Some(Held {
+                rowid,
+                processed,
+                by,
+                until,
+            }) = found
+            else {
+                return Err(StoreError::UnknownDelivery(id).into());
+            };
+            let held_elsewhere = by.is_some_and(|by| by != worker) && until.is_some_and(|until| until > now);
+            if processed.is_some() || held_elsewhere {
+                return Ok(false);
+            }
+            let older_held: Option<i64> = tx
+                .query_row(
+                    "SELECT 1 FROM deliveries
+                     WHERE claim_key = ?1 AND processed_at IS NULL AND rowid < ?2
+                       AND claimed_by <> ?3 AND claimed_until > ?4
+                     LIMIT 1",
+                    params![key, rowid, worker, now],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if older_held.is_some() {
+                return Ok(false);
+            }
+            tx.execute(
+                "UPDATE deliveries SET claim_key = ?2, claimed_by = ?3, claimed_until = ?4 WHERE id = ?1",
+                params![id.0, key, worker, lease_end(now, lease_for)],
+            )?;
+            tx.commit()?;
+            Ok(true)
+        })
+    }
+
     fn process_delivery(&self, id: &DeliveryId, jobs: Vec<NewJob>, now: i64) -> StoreFuture<Dispatch> {
         let id = id.clone();
-        self.write(move |connection| {
+        let work = self.write(move |connection| {
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let processed: Option<Option<i64>> = tx
                 .query_row("SELECT processed_at FROM deliveries WHERE id = ?1", [&id.0], |row| {
@@ -580,6 +645,10 @@ impl JobStore for SqliteStore {
             )?;
             tx.commit()?;
             Ok(Dispatch::Created(ids))
+        });
+        self.signalling(work, |dispatch| match dispatch {
+            Dispatch::Created(ids) if !ids.is_empty() => vec![Signal::Jobs],
+            _ => Vec::new(),
         })
     }
 
@@ -588,12 +657,13 @@ impl JobStore for SqliteStore {
     }
 
     fn enqueue(&self, job: NewJob, now: i64) -> StoreFuture<JobId> {
-        self.write(move |connection| {
+        let work = self.write(move |connection| {
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let id = insert_job(&tx, &job, None, now)?;
             tx.commit()?;
             Ok(id)
-        })
+        });
+        self.signalling(work, |_| vec![Signal::Jobs])
     }
 
     fn claim(&self, worker: &str, lease_for: Duration, now: i64) -> StoreFuture<Option<Claim>> {
@@ -659,7 +729,7 @@ impl JobStore for SqliteStore {
 
     fn finish(&self, lease: &Lease, outcome: Finish, now: i64) -> StoreFuture<Release> {
         let lease = lease.clone();
-        self.write(move |connection| {
+        let work = self.write(move |connection| {
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let state = outcome.state();
             let (result, error) = match &outcome {
@@ -691,12 +761,13 @@ impl JobStore for SqliteStore {
             insert_record(&tx, lease.job, &finished, now)?;
             tx.commit()?;
             Ok(Release::Done)
-        })
+        });
+        self.signalling(work, released)
     }
 
     fn requeue(&self, lease: &Lease, now: i64) -> StoreFuture<Release> {
         let lease = lease.clone();
-        self.write(move |connection| {
+        let work = self.write(move |connection| {
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let cancel: Option<Option<String>> = tx
                 .query_row(
@@ -741,7 +812,8 @@ impl JobStore for SqliteStore {
             }
             tx.commit()?;
             Ok(Release::Done)
-        })
+        });
+        self.signalling(work, released)
     }
 
     fn cancel(&self, key: &str, request: &StopRequest, now: i64) -> StoreFuture<Cancellation> {
@@ -838,18 +910,30 @@ impl JobStore for SqliteStore {
         })
     }
 
-    fn fire_schedule(&self, name: &str, at: i64, job: Option<NewJob>) -> StoreFuture<Option<JobId>> {
+    fn fire_schedule(&self, name: &str, last: Option<i64>, at: i64, job: Option<NewJob>) -> StoreFuture<Fired> {
         let name = name.to_owned();
-        self.write(move |connection| {
+        let work = self.write(move |connection| {
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.execute(
-                "INSERT INTO schedules (name, last_at) VALUES (?1, ?2)
-                 ON CONFLICT (name) DO UPDATE SET last_at = excluded.last_at",
-                params![name, at],
-            )?;
+            let moved = match last {
+                None => tx.execute(
+                    "INSERT INTO schedules (name, last_at) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+                    params![name, at],
+                )?,
+                Some(last) => tx.execute(
+                    "UPDATE schedules SET last_at = ?2 WHERE name = ?1 AND last_at = ?3",
+                    params![name, at, last],
+                )?,
+            };
+            if moved == 0 {
+                return Ok(Fired::Raced);
+            }
             let id = job.map(|job| insert_job(&tx, &job, None, at)).transpose()?;
             tx.commit()?;
-            Ok(id)
+            Ok(Fired::Done(id))
+        });
+        self.signalling(work, |fired| match fired {
+            Fired::Done(Some(_)) => vec![Signal::Jobs],
+            _ => Vec::new(),
         })
     }
 
@@ -911,6 +995,32 @@ impl JobStore for SqliteStore {
             Ok(counts)
         })
     }
+
+    fn signals(&self) -> tokio::sync::broadcast::Receiver<Signal> {
+        self.inner.signals.subscribe()
+    }
+
+    fn publish(&self, signal: Signal) -> StoreFuture<()> {
+        let _ = self.inner.signals.send(signal);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn lead(&self, _role: &str) -> StoreFuture<Option<Leadership>> {
+        // The server holds the data directory's lock: no other process uses this file.
+        Box::pin(async { Ok(Some(Leadership::sole())) })
+    }
+
+    fn shared(&self) -> bool {
+        false
+    }
+}
+
+/// What a released job tells the pools: its key may have a next job to run.
+pub(crate) fn released(release: &Release) -> Vec<Signal> {
+    match release {
+        Release::Done | Release::Cancelled => vec![Signal::Jobs],
+        Release::LeaseLost => Vec::new(),
+    }
 }
 
 impl SqliteStore {
@@ -960,7 +1070,7 @@ impl SqliteStore {
     /// Running jobs whose lease ends before `cutoff`: requeued, failed or cancelled (see
     /// [`JobStore::recover`]); `now` stamps what is written.
     fn recover_leases_before(&self, cutoff: i64, now: i64) -> StoreFuture<Recovery> {
-        self.write(move |connection| {
+        let work = self.write(move |connection| {
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let expired: Vec<Job> = tx
                 .prepare_cached(&format!(
@@ -1004,6 +1114,13 @@ impl SqliteStore {
             }
             tx.commit()?;
             Ok(recovery)
+        });
+        self.signalling(work, |recovery| {
+            if recovery.requeued.is_empty() {
+                Vec::new()
+            } else {
+                vec![Signal::Jobs]
+            }
         })
     }
 }

@@ -1,5 +1,6 @@
-//! The job store's contract: the records (deliveries, jobs, job events), the state machine of a job
-//! and the [`JobStore`] trait that SQLite implements now and PostgreSQL later.
+//! The job store's contract: the records (deliveries, jobs, job events), the state machine of a job,
+//! the signals between the processes sharing a store, and the [`JobStore`] trait, implemented by
+//! SQLite (one process) and PostgreSQL (any number of replicas).
 //!
 //! Times are unix milliseconds passed in by the caller, so a store is deterministic under test; only
 //! the worker pool reads the clock. Every method returns a boxed `'static` future: SQLite work is
@@ -338,6 +339,119 @@ pub struct Pruned {
     pub pages_freed: u64,
 }
 
+/// What one process sharing a store tells the others (PostgreSQL: `NOTIFY`; SQLite: the process
+/// itself). A hint to look now, never the only way to learn something: every listener also polls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// A delivery was stored: the dispatchers look.
+    Deliveries,
+    /// A job may be claimable now (queued, or its key was freed): the pools look.
+    Jobs,
+    /// Someone asked this running job to stop: its worker looks at once.
+    Stop(JobId),
+    /// Something happened to this commit's CI (`owner/name`, sha): jobs waiting on it look.
+    Commit { repo: String, sha: String },
+    /// Something happened to this key's pull request or issue: jobs waiting on it look.
+    Key(String),
+    /// Signals may have been missed (a listener reconnected or fell behind): look at everything.
+    Resync,
+}
+
+impl Signal {
+    /// The signal as a `NOTIFY` payload (at most a few hundred bytes: keys and shas are short).
+    pub fn encode(&self) -> String {
+        match self {
+            Signal::Deliveries => "d".to_owned(),
+            Signal::Jobs => "j".to_owned(),
+            Signal::Stop(job) => format!("s:{job}"),
+            Signal::Commit { repo, sha } => format!("c:{repo}@{sha}"),
+            Signal::Key(key) => format!("k:{key}"),
+            Signal::Resync => "r".to_owned(),
+        }
+    }
+
+    /// A payload back into its signal; anything unknown (a newer pitcrew's) is a [`Signal::Resync`].
+    pub fn decode(payload: &str) -> Signal {
+        match payload.split_once(':') {
+            None if payload == "d" => Signal::Deliveries,
+            None if payload == "j" => Signal::Jobs,
+            Some(("s", id)) => id.parse().map_or(Signal::Resync, |id| Signal::Stop(JobId(id))),
+            Some(("c", commit)) => match commit.rsplit_once('@') {
+                Some((repo, sha)) => Signal::Commit {
+                    repo: repo.to_owned(),
+                    sha: sha.to_owned(),
+                },
+                None => Signal::Resync,
+            },
+            Some(("k", key)) => Signal::Key(key.to_owned()),
+            _ => Signal::Resync,
+        }
+    }
+}
+
+/// The right to run a singleton (the chore scheduler) among the processes sharing a store, held
+/// until dropped or lost. PostgreSQL: a session advisory lock on a connection of its own, lost with
+/// that connection; SQLite: one process, always the leader.
+pub struct Leadership {
+    lost: tokio_util::sync::CancellationToken,
+    /// Aborted on drop: the task that holds the lock (and its connection).
+    holder: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl fmt::Debug for Leadership {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Leadership")
+            .field("lost", &self.lost.is_cancelled())
+            .finish()
+    }
+}
+
+impl Leadership {
+    /// A leadership nobody else can hold (one process owns the store).
+    pub fn sole() -> Leadership {
+        Leadership {
+            lost: tokio_util::sync::CancellationToken::new(),
+            holder: None,
+        }
+    }
+
+    /// One held by `holder`, which cancels `lost` when it can no longer vouch for it.
+    pub(crate) fn held(lost: tokio_util::sync::CancellationToken, holder: tokio::task::JoinHandle<()>) -> Leadership {
+        Leadership {
+            lost,
+            holder: Some(holder),
+        }
+    }
+
+    /// Resolves when the leadership is lost (another process may lead from then on).
+    pub async fn lost(&self) {
+        self.lost.cancelled().await;
+    }
+
+    pub fn is_lost(&self) -> bool {
+        self.lost.is_cancelled()
+    }
+}
+
+impl Drop for Leadership {
+    fn drop(&mut self) {
+        self.lost.cancel();
+        if let Some(holder) = self.holder.take() {
+            holder.abort();
+        }
+    }
+}
+
+/// The answer to [`JobStore::fire_schedule`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fired {
+    /// The mark moved to the new time, with the job queued if one was given.
+    Done(Option<JobId>),
+    /// The mark was no longer the one read: another process fired the schedule meanwhile; nothing
+    /// was written.
+    Raced,
+}
+
 /// Why a store call failed. Messages name the database but never hold payloads or request data.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -387,6 +501,19 @@ pub trait JobStore: Send + Sync + 'static {
     /// Deliveries not processed yet, oldest first: the dispatcher's work, and after a crash what was
     /// accepted but not yet turned into jobs.
     fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Delivery>>;
+
+    /// Takes `id` for handling by `worker` until `now + lease_for` (again, when it already holds it):
+    /// `false` when the delivery is processed, held by another live worker, or when an older
+    /// unprocessed delivery of the same `key` (its pull request or issue) is held by another live
+    /// worker — deliveries of one key are handled in order even across processes.
+    fn claim_delivery(
+        &self,
+        id: &DeliveryId,
+        key: &str,
+        worker: &str,
+        lease_for: Duration,
+        now: i64,
+    ) -> StoreFuture<bool>;
 
     /// Marks the delivery processed and creates its jobs in one transaction, so a crash can neither
     /// lose them nor create them twice. A delivery processed before is left alone.
@@ -441,8 +568,10 @@ pub trait JobStore: Send + Sync + 'static {
     fn schedule_mark(&self, name: &str) -> StoreFuture<Option<i64>>;
 
     /// Records that schedule `name` fired (or was first seen) at `at`, and queues `job` in the same
-    /// transaction: a crash neither loses the job nor lets the schedule fire it twice.
-    fn fire_schedule(&self, name: &str, at: i64, job: Option<NewJob>) -> StoreFuture<Option<JobId>>;
+    /// transaction: a crash neither loses the job nor lets the schedule fire it twice. Only when its
+    /// mark is still `last` (what [`JobStore::schedule_mark`] read): two schedulers that read the
+    /// same mark fire once.
+    fn fire_schedule(&self, name: &str, last: Option<i64>, at: i64, job: Option<NewJob>) -> StoreFuture<Fired>;
 
     /// How many jobs are in each state; every state is present, zeros included (for /metrics).
     fn count_by_state(&self) -> StoreFuture<BTreeMap<JobState, u64>>;
@@ -452,4 +581,55 @@ pub trait JobStore: Send + Sync + 'static {
     /// transactions, so the webhook route and the pool wait for none of it, and gives the space
     /// freed back to the file system.
     fn prune(&self, retention: Retention, now: i64) -> StoreFuture<Pruned>;
+
+    /// The signals of every process sharing the store (this one's included) from now on.
+    fn signals(&self) -> tokio::sync::broadcast::Receiver<Signal>;
+
+    /// Sends `signal` to every process sharing the store, this one included.
+    fn publish(&self, signal: Signal) -> StoreFuture<()>;
+
+    /// The leadership of `role` if no other process holds it now; `None` when one does.
+    fn lead(&self, role: &str) -> StoreFuture<Option<Leadership>>;
+
+    /// Whether other processes may share the store (their leases are not this process's to take
+    /// back at start-up: see [`JobStore::recover_all`]).
+    fn shared(&self) -> bool;
+}
+
+pub(super) fn age_cutoff(now: i64, age: Duration) -> i64 {
+    now.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX))
+}
+
+pub(super) fn lease_end(now: i64, lease_for: Duration) -> i64 {
+    now.saturating_add(i64::try_from(lease_for.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// What `cancel_by` holds for a stop by a newer push: `superseded:` and its sha (a GitHub login
+/// has no `:`, so the two never mix).
+const SUPERSEDED_BY: &str = "superseded:";
+
+/// The stop asked of a job, from its `cancel_by` column.
+pub(super) fn stop_request(cancel_by: Option<String>) -> Option<StopRequest> {
+    cancel_by.map(|by| match by.strip_prefix(SUPERSEDED_BY) {
+        Some(head) => StopRequest::Superseded { head: head.to_owned() },
+        None => StopRequest::ByUser { login: by },
+    })
+}
+
+/// The columns a stop request is kept in: its words and who (or what) asked.
+pub(super) fn stop_columns(request: &StopRequest) -> (String, String) {
+    match request {
+        StopRequest::ByUser { login } => (request.to_string(), login.clone()),
+        StopRequest::Superseded { head } => (request.to_string(), format!("{SUPERSEDED_BY}{head}")),
+    }
+}
+
+/// Why a job that ran out of attempts failed, in words a user can act on.
+pub(super) fn interrupted_error(attempts: u32) -> String {
+    let times = match attempts {
+        1 => "once".to_owned(),
+        2 => "twice".to_owned(),
+        n => format!("{n} times"),
+    };
+    format!("interrupted {times} (the worker stopped or crashed mid-job); not retrying")
 }

@@ -30,6 +30,93 @@ fn open(dir: &Path) -> SqliteStore {
     SqliteStore::open(dir).unwrap()
 }
 
+/// A database the store contract runs on: a SQLite file, or a throwaway PostgreSQL server.
+enum Db {
+    Sqlite(tempfile::TempDir),
+    Postgres(pitcrew_tests::postgres::Postgres),
+}
+
+impl Db {
+    fn sqlite() -> Db {
+        Db::Sqlite(tempfile::tempdir().unwrap())
+    }
+
+    /// `None` (said on stderr) when PostgreSQL is not installed and not required.
+    fn postgres() -> Option<Db> {
+        pitcrew_tests::postgres::Postgres::start().map(Db::Postgres)
+    }
+
+    /// A store on the database; each call opens another one on the same data, as another process
+    /// (or a reopening) would.
+    async fn open(&self) -> Arc<dyn JobStore> {
+        match self {
+            Db::Sqlite(dir) => Arc::new(SqliteStore::open(dir.path()).unwrap()),
+            Db::Postgres(server) => Arc::new(PgStore::connect(&server.url()).await.unwrap()),
+        }
+    }
+
+    fn sqlite_file(&self) -> Option<std::path::PathBuf> {
+        match self {
+            Db::Sqlite(dir) => Some(dir.path().join(FILE_NAME)),
+            Db::Postgres(_) => None,
+        }
+    }
+}
+
+/// Runs each named contract test (an `async fn name(db: Db)`) on SQLite and on PostgreSQL:
+/// `jobs::tests::on_sqlite::name` and `jobs::tests::on_postgres::name`.
+macro_rules! contract_tests {
+    ($($name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Db::sqlite()).await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(db) = super::Db::postgres() {
+                        super::$name(db).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+contract_tests!(
+    a_redelivery_is_recognised_also_after_reopening,
+    processing_a_delivery_creates_its_jobs_exactly_once,
+    claims_take_the_oldest_job_and_one_job_per_key_at_a_time,
+    concurrent_claimers_never_get_the_same_job,
+    expired_leases_are_retried_then_failed_visibly,
+    recover_all_takes_back_running_jobs_whose_lease_has_not_run_out,
+    cancel_stops_queued_jobs_at_once_and_asks_the_running_one,
+    a_newer_push_supersedes_only_the_reviews_of_its_key,
+    a_lost_lease_refuses_heartbeats_and_results,
+    requeue_gives_the_attempt_back_unless_a_stop_was_asked,
+    events_keep_their_order_beside_the_lifecycle,
+    jobs_are_counted_by_state_and_listed_newest_first,
+    the_pool_never_runs_more_jobs_than_its_concurrency,
+    a_wake_starts_a_new_job_at_once_and_same_pr_jobs_run_in_turn,
+    a_stop_reaches_the_running_handler_directly_and_through_the_heartbeat,
+    a_panicking_handler_fails_its_job_and_the_pool_goes_on,
+    a_lost_lease_stops_the_handler_and_its_result_is_not_written,
+    shutdown_lets_quick_jobs_finish_and_requeues_the_rest,
+    a_job_whose_process_vanished_is_recovered_after_a_restart_and_completes,
+    a_schedule_remembers_when_it_fired_with_its_job_across_reopening,
+    prune_forgets_old_finished_work_keeps_the_rest_and_gives_the_space_back,
+    every_lifecycle_entry_is_written_in_the_shape_it_always_had,
+    a_job_waiting_idle_gives_its_slot_to_another_and_a_shutdown_requeues_it_at_once,
+    deliveries_are_claimed_by_one_worker_and_in_order_per_key,
+    signals_tell_of_deliveries_jobs_and_stops,
+    a_fence_refuses_a_worker_whose_lease_went_to_another,
+);
+
 fn new_job(key: &str) -> NewJob {
     NewJob {
         kind: "fix".to_owned(),
@@ -62,10 +149,8 @@ fn stop_by(login: &str) -> StopRequest {
     }
 }
 
-#[tokio::test]
-async fn a_redelivery_is_recognised_also_after_reopening() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn a_redelivery_is_recognised_also_after_reopening(db: Db) {
+    let store = db.open().await;
     let payload = Bytes::from_static(br#"{"action":"created"}"#);
     let id = delivery("72d3162e-cc78-11e3-81ab-4c9367dc0958");
     assert_eq!(
@@ -84,7 +169,7 @@ async fn a_redelivery_is_recognised_also_after_reopening() {
     );
     drop(store);
 
-    let store = open(dir.path());
+    let store = db.open().await;
     assert_eq!(
         store
             .record_delivery(&id, "issue_comment", payload, T0 + 10)
@@ -101,10 +186,8 @@ async fn a_redelivery_is_recognised_also_after_reopening() {
     assert_eq!(store.delivery(&delivery("other")).await.unwrap(), None);
 }
 
-#[tokio::test]
-async fn processing_a_delivery_creates_its_jobs_exactly_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn processing_a_delivery_creates_its_jobs_exactly_once(db: Db) {
+    let store = db.open().await;
     for (n, id) in ["d1", "d2", "d3"].into_iter().enumerate() {
         let at = T0 + i64::try_from(n).unwrap();
         store
@@ -173,10 +256,8 @@ async fn processing_a_delivery_creates_its_jobs_exactly_once() {
     assert!(matches!(error, StoreError::UnknownDelivery(_)), "{error}");
 }
 
-#[tokio::test]
-async fn claims_take_the_oldest_job_and_one_job_per_key_at_a_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn claims_take_the_oldest_job_and_one_job_per_key_at_a_time(db: Db) {
+    let store = db.open().await;
     let first = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
     let second_same_pr = store.enqueue(new_job("o/r#1"), T0 + 1).await.unwrap();
     let other_pr = store.enqueue(new_job("o/r#2"), T0 + 2).await.unwrap();
@@ -220,11 +301,9 @@ async fn claims_take_the_oldest_job_and_one_job_per_key_at_a_time() {
     assert_eq!(done.lease_owner, None);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_claimers_never_get_the_same_job() {
-    let dir = tempfile::tempdir().unwrap();
+async fn concurrent_claimers_never_get_the_same_job(db: Db) {
     // Two stores on one file: their writes contend across connections, as two processes would.
-    let stores = [open(dir.path()), open(dir.path())];
+    let stores = [db.open().await, db.open().await];
     const JOBS: usize = 60;
     for n in 0..JOBS {
         stores[0].enqueue(new_job(&format!("o/r#{n}")), T0).await.unwrap();
@@ -253,10 +332,8 @@ async fn concurrent_claimers_never_get_the_same_job() {
     );
 }
 
-#[tokio::test]
-async fn expired_leases_are_retried_then_failed_visibly() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn expired_leases_are_retried_then_failed_visibly(db: Db) {
+    let store = db.open().await;
     let id = store
         .enqueue(
             NewJob {
@@ -295,10 +372,8 @@ async fn expired_leases_are_retried_then_failed_visibly() {
     assert_eq!(store.claim("w3", LEASE, T0 + 200_000).await.unwrap(), None);
 }
 
-#[tokio::test]
-async fn recover_all_takes_back_running_jobs_whose_lease_has_not_run_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn recover_all_takes_back_running_jobs_whose_lease_has_not_run_out(db: Db) {
+    let store = db.open().await;
     let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
     store.claim("w1", LEASE, T0).await.unwrap().unwrap();
     // The lease is still good: plain recovery leaves the job to its worker.
@@ -313,10 +388,8 @@ async fn recover_all_takes_back_running_jobs_whose_lease_has_not_run_out() {
     assert_eq!(events.last().unwrap().at, T0 + 1);
 }
 
-#[tokio::test]
-async fn cancel_stops_queued_jobs_at_once_and_asks_the_running_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn cancel_stops_queued_jobs_at_once_and_asks_the_running_one(db: Db) {
+    let store = db.open().await;
     let running = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
     let queued = store.enqueue(new_job("o/r#1"), T0 + 1).await.unwrap();
     let elsewhere = store.enqueue(new_job("o/r#2"), T0 + 2).await.unwrap();
@@ -362,10 +435,8 @@ async fn cancel_stops_queued_jobs_at_once_and_asks_the_running_one() {
     );
 }
 
-#[tokio::test]
-async fn a_newer_push_supersedes_only_the_reviews_of_its_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn a_newer_push_supersedes_only_the_reviews_of_its_key(db: Db) {
+    let store = db.open().await;
     let review = |key: &str| NewJob {
         kind: "review".to_owned(),
         ..new_job(key)
@@ -399,14 +470,12 @@ async fn a_newer_push_supersedes_only_the_reviews_of_its_key() {
         Heartbeat::CancelRequested(stop.clone())
     );
     drop(store);
-    let store = open(dir.path());
+    let store = db.open().await;
     assert_eq!(store.job(running).await.unwrap().unwrap().cancel_requested, Some(stop));
 }
 
-#[tokio::test]
-async fn a_lost_lease_refuses_heartbeats_and_results() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn a_lost_lease_refuses_heartbeats_and_results(db: Db) {
+    let store = db.open().await;
     let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
     let stale = store.claim("w1", LEASE, T0).await.unwrap().unwrap().lease;
     store.recover(T0 + LEASE_MS).await.unwrap();
@@ -450,10 +519,8 @@ async fn a_lost_lease_refuses_heartbeats_and_results() {
     );
 }
 
-#[tokio::test]
-async fn requeue_gives_the_attempt_back_unless_a_stop_was_asked() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn requeue_gives_the_attempt_back_unless_a_stop_was_asked(db: Db) {
+    let store = db.open().await;
     let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
     let lease = store.claim("w1", LEASE, T0).await.unwrap().unwrap().lease;
     assert_eq!(store.requeue(&lease, T0 + 1).await.unwrap(), Release::Done);
@@ -469,10 +536,8 @@ async fn requeue_gives_the_attempt_back_unless_a_stop_was_asked() {
     assert_eq!(job.error.as_deref(), Some("stopped by @alice"));
 }
 
-#[tokio::test]
-async fn events_keep_their_order_beside_the_lifecycle() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn events_keep_their_order_beside_the_lifecycle(db: Db) {
+    let store = db.open().await;
     let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
     let lease = store.claim("w1", LEASE, T0 + 1).await.unwrap().unwrap().lease;
     for step in 0..3 {
@@ -501,10 +566,8 @@ async fn events_keep_their_order_beside_the_lifecycle() {
     assert!(matches!(error, StoreError::UnknownJob(JobId(999))), "{error}");
 }
 
-#[tokio::test]
-async fn jobs_are_counted_by_state_and_listed_newest_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn jobs_are_counted_by_state_and_listed_newest_first(db: Db) {
+    let store = db.open().await;
     let zero: BTreeMap<JobState, u64> = JobState::ALL.into_iter().map(|s| (s, 0)).collect();
     assert_eq!(store.count_by_state().await.unwrap(), zero);
 
@@ -709,10 +772,8 @@ async fn end_of(events: &mut broadcast::Receiver<JobEnd>, id: JobId) -> EndOutco
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_pool_never_runs_more_jobs_than_its_concurrency() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(dir.path()));
+async fn the_pool_never_runs_more_jobs_than_its_concurrency(db: Db) {
+    let store = db.open().await;
     let (handler, mut starts, gauge) = scripted();
     const JOBS: usize = 10;
     for n in 0..JOBS {
@@ -743,10 +804,8 @@ async fn the_pool_never_runs_more_jobs_than_its_concurrency() {
     assert_eq!(report, ShutdownReport::default());
 }
 
-#[tokio::test]
-async fn a_wake_starts_a_new_job_at_once_and_same_pr_jobs_run_in_turn() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(dir.path()));
+async fn a_wake_starts_a_new_job_at_once_and_same_pr_jobs_run_in_turn(db: Db) {
+    let store = db.open().await;
     let (handler, mut starts, _) = scripted();
     let pool = WorkerPool::start(store.clone(), handler, pool_config(4));
     let mut events = pool.subscribe();
@@ -782,10 +841,8 @@ async fn a_wake_starts_a_new_job_at_once_and_same_pr_jobs_run_in_turn() {
     pool.shutdown(Duration::from_secs(5)).await;
 }
 
-#[tokio::test]
-async fn a_stop_reaches_the_running_handler_directly_and_through_the_heartbeat() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(dir.path()));
+async fn a_stop_reaches_the_running_handler_directly_and_through_the_heartbeat(db: Db) {
+    let store = db.open().await;
     let (handler, mut starts, _) = scripted();
     let pool = WorkerPool::start(store.clone(), handler, pool_config(2));
     let mut events = pool.subscribe();
@@ -843,10 +900,8 @@ async fn a_stop_reaches_the_running_handler_directly_and_through_the_heartbeat()
     pool.shutdown(Duration::from_secs(5)).await;
 }
 
-#[tokio::test]
-async fn a_panicking_handler_fails_its_job_and_the_pool_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(dir.path()));
+async fn a_panicking_handler_fails_its_job_and_the_pool_goes_on(db: Db) {
+    let store = db.open().await;
     let (handler, mut starts, _) = scripted();
     let boom = store
         .enqueue(
@@ -927,10 +982,8 @@ async fn a_jobs_lines_carry_its_ids_from_its_start_to_its_end() {
     assert_eq!(logs.with_message("job ended")[0]["span"], span);
 }
 
-#[tokio::test]
-async fn a_lost_lease_stops_the_handler_and_its_result_is_not_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(dir.path()));
+async fn a_lost_lease_stops_the_handler_and_its_result_is_not_written(db: Db) {
+    let store = db.open().await;
     let (handler, mut starts, _) = scripted();
     let id = store.enqueue(new_job("o/r#1"), now_ms()).await.unwrap();
     let pool = WorkerPool::start(store.clone(), handler, pool_config(1));
@@ -952,10 +1005,8 @@ async fn a_lost_lease_stops_the_handler_and_its_result_is_not_written() {
     pool.shutdown(Duration::from_secs(5)).await;
 }
 
-#[tokio::test]
-async fn shutdown_lets_quick_jobs_finish_and_requeues_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(dir.path()));
+async fn shutdown_lets_quick_jobs_finish_and_requeues_the_rest(db: Db) {
+    let store = db.open().await;
     let (handler, mut starts, _) = scripted();
     let ignore_token = |key: &str| NewJob {
         request: json!({ "obey": false }),
@@ -989,14 +1040,12 @@ async fn shutdown_lets_quick_jobs_finish_and_requeues_the_rest() {
     drop(slow_run);
 }
 
-#[tokio::test]
-async fn a_job_whose_process_vanished_is_recovered_after_a_restart_and_completes() {
-    let dir = tempfile::tempdir().unwrap();
+async fn a_job_whose_process_vanished_is_recovered_after_a_restart_and_completes(db: Db) {
     let started_at = now_ms();
     let (id, delivery_id) = {
         // The first process accepts a delivery, dispatches it, claims the job, then dies (SIGKILL):
         // nothing is finished, requeued or closed in order.
-        let store = open(dir.path());
+        let store = db.open().await;
         let delivery_id = delivery("d-crash");
         store
             .record_delivery(&delivery_id, "issue_comment", Bytes::from_static(b"{}"), started_at)
@@ -1019,7 +1068,7 @@ async fn a_job_whose_process_vanished_is_recovered_after_a_restart_and_completes
         (ids[0], delivery_id)
     };
 
-    let store = Arc::new(open(dir.path()));
+    let store = db.open().await;
     // The accepted but undispatched delivery is still there for the dispatcher.
     let pending = store.unprocessed_deliveries(10).await.unwrap();
     assert_eq!(pending.len(), 1);
@@ -1150,22 +1199,44 @@ async fn sigkill_child() {
     std::future::pending::<()>().await;
 }
 
-#[tokio::test]
-async fn a_schedule_remembers_when_it_fired_with_its_job_across_reopening() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn a_schedule_remembers_when_it_fired_with_its_job_across_reopening(db: Db) {
+    let store = db.open().await;
     assert_eq!(within(store.schedule_mark("acme/calc:deps")).await.unwrap(), None);
     // First seen: marked, nothing queued.
     assert_eq!(
-        within(store.fire_schedule("acme/calc:deps", T0, None)).await.unwrap(),
-        None
+        within(store.fire_schedule("acme/calc:deps", None, T0, None))
+            .await
+            .unwrap(),
+        Fired::Done(None)
     );
-    let id = within(store.fire_schedule("acme/calc:deps", T0 + 60_000, Some(new_job("acme/calc:deps"))))
-        .await
-        .unwrap()
-        .unwrap();
+    // A second scheduler that read "never" too loses: the schedule is seen once.
+    assert_eq!(
+        within(store.fire_schedule("acme/calc:deps", None, T0 + 5, None))
+            .await
+            .unwrap(),
+        Fired::Raced
+    );
+    let Fired::Done(Some(id)) =
+        within(store.fire_schedule("acme/calc:deps", Some(T0), T0 + 60_000, Some(new_job("acme/calc:deps"))))
+            .await
+            .unwrap()
+    else {
+        panic!("the due schedule fires its job");
+    };
+    // Another scheduler that read the mark before that firing fires nothing, and queues nothing.
+    assert_eq!(
+        within(store.fire_schedule("acme/calc:deps", Some(T0), T0 + 60_500, Some(new_job("acme/calc:deps"))))
+            .await
+            .unwrap(),
+        Fired::Raced
+    );
+    assert_eq!(
+        within(store.jobs(&JobFilter::default())).await.unwrap().len(),
+        1,
+        "one job queued"
+    );
     drop(store);
-    let store = open(dir.path());
+    let store = db.open().await;
     assert_eq!(
         within(store.schedule_mark("acme/calc:deps")).await.unwrap(),
         Some(T0 + 60_000)
@@ -1211,10 +1282,8 @@ fn page_count(path: &Path) -> (i64, i64) {
 }
 
 /// The store never forgot anything: 5,100 fuzzed deliveries made a 2.8 GiB database.
-#[tokio::test]
-async fn prune_forgets_old_finished_work_keeps_the_rest_and_gives_the_space_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn prune_forgets_old_finished_work_keeps_the_rest_and_gives_the_space_back(db: Db) {
+    let store = db.open().await;
     let big = Bytes::from(vec![b'x'; 64 * 1024]);
     let retention = Retention {
         rows: Duration::from_secs(30 * 86_400),
@@ -1281,19 +1350,22 @@ async fn prune_forgets_old_finished_work_keeps_the_rest_and_gives_the_space_back
         .unwrap();
     store.process_delivery(&recent, Vec::new(), now - DAY_MS).await.unwrap();
     // A schedule last fired long ago: its mark is what stops it firing twice; kept.
-    store.fire_schedule("acme/calc:deps", T0, None).await.unwrap();
+    store.fire_schedule("acme/calc:deps", None, T0, None).await.unwrap();
 
-    let path = dir.path().join(FILE_NAME);
-    let (pages_before, _) = page_count(&path);
+    let file = db.sqlite_file();
+    let pages_before = file.as_deref().map(|path| page_count(path).0);
     let pruned = within(store.prune(retention, now)).await.unwrap();
     assert_eq!((pruned.jobs, pruned.deliveries, pruned.payloads), (40, 40, 40 + 1));
-    assert!(pruned.pages_freed > 0, "{pruned:?}");
-    let (pages_after, free_after) = page_count(&path);
-    assert_eq!(free_after, 0);
-    assert!(
-        pages_after < pages_before / 4,
-        "{pages_before} pages, then {pages_after}"
-    );
+    // SQLite gives the file's pages back; PostgreSQL leaves the space to its autovacuum.
+    if let (Some(path), Some(pages_before)) = (file, pages_before) {
+        assert!(pruned.pages_freed > 0, "{pruned:?}");
+        let (pages_after, free_after) = page_count(&path);
+        assert_eq!(free_after, 0);
+        assert!(
+            pages_after < pages_before / 4,
+            "{pages_before} pages, then {pages_after}"
+        );
+    }
 
     assert!(store.delivery(&delivery("old-0")).await.unwrap().is_none());
     assert!(store.job(old_job).await.unwrap().is_none());
@@ -1449,10 +1521,8 @@ fn the_stores_entries_of_before_they_were_typed_read_and_write_back_the_same() {
     }
 }
 
-#[tokio::test]
-async fn every_lifecycle_entry_is_written_in_the_shape_it_always_had() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn every_lifecycle_entry_is_written_in_the_shape_it_always_had(db: Db) {
+    let store = db.open().await;
     store
         .record_delivery(&delivery("d-1"), "issue_comment", Bytes::from_static(b"{}"), T0)
         .await
@@ -1574,10 +1644,8 @@ fn stops_asked_before_the_upgrade_name_who_asked() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_waiting_idle_gives_its_slot_to_another_and_a_shutdown_requeues_it_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(dir.path()));
+async fn a_job_waiting_idle_gives_its_slot_to_another_and_a_shutdown_requeues_it_at_once(db: Db) {
+    let store = db.open().await;
     let (handler, mut starts, _) = scripted();
     let waiter = store.enqueue(new_job("o/r#1"), now_ms()).await.unwrap();
     let pool = WorkerPool::start(store.clone(), handler, pool_config(1));
@@ -1615,4 +1683,299 @@ async fn a_job_waiting_idle_gives_its_slot_to_another_and_a_shutdown_requeues_it
     let report = within(shutdown).await.unwrap();
     assert_eq!(report.requeued, vec![waiter], "{report:?}");
     assert_eq!(store.job(waiter).await.unwrap().unwrap().state, JobState::Queued);
+}
+
+async fn deliveries_are_claimed_by_one_worker_and_in_order_per_key(db: Db) {
+    let (a, b) = (db.open().await, db.open().await);
+    for (n, id) in ["d1", "d2", "d3"].into_iter().enumerate() {
+        let at = T0 + i64::try_from(n).unwrap();
+        a.record_delivery(&delivery(id), "issue_comment", Bytes::new(), at)
+            .await
+            .unwrap();
+    }
+    // d1 and d2 are about o/r#1, d3 about o/r#2.
+    let claim = |store: &Arc<dyn JobStore>, id: &str, key: &str, worker: &str, now: i64| {
+        store.claim_delivery(&delivery(id), key, worker, LEASE, now)
+    };
+    assert!(claim(&a, "d1", "o/r#1", "A", T0 + 10).await.unwrap());
+    assert!(!claim(&b, "d1", "o/r#1", "B", T0 + 10).await.unwrap(), "held by A");
+    assert!(
+        !claim(&b, "d2", "o/r#1", "B", T0 + 10).await.unwrap(),
+        "an older delivery of its key is held by A: it waits"
+    );
+    assert!(
+        claim(&b, "d3", "o/r#2", "B", T0 + 10).await.unwrap(),
+        "another key goes on"
+    );
+    assert!(
+        claim(&a, "d1", "o/r#1", "A", T0 + 20).await.unwrap(),
+        "A takes it again (a retry)"
+    );
+
+    a.process_delivery(&delivery("d1"), Vec::new(), T0 + 30).await.unwrap();
+    assert!(!claim(&a, "d1", "o/r#1", "A", T0 + 31).await.unwrap(), "processed");
+    assert!(claim(&b, "d2", "o/r#1", "B", T0 + 31).await.unwrap(), "its turn now");
+
+    // B stops (a crash): its claims run out, and A takes over.
+    assert!(!claim(&a, "d3", "o/r#2", "A", T0 + 32).await.unwrap());
+    assert!(claim(&a, "d3", "o/r#2", "A", T0 + 10 + LEASE_MS + 1).await.unwrap());
+
+    let error = claim(&a, "nope", "o/r#9", "A", T0).await.unwrap_err();
+    assert!(matches!(error, StoreError::UnknownDelivery(_)), "{error}");
+}
+
+/// The next signal that is not a resync (a listener that connected says one).
+async fn next_signal(signals: &mut broadcast::Receiver<Signal>) -> Signal {
+    loop {
+        match within(signals.recv()).await.unwrap() {
+            Signal::Resync => {}
+            signal => return signal,
+        }
+    }
+}
+
+async fn signals_tell_of_deliveries_jobs_and_stops(db: Db) {
+    let store = db.open().await;
+    let mut signals = store.signals();
+    store
+        .record_delivery(&delivery("d1"), "issue_comment", Bytes::new(), T0)
+        .await
+        .unwrap();
+    assert_eq!(next_signal(&mut signals).await, Signal::Deliveries);
+    // A redelivery is nothing new.
+    store
+        .record_delivery(&delivery("d1"), "issue_comment", Bytes::new(), T0)
+        .await
+        .unwrap();
+    let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();
+    assert_eq!(next_signal(&mut signals).await, Signal::Jobs);
+    let claim = store.claim("w1", LEASE, T0).await.unwrap().unwrap();
+    store.cancel("o/r#1", &stop_by("alice"), T0 + 1).await.unwrap();
+    assert_eq!(next_signal(&mut signals).await, Signal::Stop(id));
+    store
+        .finish(&claim.lease, Finish::Cancelled("stopped".into()), T0 + 2)
+        .await
+        .unwrap();
+    assert_eq!(next_signal(&mut signals).await, Signal::Jobs, "its key is free");
+    let ci = Signal::Commit {
+        repo: "o/r".into(),
+        sha: "abc123".into(),
+    };
+    store.publish(ci.clone()).await.unwrap();
+    assert_eq!(next_signal(&mut signals).await, ci);
+    store.publish(Signal::Key("o/r#1".into())).await.unwrap();
+    assert_eq!(next_signal(&mut signals).await, Signal::Key("o/r#1".into()));
+}
+
+async fn a_fence_refuses_a_worker_whose_lease_went_to_another(db: Db) {
+    let store = db.open().await;
+    let (handler, mut starts, _) = scripted();
+    let id = store.enqueue(new_job("o/r#1"), now_ms()).await.unwrap();
+    // No heartbeat during the test: the fence alone is to find out (a heartbeat finding the lease
+    // lost first would free the job for this very pool).
+    let config = PoolConfig {
+        lease: Duration::from_secs(600),
+        heartbeat: Duration::from_secs(300),
+        ..pool_config(1)
+    };
+    let pool = WorkerPool::start(store.clone(), handler, config);
+    let mut events = pool.subscribe();
+    let started = next_start(&mut starts).await;
+    assert_eq!(started.job.id, id);
+    within(started.control.fence()).await.unwrap();
+
+    // The worker is presumed dead (paused or cut off past its lease): the job is taken back and
+    // another worker runs it.
+    let other = db.open().await;
+    assert_eq!(other.recover_all(now_ms()).await.unwrap().requeued, [id]);
+    let taken = other.claim("other-worker", LEASE, now_ms()).await.unwrap().unwrap();
+    assert_eq!((taken.job.id, taken.lease.attempt), (id, 2));
+
+    let fenced = within(started.control.fence()).await.unwrap_err();
+    assert!(matches!(fenced, Fenced::LeaseLost), "{fenced}");
+    assert!(started.control.is_cancelled());
+    assert_eq!(started.control.stop_cause(), Some(StopCause::LeaseLost));
+    assert_eq!(end_of(&mut events, id).await, EndOutcome::LeaseLost);
+    let job = other.job(id).await.unwrap().unwrap();
+    assert_eq!(
+        (job.state, job.lease_owner.as_deref(), job.attempts),
+        (JobState::Running, Some("other-worker"), 2),
+        "the other attempt is untouched"
+    );
+    pool.shutdown(Duration::from_secs(5)).await;
+}
+
+/// What only replicas sharing PostgreSQL do: migrate together, signal each other, lead in turn,
+/// race for claims.
+mod replicas {
+    use super::*;
+    use pitcrew_tests::postgres::Postgres;
+
+    async fn server() -> Option<Postgres> {
+        tokio::task::spawn_blocking(Postgres::start).await.unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replicas_starting_together_on_an_empty_database_migrate_once() {
+        let Some(server) = server().await else { return };
+        let url = server.url();
+        let starts: Vec<_> = (0..4)
+            .map(|_| {
+                let url = url.clone();
+                tokio::spawn(async move { PgStore::connect(&url).await })
+            })
+            .collect();
+        for start in starts {
+            within(start).await.unwrap().unwrap();
+        }
+        assert_eq!(
+            server
+                .psql("SELECT count(*), max(version) FROM pitcrew_schema")
+                .unwrap(),
+            format!("1|{PG_SCHEMA_VERSION}")
+        );
+        // A database a newer pitcrew migrated is refused, not guessed at.
+        server.psql("UPDATE pitcrew_schema SET version = version + 1").unwrap();
+        let error = PgStore::connect(&url).await.unwrap_err();
+        assert!(matches!(error, StoreError::NewerSchema { .. }), "{error}");
+        assert!(!error.to_string().contains("pitcrew@"), "no URL in: {error}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_bad_or_unreachable_database_is_an_error_that_shows_no_password() {
+        let error = PgStore::connect("postgres://pitcrew:hunter2@127.0.0.1:1/pitcrew")
+            .await
+            .unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("postgres://127.0.0.1:1/pitcrew"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+        let error = PgStore::connect("mysql://root:hunter2@db/x").await.unwrap_err();
+        assert!(!error.to_string().contains("hunter2"), "{error}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stop_asked_through_another_replica_reaches_the_running_job_at_once() {
+        let Some(server) = server().await else { return };
+        let (a, b) = (
+            Arc::new(PgStore::connect(&server.url()).await.unwrap()) as Arc<dyn JobStore>,
+            Arc::new(PgStore::connect(&server.url()).await.unwrap()) as Arc<dyn JobStore>,
+        );
+        let (handler, mut starts, _) = scripted();
+        let id = a.enqueue(new_job("o/r#1"), now_ms()).await.unwrap();
+        // Heartbeats every five minutes: only the signal can bring the stop within the test.
+        let config = PoolConfig {
+            lease: Duration::from_secs(600),
+            heartbeat: Duration::from_secs(300),
+            ..pool_config(1)
+        };
+        let pool = WorkerPool::start(a.clone(), handler, config);
+        let mut events = pool.subscribe();
+        let started = next_start(&mut starts).await;
+        assert_eq!(started.job.id, id);
+        let cancellation = b.cancel("o/r#1", &stop_by("alice"), now_ms()).await.unwrap();
+        assert_eq!(cancellation.stopping, [id]);
+        within(started.control.token().cancelled()).await;
+        assert_eq!(
+            started.control.stop_cause(),
+            Some(StopCause::Requested(stop_by("alice")))
+        );
+        assert_eq!(end_of(&mut events, id).await, EndOutcome::Finished(JobState::Cancelled));
+        pool.shutdown(Duration::from_secs(5)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_replica_leads_at_a_time_and_another_takes_over_when_it_goes() {
+        let Some(server) = server().await else { return };
+        let (a, b) = (
+            PgStore::connect(&server.url()).await.unwrap(),
+            PgStore::connect(&server.url()).await.unwrap(),
+        );
+        let leader = a.lead("scheduler").await.unwrap().unwrap();
+        assert!(b.lead("scheduler").await.unwrap().is_none());
+        assert!(b.lead("another role").await.unwrap().is_some());
+        // Stepping down (a shutdown) frees it.
+        drop(leader);
+        let leader = take_over(&b).await;
+        assert!(a.lead("scheduler").await.unwrap().is_none());
+        // The leader's connection dies (a cut network, a killed process): it learns it has lost,
+        // and the other replica leads.
+        server
+            .psql(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks \
+                 WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+            )
+            .unwrap();
+        within(leader.lost()).await;
+        let _again = take_over(&a).await;
+    }
+
+    /// `store`'s leadership, asked for until the last leader's lock is gone (the server frees it
+    /// when it sees the connection close).
+    async fn take_over(store: &PgStore) -> Leadership {
+        within(async {
+            loop {
+                if let Some(leadership) = store.lead("scheduler").await.unwrap() {
+                    return leadership;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn claims_across_replicas_keep_one_running_job_per_key_in_arrival_order() {
+        let Some(server) = server().await else { return };
+        let mut stores: Vec<Arc<dyn JobStore>> = Vec::new();
+        for _ in 0..3 {
+            stores.push(Arc::new(PgStore::connect(&server.url()).await.unwrap()));
+        }
+        const JOBS: usize = 60;
+        let mut order: BTreeMap<String, Vec<JobId>> = BTreeMap::new();
+        for n in 0..JOBS {
+            let key = format!("o/r#{}", n % 6);
+            let id = stores[0].enqueue(new_job(&key), T0).await.unwrap();
+            order.entry(key).or_default().push(id);
+        }
+        let running = Arc::new(std::sync::Mutex::new(HashSet::new()));
+        let taken = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut claimers = Vec::new();
+        for worker in 0..9 {
+            let store = Arc::clone(&stores[worker % 3]);
+            let (running, taken) = (Arc::clone(&running), Arc::clone(&taken));
+            claimers.push(tokio::spawn(async move {
+                let mut idle = 0;
+                while idle < 50 {
+                    let Some(claim) = store.claim(&format!("w{worker}"), LEASE, T0 + 1).await.unwrap() else {
+                        idle += 1;
+                        tokio::task::yield_now().await;
+                        continue;
+                    };
+                    idle = 0;
+                    assert!(
+                        running.lock().unwrap().insert(claim.job.key.clone()),
+                        "two running jobs of {}",
+                        claim.job.key
+                    );
+                    taken.lock().unwrap().push((claim.job.key.clone(), claim.job.id));
+                    // Out of the set before the job ends: nobody can claim its successor sooner.
+                    running.lock().unwrap().remove(&claim.job.key);
+                    let done = store
+                        .finish(&claim.lease, Finish::Succeeded(json!({})), T0 + 2)
+                        .await
+                        .unwrap();
+                    assert_eq!(done, Release::Done);
+                }
+            }));
+        }
+        for claimer in claimers {
+            within(claimer).await.unwrap();
+        }
+        let taken = taken.lock().unwrap().clone();
+        assert_eq!(taken.len(), JOBS, "every job once");
+        for (key, ids) in order {
+            let claimed: Vec<JobId> = taken.iter().filter(|(k, _)| *k == key).map(|(_, id)| *id).collect();
+            assert_eq!(claimed, ids, "{key}'s jobs in arrival order");
+        }
+    }
 }

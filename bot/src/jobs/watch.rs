@@ -132,6 +132,13 @@ impl CiWatch {
         Some(found.job)
     }
 
+    /// Every waiting job looks now (signals from other processes may have been missed).
+    pub fn wake_all(&self) {
+        for w in self.lock().iter() {
+            w.notify.notify_one();
+        }
+    }
+
     /// Something happened on the pull request of `key`: a job of it that waits looks now.
     pub fn wake_key(&self, key: &str) -> bool {
         let waiting = self.lock();

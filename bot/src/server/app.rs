@@ -16,12 +16,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::routes::{ServerState, router};
 use super::serve::{ConnectionLimits, connection_limit};
-use crate::config::{Config, SandboxBackend};
+use crate::config::{Config, SandboxBackend, StoreConfig};
 use crate::github::{AppAuth, AppCredentials, AppKeyError, ClientOptions, GithubAccess, GithubError};
 use crate::instance::InstanceError;
 use crate::intake::{DispatchSettings, Dispatcher, Scheduler};
 use crate::jobs::{
-    JobHandler, JobStore, PoolConfig, Pruned, Retention, ShutdownReport, SqliteStore, StoreError, WorkerPool, now_ms,
+    JobHandler, JobStore, PgStore, PoolConfig, Pruned, Retention, ShutdownReport, SqliteStore, StoreError, WorkerPool,
+    now_ms,
 };
 use crate::metrics::Metrics;
 use crate::triggers::TriggerConfig;
@@ -168,14 +169,24 @@ impl Server {
         let metrics = metrics.unwrap_or_default();
 
         let data_dir = config.server.data_dir.clone();
-        let (lock, store) = tokio::task::spawn_blocking(move || open_data_dir(data_dir))
+        let sqlite = matches!(config.server.store, StoreConfig::Sqlite);
+        let (lock, sqlite) = tokio::task::spawn_blocking(move || open_data_dir(data_dir, sqlite))
             .await
             .map_err(|error| ServeError::Store(StoreError::Task(error.to_string())))??;
-        let store: Arc<dyn JobStore> = Arc::new(store);
+        let store: Arc<dyn JobStore> = match (&config.server.store, sqlite) {
+            (StoreConfig::Postgres { url }, _) => Arc::new(PgStore::connect(url.expose_secret()).await?),
+            (StoreConfig::Sqlite, Some(store)) => Arc::new(store),
+            (StoreConfig::Sqlite, None) => return Err(ServeError::Store(StoreError::Task("no store opened".into()))),
+        };
 
-        // The data directory's lock proves that no other process runs jobs from this store: every
-        // job still marked running was interrupted, whatever its lease says.
-        let recovery = store.recover_all(now_ms()).await?;
+        // With SQLite, the data directory's lock proves that no other process runs jobs from this
+        // store: every job still marked running was interrupted, whatever its lease says. Replicas
+        // sharing PostgreSQL run each other's jobs: only expired leases are taken back.
+        let recovery = if store.shared() {
+            store.recover(now_ms()).await?
+        } else {
+            store.recover_all(now_ms()).await?
+        };
         if !recovery.is_empty() {
             tracing::warn!(requeued = ?recovery.requeued, failed = ?recovery.failed,
                 cancelled = ?recovery.cancelled, "recovered jobs interrupted by a crash");
@@ -264,7 +275,8 @@ impl Server {
         let http = tokio::spawn(super::serve::serve(listener, router(state), limits, stop_http.clone()));
         let housekeeping = tokio::spawn(housekeeping(config.clone(), copies, Arc::clone(&store)));
         tracing::info!(%addr, concurrency = config.server.concurrency, max_connections = limits.max_connections,
-            data_dir = %config.server.data_dir.display(), "pitcrew serve is listening");
+            data_dir = %config.server.data_dir.display(), store = config.server.store.kind(),
+            worker = pool.worker_name(), "pitcrew serve is listening");
         Ok(RunningServer {
             addr,
             metrics,
@@ -298,8 +310,8 @@ fn listener_name(listener: &std::net::TcpListener) -> String {
         .map_or_else(|_| "the given listener".to_owned(), |addr| addr.to_string())
 }
 
-/// Locks the data directory and opens the store in it. Blocking.
-fn open_data_dir(data_dir: PathBuf) -> Result<(Flock<File>, SqliteStore), ServeError> {
+/// Locks the data directory and, when the store is SQLite, opens it there. Blocking.
+fn open_data_dir(data_dir: PathBuf, sqlite: bool) -> Result<(Flock<File>, Option<SqliteStore>), ServeError> {
     std::fs::create_dir_all(&data_dir).map_err(|source| ServeError::DataDir {
         path: data_dir.clone(),
         source,
@@ -326,7 +338,7 @@ fn open_data_dir(data_dir: PathBuf) -> Result<(Flock<File>, SqliteStore), ServeE
         }
     })?;
     // The store keeps itself readable by pitcrew's user alone (`SqliteStore::open_file`).
-    let store = SqliteStore::open(&data_dir)?;
+    let store = sqlite.then(|| SqliteStore::open(&data_dir)).transpose()?;
     Ok((lock, store))
 }
 
