@@ -1,6 +1,8 @@
 //! The deployment files under `deploy/`: the Compose project as Compose itself reads it
 //! (`docker compose config`, or `docker-compose config` where only version 1 is installed, with
-//! `.env.example` as its environment file), and its nginx configuration against the Compose file.
+//! `.env.example` as its environment file), its nginx configuration against the Compose file, and
+//! the systemd unit (its sections and keys, the flags it passes the binary, and
+//! `systemd-analyze verify` where the machine has it).
 #![expect(clippy::unwrap_used, reason = "a failing test should panic")]
 
 use std::collections::BTreeMap;
@@ -344,4 +346,136 @@ fn the_proxy_resolves_the_pitcrew_service_again_and_passes_the_webhook_and_healt
     assert!(conf.contains(&format!("listen {target};")), "{conf}");
     // GitHub's deliveries go up to 25 MB: nginx's default of 1 MiB would refuse most pushes' events.
     assert!(conf.contains("client_max_body_size 25m;"), "{conf}");
+}
+
+/// A unit file's sections and their `Key=Value` lines, in order; panics on any other line.
+fn unit_sections(text: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let mut sections: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            sections.push((name.to_owned(), Vec::new()));
+            continue;
+        }
+        let (key, value) = line
+            .split_once('=')
+            .unwrap_or_else(|| panic!("line {}: not Key=Value: {line:?}", n + 1));
+        assert!(!line.ends_with('\\'), "line {}: no continuation lines", n + 1);
+        let (_, entries) = sections
+            .last_mut()
+            .unwrap_or_else(|| panic!("line {}: a key before any section", n + 1));
+        entries.push((key.trim().to_owned(), value.trim().to_owned()));
+    }
+    sections
+}
+
+/// A systemd time span: "120", "120s", "2min", "2min 30s".
+fn systemd_duration(text: &str) -> Duration {
+    let mut seconds = 0;
+    for word in text.split_whitespace() {
+        let split = word.find(|c: char| !c.is_ascii_digit()).unwrap_or(word.len());
+        let (n, unit) = word.split_at(split);
+        let n: u64 = n.parse().unwrap_or_else(|_| panic!("time span {text:?}"));
+        seconds += n * match unit {
+            "" | "s" | "sec" => 1,
+            "m" | "min" => 60,
+            "h" => 3600,
+            _ => panic!("time span {text:?}"),
+        };
+    }
+    Duration::from_secs(seconds)
+}
+
+#[test]
+#[expect(clippy::print_stderr, reason = "a check left out must say so")]
+fn the_systemd_unit_runs_one_hardened_replica_that_stops_gracefully() {
+    let path = repo_root().join("deploy/systemd/pitcrew.service");
+    let unit = read(&path);
+    let sections = unit_sections(&unit);
+    let names: Vec<&str> = sections.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["Unit", "Service", "Install"]);
+    let section = |name: &str| -> BTreeMap<String, Vec<String>> {
+        let mut keys: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (key, value) in &sections.iter().find(|(n, _)| n == name).unwrap().1 {
+            keys.entry(key.clone()).or_default().push(value.clone());
+        }
+        keys
+    };
+    let one = |keys: &BTreeMap<String, Vec<String>>, key: &str| -> String {
+        match keys.get(key).map(Vec::as_slice) {
+            Some([value]) => value.clone(),
+            other => panic!("{key}: expected one value, got {other:?}"),
+        }
+    };
+    let service = section("Service");
+    for (key, expected) in [
+        ("User", "pitcrew"),
+        ("SupplementaryGroups", "docker"),
+        ("EnvironmentFile", "/etc/pitcrew/pitcrew.env"),
+        ("StateDirectory", "pitcrew"),
+        ("Restart", "on-failure"),
+        ("KillSignal", "SIGTERM"),
+        ("NoNewPrivileges", "yes"),
+        ("ProtectSystem", "strict"),
+        ("PrivateTmp", "yes"),
+    ] {
+        assert_eq!(one(&service, key), expected, "{key}");
+    }
+    let stop = systemd_duration(&one(&service, "TimeoutStopSec"));
+    assert!(stop > SHUTDOWN_GRACE + CANCEL_GRACE, "{stop:?}");
+    assert_eq!(one(&section("Install"), "WantedBy"), "multi-user.target");
+    let requires = one(&section("Unit"), "Requires");
+    assert!(requires.contains("docker.service"), "{requires}");
+
+    // The command line is one the binary takes: `serve` and each flag, as `serve --help` lists them.
+    let exec = one(&service, "ExecStart");
+    let words: Vec<&str> = exec.split_whitespace().collect();
+    assert_eq!(words[..2], ["/usr/local/bin/pitcrew", "serve"], "{exec}");
+    assert!(exec.contains("--config /etc/pitcrew/pitcrew.toml"), "{exec}");
+    let help = Command::new(env!("CARGO_BIN_EXE_pitcrew"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success(), "{}", text(&help.stderr));
+    let help = text(&help.stdout);
+    for flag in words.iter().filter(|w| w.starts_with("--")) {
+        assert!(
+            help.contains(&format!("{flag} <")),
+            "`pitcrew serve` has no {flag}:\n{help}"
+        );
+    }
+
+    // systemd's own reading, with the binary under test in ExecStart (verify requires it to exist).
+    let verify = Command::new("systemd-analyze").arg("--version").output();
+    if !verify.is_ok_and(|out| out.status.success()) {
+        eprintln!("NOT CHECKED: systemd-analyze verify (systemd-analyze is not installed)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("pitcrew.service");
+    std::fs::write(
+        &copy,
+        unit.replace(
+            "/usr/local/bin/pitcrew ",
+            &format!("{} ", env!("CARGO_BIN_EXE_pitcrew")),
+        ),
+    )
+    .unwrap();
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "systemd-analyze verify failed:\n{stderr}");
+    // verify warns about unknown keys and bad values without failing: none may concern this unit.
+    let about_unit: Vec<&str> = stderr.lines().filter(|l| l.contains("pitcrew.service")).collect();
+    assert!(
+        about_unit.is_empty(),
+        "systemd-analyze verify:\n{}",
+        about_unit.join("\n")
+    );
 }
