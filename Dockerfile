@@ -43,6 +43,13 @@ RUN groupadd --gid 65532 pitcrew-sandbox \
 RUN git config --system --add safe.directory '*'
 # `pitcrew serve` keeps its data in ./pitcrew-data: a volume at /var/lib/pitcrew/pitcrew-data keeps it.
 WORKDIR /var/lib/pitcrew
+# `[server] listen` defaults to 127.0.0.1:8080, which nothing outside the container can reach (a
+# published port or a proxy on the container network connects to the container's own address), so
+# the image listens on every interface. The environment beats the config file: to listen elsewhere,
+# pass `-e PITCREW_SERVER_LISTEN=...` or `serve --listen`; for `listen` in a mounted pitcrew.toml to
+# count, pass `-e PITCREW_SERVER_LISTEN=` (an empty variable counts as unset).
+# `pitcrew action` and `pitcrew run` open no port and ignore the setting.
+ENV PITCREW_SERVER_LISTEN=0.0.0.0:8080
 EXPOSE 8080
 ENTRYPOINT ["/usr/bin/tini", "--", "pitcrew"]
 CMD ["--help"]

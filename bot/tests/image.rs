@@ -1,8 +1,9 @@
 //! The Docker image of the root `Dockerfile`, as GitHub and a deployment run it: its base image made
 //! on this machine from Debian's packages (no container registry is reachable here; see
 //! `deploy/build-base-image.sh`), its `runtime-prebuilt` stage built around the binary under test,
-//! then `pitcrew --version`, the image's user, git and certificates, and `pitcrew action` on a
-//! simulated `issue_comment` event with GitHub's mounts and variables, against the fake GitHub.
+//! then `pitcrew --version`, the image's user, git and certificates, `pitcrew action` on a
+//! simulated `issue_comment` event with GitHub's mounts and variables, against the fake GitHub, and
+//! `pitcrew serve` answering from outside its container and passing `deploy/compose`'s healthcheck.
 //! The `builder` stage needs the Rust image from a registry, so it is not built here; `runtime`
 //! differs from `runtime-prebuilt` only in where the binary comes from.
 #![expect(clippy::unwrap_used, reason = "a failing test should panic")]
@@ -523,4 +524,108 @@ fn in_a_container_the_docker_sandbox_mounts_the_working_copy_by_its_host_path() 
         tool_result.contains("# widgets"),
         "the sandbox saw the working copy: {tool_result}"
     );
+}
+
+/// A container started in the background, removed however the test ends.
+struct Detached(String);
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        let _ = run(&mut docker(&["rm", "-f", &self.0]));
+    }
+}
+
+/// `pitcrew serve` in the image as `deploy/compose` runs it: the image's own PITCREW_SERVER_LISTEN
+/// makes it reachable from outside its container (through a published port here, from the proxy
+/// there; the default 127.0.0.1 would not be), and the Compose file's healthcheck, run in the
+/// container as Docker runs it, passes on /healthz and fails on a path that does not answer 200.
+#[test]
+fn serve_in_the_image_answers_from_outside_and_passes_the_compose_healthcheck() {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+
+    let Some(_lock) = image() else { return };
+    let name = format!("pitcrew-image-test-{}-serve", std::process::id());
+    let key = repo_root().join("tests/fixtures/github-app-test-key.pem");
+    let key_mount = format!("{}:/run/secrets/github_app_key:ro", key.display());
+    let mut args = vec!["run", "-d", "--name", &name, "-p", "127.0.0.1::8080", "-v", &key_mount];
+    for var in [
+        "PITCREW_GITHUB_APP_ID=1",
+        "PITCREW_GITHUB_PRIVATE_KEY_PATH=/run/secrets/github_app_key",
+        "PITCREW_GITHUB_WEBHOOK_SECRET=image-test-webhook-secret",
+        // Addresses that refuse: the server starts without reaching GitHub or a model.
+        "PITCREW_GITHUB_API_URL=http://127.0.0.1:9/",
+        "PITCREW_MODEL_NAME=gpt-4.1",
+        "PITCREW_MODEL_BASE_URL=http://127.0.0.1:9/v1",
+        "PITCREW_SANDBOX_BACKEND=local",
+    ] {
+        args.extend(["-e", var]);
+    }
+    args.extend([IMAGE, "serve"]);
+    run(&mut docker(&args)).unwrap();
+    let _container = Detached(name.clone());
+
+    // Ready when it says so in its log.
+    let mut logs = docker(&["logs", "--follow", &name])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = logs.stderr.take().unwrap();
+    let (line_tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        match lines.recv_timeout(CONTAINER_DEADLINE) {
+            Ok(line) if line.contains("pitcrew serve is listening") => {
+                assert!(line.contains("0.0.0.0:8080"), "{line}");
+                break;
+            }
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("`pitcrew serve` never listened:\n{}", seen.join("\n")),
+        }
+    }
+    let _ = logs.kill();
+    let _ = logs.wait();
+
+    // The Compose file's healthcheck: `CMD` then the command, Compose's `$$` escape read as `$`.
+    let compose = std::fs::read_to_string(repo_root().join("deploy/compose/docker-compose.yml")).unwrap();
+    let compose: serde_json::Value = serde_saphyr::from_str(&compose).unwrap();
+    let test: Vec<String> = compose["services"]["pitcrew"]["healthcheck"]["test"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|word| word.as_str().unwrap().replace("$$", "$"))
+        .collect();
+    assert_eq!(test[0], "CMD", "{test:?}");
+    let probe = |command: &[String]| {
+        let mut exec = docker(&["exec", &name]);
+        exec.args(command);
+        run(&mut exec)
+    };
+    if let Err(err) = probe(&test[1..]) {
+        panic!("the Compose healthcheck failed in the image: {err}");
+    }
+    let elsewhere: Vec<String> = test[1..]
+        .iter()
+        .map(|w| w.replace("/healthz", "/no-such-path"))
+        .collect();
+    assert!(probe(&elsewhere).is_err(), "the healthcheck passes whatever the status");
+
+    // From outside the container, through the published port.
+    let published = run(&mut docker(&["port", &name, "8080/tcp"])).unwrap();
+    let address = published.lines().next().unwrap().trim().to_owned();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    stream.set_read_timeout(Some(CONTAINER_DEADLINE)).unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200 "), "{response}");
 }
