@@ -181,6 +181,9 @@ pub struct ServerConfig {
     /// Where jobs and deliveries are kept: SQLite in the data directory (one server), or a
     /// PostgreSQL database shared by any number of replicas.
     pub store: StoreConfig,
+    /// How long a job stays its worker's without a heartbeat: a replica that died (or froze) loses
+    /// its jobs to the others this long after its last one.
+    pub lease_ttl: Duration,
 }
 
 /// `[server] store` and, for PostgreSQL, `database_url`.
@@ -964,6 +967,22 @@ impl Validator<'_> {
         if let Some(url) = &database_url {
             crate::redact::register(url);
         }
+        let lease_ttl = self.duration(
+            "server.lease_ttl",
+            server.lease_ttl.clone(),
+            Duration::from_secs(60),
+            false,
+        );
+        if lease_ttl < MIN_LEASE_TTL {
+            self.invalid(
+                "server.lease_ttl",
+                Some(format!(
+                    "{:?}",
+                    server.lease_ttl.as_ref().map_or("", |ttl| ttl.0.as_str())
+                )),
+                "must be at least 2s: a job's lease is renewed several times within it",
+            );
+        }
         let store = match (kind, database_url) {
             (Kind::Sqlite, None) => StoreConfig::Sqlite,
             (Kind::Sqlite, Some(_)) => {
@@ -1015,6 +1034,7 @@ impl Validator<'_> {
             retain,
             retain_payloads,
             store,
+            lease_ttl: lease_ttl.max(MIN_LEASE_TTL),
         }
     }
 
@@ -1368,6 +1388,8 @@ const DEFAULT_BOT_NAME: &str = "pitcrew[bot]";
 /// The shortest `[server] retain`: GitHub lets a delivery be redelivered for 3 days, and the store
 /// must still know its id to recognise the redelivery.
 const MIN_RETAIN: Duration = Duration::from_secs(3 * 86_400);
+/// The shortest `[server] lease_ttl`: the lease is renewed every sixth of it.
+const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
 const DEFAULT_BOT_EMAIL: &str = "pitcrew[bot]@users.noreply.github.com";
 
 /// Why `text` cannot go into a commit's `Name <email>` header, if it cannot: git would split the

@@ -114,6 +114,7 @@ pub(crate) struct RawServer {
     pub(crate) retain_payloads: Option<RawDuration>,
     pub(crate) store: Option<String>,
     pub(crate) database_url: Option<RawSecret>,
+    pub(crate) lease_ttl: Option<RawDuration>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -233,7 +234,7 @@ impl RawConfig {
             bot_email);
         overlay_fields!(self.server, server; listen, data_dir, concurrency, job_attempts, max_body,
             shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout,
-            max_connections, unverified_bytes, retain, retain_payloads, store, database_url);
+            max_connections, unverified_bytes, retain, retain_payloads, store, database_url, lease_ttl);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, disk, cpus, pids_limit,
             setup, setup_network, local_user, docker_host);
         overlay_fields!(self.agent, agent; trigger, max_steps, max_cost_usd, max_wall_time, max_new_file,

@@ -99,6 +99,7 @@ impl Config {
         );
         out.value("server", "retain", duration(server.retain));
         out.value("server", "retain_payloads", duration(server.retain_payloads));
+        out.value("server", "lease_ttl", duration(server.lease_ttl));
         out.value("server", "store", string(server.store.kind()));
         match &server.store {
             crate::config::StoreConfig::Postgres { .. } => {

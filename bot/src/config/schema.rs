@@ -114,6 +114,7 @@ pub(crate) const KEYS: &[Key] = &[
     key("server", "retain_payloads", Kind::Duration),
     key("server", "store", Kind::Choice),
     key("server", "database_url", Kind::Secret),
+    key("server", "lease_ttl", Kind::Duration),
     key("sandbox", "backend", Kind::Choice),
     key("sandbox", "image", Kind::Str),
     key("sandbox", "network", Kind::Choice),

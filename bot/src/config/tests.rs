@@ -427,7 +427,7 @@ fn unknown_sections_and_misplaced_keys_get_hints() {
     <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
     <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
     <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, review, ci_loop, prices
-    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads, store, database_url
+    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads, store, database_url, lease_ttl
     ");
 }
 
@@ -1050,6 +1050,7 @@ fn render_redacted_shows_effective_values_and_origins() {
     unverified_bytes = "64MiB"                       # default
     retain = "30d"                                   # default
     retain_payloads = "7d"                           # default
+    lease_ttl = "1m"                                 # default
     store = "sqlite"                                 # default
     # database_url: not set
 
@@ -1326,7 +1327,9 @@ fn the_store_is_sqlite_unless_postgres_is_chosen_with_a_database_url() {
         &[],
     );
     assert!(
-        problems.iter().any(|p| p.contains("server.database_url") && p.contains("must be set")),
+        problems
+            .iter()
+            .any(|p| p.contains("server.database_url") && p.contains("must be set")),
         "{problems:?}"
     );
     let problems = errors(

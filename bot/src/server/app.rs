@@ -231,6 +231,10 @@ impl Server {
             handler,
             PoolConfig {
                 concurrency: usize::try_from(config.server.concurrency).unwrap_or(1),
+                lease: config.server.lease_ttl,
+                // Several renewals within a lease: one late heartbeat never loses it.
+                heartbeat: config.server.lease_ttl / 6,
+                poll_interval: PoolConfig::default().poll_interval.min(config.server.lease_ttl / 2),
                 ..PoolConfig::default()
             },
         ));
