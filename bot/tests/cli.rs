@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use pitcrew_tests::serve_process::ServeProcess;
+
 /// A fresh directory for one test (the binary reads `./pitcrew.toml` when it exists).
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pitcrew-cli-{}-{name}", std::process::id()));
@@ -591,7 +593,8 @@ async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
         .args();
 
     // The first life: a fix request, and the agent waiting for the model.
-    let (mut first, url, _) = serve(&dir, &settings).await;
+    let mut first = serve(&dir, &settings).await;
+    let url = first.url().to_owned();
     let comment = github.add_issue_comment(REPO, 7, "alice", "@agent fix the add test");
     let payload = comment_payload(
         REPO,
@@ -639,8 +642,7 @@ async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
         &format!("label=pitcrew.job={sandbox}"),
     ]);
     assert!(!orphan.is_empty(), "the job's container is not running");
-    first.start_kill().unwrap();
-    first.wait().await.unwrap();
+    first.kill().await;
     let by_id = format!("id={orphan}");
     assert_eq!(docker(&["ps", "-a", "-q", "--no-trunc", "--filter", &by_id]), orphan);
 
@@ -651,7 +653,8 @@ async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
         json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
     ));
     model.push(Reply::text("`add` adds now."));
-    let (second, _, log) = serve(&dir, &settings).await;
+    let second = serve(&dir, &settings).await;
+    let log = second.log();
     // Gone before the server listens (the second attempt may have a container of its own by now).
     assert_eq!(
         docker(&["ps", "-a", "-q", "--no-trunc", "--filter", &by_id]),
@@ -698,10 +701,9 @@ async fn serve_killed_mid_job_retries_the_job_after_a_restart() {
     assert_eq!(text(&shown.stdout), CALC.replace(" - ", " + "));
 
     // Stopped gracefully, the store tells the rest: one delivery, one job, two attempts.
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(second.id().unwrap()).unwrap());
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let output = second.wait_with_output().await.unwrap();
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    let log = second.log();
+    let status = second.stop().await;
+    assert!(status.success(), "{log}");
     let store = SqliteStore::open(&data).unwrap();
     let jobs = store.jobs(&JobFilter::default()).await.unwrap();
     assert_eq!(jobs.len(), 1, "{jobs:#?}");
@@ -726,50 +728,9 @@ fn docker(args: &[&str]) -> String {
     text(&output.stdout).trim().to_owned()
 }
 
-/// Starts `pitcrew SETTINGS serve --listen 127.0.0.1:PORT` in `dir` (`SETTINGS` being `--set`
-/// flags); returns it once it says it listens, with its URL and its log so far. Its log goes on being read (and dropped) in the background.
-async fn serve(dir: &PathBuf, settings: &[String]) -> (tokio::process::Child, String, String) {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_pitcrew"));
-    command
-        .args(settings)
-        .args(["serve", "--listen", &listen])
-        .current_dir(dir)
-        .env_clear()
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    for name in ["PATH", "HOME", "DOCKER_HOST"] {
-        if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
-        }
-    }
-    let mut child = command.spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut log = String::new();
-    loop {
-        match tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line()).await {
-            Ok(Ok(Some(line))) => {
-                let ready = line.contains("pitcrew serve is listening");
-                log.push_str(&line);
-                log.push('\n');
-                if ready {
-                    break;
-                }
-            }
-            other => panic!("pitcrew serve did not start ({other:?}):\n{log}"),
-        }
-    }
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, format!("http://{listen}"), log)
+/// `pitcrew SETTINGS serve` in `dir`, once it listens.
+async fn serve(dir: &Path, settings: &[String]) -> ServeProcess {
+    ServeProcess::start(Path::new(env!("CARGO_BIN_EXE_pitcrew")), dir, settings, &[]).await
 }
 
 /// `pitcrew action` with a simulated Actions environment: the event file, `GITHUB_*`, the inputs

@@ -14,5 +14,6 @@ pub mod postgres;
 pub mod repo;
 pub mod scenario;
 pub mod scripted_model;
+pub mod serve_process;
 pub mod server_config;
 pub mod server_thread;

@@ -164,7 +164,7 @@ impl ScriptedModel {
 
     /// Starts a server playing `script`, reporting failure to bind or spawn.
     pub fn try_start(script: Script) -> io::Result<Self> {
-        Self::serve(script, Vec::new())
+        Self::serve(script, Vec::new(), Vec::new())
     }
 
     /// Starts a server holding one script per conversation: a request is answered from the first
@@ -175,13 +175,29 @@ impl ScriptedModel {
     /// # Panics
     /// When no socket or runtime can be had.
     pub fn start_routed(script: Script, routes: Vec<(String, Script)>) -> Self {
-        match Self::serve(script, routes) {
+        match Self::serve(script, routes, Vec::new()) {
             Ok(model) => model,
             Err(error) => panic!("scripted model: could not start: {error}"),
         }
     }
 
-    fn serve(script: Script, routes: Vec<(String, Script)>) -> io::Result<Self> {
+    /// Starts a server that answers each conversation by where it stands: a request whose first
+    /// user message holds a route's key gets that route's turn at the conversation's depth (the
+    /// number of answers it already holds), and no turn is used up. A conversation started again
+    /// (a job retried after its worker died) is answered the same way again; a request past its
+    /// route's turns, or claimed by none, is an exhausted script.
+    ///
+    /// # Panics
+    /// When no socket or runtime can be had.
+    pub fn start_replayed(routes: Vec<(String, Script)>) -> Self {
+        let replayed = routes.into_iter().map(|(key, script)| (key, script.turns)).collect();
+        match Self::serve(Script::new(), Vec::new(), replayed) {
+            Ok(model) => model,
+            Err(error) => panic!("scripted model: could not start: {error}"),
+        }
+    }
+
+    fn serve(script: Script, routes: Vec<(String, Script)>, replayed: Vec<(String, Vec<Turn>)>) -> io::Result<Self> {
         let shared = Arc::new(Shared {
             state: Mutex::new(Playback {
                 turns: script.turns.into(),
@@ -191,6 +207,7 @@ impl ScriptedModel {
                     .into_iter()
                     .map(|(key, script)| (key, script.turns.into()))
                     .collect(),
+                replayed,
             }),
             ids: Ids::default(),
         });
@@ -280,6 +297,15 @@ struct Playback {
     requests: Vec<RecordedRequest>,
     /// `(key, turns)` of [`ScriptedModel::start_routed`].
     routes: Vec<(String, VecDeque<Turn>)>,
+    /// `(key, turns)` of [`ScriptedModel::start_replayed`]: never used up.
+    replayed: Vec<(String, Vec<Turn>)>,
+}
+
+/// How many answers of the model a request's conversation already holds (either protocol).
+fn depth(request: &Value) -> usize {
+    request["messages"].as_array().map_or(0, |messages| {
+        messages.iter().filter(|m| m["role"] == "assistant").count()
+    })
 }
 
 /// The text of a request's first user message, as JSON (either protocol).
@@ -474,13 +500,19 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         let turn = match &parsed {
             Some(body) => {
                 let first = first_user_message(body);
-                let route = state.routes.iter_mut().find(|(key, _)| {
+                let holds = |key: &String| {
                     let escaped = Value::String(key.clone()).to_string();
                     first.contains(escaped.trim_matches('"'))
-                });
-                match route {
-                    Some((_, turns)) => turns.pop_front(),
-                    None => state.turns.pop_front(),
+                };
+                let replayed = state.replayed.iter().find(|(key, _)| holds(key));
+                if let Some((_, turns)) = replayed {
+                    turns.get(depth(body)).cloned()
+                } else {
+                    let route = state.routes.iter_mut().find(|(key, _)| holds(key));
+                    match route {
+                        Some((_, turns)) => turns.pop_front(),
+                        None => state.turns.pop_front(),
+                    }
                 }
             }
             None => None,

@@ -39,8 +39,8 @@ pub struct DispatchSettings {
     pub concurrency: usize,
     /// Unprocessed deliveries read per pass.
     pub batch: u32,
-    /// How long a claim on a delivery keeps other replicas off it: longer than handling one takes
-    /// (a few GitHub calls); it is taken again before each retry.
+    /// How long a claim on a delivery keeps other replicas off it; renewed every third of it while
+    /// the delivery is in hand, and taken again before each retry.
     pub claim: Duration,
     /// Tries of a delivery that keeps failing transiently before it is dropped (logged as an error).
     pub max_tries: u32,
@@ -59,7 +59,7 @@ impl DispatchSettings {
             // Enough to keep every slot busy and to see past a blocked pull request's backlog,
             // without reading megabytes of payloads on every pass.
             batch: 64,
-            claim: Duration::from_secs(120),
+            claim: Duration::from_secs(60),
             // With the doubling below capped at five minutes: about half an hour of trying.
             max_tries: 10,
             base_backoff: Duration::from_secs(2),
@@ -242,6 +242,15 @@ async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken, settled:
         settled,
     };
     let mut scan = true;
+    // Claims on the deliveries in hand are renewed well before they run out: another replica takes
+    // a delivery over only when this one stopped renewing (it died).
+    let period = (state.ctx.settings.claim / 3).max(Duration::from_millis(10));
+    let mut renew = tokio::time::interval_at(Instant::now() + period, period);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A timer of its own, not a sleep made again on each turn: the renewals' turns must not keep
+    // postponing the look at the store (a dead replica's claims run out without a signal).
+    let mut look = tokio::time::interval_at(Instant::now() + poll, poll);
+    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         if scan && !stop.is_cancelled() {
             state.scan().await;
@@ -258,7 +267,11 @@ async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken, settled:
                 true
             }
             () = wake.notified() => true,
-            () = tokio::time::sleep(poll) => true,
+            _ = renew.tick() => {
+                state.renew_claims().await;
+                false
+            }
+            _ = look.tick() => true,
             () = sleep_until(next_retry) => true,
         };
     }
@@ -355,6 +368,25 @@ impl Loop {
                 .tasks
                 .spawn(handle(Arc::clone(&self.ctx), id.clone(), Arc::clone(&parsed.event)).instrument(span.clone()));
             self.running.insert(handle.id(), (id, key, span));
+        }
+    }
+
+    /// Takes the deliveries in hand again for another claim period.
+    async fn renew_claims(&self) {
+        let worker = self.ctx.pool.worker_name();
+        for (id, key, span) in self.running.values() {
+            let renewed = self
+                .ctx
+                .store
+                .claim_delivery(id, key, worker, self.ctx.settings.claim, now_ms())
+                .await;
+            match renewed {
+                Ok(true) => {}
+                // Processed meanwhile (its task is about to end), or taken over by another replica
+                // after this one was too slow: handling it twice creates nothing twice.
+                Ok(false) => span.in_scope(|| tracing::debug!("the delivery's claim was not renewed")),
+                Err(error) => span.in_scope(|| tracing::warn!(error = %error, "could not renew a delivery's claim")),
+            }
         }
     }
 

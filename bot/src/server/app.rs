@@ -250,12 +250,12 @@ impl Server {
         };
         let mut triggers = TriggerConfig::new(config.agent.trigger.clone(), config.github.bot_name.clone());
         triggers.review.auto = config.review.auto;
-        let dispatcher = Dispatcher::start(
-            Arc::clone(&store),
-            Arc::clone(&pool),
-            github,
-            DispatchSettings::new(triggers, config.server.job_attempts),
-        );
+        let mut dispatch_settings = DispatchSettings::new(triggers, config.server.job_attempts);
+        // A replica that stops renewing its claims is dead as one that stops heartbeating; its
+        // claims run out without a signal, so the others look at least as often.
+        dispatch_settings.claim = config.server.lease_ttl;
+        dispatch_settings.poll_interval = dispatch_settings.poll_interval.min(config.server.lease_ttl);
+        let dispatcher = Dispatcher::start(Arc::clone(&store), Arc::clone(&pool), github, dispatch_settings);
         let state = Arc::new(ServerState {
             store: Arc::clone(&store),
             secret: SecretString::from(secret.expose_secret().to_owned()),
