@@ -22,6 +22,8 @@ pub struct Postgres {
     port: u16,
     run_as: Option<&'static str>,
     stopped: bool,
+    /// The certificate authority that signed the server's certificate, when it speaks TLS.
+    ca: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -33,10 +35,20 @@ impl std::fmt::Debug for Postgres {
 impl Postgres {
     /// Starts a fresh server with an empty [`DATABASE`]; `None` (said on stderr) when PostgreSQL is
     /// not installed and not required.
-    #[expect(clippy::print_stderr, reason = "a skipped test must say so")]
     pub fn start() -> Option<Postgres> {
+        Postgres::start_with(false)
+    }
+
+    /// [`Postgres::start`], the server also speaking TLS with a certificate for `127.0.0.1` signed
+    /// by a certificate authority of its own ([`Postgres::ca_file`]); plain connections still work.
+    pub fn start_with_tls() -> Option<Postgres> {
+        Postgres::start_with(true)
+    }
+
+    #[expect(clippy::print_stderr, reason = "a skipped test must say so")]
+    fn start_with(tls: bool) -> Option<Postgres> {
         let required = std::env::var_os("PITCREW_REQUIRE_POSTGRES").is_some_and(|v| v == "1");
-        match Postgres::try_start() {
+        match Postgres::try_start(tls) {
             Ok(postgres) => Some(postgres),
             Err(why) => {
                 assert!(!required, "PITCREW_REQUIRE_POSTGRES=1, but {why}");
@@ -46,7 +58,7 @@ impl Postgres {
         }
     }
 
-    fn try_start() -> Result<Postgres, String> {
+    fn try_start(tls: bool) -> Result<Postgres, String> {
         let bin = server_bin().ok_or("PostgreSQL's server is not installed (apt-get install postgresql-15)")?;
         let run_as = if running_as_root() { Some("postgres") } else { None };
         let template = template(&bin, run_as)?;
@@ -59,15 +71,23 @@ impl Postgres {
         }
         let data = dir.path().join("data");
         run(as_user(run_as, "cp").arg("-a").arg(&template).arg(&data))?;
+        let ca = if tls {
+            Some(make_certificates(dir.path(), &data, run_as)?)
+        } else {
+            None
+        };
         let mut last = String::new();
         // A port found free can be taken before the server binds it: another one then.
         for _ in 0..5 {
             let port = free_port()?;
-            let options = format!(
+            let mut options = format!(
                 "-p {port} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c synchronous_commit=off \
                  -c full_page_writes=off -c shared_buffers=16MB -c max_connections=300",
                 dir.path().display()
             );
+            if tls {
+                options.push_str(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key");
+            }
             let started = as_user(run_as, &bin.join("pg_ctl").to_string_lossy())
                 .arg("-D")
                 .arg(&data)
@@ -85,6 +105,7 @@ impl Postgres {
                     port,
                     run_as,
                     stopped: false,
+                    ca,
                 });
             }
             last = format!(
@@ -104,6 +125,11 @@ impl Postgres {
     /// The URL of [`DATABASE`] as the superuser.
     pub fn url(&self) -> String {
         format!("postgres://{USER}@127.0.0.1:{}/{DATABASE}", self.port)
+    }
+
+    /// The certificate authority of a server started with [`Postgres::start_with_tls`].
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.ca.as_deref()
     }
 
     /// Runs SQL with `psql` (a test's set-up or inspection); its standard output, unaligned.
@@ -153,6 +179,66 @@ impl Drop for Postgres {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A certificate authority (returned: its certificate, outside the cluster) and the server's key
+/// and certificate for `127.0.0.1` signed by it, in the cluster's directory `data` (the key readable
+/// by the server's user alone, as PostgreSQL demands).
+fn make_certificates(dir: &Path, data: &Path, run_as: Option<&str>) -> Result<PathBuf, String> {
+    let openssl = |args: &[&str]| run(Command::new("openssl").args(args).current_dir(dir));
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=pitcrew test CA",
+    ])?;
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ])?;
+    std::fs::write(dir.join("server.ext"), "subjectAltName=IP:127.0.0.1\n").map_err(|e| format!("server.ext: {e}"))?;
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ])?;
+    for file in ["server.crt", "server.key"] {
+        std::fs::copy(dir.join(file), data.join(file)).map_err(|e| format!("{file}: {e}"))?;
+        if let Some(user) = run_as {
+            run(Command::new("chown").arg(user).arg(data.join(file)))?;
+        }
+        run(Command::new("chmod").arg("0600").arg(data.join(file)))?;
+    }
+    Ok(dir.join("ca.crt"))
 }
 
 /// The newest installed server's program directory (`/usr/lib/postgresql/<version>/bin`), or

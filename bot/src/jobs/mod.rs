@@ -6,6 +6,7 @@
 //! jobs, runs them with a handler under a heartbeated lease, and writes how they ended. After a
 //! crash, expired leases are recovered: the job runs again, or fails visibly once out of attempts.
 
+mod pg_tls;
 mod pool;
 mod postgres;
 mod record;

@@ -18,9 +18,11 @@ use bytes::Bytes;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use futures_util::StreamExt as _;
 use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::broadcast;
+use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{AsyncMessage, GenericClient, NoTls, Row};
+use tokio_postgres::{AsyncMessage, Client, Connection, GenericClient, NoTls, Row};
 use tokio_util::sync::CancellationToken;
 
 use super::record::{Lifecycle, Record as _};
@@ -133,6 +135,7 @@ struct Inner {
     /// `host:port/name`, what messages call the database (never the URL: it may hold a password).
     label: PathBuf,
     config: tokio_postgres::Config,
+    tls: Tls,
     pool: Pool,
     signals: broadcast::Sender<Signal>,
     /// Stops the listener when the last clone goes.
@@ -208,10 +211,12 @@ impl PgStore {
     /// replicas starting together migrate once) and starts listening for the other replicas'
     /// signals.
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
-        let mut config = tokio_postgres::Config::from_str(url).map_err(|_| StoreError::Open {
+        let bad_url = || StoreError::Open {
             path: PathBuf::from("the configured PostgreSQL database"),
             source: Box::new(BadUrl),
-        })?;
+        };
+        let (url, root_cert) = take_root_cert(url).ok_or_else(bad_url)?;
+        let mut config = tokio_postgres::Config::from_str(&url).map_err(|_| bad_url())?;
         let label = label_of(&config);
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(WAIT);
@@ -226,13 +231,8 @@ impl PgStore {
             path: label.clone(),
             source,
         };
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let tls = Tls::for_mode(config.get_ssl_mode(), root_cert.as_deref()).map_err(open_error)?;
+        let manager = tls.manager(config.clone());
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(Runtime::Tokio1)
@@ -245,6 +245,7 @@ impl PgStore {
             inner: Arc::new(Inner {
                 label: label.clone(),
                 config,
+                tls,
                 pool,
                 signals: broadcast::channel(SIGNAL_BUFFER).0,
                 listening: CancellationToken::new(),
@@ -254,6 +255,7 @@ impl PgStore {
         let (ready_tx, ready) = tokio::sync::oneshot::channel();
         tokio::spawn(listen(
             store.inner.config.clone(),
+            store.inner.tls.clone(),
             store.inner.label.clone(),
             store.inner.signals.clone(),
             store.inner.listening.clone(),
@@ -525,6 +527,7 @@ enum Ended {
 /// hears whether the first connection listens.
 async fn listen(
     config: tokio_postgres::Config,
+    tls: Tls,
     label: PathBuf,
     signals: broadcast::Sender<Signal>,
     stop: CancellationToken,
@@ -534,31 +537,14 @@ async fn listen(
     let mut ready = Some(ready);
     loop {
         let first = ready.take();
-        let (config, signals) = (&config, &signals);
+        let (config, signals, tls) = (&config, &signals, &tls);
         let session = async move {
             let setup = async {
-                let (client, mut connection) = config.connect(NoTls).await?;
-                let (messages_tx, messages) = tokio::sync::mpsc::unbounded_channel();
-                // The connection runs by being polled; its messages (the notifications) come with
-                // it.
-                let driver = tokio::spawn(async move {
-                    let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                    while let Some(message) = stream.next().await {
-                        match message {
-                            Ok(AsyncMessage::Notification(notification)) => {
-                                if messages_tx.send(Ok(notification.payload().to_owned())).is_err() {
-                                    return;
-                                }
-                            }
-                            Ok(_) => {}
-                            Err(error) => {
-                                let _ = messages_tx.send(Err(error));
-                                return;
-                            }
-                        }
-                    }
-                });
-                let driver = AbortOnDrop(driver);
+                let Dedicated {
+                    client,
+                    messages,
+                    driver,
+                } = tls.dedicated(config).await?;
                 client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
                 Ok::<_, tokio_postgres::Error>((client, driver, messages))
             };
@@ -613,6 +599,162 @@ async fn listen(
             () = tokio::time::sleep(delay) => {}
         }
     }
+}
+
+/// How the store's connections are made: plain, or with TLS whose server certificate is verified
+/// (`sslmode=require` in the URL) against the system's roots, `SSL_CERT_FILE`, and `sslrootcert`
+/// when the URL names one. Without `require` no TLS is attempted (`prefer` would meet servers whose
+/// certificate nothing here can verify, such as Debian's self-signed default, and fail where a
+/// plain connection works).
+#[derive(Clone)]
+enum Tls {
+    Off,
+    Verified(super::pg_tls::MakeRustls),
+}
+
+/// A connection of its own (not pooled), driven by a task of its own; its notifications come on
+/// `messages`.
+struct Dedicated {
+    client: Client,
+    messages: tokio::sync::mpsc::UnboundedReceiver<Result<String, tokio_postgres::Error>>,
+    driver: AbortOnDrop,
+}
+
+impl Tls {
+    fn for_mode(
+        mode: SslMode,
+        root_cert: Option<&std::path::Path>,
+    ) -> Result<Tls, Box<dyn std::error::Error + Send + Sync>> {
+        if mode != SslMode::Require {
+            return Ok(Tls::Off);
+        }
+        let mut roots = rustls::RootCertStore::empty();
+        // Unreadable entries of the system's store are skipped, as every rustls client does.
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+        if let Some(path) = root_cert {
+            let pem = std::fs::read(path).map_err(|error| format!("sslrootcert {}: {error}", path.display()))?;
+            let mut added = 0;
+            for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(&pem) {
+                let cert: rustls::pki_types::CertificateDer<'static> =
+                    cert.map_err(|error| format!("sslrootcert {}: {error}", path.display()))?;
+                roots
+                    .add(cert)
+                    .map_err(|error| format!("sslrootcert {}: {error}", path.display()))?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(format!("sslrootcert {}: no certificate in it", path.display()).into());
+            }
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(Tls::Verified(super::pg_tls::MakeRustls::new(config)))
+    }
+
+    fn manager(&self, config: tokio_postgres::Config) -> Manager {
+        let recycling = || ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        match self {
+            Tls::Off => Manager::from_config(config, NoTls, recycling()),
+            Tls::Verified(tls) => Manager::from_config(config, tls.clone(), recycling()),
+        }
+    }
+
+    async fn dedicated(&self, config: &tokio_postgres::Config) -> Result<Dedicated, tokio_postgres::Error> {
+        Ok(match self {
+            Tls::Off => {
+                let (client, connection) = config.connect(NoTls).await?;
+                drive(client, connection)
+            }
+            Tls::Verified(tls) => {
+                let (client, connection) = config.connect(tls.clone()).await?;
+                drive(client, connection)
+            }
+        })
+    }
+}
+
+/// Spawns the task that drives `connection` and forwards its notifications.
+fn drive<S, T>(client: Client, mut connection: Connection<S, T>) -> Dedicated
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (messages_tx, messages) = tokio::sync::mpsc::unbounded_channel();
+    // The connection runs by being polled; its messages (the notifications) come with it.
+    let driver = tokio::spawn(async move {
+        let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = stream.next().await {
+            match message {
+                Ok(AsyncMessage::Notification(notification)) => {
+                    // Nobody listening (a leadership's connection) is fine.
+                    let _ = messages_tx.send(Ok(notification.payload().to_owned()));
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::debug!(error = %error, "a dedicated database connection ended");
+                    let _ = messages_tx.send(Err(error));
+                    return;
+                }
+            }
+        }
+    });
+    Dedicated {
+        client,
+        messages,
+        driver: AbortOnDrop(driver),
+    }
+}
+
+/// `url` without its `sslrootcert` parameter (which the client library does not know), and that
+/// parameter's path; `None` when `url` cannot be read.
+fn take_root_cert(url: &str) -> Option<(String, Option<PathBuf>)> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let mut parsed = url::Url::parse(url).ok()?;
+        let mut root = None;
+        let kept: Vec<(String, String)> = parsed
+            .query_pairs()
+            .filter_map(|(key, value)| {
+                if key == "sslrootcert" {
+                    root = Some(PathBuf::from(value.as_ref()));
+                    None
+                } else {
+                    Some((key.into_owned(), value.into_owned()))
+                }
+            })
+            .collect();
+        if root.is_some() {
+            if kept.is_empty() {
+                parsed.set_query(None);
+            } else {
+                parsed.query_pairs_mut().clear().extend_pairs(kept);
+            }
+        }
+        return Some((parsed.to_string(), root));
+    }
+    // The key=value form: a plain `sslrootcert=path` (no quotes, no spaces in the path); anything
+    // else is left as written.
+    if !url.split_whitespace().any(|part| part.starts_with("sslrootcert=")) {
+        return Some((url.to_owned(), None));
+    }
+    let mut root = None;
+    let kept: Vec<&str> = url
+        .split_whitespace()
+        .filter(|part| match part.strip_prefix("sslrootcert=") {
+            Some(path) => {
+                root = Some(PathBuf::from(path));
+                false
+            }
+            None => true,
+        })
+        .collect();
+    Some((kept.join(" "), root))
 }
 
 /// Aborts a task when dropped.
@@ -1300,12 +1442,11 @@ impl JobStore for PgStore {
             let failed = |error: tokio_postgres::Error| database_error(&inner.label, Fail::Sql(error));
             // A connection of its own: the lock is the session's, and goes when the connection does
             // (a replica killed or cut off loses it; another takes over).
-            let (client, connection) = inner.config.connect(NoTls).await.map_err(failed)?;
-            let connection = AbortOnDrop(tokio::spawn(async move {
-                if let Err(error) = connection.await {
-                    tracing::warn!(error = %error, "a leadership's connection ended");
-                }
-            }));
+            let Dedicated {
+                client,
+                driver: connection,
+                ..
+            } = inner.tls.dedicated(&inner.config).await.map_err(failed)?;
             let row = client
                 .query_one("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", &[&role])
                 .await

@@ -1979,3 +1979,52 @@ mod replicas {
         }
     }
 }
+
+/// TLS to the database: used and verified when the URL requires it, refused when the server's
+/// certificate cannot be verified, not attempted otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_the_database_is_verified_when_the_url_requires_it() {
+    let Some(server) = tokio::task::spawn_blocking(pitcrew_tests::postgres::Postgres::start_with_tls)
+        .await
+        .unwrap()
+    else {
+        return;
+    };
+    let ca = server.ca_file().unwrap().display().to_string();
+    let url = format!(
+        "{}?sslmode=require&sslrootcert={ca}&application_name=pitcrew-tls",
+        server.url()
+    );
+    let store = PgStore::connect(&url).await.unwrap();
+    store.enqueue(new_job("o/r#1"), T0).await.unwrap();
+    let encrypted = server
+        .psql(
+            "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+             WHERE ssl AND application_name = 'pitcrew-tls'",
+        )
+        .unwrap();
+    assert_ne!(encrypted, "0", "the store's connections are encrypted");
+    let plain = server
+        .psql(
+            "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+             WHERE NOT ssl AND application_name = 'pitcrew-tls'",
+        )
+        .unwrap();
+    assert_eq!(plain, "0");
+
+    // A certificate nothing here trusts is refused: no silent fall back to plain text.
+    let error = PgStore::connect(&format!("{}?sslmode=require", server.url()))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, StoreError::Open { .. }), "{error}");
+    // Without `require`, no TLS is attempted.
+    let plain = PgStore::connect(&server.url()).await.unwrap();
+    assert_eq!(plain.count_deliveries().await.unwrap(), 0);
+    let missing = PgStore::connect(&format!(
+        "{}?sslmode=require&sslrootcert=/nonexistent/ca.pem",
+        server.url()
+    ))
+    .await
+    .unwrap_err();
+    assert!(missing.to_string().contains("/nonexistent/ca.pem"), "{missing}");
+}
