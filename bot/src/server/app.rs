@@ -176,7 +176,12 @@ impl Server {
         let store: Arc<dyn JobStore> = match (&config.server.store, sqlite) {
             (StoreConfig::Postgres { url }, _) => Arc::new(PgStore::connect(url.expose_secret()).await?),
             (StoreConfig::Sqlite, Some(store)) => Arc::new(store),
-            (StoreConfig::Sqlite, None) => return Err(ServeError::Store(StoreError::Task("no store opened".into()))),
+            // `open_data_dir` opens it whenever the store is SQLite.
+            (StoreConfig::Sqlite, None) => {
+                return Err(ServeError::Store(StoreError::Task(
+                    "internal error: the SQLite store was not opened".into(),
+                )));
+            }
         };
 
         // With SQLite, the data directory's lock proves that no other process runs jobs from this
