@@ -225,7 +225,13 @@ impl JobControl {
         let mut tries = 0u32;
         loop {
             match self.store.heartbeat(&self.lease, self.lease_for, now_ms()).await {
-                Ok(Heartbeat::Ok | Heartbeat::CancelRequested(_)) => return Ok(()),
+                Ok(Heartbeat::Ok) => return Ok(()),
+                // Still the job's: it may report, and learns of the stop now rather than at the
+                // next heartbeat.
+                Ok(Heartbeat::CancelRequested(request)) => {
+                    self.stop(StopCause::Requested(request));
+                    return Ok(());
+                }
                 Ok(Heartbeat::LeaseLost) => {
                     tracing::warn!("the job's lease is gone; not acting on it");
                     self.stop(StopCause::LeaseLost);
