@@ -437,7 +437,13 @@ fn main() -> Result<(), Error> {
         .iter()
         .map(|replica| Arc::from(format!("{}/webhook", replica.server.url())))
         .collect();
-    let client = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).build()?;
+    let client = reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        // Under the server's idle timeout (`[server] idle_timeout`, 60 s), as a reverse proxy's
+        // upstream keep-alive is: after a long catch-up wait, a connection the server is closing
+        // is not reused (that race failed requests that never reached the route).
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()?;
     let template = Template::load(&github)?;
     let described = match &database {
         None => format!("SQLite store in {}", first.data.path().display()),
@@ -463,9 +469,12 @@ fn main() -> Result<(), Error> {
         accepted_total += result.accepted;
         let ended = Instant::now();
         first.runtime.block_on(drained(&store))?;
+        let behind = ended.elapsed();
+        // What the dispatchers handled per second, from the phase's start to their catching up.
+        let handled = result.accepted as f64 / (length + behind).as_secs_f64();
         eprintln!(
-            "  {rate}/s: the dispatcher caught up {:.1} s after the last response",
-            ended.elapsed().as_secs_f64()
+            "  {rate}/s: the dispatcher caught up {:.1} s after the last response ({handled:.0} deliveries/s handled)",
+            behind.as_secs_f64()
         );
         Ok(result)
     };
