@@ -4,6 +4,13 @@
 //! FULL`) in a data directory on disk, at fixed rates for 10 s each: 500/s, 1000/s, then rising
 //! until the server no longer keeps up with the target latency.
 //!
+//! `INGEST_STORE=postgres` stores in PostgreSQL instead (a throwaway server on this machine with
+//! its production durability: `fsync` and `synchronous_commit` on), and `INGEST_REPLICAS=3` starts
+//! three servers sharing that database, each on its own port and runtime as separate processes
+//! would be, the generator spreading the deliveries round-robin over them as a reverse proxy would.
+//! When a fixed rate is not sustained, the search for the highest rate goes between the fixed rates
+//! instead of above them.
+//!
 //! Latency is measured from each request's *scheduled* send time to the end of its response, so a
 //! server (or a generator) that falls behind shows it as latency instead of silently sending less
 //! (no coordinated omission). The generator has its own runtime and pacing thread; the server runs
@@ -15,7 +22,8 @@
 //! GitHub, so what is measured is ingest, not the fake GitHub. Afterwards the store must hold
 //! exactly the deliveries answered 202.
 //!
-//! Run: `cargo bench -p pitcrew --bench ingest` (figures go in BENCHMARKS.md).
+//! Run: `cargo bench -p pitcrew --bench ingest`, or `INGEST_STORE=postgres INGEST_REPLICAS=3 cargo
+//! bench -p pitcrew --bench ingest` (figures go in BENCHMARKS.md).
 
 #![allow(
     clippy::print_stderr,
@@ -30,9 +38,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use pitcrew::config::{Config, LoadOptions};
 use pitcrew::jobs::{Finish, Job, JobControl, JobHandler, JobStore};
+use pitcrew::server::RunningServer;
 use pitcrew::server::signature::sign;
 use pitcrew::server::{Server, ServerOptions};
 use pitcrew_tests::fake_github::{FakeGithub, Issue, Permission, Repo};
+use pitcrew_tests::postgres::Postgres;
 use pitcrew_tests::scenario::{Comment, comment_payload};
 use pitcrew_tests::server_config::ServerOverrides;
 use secrecy::SecretString;
@@ -46,9 +56,13 @@ const BODY_BYTES: usize = 10 * 1024;
 const PHASE: Duration = Duration::from_secs(10);
 const WARMUP_RATE: u32 = 200;
 const WARMUP: Duration = Duration::from_secs(2);
-/// The fixed rates, then the search for the highest rate that still meets the target.
+/// The fixed rates, then the search for the highest rate that still meets the target: upwards from
+/// the last fixed rate when every fixed rate was sustained, else between the highest one sustained
+/// and the first one not.
 const FIXED_RATES: [u32; 2] = [500, 1000];
-const SEARCH_RATES: [u32; 5] = [1250, 1500, 2000, 3000, 4000];
+const SEARCH_RATES: [u32; 15] = [
+    100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1250, 1500, 2000, 3000, 4000,
+];
 /// The latency target (p99) that the search for the highest sustainable rate holds to.
 const TARGET_P99: Duration = Duration::from_millis(20);
 /// How many pull requests the comments are spread over.
@@ -56,6 +70,52 @@ const SPREAD: u64 = 100;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The store the servers use (`INGEST_STORE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StoreKind {
+    /// The default: each server's own data directory.
+    Sqlite,
+    /// One throwaway PostgreSQL server, durable, shared by every replica.
+    Postgres,
+}
+
+/// What the environment asks for: the store, and how many servers share it (`INGEST_REPLICAS`).
+struct Setup {
+    store: StoreKind,
+    replicas: usize,
+}
+
+impl Setup {
+    fn from_env() -> Result<Setup, Error> {
+        let store = match std::env::var("INGEST_STORE").as_deref() {
+            Err(std::env::VarError::NotPresent) | Ok("" | "sqlite") => StoreKind::Sqlite,
+            Ok("postgres") => StoreKind::Postgres,
+            Ok(other) => return Err(format!("INGEST_STORE={other:?}: expected sqlite or postgres").into()),
+            Err(error) => return Err(format!("INGEST_STORE: {error}").into()),
+        };
+        let replicas = match std::env::var("INGEST_REPLICAS") {
+            Ok(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=16).contains(n))
+                .ok_or_else(|| format!("INGEST_REPLICAS={text:?}: expected a number from 1 to 16"))?,
+            Err(_) => 1,
+        };
+        if replicas > 1 && store == StoreKind::Sqlite {
+            return Err("INGEST_REPLICAS above 1 needs INGEST_STORE=postgres: SQLite is one server's".into());
+        }
+        Ok(Setup { store, replicas })
+    }
+}
+
+/// One `pitcrew serve`: its own runtime (two workers, as `pitcrew serve` has on this 2-core
+/// machine) and data directory, as a separate process would have.
+struct Replica {
+    runtime: tokio::runtime::Runtime,
+    server: RunningServer,
+    data: tempfile::TempDir,
+}
 
 /// One request's fate.
 struct Sample {
@@ -98,13 +158,18 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[rank - 1]
 }
 
-fn config(github: &FakeGithub, data_dir: &std::path::Path) -> Result<Config, Error> {
+fn config(github: &FakeGithub, data_dir: &std::path::Path, database: Option<&Postgres>) -> Result<Config, Error> {
     // No job runs here, so no model is ever called.
-    let overrides = ServerOverrides::new(github, SECRET, data_dir).build();
+    let mut overrides = ServerOverrides::new(github, SECRET, data_dir);
+    let mut env = BTreeMap::new();
+    if let Some(database) = database {
+        overrides = overrides.set("server.store", "postgres");
+        env.insert("PITCREW_SERVER_DATABASE_URL".to_owned(), database.url());
+    }
     Config::load(LoadOptions {
         config_path: None,
-        env: &BTreeMap::new(),
-        overrides: &overrides,
+        env: &env,
+        overrides: &overrides.build(),
     })
     .map_err(|error| format!("the configuration: {error}").into())
 }
@@ -208,20 +273,20 @@ async fn send(client: reqwest::Client, url: Arc<str>, delivery: Prepared, start:
 }
 
 /// Sends `deliveries` at `rate` per second, open loop: request `i` is due at `start + i / rate`
-/// whatever happened to the ones before it. A pacing thread (`thread::sleep` wakes within tens of
-/// microseconds; tokio's timer only to the millisecond) hands each request to the generator's
-/// runtime when it is due.
+/// whatever happened to the ones before it, and goes to `urls[i % urls.len()]` (round-robin over
+/// the replicas). A pacing thread (`thread::sleep` wakes within tens of microseconds; tokio's timer
+/// only to the millisecond) hands each request to the generator's runtime when it is due.
 fn run_phase(
     generator: &tokio::runtime::Runtime,
     client: &reqwest::Client,
-    url: &Arc<str>,
+    urls: &[Arc<str>],
     rate: u32,
     deliveries: Vec<Prepared>,
 ) -> Result<PhaseResult, Error> {
     let sent = deliveries.len();
     let interval = Duration::from_secs(1) / rate;
     let handle = generator.handle().clone();
-    let (client, url) = (client.clone(), Arc::clone(url));
+    let (client, urls) = (client.clone(), urls.to_vec());
     let start = Instant::now();
     let pacer = std::thread::spawn(move || {
         let mut tasks = Vec::with_capacity(deliveries.len());
@@ -231,7 +296,8 @@ fn run_phase(
             if due > now {
                 std::thread::sleep(due - now);
             }
-            tasks.push(handle.spawn(send(client.clone(), Arc::clone(&url), delivery, start, due)));
+            let url = Arc::clone(&urls[i % urls.len()]);
+            tasks.push(handle.spawn(send(client.clone(), url, delivery, start, due)));
         }
         tasks
     });
@@ -300,7 +366,35 @@ fn print(result: &PhaseResult) {
     );
 }
 
+/// Starts one server on its own runtime and data directory, with `database` as its store when given.
+fn start_replica(n: usize, github: &FakeGithub, database: Option<&Postgres>) -> Result<Replica, Error> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(if n == 0 {
+            "server".to_owned()
+        } else {
+            format!("server-{n}")
+        })
+        .enable_all()
+        .build()?;
+    // On the same disk as a server's data directory would be (not a tmpfs): with SQLite, every
+    // stored delivery is an fsync.
+    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
+    let config = config(github, data.path(), database)?;
+    let server = runtime.block_on(Server::start(ServerOptions {
+        config,
+        handler: instant_handler(),
+        listener: Some(std::net::TcpListener::bind("127.0.0.1:0")?),
+        github: None,
+        metrics: None,
+        copies: None,
+        instance: None,
+    }))?;
+    Ok(Replica { runtime, server, data })
+}
+
 fn main() -> Result<(), Error> {
+    let setup = Setup::from_env()?;
     // What `pitcrew serve` logs per delivery, formatted as for a log collector, then discarded.
     tracing_subscriber::fmt()
         .json()
@@ -308,11 +402,6 @@ fn main() -> Result<(), Error> {
         .with_writer(std::io::sink)
         .try_init()
         .map_err(|error| format!("logging: {error}"))?;
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("server")
-        .enable_all()
-        .build()?;
     let generator = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("generator")
@@ -332,28 +421,42 @@ fn main() -> Result<(), Error> {
             ),
         )
         .start();
-    // On the same disk as a server's data directory would be (not a tmpfs): every stored delivery
-    // is an fsync.
-    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
-    let config = config(&github, data.path())?;
-    let server = server_runtime.block_on(Server::start(ServerOptions {
-        config,
-        handler: instant_handler(),
-        listener: Some(std::net::TcpListener::bind("127.0.0.1:0")?),
-        github: None,
-        metrics: None,
-        copies: None,
-        instance: None,
-    }))?;
-    let store = Arc::clone(server.store());
-    let url: Arc<str> = Arc::from(format!("{}/webhook", server.url()));
-    let client = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).build()?;
+    // Declared before the replicas, so dropped after them: the servers stop before their database.
+    let database = match setup.store {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => {
+            Some(Postgres::start_durable().ok_or("INGEST_STORE=postgres, but PostgreSQL is not installed")?)
+        }
+    };
+    let replicas = (0..setup.replicas)
+        .map(|n| start_replica(n, &github, database.as_ref()))
+        .collect::<Result<Vec<Replica>, Error>>()?;
+    let first = &replicas[0];
+    let store = Arc::clone(first.server.store());
+    let urls: Vec<Arc<str>> = replicas
+        .iter()
+        .map(|replica| Arc::from(format!("{}/webhook", replica.server.url())))
+        .collect();
+    let client = reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        // Under the server's idle timeout (`[server] idle_timeout`, 60 s), as a reverse proxy's
+        // upstream keep-alive is: after a long catch-up wait, a connection the server is closing
+        // is not reused (that race failed requests that never reached the route).
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()?;
     let template = Template::load(&github)?;
+    let described = match &database {
+        None => format!("SQLite store in {}", first.data.path().display()),
+        Some(database) => format!(
+            "durable PostgreSQL store on 127.0.0.1:{} shared by {} server{}",
+            database.port(),
+            replicas.len(),
+            if replicas.len() == 1 { "" } else { "s, round-robin" }
+        ),
+    };
     println!(
-        "webhook ingest: signed {BODY_BYTES}-byte issue_comment deliveries, open loop, {} s per rate, \
-         SQLite store in {}",
+        "webhook ingest: signed {BODY_BYTES}-byte issue_comment deliveries, open loop, {} s per rate, {described}",
         PHASE.as_secs(),
-        data.path().display()
     );
 
     let mut next_comment = 0_u64;
@@ -362,24 +465,37 @@ fn main() -> Result<(), Error> {
         let count = usize::try_from(u64::from(rate) * length.as_secs())?;
         let deliveries = prepare(&template, name, next_comment, count)?;
         next_comment += count as u64;
-        let result = run_phase(&generator, &client, &url, rate, deliveries)?;
+        let result = run_phase(&generator, &client, &urls, rate, deliveries)?;
         accepted_total += result.accepted;
         let ended = Instant::now();
-        server_runtime.block_on(drained(&store))?;
+        first.runtime.block_on(drained(&store))?;
+        let behind = ended.elapsed();
+        // What the dispatchers handled per second, from the phase's start to their catching up.
+        let handled = result.accepted as f64 / (length + behind).as_secs_f64();
         eprintln!(
-            "  {rate}/s: the dispatcher caught up {:.1} s after the last response",
-            ended.elapsed().as_secs_f64()
+            "  {rate}/s: the dispatcher caught up {:.1} s after the last response ({handled:.0} deliveries/s handled)",
+            behind.as_secs_f64()
         );
         Ok(result)
     };
 
     // Connections opened, the store's pages and the dispatcher warm; not reported.
     phase("warmup", WARMUP_RATE, WARMUP)?;
+    let mut fixed = Vec::new();
     for rate in FIXED_RATES {
-        print(&phase(&format!("fixed{rate}"), rate, PHASE)?);
+        let result = phase(&format!("fixed{rate}"), rate, PHASE)?;
+        print(&result);
+        fixed.push((rate, result.sustained()));
     }
-    let mut highest = None;
-    for rate in SEARCH_RATES {
+    // Upwards from the fixed rates when all were sustained; else between the highest sustained
+    // (every lower one sustained too) and the first that was not.
+    let mut highest = fixed.iter().take_while(|(_, ok)| *ok).map(|(rate, _)| *rate).last();
+    let ceiling = fixed.iter().find(|(_, ok)| !*ok).map_or(u32::MAX, |(rate, _)| *rate);
+    let floor = highest.unwrap_or(0);
+    for rate in SEARCH_RATES
+        .into_iter()
+        .filter(|rate| *rate > floor && *rate < ceiling && !FIXED_RATES.contains(rate))
+    {
         let result = phase(&format!("search{rate}"), rate, PHASE)?;
         print(&result);
         if !result.sustained() {
@@ -392,15 +508,11 @@ fn main() -> Result<(), Error> {
             "highest rate tried that met p99 <= {} ms: {rate}/s",
             TARGET_P99.as_millis()
         ),
-        None => println!(
-            "no rate above {}/s met p99 <= {} ms",
-            FIXED_RATES[FIXED_RATES.len() - 1],
-            TARGET_P99.as_millis()
-        ),
+        None => println!("no rate tried met p99 <= {} ms", TARGET_P99.as_millis()),
     }
 
-    let stored = server_runtime.block_on(store.count_deliveries())?;
-    let jobs = server_runtime.block_on(store.count_by_state())?;
+    let stored = first.runtime.block_on(store.count_deliveries())?;
+    let jobs = first.runtime.block_on(store.count_by_state())?;
     let github_calls = github.requests().len();
     println!(
         "store: {stored} deliveries for {accepted_total} answered 202; jobs created: {}; GitHub calls: {github_calls}",
@@ -409,7 +521,12 @@ fn main() -> Result<(), Error> {
     if stored != accepted_total as u64 {
         return Err(format!("the store holds {stored} deliveries, but {accepted_total} were accepted").into());
     }
-    let report = server_runtime.block_on(server.shutdown(Duration::from_secs(5)));
-    drop(report);
+    drop(store);
+    for replica in replicas {
+        let report = replica
+            .runtime
+            .block_on(replica.server.shutdown(Duration::from_secs(5)));
+        drop(report);
+    }
     Ok(())
 }

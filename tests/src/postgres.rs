@@ -14,6 +14,14 @@ pub const DATABASE: &str = "postgres";
 /// The superuser the template cluster is made with (trust authentication on loopback only).
 pub const USER: &str = "pitcrew";
 
+/// What a test server is started with: nothing waits for the disk (a crash may lose or corrupt
+/// the cluster, which a test throws away anyway).
+const FAST: &str = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=16MB";
+
+/// A benchmark's server: every commit durable, as in production (PostgreSQL's own defaults, said
+/// explicitly).
+const DURABLE: &str = "-c fsync=on -c synchronous_commit=on -c full_page_writes=on -c shared_buffers=128MB";
+
 /// A running test server; dropping it stops the server and deletes its files.
 pub struct Postgres {
     bin: PathBuf,
@@ -34,21 +42,28 @@ impl std::fmt::Debug for Postgres {
 
 impl Postgres {
     /// Starts a fresh server with an empty [`DATABASE`]; `None` (said on stderr) when PostgreSQL is
-    /// not installed and not required.
+    /// not installed and not required. Fast and crash-unsafe: no commit waits for the disk.
     pub fn start() -> Option<Postgres> {
-        Postgres::start_with(false)
+        Postgres::start_with(FAST, false)
+    }
+
+    /// Like [`Postgres::start`], but durable as a production server is (PostgreSQL's defaults:
+    /// `fsync`, `synchronous_commit` and `full_page_writes` on, 128 MB of shared buffers), so a
+    /// commit returns once its WAL is on the disk. For benchmarks; tests want [`Postgres::start`].
+    pub fn start_durable() -> Option<Postgres> {
+        Postgres::start_with(DURABLE, false)
     }
 
     /// [`Postgres::start`], the server also speaking TLS with a certificate for `127.0.0.1` signed
     /// by a certificate authority of its own ([`Postgres::ca_file`]); plain connections still work.
     pub fn start_with_tls() -> Option<Postgres> {
-        Postgres::start_with(true)
+        Postgres::start_with(FAST, true)
     }
 
     #[expect(clippy::print_stderr, reason = "a skipped test must say so")]
-    fn start_with(tls: bool) -> Option<Postgres> {
+    fn start_with(settings: &str, tls: bool) -> Option<Postgres> {
         let required = std::env::var_os("PITCREW_REQUIRE_POSTGRES").is_some_and(|v| v == "1");
-        match Postgres::try_start(tls) {
+        match Postgres::try_start(settings, tls) {
             Ok(postgres) => Some(postgres),
             Err(why) => {
                 assert!(!required, "PITCREW_REQUIRE_POSTGRES=1, but {why}");
@@ -58,7 +73,7 @@ impl Postgres {
         }
     }
 
-    fn try_start(tls: bool) -> Result<Postgres, String> {
+    fn try_start(settings: &str, tls: bool) -> Result<Postgres, String> {
         let bin = server_bin().ok_or("PostgreSQL's server is not installed (apt-get install postgresql-15)")?;
         let run_as = if running_as_root() { Some("postgres") } else { None };
         let template = template(&bin, run_as)?;
@@ -81,8 +96,7 @@ impl Postgres {
         for _ in 0..5 {
             let port = free_port()?;
             let mut options = format!(
-                "-p {port} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c synchronous_commit=off \
-                 -c full_page_writes=off -c shared_buffers=16MB -c max_connections=300",
+                "-p {port} -c listen_addresses=127.0.0.1 -k {} {settings} -c max_connections=300",
                 dir.path().display()
             );
             if tls {
