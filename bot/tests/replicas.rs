@@ -116,13 +116,7 @@ impl Cluster {
     /// The replica running `job` now, once one does.
     async fn runner_of(&self, store: &PgStore, job: impl Fn(&Job) -> bool) -> usize {
         let found = until(|| async {
-            let running = store
-                .jobs(&JobFilter {
-                    state: Some(JobState::Running),
-                    ..JobFilter::default()
-                })
-                .await
-                .unwrap();
+            let running = running(store).await;
             running
                 .iter()
                 .filter(|j| job(j))
@@ -139,6 +133,17 @@ impl Cluster {
             .map(|(n, r)| format!("--- replica {n} ---\n{}", r.log()))
             .collect()
     }
+}
+
+/// The jobs running now, on any replica.
+async fn running(store: &PgStore) -> Vec<Job> {
+    store
+        .jobs(&JobFilter {
+            state: Some(JobState::Running),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap()
 }
 
 /// The worker name a replica's "listening" line gives.
@@ -221,13 +226,7 @@ async fn jobs_spread_over_three_replicas_end_once_when_one_is_killed() {
     let store = cluster.store().await;
     let victim = cluster.workers[0].clone();
     until(|| async {
-        let running = store
-            .jobs(&JobFilter {
-                state: Some(JobState::Running),
-                ..JobFilter::default()
-            })
-            .await
-            .unwrap();
+        let running = running(&store).await;
         running
             .iter()
             .any(|job| job.lease_owner.as_deref() == Some(victim.as_str()))
