@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use pitcrew::config::{Config, LoadOptions};
 use pitcrew::jobs::{
-    DeliveryId, EndOutcome, Finish, Job, JobControl, JobEnd, JobFilter, JobHandler, JobId, JobState, JobStore,
-    SqliteStore, StopCause,
+    DeliveryClaim, DeliveryId, EndOutcome, Finish, Job, JobControl, JobEnd, JobFilter, JobHandler, JobId, JobState,
+    JobStore, SqliteStore, StopCause,
 };
 use pitcrew::report::replies;
 use pitcrew::server::signature::sign;
@@ -616,7 +616,9 @@ async fn a_delivery_stored_before_a_crash_is_dispatched_after_the_restart() {
         0o600
     );
 
-    // The crash: no shutdown. Then what the route had stored before it, undispatched.
+    // The crash: no shutdown. Then what the route had stored before it, undispatched and still
+    // claimed for an hour by the process that crashed: the next server on this data directory
+    // knows no one else is handling it.
     drop(h.server.take());
     let comment = h
         .github
@@ -629,6 +631,11 @@ async fn a_delivery_stored_before_a_crash_is_dispatched_after_the_restart() {
                 &DeliveryId("d-before-crash".to_owned()),
                 "issue_comment",
                 payload.into(),
+                Some(DeliveryClaim {
+                    key: format!("{REPO}#{PR}"),
+                    worker: "the-process-that-crashed".to_owned(),
+                    lease_for: Duration::from_secs(3600),
+                }),
                 pitcrew::jobs::now_ms(),
             )
             .await
@@ -649,6 +656,57 @@ async fn a_delivery_stored_before_a_crash_is_dispatched_after_the_restart() {
             .await
     );
     h.github.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_stopping_server_leaves_the_deliveries_it_could_not_handle_to_the_other_replicas() {
+    let mut h = Harness::start().await;
+    h.server.take().unwrap().shutdown(Duration::ZERO).await;
+    // GitHub unreachable: the delivery is stored, but handling it fails and waits for a retry.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let unreachable = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let overrides = ServerOverrides::new(&h.github, SECRET, h.data.path())
+        .set("github.api_url", unreachable)
+        .build();
+    let config = Config::load(LoadOptions {
+        config_path: None,
+        env: &BTreeMap::new(),
+        overrides: &overrides,
+    })
+    .unwrap();
+    h.server = Some(
+        Server::start(ServerOptions {
+            config,
+            handler: handler(Arc::clone(&h.recorder)),
+            listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
+            github: None,
+            metrics: None,
+            copies: None,
+            instance: None,
+        })
+        .await
+        .unwrap(),
+    );
+    let worker = h.server().pool().worker_name().to_owned();
+    let mut settled = h.server().deliveries_settled();
+    h.comment("d-unhandled", "alice", "COLLABORATOR", "@agent fix the test")
+        .await;
+    tokio::time::timeout(WAIT, settled.changed()).await.unwrap().unwrap();
+    let store = h.store();
+    let pending = store.unprocessed_deliveries(10).await.unwrap();
+    assert_eq!(pending.len(), 1, "it waits for its retry");
+    let claim = pending[0].claim.clone().unwrap();
+    assert_eq!(
+        (claim.worker.as_str(), claim.key.as_str()),
+        (worker.as_str(), format!("{REPO}#{PR}").as_str()),
+        "stored claimed by the server that received it"
+    );
+
+    h.server.take().unwrap().shutdown(Duration::ZERO).await;
+    let pending = store.unprocessed_deliveries(10).await.unwrap();
+    assert_eq!(pending.len(), 1, "kept");
+    assert_eq!(pending[0].claim, None, "released: another replica may take it at once");
 }
 
 #[tokio::test]

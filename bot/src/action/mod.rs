@@ -175,7 +175,7 @@ pub async fn run(action: ActionEnv, config: Config, prompts: Prompts) -> Result<
     let routed = action.inputs.mode == Mode::Auto || (action.inputs.mode == Mode::Triage && ci_event);
     let jobs: Vec<Job> = if routed {
         store
-            .record_delivery(&delivery, &action.event_name, Bytes::from(payload), now_ms())
+            .record_delivery(&delivery, &action.event_name, Bytes::from(payload), None, now_ms())
             .await
             .map_err(|e| ActionError::Setup(format!("could not store the event: {e}")))?;
         let mut triggers = TriggerConfig::new(config.agent.trigger.clone(), action.bot_login());

@@ -1,30 +1,33 @@
 //! The dispatcher's loop: turns stored deliveries into work, so that nothing the webhook route
 //! accepted is lost. Woken by the route, on a slow interval and once at start-up (for what a crash
-//! left), it reads the unprocessed deliveries oldest first and handles several at once — but one at a
-//! time per pull request or issue, in the order received, so `@agent stop` never overtakes the
-//! request it stops — and never the same delivery twice at once. Replicas sharing a store each take
-//! a delivery before handling it (`JobStore::claim_delivery`): one handles it, and one key's
+//! left), it lists the unprocessed deliveries oldest first (without their payloads: the route hands
+//! over what it parsed, `inbox.rs`, and a payload is read back from the store only for a delivery
+//! another process received) and handles several at once — but one at a time per pull request or
+//! issue, in the order received, so `@agent stop` never overtakes the request it stops — and never
+//! the same delivery twice at once. Replicas sharing a store hold a claim on a delivery while they
+//! handle it: the receiver's from the moment it is stored, anyone's through
+//! `JobStore::claim_delivery` once that claim ran out; one replica handles it, and one key's
 //! deliveries still go in order; a replica that died leaves its deliveries to the others once its
-//! claims run out. The store's signals wake it when another replica stores a delivery. What
-//! handling one delivery means is `act.rs`.
+//! claims run out. The store's signals wake it when another replica stores a delivery nobody holds
+//! or handled one a younger delivery waits behind. What handling one delivery means is `act.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument as _, Span};
 
 use super::act::{Ctx, Retry, handle};
+use super::inbox::{Inbox, Parsed};
 use crate::backoff::{self, Jitter};
 use crate::github::GithubAccess;
-use crate::jobs::{Delivery, DeliveryId, JobStore, Signal, WorkerPool, now_ms};
-use crate::logging;
-use crate::triggers::{Event, EventError, TriggerConfig};
+use crate::jobs::{DeliveryClaim, DeliveryId, JobStore, Signal, WorkerPool, now_ms};
+use crate::triggers::TriggerConfig;
 
 /// How the dispatcher works.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,10 +76,14 @@ impl DispatchSettings {
     }
 }
 
+/// Parses of pending deliveries kept beyond those the last scan listed (a backlog deeper than a
+/// batch), at most.
+const MAX_PARSED: usize = 4096;
+
 /// The running dispatcher task.
 #[derive(Debug)]
 pub struct Dispatcher {
-    wake: Arc<Notify>,
+    inbox: Arc<Inbox>,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
     /// Wakes the loop on the store's signals.
@@ -93,11 +100,11 @@ impl Dispatcher {
         github: GithubAccess,
         settings: DispatchSettings,
     ) -> Dispatcher {
-        let wake = Arc::new(Notify::new());
+        let inbox = Arc::new(Inbox::new(pool.worker_name(), settings.claim));
         let stop = CancellationToken::new();
         let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let (settled_tx, settled) = watch::channel(0);
-        let follower = tokio::spawn(follow_signals(store.signals(), Arc::clone(&wake)));
+        let follower = tokio::spawn(follow_signals(store.signals(), Arc::clone(&inbox)));
         let ctx = Arc::new(Ctx {
             store,
             pool,
@@ -106,9 +113,9 @@ impl Dispatcher {
             repo_configs: Mutex::new(HashMap::new()),
             dropped: Arc::clone(&dropped),
         });
-        let task = tokio::spawn(run(ctx, Arc::clone(&wake), stop.clone(), settled_tx));
+        let task = tokio::spawn(run(ctx, Arc::clone(&inbox), stop.clone(), settled_tx));
         Dispatcher {
-            wake,
+            inbox,
             stop,
             task: Some(task),
             follower,
@@ -130,13 +137,13 @@ impl Dispatcher {
         self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// What the webhook route notifies after storing a delivery.
-    pub fn waker(&self) -> Arc<Notify> {
-        Arc::clone(&self.wake)
+    /// What the webhook route reads deliveries with and hands them over to.
+    pub fn inbox(&self) -> Arc<Inbox> {
+        Arc::clone(&self.inbox)
     }
 
     pub fn wake(&self) {
-        self.wake.notify_one();
+        self.inbox.wake();
     }
 
     /// Stops taking deliveries, waits up to [`Dispatcher::STOP_WAIT`] for those being handled, and
@@ -167,12 +174,12 @@ impl Drop for Dispatcher {
     }
 }
 
-/// Wakes the loop when any replica stored a delivery or handled one (a younger delivery of its key
-/// may go now), or when signals may have been missed.
-async fn follow_signals(mut signals: tokio::sync::broadcast::Receiver<Signal>, wake: Arc<Notify>) {
+/// Wakes the loop when any replica stored a delivery nobody holds or handled one (a younger delivery
+/// of its key may go now), or when signals may have been missed.
+async fn follow_signals(mut signals: tokio::sync::broadcast::Receiver<Signal>, inbox: Arc<Inbox>) {
     loop {
         match signals.recv().await {
-            Ok(Signal::Deliveries | Signal::Resync) | Err(RecvError::Lagged(_)) => wake.notify_one(),
+            Ok(Signal::Deliveries | Signal::Resync) | Err(RecvError::Lagged(_)) => inbox.wake(),
             Ok(_) => {}
             Err(RecvError::Closed) => return,
         }
@@ -186,54 +193,26 @@ struct Backoff {
 
 struct Loop {
     ctx: Arc<Ctx>,
+    inbox: Arc<Inbox>,
     tasks: JoinSet<Result<(), Retry>>,
     /// Task → (delivery, serialisation key, the delivery's span, which its end is logged in too).
     running: HashMap<tokio::task::Id, (DeliveryId, String, Span)>,
     busy_keys: HashSet<String>,
     backoff: HashMap<DeliveryId, Backoff>,
-    /// Each pending delivery, parsed once: under a backlog every scan sees the same deliveries
-    /// again, and parsing them again took the CPU the webhook route needs. The handling (and its
-    /// retries) uses the same parse.
+    /// Each pending delivery, parsed once (by the route that received it, or from the store): under
+    /// a backlog every scan sees the same deliveries again, and reading and parsing their payloads
+    /// again took the time the webhook route needs. The handling (and its retries) uses the same
+    /// parse.
     parsed: HashMap<DeliveryId, Parsed>,
     /// Counts each end of handling a delivery ([`Dispatcher::settled`]).
     settled: watch::Sender<u64>,
 }
 
-/// A stored delivery read into its event, with the key that serialises it.
-struct Parsed {
-    key: String,
-    event: Arc<Result<Event, EventError>>,
-}
-
-impl Parsed {
-    fn new(delivery: &Delivery) -> Parsed {
-        let event = Event::from_json(&delivery.event, &delivery.payload);
-        let key = match &event {
-            Ok(event) => serial_key(event).unwrap_or_else(|| delivery.id.0.clone()),
-            Err(_) => delivery.id.0.clone(),
-        };
-        Parsed {
-            key,
-            event: Arc::new(event),
-        }
-    }
-
-    /// The span the delivery's handling runs in, with its repository when the payload named one.
-    fn span(&self, delivery: &Delivery) -> Span {
-        let span = logging::delivery_span(&delivery.id.0, &delivery.event);
-        if let Ok(event) = self.event.as_ref()
-            && let Some(ctx) = event.context()
-        {
-            logging::record_repo(&span, &ctx.repo.name.to_string());
-        }
-        span
-    }
-}
-
-async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken, settled: watch::Sender<u64>) {
+async fn run(ctx: Arc<Ctx>, inbox: Arc<Inbox>, stop: CancellationToken, settled: watch::Sender<u64>) {
     let poll = ctx.settings.poll_interval;
     let mut state = Loop {
         ctx,
+        inbox: Arc::clone(&inbox),
         tasks: JoinSet::new(),
         running: HashMap::new(),
         busy_keys: HashSet::new(),
@@ -266,7 +245,7 @@ async fn run(ctx: Arc<Ctx>, wake: Arc<Notify>, stop: CancellationToken, settled:
                 state.ended(joined).await;
                 true
             }
-            () = wake.notified() => true,
+            () = inbox.woken() => true,
             _ = renew.tick() => {
                 state.renew_claims().await;
                 false
@@ -300,36 +279,57 @@ async fn sleep_until(at: Option<Instant>) {
 }
 
 impl Loop {
-    /// Starts handling every unprocessed delivery that is not in hand, not waiting for a retry, and
-    /// not behind an older one on the same pull request.
+    /// Starts handling every unprocessed delivery that is not in hand, not held by another
+    /// process, not waiting for a retry, and not behind an older one on the same pull request.
     async fn scan(&mut self) {
+        let slots = self.ctx.settings.concurrency.max(1);
         // Nothing could start: reading the backlog again would only cost the route time.
-        if self.tasks.len() >= self.ctx.settings.concurrency.max(1) {
+        if self.tasks.len() >= slots {
             return;
         }
-        let deliveries = match self.ctx.store.unprocessed_deliveries(self.ctx.settings.batch).await {
-            Ok(deliveries) => deliveries,
+        let batch = self.ctx.settings.batch;
+        let pending = match self.ctx.store.unprocessed_deliveries(batch).await {
+            Ok(pending) => pending,
             Err(error) => {
                 tracing::error!(error = %error, "could not read the stored deliveries");
                 return;
             }
         };
-        let now = Instant::now();
+        self.parsed.extend(self.inbox.take());
+        let (now, at) = (Instant::now(), now_ms());
+        let ctx = Arc::clone(&self.ctx);
+        let worker = ctx.pool.worker_name();
         let in_hand: HashSet<DeliveryId> = self.running.values().map(|(id, _, _)| id.clone()).collect();
-        // Keys an older delivery holds, in hand or waiting for its retry: younger ones wait behind it.
+        // Keys an older delivery holds, in hand (here or elsewhere) or waiting for its retry:
+        // younger ones wait behind it.
         let mut blocked = self.busy_keys.clone();
-        // Deliveries another process handled meanwhile are no longer listed: forget their parse.
-        let listed: HashSet<&DeliveryId> = deliveries.iter().map(|delivery| &delivery.id).collect();
-        self.parsed
-            .retain(|id, _| listed.contains(id) || in_hand.contains(id) || self.backoff.contains_key(id));
-        for delivery in &deliveries {
+        // Deliveries handled meanwhile (by this process or another) are no longer listed: forget
+        // their parse. A full batch may leave younger ones unlisted: those are kept, up to a bound.
+        let listed: HashSet<&DeliveryId> = pending.iter().map(|delivery| &delivery.id).collect();
+        if pending.len() < usize::try_from(batch).unwrap_or(usize::MAX) || self.parsed.len() > MAX_PARSED {
+            self.parsed
+                .retain(|id, _| listed.contains(id) || in_hand.contains(id) || self.backoff.contains_key(id));
+        }
+        let claim_ms = i64::try_from(self.ctx.settings.claim.as_millis()).unwrap_or(i64::MAX);
+        for delivery in &pending {
+            if self.tasks.len() >= slots {
+                break;
+            }
             if in_hand.contains(&delivery.id) {
                 continue;
             }
-            let parsed = self
-                .parsed
-                .entry(delivery.id.clone())
-                .or_insert_with(|| Parsed::new(delivery));
+            if let Some(claim) = &delivery.claim
+                && claim.held_elsewhere(worker, at)
+            {
+                // Another process handles it (the one that received it, or took it over): its
+                // retries are that process's, and younger deliveries of its key wait.
+                blocked.insert(claim.key.clone());
+                self.backoff.remove(&delivery.id);
+                continue;
+            }
+            let Some(parsed) = self.parse(&delivery.id).await else {
+                continue;
+            };
             let key = parsed.key.clone();
             if blocked.contains(&key) {
                 continue;
@@ -338,32 +338,36 @@ impl Loop {
                 blocked.insert(key);
                 continue;
             }
-            if self.tasks.len() >= self.ctx.settings.concurrency.max(1) {
-                break;
-            }
             blocked.insert(key.clone());
-            let worker = self.ctx.pool.worker_name();
-            match self
-                .ctx
-                .store
-                .claim_delivery(&delivery.id, &key, worker, self.ctx.settings.claim, now_ms())
-                .await
-            {
-                Ok(true) => {}
-                Ok(false) => {
-                    // Another replica handles it (or an older delivery of its key): its retries
-                    // are that replica's.
-                    self.backoff.remove(&delivery.id);
-                    continue;
-                }
-                Err(error) => {
-                    tracing::error!(delivery = %delivery.id, error = %error, "could not claim a stored delivery");
-                    continue;
+            // Held here already, with time to spare (the claim the route stored it with, or one
+            // renewed): the listing showed every older delivery of its key, none held elsewhere.
+            let ours = delivery
+                .claim
+                .as_ref()
+                .is_some_and(|claim| claim.worker == worker && claim.key == key && claim.until - at > claim_ms / 2);
+            if !ours {
+                let claim = DeliveryClaim {
+                    key: key.clone(),
+                    worker: worker.to_owned(),
+                    lease_for: self.ctx.settings.claim,
+                };
+                match self.ctx.store.claim_delivery(&delivery.id, &claim, at).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        // Another process handles it (or an older delivery of its key): its
+                        // retries are that process's.
+                        self.backoff.remove(&delivery.id);
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::error!(delivery = %delivery.id, error = %error, "could not claim a stored delivery");
+                        continue;
+                    }
                 }
             }
             self.busy_keys.insert(key.clone());
             let id = delivery.id.clone();
-            let span = parsed.span(delivery);
+            let span = parsed.span(&id, &delivery.event);
             let handle = self
                 .tasks
                 .spawn(handle(Arc::clone(&self.ctx), id.clone(), Arc::clone(&parsed.event)).instrument(span.clone()));
@@ -371,16 +375,37 @@ impl Loop {
         }
     }
 
+    /// The delivery's parse: the route's, an earlier scan's, or read back from the store now (a
+    /// delivery another process received, or one stored before a restart).
+    async fn parse(&mut self, id: &DeliveryId) -> Option<Parsed> {
+        if let Some(parsed) = self.parsed.get(id) {
+            return Some(parsed.clone());
+        }
+        match self.ctx.store.delivery(id).await {
+            Ok(Some(delivery)) => {
+                let parsed = Parsed::stored(&delivery);
+                self.parsed.insert(id.clone(), parsed.clone());
+                Some(parsed)
+            }
+            // Pruned between the listing and now: it was processed meanwhile.
+            Ok(None) => None,
+            Err(error) => {
+                tracing::error!(delivery = %id, error = %error, "could not read a stored delivery");
+                None
+            }
+        }
+    }
+
     /// Takes the deliveries in hand again for another claim period.
     async fn renew_claims(&self) {
         let worker = self.ctx.pool.worker_name();
         for (id, key, span) in self.running.values() {
-            let renewed = self
-                .ctx
-                .store
-                .claim_delivery(id, key, worker, self.ctx.settings.claim, now_ms())
-                .await;
-            match renewed {
+            let claim = DeliveryClaim {
+                key: key.clone(),
+                worker: worker.to_owned(),
+                lease_for: self.ctx.settings.claim,
+            };
+            match self.ctx.store.claim_delivery(id, &claim, now_ms()).await {
                 Ok(true) => {}
                 // Processed meanwhile (its task is about to end), or taken over by another replica
                 // after this one was too slow: handling it twice creates nothing twice.
@@ -450,25 +475,6 @@ impl Loop {
             }
         }
     }
-}
-
-/// Deliveries about the same pull request or issue are handled one at a time, oldest first.
-fn serial_key(event: &Event) -> Option<String> {
-    let (ctx, number) = match event {
-        Event::Comment(comment) => (&comment.ctx, comment.issue.number),
-        Event::IssueAssigned { ctx, issue, .. }
-        | Event::IssueLabeled { ctx, issue, .. }
-        | Event::IssueEdited { ctx, issue, .. } => (ctx, issue.number),
-        // The failures of one commit arrive together (a check run per job, a suite, a workflow run):
-        // one at a time, so that the first queues the triage and the others find it.
-        Event::WorkflowRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.name, run.head_sha)),
-        Event::CheckRunCompleted(run) => return Some(format!("{}@{}", run.ctx.repo.name, run.head_sha)),
-        Event::CheckSuiteCompleted(suite) => {
-            return Some(format!("{}@{}", suite.ctx.repo.name, suite.head_sha));
-        }
-        _ => return None,
-    };
-    Some(format!("{}#{number}", ctx.repo.name))
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 
 mod act;
 pub mod dispatch;
+mod inbox;
 pub mod scheduler;
 
 pub use dispatch::{DispatchSettings, Dispatcher};
+pub use inbox::{Inbox, Received};
 pub use scheduler::Scheduler;

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use futures_util::StreamExt as _;
 use serde_json::Value;
@@ -22,15 +23,17 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::broadcast;
 use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{AsyncMessage, Client, Connection, GenericClient, NoTls, Row};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, Row};
 use tokio_util::sync::CancellationToken;
 
 use super::record::{Lifecycle, Record as _};
 use super::sqlite::{SIGNAL_BUFFER, released};
 use super::store::{
-    Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Fired, Heartbeat, Job, JobEvent, JobFilter, JobId,
-    JobState, JobStore, Leadership, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, Signal, StopRequest,
-    StoreError, StoreFuture, age_cutoff, interrupted_error, lease_end, stop_columns, stop_request,
+    Cancellation, Claim, Delivery, DeliveryClaim, DeliveryId, Dispatch, Finish, Fired, Heartbeat, HeldClaim, Job,
+    JobEvent, JobFilter, JobId, JobState, JobStore, Leadership, Lease, NewJob, Pending, Pruned, Recorded, Recovery,
+    Release, Retention, Signal, StopRequest, StoreError, StoreFuture, age_cutoff, interrupted_error, lease_end,
+    stop_columns, stop_request,
 };
 
 /// The channel every replica listens on.
@@ -364,9 +367,12 @@ impl PgStore {
                 let mut cancellation = Cancellation::default();
                 let targets = tx
                     .query(
-                        "SELECT id, state, cancel_by FROM jobs
+                        &tx.prepare_cached(
+                            "SELECT id, state, cancel_by FROM jobs
                          WHERE key = $1 AND state IN ('queued', 'running') AND ($2::TEXT IS NULL OR kind = $2)
                          ORDER BY id FOR UPDATE",
+                        )
+                        .await?,
                         &[&key, &kind],
                     )
                     .await?;
@@ -376,7 +382,10 @@ impl PgStore {
                     let asked: Option<String> = row.get(2);
                     if state == JobState::Queued.as_str() {
                         tx.execute(
-                            "UPDATE jobs SET state = 'cancelled', finished_at = $2, error = $3 WHERE id = $1",
+                            &tx.prepare_cached(
+                                "UPDATE jobs SET state = 'cancelled', finished_at = $2, error = $3 WHERE id = $1",
+                            )
+                            .await?,
                             &[&id.0, &now, &reason],
                         )
                         .await?;
@@ -385,21 +394,22 @@ impl PgStore {
                             attempt: None,
                             error: Some(reason.clone()),
                         };
-                        insert_record(&*tx, id, &finished, now).await?;
+                        insert_record(&tx, id, &finished, now).await?;
                         cancellation.cancelled.push(id);
                     } else {
                         // A second stop keeps the first request: that is what the worker may
                         // already act on.
                         if asked.is_none() {
                             tx.execute(
-                                "UPDATE jobs SET cancel_reason = $2, cancel_by = $3 WHERE id = $1",
+                                &tx.prepare_cached("UPDATE jobs SET cancel_reason = $2, cancel_by = $3 WHERE id = $1")
+                                    .await?,
                                 &[&id.0, &reason, &by],
                             )
                             .await?;
                             let asked = Lifecycle::CancelRequested { reason: reason.clone() };
-                            insert_record(&*tx, id, &asked, now).await?;
+                            insert_record(&tx, id, &asked, now).await?;
                         }
-                        notify(&*tx, &Signal::Stop(id)).await?;
+                        notify(&tx, &Signal::Stop(id)).await?;
                         cancellation.stopping.push(id);
                     }
                 }
@@ -419,13 +429,26 @@ impl PgStore {
                 // no longer running (READ COMMITTED looks again at a row it waited for).
                 let expired = tx
                     .query(
-                        &format!(
+                        &tx.prepare_cached(&format!(
                             "SELECT {JOB_COLUMNS} FROM jobs
                              WHERE state = 'running' AND lease_expires_at <= $1 ORDER BY id FOR UPDATE"
-                        ),
+                        ))
+                        .await?,
                         &[&cutoff],
                     )
                     .await?;
+                if cutoff == i64::MAX {
+                    // No worker of this store is alive: the deliveries it held are anyone's now.
+                    tx.execute(
+                        &tx.prepare_cached(
+                            "UPDATE deliveries SET claimed_by = NULL, claimed_until = NULL
+                         WHERE processed_at IS NULL AND claimed_by IS NOT NULL",
+                        )
+                        .await?,
+                        &[],
+                    )
+                    .await?;
+                }
                 let mut recovery = Recovery::default();
                 for row in expired {
                     let job = job_from_row(&row)?;
@@ -433,7 +456,7 @@ impl PgStore {
                         worker: job.lease_owner.clone(),
                         attempt: job.attempts,
                     };
-                    insert_record(&*tx, job.id, &interrupted, now).await?;
+                    insert_record(&tx, job.id, &interrupted, now).await?;
                     let (state, error) = if let Some(request) = &job.cancel_requested {
                         recovery.cancelled.push(job.id);
                         (JobState::Cancelled, Some(request.to_string()))
@@ -446,9 +469,12 @@ impl PgStore {
                     };
                     let finished_at = state.is_final().then_some(now);
                     tx.execute(
-                        "UPDATE jobs SET state = $2, finished_at = $3, error = $4, lease_owner = NULL,
+                        &tx.prepare_cached(
+                            "UPDATE jobs SET state = $2, finished_at = $3, error = $4, lease_owner = NULL,
                                 lease_expires_at = NULL
                          WHERE id = $1",
+                        )
+                        .await?,
                         &[&job.id.0, &state.as_str(), &finished_at, &error],
                     )
                     .await?;
@@ -458,11 +484,11 @@ impl PgStore {
                             attempt: Some(job.attempts),
                             error,
                         };
-                        insert_record(&*tx, job.id, &finished, now).await?;
+                        insert_record(&tx, job.id, &finished, now).await?;
                     }
                 }
                 if !recovery.requeued.is_empty() {
-                    notify(&*tx, &Signal::Jobs).await?;
+                    notify(&tx, &Signal::Jobs).await?;
                 }
                 tx.commit().await?;
                 Ok(recovery)
@@ -477,7 +503,11 @@ impl PgStore {
         loop {
             let changed = self
                 .run(move |client| {
-                    Box::pin(async move { Ok(client.execute(statement, &[&cutoff, &PRUNE_BATCH]).await?) })
+                    Box::pin(async move {
+                        Ok(client
+                            .execute(&client.prepare_cached(statement).await?, &[&cutoff, &PRUNE_BATCH])
+                            .await?)
+                    })
                 })
                 .await?;
             total += changed;
@@ -509,7 +539,10 @@ fn database_error(label: &std::path::Path, fail: Fail) -> StoreError {
 /// Sends `signal` to every replica when the transaction commits (`pg_notify` is transactional).
 async fn notify(client: &impl GenericClient, signal: &Signal) -> Result<(), tokio_postgres::Error> {
     client
-        .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &signal.encode()])
+        .execute(
+            &client.prepare_cached("SELECT pg_notify($1, $2)").await?,
+            &[&CHANNEL, &signal.encode()],
+        )
         .await
         .map(drop)
 }
@@ -812,7 +845,12 @@ fn delivery_from_row(row: &Row) -> Delivery {
 
 async fn load_job(client: &impl GenericClient, id: JobId) -> Result<Option<Job>, Fail> {
     client
-        .query_opt(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"), &[&id.0])
+        .query_opt(
+            &client
+                .prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+                .await?,
+            &[&id.0],
+        )
         .await?
         .map(|row| job_from_row(&row))
         .transpose()
@@ -828,8 +866,12 @@ async fn insert_job(
     let max_attempts = i32::try_from(job.max_attempts.max(1)).unwrap_or(i32::MAX);
     let row = client
         .query_one(
-            "INSERT INTO jobs (kind, repo, key, request, delivery_id, state, max_attempts, created_at)
+            &client
+                .prepare_cached(
+                    "INSERT INTO jobs (kind, repo, key, request, delivery_id, state, max_attempts, created_at)
              VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7) RETURNING id",
+                )
+                .await?,
             &[
                 &job.kind,
                 &job.repo,
@@ -861,9 +903,13 @@ async fn insert_record(client: &impl GenericClient, id: JobId, record: &Lifecycl
 async fn insert_event(client: &impl GenericClient, id: JobId, kind: &str, data: &Value, now: i64) -> Result<u64, Fail> {
     let row = client
         .query_one(
-            "INSERT INTO job_events (job_id, seq, at, kind, data)
+            &client
+                .prepare_cached(
+                    "INSERT INTO job_events (job_id, seq, at, kind, data)
              VALUES ($1, COALESCE((SELECT MAX(seq) FROM job_events WHERE job_id = $1), 0) + 1, $2, $3, $4)
              RETURNING seq",
+                )
+                .await?,
             &[&id.0, &now, &kind, &data.to_string()],
         )
         .await?;
@@ -875,22 +921,43 @@ fn count(value: i64) -> u64 {
 }
 
 impl JobStore for PgStore {
-    fn record_delivery(&self, id: &DeliveryId, event: &str, payload: Bytes, now: i64) -> StoreFuture<Recorded> {
+    fn record_delivery(
+        &self,
+        id: &DeliveryId,
+        event: &str,
+        payload: Bytes,
+        claim: Option<DeliveryClaim>,
+        now: i64,
+    ) -> StoreFuture<Recorded> {
         let (id, event) = (id.clone(), event.to_owned());
         self.run(move |client| {
             Box::pin(async move {
-                let tx = client.transaction().await?;
-                let inserted = tx
-                    .execute(
-                        "INSERT INTO deliveries (id, event, received_at, payload) VALUES ($1, $2, $3, $4)
-                         ON CONFLICT (id) DO NOTHING",
-                        &[&id.0, &event, &now, &&payload[..]],
-                    )
-                    .await?;
-                if inserted == 1 {
-                    notify(&*tx, &Signal::Deliveries).await?;
-                }
-                tx.commit().await?;
+                const INSERT: &str =
+                    "INSERT INTO deliveries (id, event, received_at, payload, claim_key, claimed_by, claimed_until)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)
+                     ON CONFLICT (id) DO NOTHING";
+                let inserted = match claim {
+                    // Its receiver handles it: one statement, no transaction, nobody to signal.
+                    Some(claim) => {
+                        let until = lease_end(now, claim.lease_for);
+                        let params: [&(dyn ToSql + Sync); 7] =
+                            [&id.0, &event, &now, &&payload[..], &claim.key, &claim.worker, &until];
+                        client.execute(&client.prepare_cached(INSERT).await?, &params).await?
+                    }
+                    None => {
+                        let tx = client.transaction().await?;
+                        let none: Option<String> = None;
+                        let until: Option<i64> = None;
+                        let params: [&(dyn ToSql + Sync); 7] =
+                            [&id.0, &event, &now, &&payload[..], &none, &none, &until];
+                        let inserted = tx.execute(&tx.prepare_cached(INSERT).await?, &params).await?;
+                        if inserted == 1 {
+                            notify(&tx, &Signal::Deliveries).await?;
+                        }
+                        tx.commit().await?;
+                        inserted
+                    }
+                };
                 Ok(if inserted == 1 {
                     Recorded::New
                 } else {
@@ -906,7 +973,9 @@ impl JobStore for PgStore {
             Box::pin(async move {
                 Ok(client
                     .query_opt(
-                        &format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE id = $1"),
+                        &client
+                            .prepare_cached(&format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE id = $1"))
+                            .await?,
                         &[&id.0],
                     )
                     .await?
@@ -915,44 +984,47 @@ impl JobStore for PgStore {
         })
     }
 
-    fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Delivery>> {
+    fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Pending>> {
         self.run(move |client| {
             Box::pin(async move {
-                let rows = client
-                    .query(
-                        &format!(
-                            "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE processed_at IS NULL ORDER BY seq LIMIT $1"
-                        ),
-                        &[&i64::from(limit)],
+                let statement = client
+                    .prepare_cached(
+                        "SELECT id, event, claim_key, claimed_by, claimed_until FROM deliveries
+                         WHERE processed_at IS NULL ORDER BY seq LIMIT $1",
                     )
                     .await?;
-                Ok(rows.iter().map(delivery_from_row).collect())
+                let rows = client.query(&statement, &[&i64::from(limit)]).await?;
+                Ok(rows
+                    .iter()
+                    .map(|row| Pending {
+                        id: DeliveryId(row.get(0)),
+                        event: row.get(1),
+                        claim: match (row.get(2), row.get(3), row.get(4)) {
+                            (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
+                            _ => None,
+                        },
+                    })
+                    .collect())
             })
         })
     }
 
-    fn claim_delivery(
-        &self,
-        id: &DeliveryId,
-        key: &str,
-        worker: &str,
-        lease_for: Duration,
-        now: i64,
-    ) -> StoreFuture<bool> {
-        let (id, key, worker) = (id.clone(), key.to_owned(), worker.to_owned());
+    fn claim_delivery(&self, id: &DeliveryId, claim: &DeliveryClaim, now: i64) -> StoreFuture<bool> {
+        let id = id.clone();
+        let DeliveryClaim { key, worker, lease_for } = claim.clone();
         self.run(move |client| {
             Box::pin(async move {
                 let tx = client.transaction().await?;
                 // Claims of one key take turns: the check of older deliveries below sees every
                 // claim committed before.
                 tx.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended('pitcrew-delivery:' || $1, 0))",
+                    &tx.prepare_cached("SELECT pg_advisory_xact_lock(hashtextextended('pitcrew-delivery:' || $1, 0))").await?,
                     &[&key],
                 )
                 .await?;
                 let found = tx
                     .query_opt(
-                        "SELECT seq, processed_at, claimed_by, claimed_until FROM deliveries WHERE id = $1 FOR UPDATE",
+                        &tx.prepare_cached("SELECT seq, processed_at, claimed_by, claimed_until FROM deliveries WHERE id = $1 FOR UPDATE").await?,
                         &[&id.0],
                     )
                     .await?;
@@ -969,10 +1041,10 @@ impl JobStore for PgStore {
                 }
                 let older_held = tx
                     .query_opt(
-                        "SELECT 1 FROM deliveries
+                        &tx.prepare_cached("SELECT 1 FROM deliveries
                          WHERE claim_key = $1 AND processed_at IS NULL AND seq < $2
                            AND claimed_by <> $3 AND claimed_until > $4
-                         LIMIT 1",
+                         LIMIT 1").await?,
                         &[&key, &seq, &worker, &now],
                     )
                     .await?;
@@ -980,7 +1052,7 @@ impl JobStore for PgStore {
                     return Ok(false);
                 }
                 tx.execute(
-                    "UPDATE deliveries SET claim_key = $2, claimed_by = $3, claimed_until = $4 WHERE id = $1",
+                    &tx.prepare_cached("UPDATE deliveries SET claim_key = $2, claimed_by = $3, claimed_until = $4 WHERE id = $1").await?,
                     &[&id.0, &key, &worker, &lease_end(now, lease_for)],
                 )
                 .await?;
@@ -990,30 +1062,69 @@ impl JobStore for PgStore {
         })
     }
 
+    fn release_deliveries(&self, worker: &str) -> StoreFuture<u64> {
+        let worker = worker.to_owned();
+        self.run(move |client| {
+            Box::pin(async move {
+                let tx = client.transaction().await?;
+                let released = tx
+                    .execute(
+                        "UPDATE deliveries SET claimed_by = NULL, claimed_until = NULL
+                         WHERE claimed_by = $1 AND processed_at IS NULL",
+                        &[&worker],
+                    )
+                    .await?;
+                if released > 0 {
+                    notify(&tx, &Signal::Deliveries).await?;
+                }
+                tx.commit().await?;
+                Ok(released)
+            })
+        })
+    }
+
     fn process_delivery(&self, id: &DeliveryId, jobs: Vec<NewJob>, now: i64) -> StoreFuture<Dispatch> {
         let id = id.clone();
         self.run(move |client| {
             Box::pin(async move {
                 let tx = client.transaction().await?;
-                let processed = tx
-                    .query_opt("SELECT processed_at FROM deliveries WHERE id = $1 FOR UPDATE", &[&id.0])
+                let found = tx
+                    .query_opt(
+                        &tx.prepare_cached("SELECT processed_at, claim_key FROM deliveries WHERE id = $1 FOR UPDATE").await?,
+                        &[&id.0],
+                    )
                     .await?;
-                match processed.map(|row| row.get::<_, Option<i64>>(0)) {
-                    None => return Err(StoreError::UnknownDelivery(id).into()),
-                    Some(Some(_)) => return Ok(Dispatch::AlreadyProcessed),
-                    Some(None) => {}
+                let Some(row) = found else {
+                    return Err(StoreError::UnknownDelivery(id).into());
+                };
+                if row.get::<_, Option<i64>>(0).is_some() {
+                    return Ok(Dispatch::AlreadyProcessed);
                 }
+                let key: Option<String> = row.get(1);
                 let mut ids = Vec::with_capacity(jobs.len());
                 for job in &jobs {
-                    ids.push(insert_job(&*tx, job, Some(&id), now).await?);
+                    ids.push(insert_job(&tx, job, Some(&id), now).await?);
                 }
-                tx.execute("UPDATE deliveries SET processed_at = $2 WHERE id = $1", &[&id.0, &now])
+                tx.execute(&tx.prepare_cached("UPDATE deliveries SET processed_at = $2 WHERE id = $1").await?, &[&id.0, &now])
                     .await?;
                 if !ids.is_empty() {
-                    notify(&*tx, &Signal::Jobs).await?;
+                    notify(&tx, &Signal::Jobs).await?;
                 }
-                // The dispatchers holding younger deliveries of the same key may go on.
-                notify(&*tx, &Signal::Deliveries).await?;
+                // The dispatchers holding younger deliveries of the same key may go on (none waits
+                // when there is none: then the other replicas need not look).
+                let waiting = match &key {
+                    Some(key) => tx
+                        .query_opt(
+                            &tx.prepare_cached("SELECT 1 FROM deliveries WHERE claim_key = $1 AND processed_at IS NULL AND id <> $2 LIMIT 1").await?,
+                            &[key, &id.0],
+                        )
+                        .await?
+                        .is_some(),
+                    None => true,
+                };
+                if waiting {
+                    notify(&tx, &Signal::Deliveries).await?;
+                }
                 tx.commit().await?;
                 Ok(Dispatch::Created(ids))
             })
@@ -1023,7 +1134,9 @@ impl JobStore for PgStore {
     fn count_deliveries(&self) -> StoreFuture<u64> {
         self.run(|client| {
             Box::pin(async move {
-                let row = client.query_one("SELECT COUNT(*) FROM deliveries", &[]).await?;
+                let row = client
+                    .query_one(&client.prepare_cached("SELECT COUNT(*) FROM deliveries").await?, &[])
+                    .await?;
                 Ok(count(row.get(0)))
             })
         })
@@ -1033,8 +1146,8 @@ impl JobStore for PgStore {
         self.run(move |client| {
             Box::pin(async move {
                 let tx = client.transaction().await?;
-                let id = insert_job(&*tx, &job, None, now).await?;
-                notify(&*tx, &Signal::Jobs).await?;
+                let id = insert_job(&tx, &job, None, now).await?;
+                notify(&tx, &Signal::Jobs).await?;
                 tx.commit().await?;
                 Ok(id)
             })
@@ -1053,13 +1166,16 @@ impl JobStore for PgStore {
                     // replica is taking is skipped, not waited for.
                     let picked = tx
                         .query_opt(
-                            "SELECT id FROM jobs AS j
+                            &tx.prepare_cached(
+                                "SELECT id FROM jobs AS j
                              WHERE j.state = 'queued'
                                AND NOT EXISTS (SELECT 1 FROM jobs AS r WHERE r.key = j.key AND r.state = 'running')
                                AND NOT EXISTS (SELECT 1 FROM jobs AS o
                                                WHERE o.key = j.key AND o.state = 'queued' AND o.id < j.id)
                              ORDER BY j.id LIMIT 1
                              FOR UPDATE SKIP LOCKED",
+                            )
+                            .await?,
                             &[],
                         )
                         .await?;
@@ -1068,9 +1184,12 @@ impl JobStore for PgStore {
                     };
                     let updated = tx
                         .execute(
-                            "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_at = $2,
+                            &tx.prepare_cached(
+                                "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_at = $2,
                                     finished_at = NULL, lease_owner = $3, lease_expires_at = $4
                              WHERE id = $1 AND state = 'queued'",
+                            )
+                            .await?,
                             &[&id.0, &now, &worker, &lease_end(now, lease_for)],
                         )
                         .await;
@@ -1082,12 +1201,12 @@ impl JobStore for PgStore {
                         }
                         Err(error) => return Err(error.into()),
                     }
-                    let job = load_job(&*tx, id).await?.ok_or(StoreError::UnknownJob(id))?;
+                    let job = load_job(&tx, id).await?.ok_or(StoreError::UnknownJob(id))?;
                     let claimed = Lifecycle::Claimed {
                         worker: worker.clone(),
                         attempt: job.attempts,
                     };
-                    insert_record(&*tx, id, &claimed, now).await?;
+                    insert_record(&tx, id, &claimed, now).await?;
                     tx.commit().await?;
                     let lease = Lease {
                         job: id,
@@ -1108,9 +1227,13 @@ impl JobStore for PgStore {
                 let attempt = i32::try_from(lease.attempt).unwrap_or(i32::MAX);
                 let row = client
                     .query_opt(
-                        "UPDATE jobs SET lease_expires_at = $4
+                        &client
+                            .prepare_cached(
+                                "UPDATE jobs SET lease_expires_at = $4
                          WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3
                          RETURNING cancel_by",
+                            )
+                            .await?,
                         &[&lease.job.0, &lease.worker, &attempt, &lease_end(now, lease_for)],
                     )
                     .await?;
@@ -1136,9 +1259,12 @@ impl JobStore for PgStore {
                 let attempt = i32::try_from(lease.attempt).unwrap_or(i32::MAX);
                 let changed = tx
                     .execute(
-                        "UPDATE jobs SET state = $4, finished_at = $5, result = $6, error = $7,
+                        &tx.prepare_cached(
+                            "UPDATE jobs SET state = $4, finished_at = $5, result = $6, error = $7,
                                 lease_owner = NULL, lease_expires_at = NULL
                          WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3",
+                        )
+                        .await?,
                         &[
                             &lease.job.0,
                             &lease.worker,
@@ -1158,9 +1284,9 @@ impl JobStore for PgStore {
                     attempt: Some(lease.attempt),
                     error,
                 };
-                insert_record(&*tx, lease.job, &finished, now).await?;
+                insert_record(&tx, lease.job, &finished, now).await?;
                 for signal in released(&Release::Done) {
-                    notify(&*tx, &signal).await?;
+                    notify(&tx, &signal).await?;
                 }
                 tx.commit().await?;
                 Ok(Release::Done)
@@ -1176,9 +1302,12 @@ impl JobStore for PgStore {
                 let attempt = i32::try_from(lease.attempt).unwrap_or(i32::MAX);
                 let row = tx
                     .query_opt(
-                        "SELECT cancel_by FROM jobs
+                        &tx.prepare_cached(
+                            "SELECT cancel_by FROM jobs
                          WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3
                          FOR UPDATE",
+                        )
+                        .await?,
                         &[&lease.job.0, &lease.worker, &attempt],
                     )
                     .await?;
@@ -1187,9 +1316,12 @@ impl JobStore for PgStore {
                     Some(Some(request)) => {
                         let reason = request.to_string();
                         tx.execute(
-                            "UPDATE jobs SET state = 'cancelled', finished_at = $2, error = $3,
+                            &tx.prepare_cached(
+                                "UPDATE jobs SET state = 'cancelled', finished_at = $2, error = $3,
                                     lease_owner = NULL, lease_expires_at = NULL
                              WHERE id = $1",
+                            )
+                            .await?,
                             &[&lease.job.0, &now, &reason],
                         )
                         .await?;
@@ -1198,14 +1330,17 @@ impl JobStore for PgStore {
                             attempt: Some(lease.attempt),
                             error: Some(reason),
                         };
-                        insert_record(&*tx, lease.job, &finished, now).await?;
+                        insert_record(&tx, lease.job, &finished, now).await?;
                         Release::Cancelled
                     }
                     Some(None) => {
                         tx.execute(
-                            "UPDATE jobs SET state = 'queued', attempts = attempts - 1, started_at = NULL,
+                            &tx.prepare_cached(
+                                "UPDATE jobs SET state = 'queued', attempts = attempts - 1, started_at = NULL,
                                     lease_owner = NULL, lease_expires_at = NULL
                              WHERE id = $1",
+                            )
+                            .await?,
                             &[&lease.job.0],
                         )
                         .await?;
@@ -1213,12 +1348,12 @@ impl JobStore for PgStore {
                             worker: lease.worker.clone(),
                             attempt: lease.attempt,
                         };
-                        insert_record(&*tx, lease.job, &requeued, now).await?;
+                        insert_record(&tx, lease.job, &requeued, now).await?;
                         Release::Done
                     }
                 };
                 for signal in released(&release) {
-                    notify(&*tx, &signal).await?;
+                    notify(&tx, &signal).await?;
                 }
                 tx.commit().await?;
                 Ok(release)
@@ -1249,12 +1384,15 @@ impl JobStore for PgStore {
                 let tx = client.transaction().await?;
                 // The job's row lock orders this append with the store's own (see `insert_event`).
                 let exists = tx
-                    .query_opt("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", &[&id.0])
+                    .query_opt(
+                        &tx.prepare_cached("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE").await?,
+                        &[&id.0],
+                    )
                     .await?;
                 if exists.is_none() {
                     return Err(StoreError::UnknownJob(id).into());
                 }
-                let seq = insert_event(&*tx, id, &kind, &data, now).await?;
+                let seq = insert_event(&tx, id, &kind, &data, now).await?;
                 tx.commit().await?;
                 Ok(seq)
             })
@@ -1266,7 +1404,9 @@ impl JobStore for PgStore {
             Box::pin(async move {
                 let rows = client
                     .query(
-                        "SELECT seq, at, kind, data FROM job_events WHERE job_id = $1 ORDER BY seq",
+                        &client
+                            .prepare_cached("SELECT seq, at, kind, data FROM job_events WHERE job_id = $1 ORDER BY seq")
+                            .await?,
                         &[&id.0],
                     )
                     .await?;
@@ -1287,7 +1427,7 @@ impl JobStore for PgStore {
     }
 
     fn job(&self, id: JobId) -> StoreFuture<Option<Job>> {
-        self.run(move |client| Box::pin(async move { load_job(&***client, id).await }))
+        self.run(move |client| Box::pin(async move { load_job(&*client, id).await }))
     }
 
     fn jobs(&self, filter: &JobFilter) -> StoreFuture<Vec<Job>> {
@@ -1320,7 +1460,12 @@ impl JobStore for PgStore {
         self.run(move |client| {
             Box::pin(async move {
                 Ok(client
-                    .query_opt("SELECT last_at FROM schedules WHERE name = $1", &[&name])
+                    .query_opt(
+                        &client
+                            .prepare_cached("SELECT last_at FROM schedules WHERE name = $1")
+                            .await?,
+                        &[&name],
+                    )
                     .await?
                     .map(|row| row.get(0)))
             })
@@ -1335,14 +1480,18 @@ impl JobStore for PgStore {
                 let moved = match last {
                     None => {
                         tx.execute(
-                            "INSERT INTO schedules (name, last_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                            &tx.prepare_cached(
+                                "INSERT INTO schedules (name, last_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                            )
+                            .await?,
                             &[&name, &at],
                         )
                         .await?
                     }
                     Some(last) => {
                         tx.execute(
-                            "UPDATE schedules SET last_at = $2 WHERE name = $1 AND last_at = $3",
+                            &tx.prepare_cached("UPDATE schedules SET last_at = $2 WHERE name = $1 AND last_at = $3")
+                                .await?,
                             &[&name, &at, &last],
                         )
                         .await?
@@ -1352,11 +1501,11 @@ impl JobStore for PgStore {
                     return Ok(Fired::Raced);
                 }
                 let id = match &job {
-                    Some(job) => Some(insert_job(&*tx, job, None, at).await?),
+                    Some(job) => Some(insert_job(&tx, job, None, at).await?),
                     None => None,
                 };
                 if id.is_some() {
-                    notify(&*tx, &Signal::Jobs).await?;
+                    notify(&tx, &Signal::Jobs).await?;
                 }
                 tx.commit().await?;
                 Ok(Fired::Done(id))
@@ -1369,7 +1518,12 @@ impl JobStore for PgStore {
             Box::pin(async move {
                 let mut counts: BTreeMap<JobState, u64> = JobState::ALL.into_iter().map(|state| (state, 0)).collect();
                 for row in client
-                    .query("SELECT state, COUNT(*) FROM jobs GROUP BY state", &[])
+                    .query(
+                        &client
+                            .prepare_cached("SELECT state, COUNT(*) FROM jobs GROUP BY state")
+                            .await?,
+                        &[],
+                    )
                     .await?
                 {
                     let state: String = row.get(0);
@@ -1432,7 +1586,7 @@ impl JobStore for PgStore {
     }
 
     fn publish(&self, signal: Signal) -> StoreFuture<()> {
-        self.run(move |client| Box::pin(async move { Ok(notify(&***client, &signal).await?) }))
+        self.run(move |client| Box::pin(async move { Ok(notify(&*client, &signal).await?) }))
     }
 
     fn lead(&self, role: &str) -> StoreFuture<Option<Leadership>> {

@@ -20,9 +20,10 @@ use serde_json::Value;
 
 use super::record::{Lifecycle, Record as _};
 use super::store::{
-    Cancellation, Claim, Delivery, DeliveryId, Dispatch, Finish, Fired, Heartbeat, Job, JobEvent, JobFilter, JobId,
-    JobState, JobStore, Leadership, Lease, NewJob, Pruned, Recorded, Recovery, Release, Retention, Signal, StopRequest,
-    StoreError, StoreFuture, age_cutoff, interrupted_error, lease_end, stop_columns, stop_request,
+    Cancellation, Claim, Delivery, DeliveryClaim, DeliveryId, Dispatch, Finish, Fired, Heartbeat, HeldClaim, Job,
+    JobEvent, JobFilter, JobId, JobState, JobStore, Leadership, Lease, NewJob, Pending, Pruned, Recorded, Recovery,
+    Release, Retention, Signal, StopRequest, StoreError, StoreFuture, age_cutoff, interrupted_error, lease_end,
+    stop_columns, stop_request,
 };
 
 /// The database's file name inside the data directory.
@@ -511,23 +512,41 @@ fn insert_event(tx: &Connection, id: JobId, kind: &str, data: &Value, now: i64) 
 }
 
 impl JobStore for SqliteStore {
-    fn record_delivery(&self, id: &DeliveryId, event: &str, payload: Bytes, now: i64) -> StoreFuture<Recorded> {
+    fn record_delivery(
+        &self,
+        id: &DeliveryId,
+        event: &str,
+        payload: Bytes,
+        claim: Option<DeliveryClaim>,
+        now: i64,
+    ) -> StoreFuture<Recorded> {
         let (id, event) = (id.clone(), event.to_owned());
+        let claimed = claim.is_some();
         let work = self.write(move |connection| {
-            let inserted = connection.execute(
-                "INSERT INTO deliveries (id, event, received_at, payload) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (id) DO NOTHING",
-                params![id.0, event, now, &payload[..]],
-            )?;
+            let (key, worker, until) = match claim {
+                Some(claim) => (
+                    Some(claim.key),
+                    Some(claim.worker),
+                    Some(lease_end(now, claim.lease_for)),
+                ),
+                None => (None, None, None),
+            };
+            let inserted = connection
+                .prepare_cached(
+                    "INSERT INTO deliveries (id, event, received_at, payload, claim_key, claimed_by, claimed_until)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (id) DO NOTHING",
+                )?
+                .execute(params![id.0, event, now, &payload[..], key, worker, until])?;
             Ok(if inserted == 1 {
                 Recorded::New
             } else {
                 Recorded::Duplicate
             })
         });
-        self.signalling(work, |recorded| match recorded {
-            Recorded::New => vec![Signal::Deliveries],
-            Recorded::Duplicate => Vec::new(),
+        self.signalling(work, move |recorded| match recorded {
+            Recorded::New if !claimed => vec![Signal::Deliveries],
+            Recorded::New | Recorded::Duplicate => Vec::new(),
         })
     }
 
@@ -544,25 +563,30 @@ impl JobStore for SqliteStore {
         })
     }
 
-    fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Delivery>> {
+    fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Pending>> {
         self.read(move |connection| {
-            let mut statement = connection.prepare_cached(&format!(
-                "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE processed_at IS NULL ORDER BY rowid LIMIT ?1"
-            ))?;
-            let rows = statement.query_map([limit], delivery_from_row)?;
+            let mut statement = connection.prepare_cached(
+                "SELECT id, event, claim_key, claimed_by, claimed_until FROM deliveries
+                 WHERE processed_at IS NULL ORDER BY rowid LIMIT ?1",
+            )?;
+            let rows = statement.query_map([limit], |row| {
+                let claim = match (row.get(2)?, row.get(3)?, row.get(4)?) {
+                    (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
+                    _ => None,
+                };
+                Ok(Pending {
+                    id: DeliveryId(row.get(0)?),
+                    event: row.get(1)?,
+                    claim,
+                })
+            })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
     }
 
-    fn claim_delivery(
-        &self,
-        id: &DeliveryId,
-        key: &str,
-        worker: &str,
-        lease_for: Duration,
-        now: i64,
-    ) -> StoreFuture<bool> {
-        let (id, key, worker) = (id.clone(), key.to_owned(), worker.to_owned());
+    fn claim_delivery(&self, id: &DeliveryId, claim: &DeliveryClaim, now: i64) -> StoreFuture<bool> {
+        let id = id.clone();
+        let DeliveryClaim { key, worker, lease_for } = claim.clone();
         self.write(move |connection| {
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             /// A delivery's place, whether it was processed, and its claim.
@@ -618,6 +642,25 @@ impl JobStore for SqliteStore {
             )?;
             tx.commit()?;
             Ok(true)
+        })
+    }
+
+    fn release_deliveries(&self, worker: &str) -> StoreFuture<u64> {
+        let worker = worker.to_owned();
+        let work = self.write(move |connection| {
+            let released = connection.execute(
+                "UPDATE deliveries SET claimed_by = NULL, claimed_until = NULL
+                 WHERE claimed_by = ?1 AND processed_at IS NULL",
+                [&worker],
+            )?;
+            Ok(u64::try_from(released).unwrap_or(u64::MAX))
+        });
+        self.signalling(work, |released| {
+            if *released > 0 {
+                vec![Signal::Deliveries]
+            } else {
+                Vec::new()
+            }
         })
     }
 
@@ -1079,6 +1122,14 @@ impl SqliteStore {
                 ))?
                 .query_map([cutoff], job_from_row)?
                 .collect::<rusqlite::Result<_>>()?;
+            if cutoff == i64::MAX {
+                // No worker of this store is alive: the deliveries it held are anyone's now.
+                tx.execute(
+                    "UPDATE deliveries SET claimed_by = NULL, claimed_until = NULL
+                     WHERE processed_at IS NULL AND claimed_by IS NOT NULL",
+                    [],
+                )?;
+            }
             let mut recovery = Recovery::default();
             for job in expired {
                 let interrupted = Lifecycle::Interrupted {

@@ -184,6 +184,44 @@ pub struct Delivery {
     pub processed_at: Option<i64>,
 }
 
+/// An unprocessed delivery as the dispatcher lists it: without its payload (read once, when it is
+/// first handled), with who holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub id: DeliveryId,
+    /// `X-GitHub-Event`.
+    pub event: String,
+    /// Its claim, while a worker holds one (it may have run out: compare `until` with now).
+    pub claim: Option<HeldClaim>,
+}
+
+/// A claim on a delivery as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldClaim {
+    /// The delivery's serialisation key (its pull request or issue).
+    pub key: String,
+    pub worker: String,
+    /// Until when (ms since the epoch) other workers keep off it.
+    pub until: i64,
+}
+
+impl HeldClaim {
+    /// Whether another worker than `worker` holds it at `now`.
+    pub fn held_elsewhere(&self, worker: &str, now: i64) -> bool {
+        self.worker != worker && self.until > now
+    }
+}
+
+/// A claim to take on a delivery: by [`JobStore::record_delivery`] on the delivery it stores (the
+/// replica that received it handles it, unless it dies), or by [`JobStore::claim_delivery`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryClaim {
+    /// The delivery's serialisation key: one key's deliveries are handled in order.
+    pub key: String,
+    pub worker: String,
+    pub lease_for: Duration,
+}
+
 /// The answer to [`JobStore::record_delivery`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recorded {
@@ -493,27 +531,36 @@ pub enum StoreError {
 /// leaves the state as before the call or as after it, never in between.
 pub trait JobStore: Send + Sync + 'static {
     /// Stores a delivery durably (it is on disk when the future resolves), or recognises a
-    /// redelivery of the same id.
-    fn record_delivery(&self, id: &DeliveryId, event: &str, payload: Bytes, now: i64) -> StoreFuture<Recorded>;
+    /// redelivery of the same id. With `claim`, the new delivery is stored claimed (as
+    /// [`JobStore::claim_delivery`] would, without its checks: nobody else has seen it yet), and the
+    /// other processes sharing the store are not signalled: the receiver handles it, and should it
+    /// die, its claim runs out and the others find the delivery when they next look.
+    fn record_delivery(
+        &self,
+        id: &DeliveryId,
+        event: &str,
+        payload: Bytes,
+        claim: Option<DeliveryClaim>,
+        now: i64,
+    ) -> StoreFuture<Recorded>;
 
     fn delivery(&self, id: &DeliveryId) -> StoreFuture<Option<Delivery>>;
 
-    /// Deliveries not processed yet, oldest first: the dispatcher's work, and after a crash what was
-    /// accepted but not yet turned into jobs.
-    fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Delivery>>;
+    /// Deliveries not processed yet, oldest first, without their payloads: the dispatcher's work,
+    /// and after a crash what was accepted but not yet turned into jobs.
+    fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Pending>>;
 
-    /// Takes `id` for handling by `worker` until `now + lease_for` (again, when it already holds it):
-    /// `false` when the delivery is processed, held by another live worker, or when an older
-    /// unprocessed delivery of the same `key` (its pull request or issue) is held by another live
-    /// worker — deliveries of one key are handled in order even across processes.
-    fn claim_delivery(
-        &self,
-        id: &DeliveryId,
-        key: &str,
-        worker: &str,
-        lease_for: Duration,
-        now: i64,
-    ) -> StoreFuture<bool>;
+    /// Takes `id` for handling by `claim.worker` until `now + claim.lease_for` (again, when it
+    /// already holds it): `false` when the delivery is processed, held by another live worker, or
+    /// when an older unprocessed delivery of the same `claim.key` (its pull request or issue) is
+    /// held by another live worker — deliveries of one key are handled in order even across
+    /// processes.
+    fn claim_delivery(&self, id: &DeliveryId, claim: &DeliveryClaim, now: i64) -> StoreFuture<bool>;
+
+    /// Gives up the claims `worker` holds on unprocessed deliveries (it is stopping): the other
+    /// processes sharing the store may take them at once, and are signalled when there were any.
+    /// Returns how many were released.
+    fn release_deliveries(&self, worker: &str) -> StoreFuture<u64>;
 
     /// Marks the delivery processed and creates its jobs in one transaction, so a crash can neither
     /// lose them nor create them twice. A delivery processed before is left alone.
@@ -550,8 +597,9 @@ pub trait JobStore: Send + Sync + 'static {
     /// while attempts remain, else failed with a plain reason; cancelled if a stop had been asked.
     fn recover(&self, now: i64) -> StoreFuture<Recovery>;
 
-    /// [`JobStore::recover`] for every running job, expired or not: for a caller that knows no
-    /// worker of it is alive (a server that holds the data directory's lock, at start-up).
+    /// [`JobStore::recover`] for every running job, expired or not, and every delivery's claim
+    /// released: for a caller that knows no worker of it is alive (a server that holds the data
+    /// directory's lock, at start-up).
     fn recover_all(&self, now: i64) -> StoreFuture<Recovery>;
 
     /// Appends to a job's history (a [`crate::jobs::Record`]'s columns); returns the event's `seq`.

@@ -113,6 +113,7 @@ contract_tests!(
     every_lifecycle_entry_is_written_in_the_shape_it_always_had,
     a_job_waiting_idle_gives_its_slot_to_another_and_a_shutdown_requeues_it_at_once,
     deliveries_are_claimed_by_one_worker_and_in_order_per_key,
+    a_delivery_stored_claimed_is_its_receivers_until_the_claim_runs_out,
     signals_tell_of_deliveries_jobs_and_stops,
     a_fence_refuses_a_worker_whose_lease_went_to_another,
 );
@@ -155,14 +156,14 @@ async fn a_redelivery_is_recognised_also_after_reopening(db: Db) {
     let id = delivery("72d3162e-cc78-11e3-81ab-4c9367dc0958");
     assert_eq!(
         store
-            .record_delivery(&id, "issue_comment", payload.clone(), T0)
+            .record_delivery(&id, "issue_comment", payload.clone(), None, T0)
             .await
             .unwrap(),
         Recorded::New
     );
     assert_eq!(
         store
-            .record_delivery(&id, "issue_comment", payload.clone(), T0 + 5)
+            .record_delivery(&id, "issue_comment", payload.clone(), None, T0 + 5)
             .await
             .unwrap(),
         Recorded::Duplicate
@@ -172,7 +173,7 @@ async fn a_redelivery_is_recognised_also_after_reopening(db: Db) {
     let store = db.open().await;
     assert_eq!(
         store
-            .record_delivery(&id, "issue_comment", payload, T0 + 10)
+            .record_delivery(&id, "issue_comment", payload, None, T0 + 10)
             .await
             .unwrap(),
         Recorded::Duplicate
@@ -191,7 +192,7 @@ async fn processing_a_delivery_creates_its_jobs_exactly_once(db: Db) {
     for (n, id) in ["d1", "d2", "d3"].into_iter().enumerate() {
         let at = T0 + i64::try_from(n).unwrap();
         store
-            .record_delivery(&delivery(id), "issue_comment", Bytes::new(), at)
+            .record_delivery(&delivery(id), "issue_comment", Bytes::new(), None, at)
             .await
             .unwrap();
     }
@@ -645,7 +646,7 @@ async fn the_database_and_its_side_files_are_readable_by_their_owner_alone() {
     let side = |suffix: &str| dir.path().join(format!("{FILE_NAME}{suffix}"));
     let store = SqliteStore::open(dir.path()).unwrap();
     store
-        .record_delivery(&delivery("d-mode"), "ping", Bytes::from_static(b"{}"), T0)
+        .record_delivery(&delivery("d-mode"), "ping", Bytes::from_static(b"{}"), None, T0)
         .await
         .unwrap();
     for file in [path.clone(), side("-wal"), side("-shm")] {
@@ -941,7 +942,7 @@ async fn a_jobs_lines_carry_its_ids_from_its_start_to_its_end() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(open(dir.path()));
     store
-        .record_delivery(&delivery("d-7"), "issue_comment", Bytes::new(), now_ms())
+        .record_delivery(&delivery("d-7"), "issue_comment", Bytes::new(), None, now_ms())
         .await
         .unwrap();
     let Dispatch::Created(ids) = store
@@ -1048,12 +1049,18 @@ async fn a_job_whose_process_vanished_is_recovered_after_a_restart_and_completes
         let store = db.open().await;
         let delivery_id = delivery("d-crash");
         store
-            .record_delivery(&delivery_id, "issue_comment", Bytes::from_static(b"{}"), started_at)
+            .record_delivery(
+                &delivery_id,
+                "issue_comment",
+                Bytes::from_static(b"{}"),
+                None,
+                started_at,
+            )
             .await
             .unwrap();
         let accepted = delivery("d-accepted-only");
         store
-            .record_delivery(&accepted, "issue_comment", Bytes::from_static(b"{}"), started_at)
+            .record_delivery(&accepted, "issue_comment", Bytes::from_static(b"{}"), None, started_at)
             .await
             .unwrap();
         let Dispatch::Created(ids) = store
@@ -1176,7 +1183,7 @@ async fn sigkill_child() {
     let now = now_ms();
     for id in ["d-killed", "d-accepted"] {
         store
-            .record_delivery(&delivery(id), "issue_comment", Bytes::from_static(b"{}"), now)
+            .record_delivery(&delivery(id), "issue_comment", Bytes::from_static(b"{}"), None, now)
             .await
             .unwrap();
     }
@@ -1295,7 +1302,7 @@ async fn prune_forgets_old_finished_work_keeps_the_rest_and_gives_the_space_back
     for n in 0..40 {
         let id = delivery(&format!("old-{n}"));
         store
-            .record_delivery(&id, "issue_comment", big.clone(), T0)
+            .record_delivery(&id, "issue_comment", big.clone(), None, T0)
             .await
             .unwrap();
         let job = NewJob {
@@ -1315,13 +1322,13 @@ async fn prune_forgets_old_finished_work_keeps_the_rest_and_gives_the_space_back
     // Old but never processed (the dispatcher has not got to it): kept whole.
     let pending = delivery("pending");
     store
-        .record_delivery(&pending, "issue_comment", big.clone(), T0)
+        .record_delivery(&pending, "issue_comment", big.clone(), None, T0)
         .await
         .unwrap();
     // Old, processed, but its job still waits: kept whole, the job too.
     let waiting = delivery("waiting");
     store
-        .record_delivery(&waiting, "issue_comment", big.clone(), T0)
+        .record_delivery(&waiting, "issue_comment", big.clone(), None, T0)
         .await
         .unwrap();
     let waiting_job = match store
@@ -1335,7 +1342,7 @@ async fn prune_forgets_old_finished_work_keeps_the_rest_and_gives_the_space_back
     // Ten days old and handled: the row stays (a redelivery is still recognised), the payload goes.
     let handled = delivery("handled");
     store
-        .record_delivery(&handled, "issue_comment", big.clone(), now - 10 * DAY_MS)
+        .record_delivery(&handled, "issue_comment", big.clone(), None, now - 10 * DAY_MS)
         .await
         .unwrap();
     store
@@ -1345,7 +1352,7 @@ async fn prune_forgets_old_finished_work_keeps_the_rest_and_gives_the_space_back
     // Yesterday's: kept whole.
     let recent = delivery("recent");
     store
-        .record_delivery(&recent, "issue_comment", big.clone(), now - DAY_MS)
+        .record_delivery(&recent, "issue_comment", big.clone(), None, now - DAY_MS)
         .await
         .unwrap();
     store.process_delivery(&recent, Vec::new(), now - DAY_MS).await.unwrap();
@@ -1377,7 +1384,7 @@ async fn prune_forgets_old_finished_work_keeps_the_rest_and_gives_the_space_back
     assert!(kept.payload.is_empty() && kept.processed_at.is_some());
     assert_eq!(
         store
-            .record_delivery(&handled, "issue_comment", big.clone(), now)
+            .record_delivery(&handled, "issue_comment", big.clone(), None, now)
             .await
             .unwrap(),
         Recorded::Duplicate
@@ -1524,7 +1531,7 @@ fn the_stores_entries_of_before_they_were_typed_read_and_write_back_the_same() {
 async fn every_lifecycle_entry_is_written_in_the_shape_it_always_had(db: Db) {
     let store = db.open().await;
     store
-        .record_delivery(&delivery("d-1"), "issue_comment", Bytes::from_static(b"{}"), T0)
+        .record_delivery(&delivery("d-1"), "issue_comment", Bytes::from_static(b"{}"), None, T0)
         .await
         .unwrap();
     let Dispatch::Created(created) = store
@@ -1689,13 +1696,18 @@ async fn deliveries_are_claimed_by_one_worker_and_in_order_per_key(db: Db) {
     let (a, b) = (db.open().await, db.open().await);
     for (n, id) in ["d1", "d2", "d3"].into_iter().enumerate() {
         let at = T0 + i64::try_from(n).unwrap();
-        a.record_delivery(&delivery(id), "issue_comment", Bytes::new(), at)
+        a.record_delivery(&delivery(id), "issue_comment", Bytes::new(), None, at)
             .await
             .unwrap();
     }
     // d1 and d2 are about o/r#1, d3 about o/r#2.
     let claim = |store: &Arc<dyn JobStore>, id: &str, key: &str, worker: &str, now: i64| {
-        store.claim_delivery(&delivery(id), key, worker, LEASE, now)
+        let claim = DeliveryClaim {
+            key: key.to_owned(),
+            worker: worker.to_owned(),
+            lease_for: LEASE,
+        };
+        store.claim_delivery(&delivery(id), &claim, now)
     };
     assert!(claim(&a, "d1", "o/r#1", "A", T0 + 10).await.unwrap());
     assert!(!claim(&b, "d1", "o/r#1", "B", T0 + 10).await.unwrap(), "held by A");
@@ -1724,6 +1736,134 @@ async fn deliveries_are_claimed_by_one_worker_and_in_order_per_key(db: Db) {
     assert!(matches!(error, StoreError::UnknownDelivery(_)), "{error}");
 }
 
+async fn a_delivery_stored_claimed_is_its_receivers_until_the_claim_runs_out(db: Db) {
+    let (a, b) = (db.open().await, db.open().await);
+    let mut signals = b.signals();
+    let claimed = |key: &str, worker: &str| DeliveryClaim {
+        key: key.to_owned(),
+        worker: worker.to_owned(),
+        lease_for: LEASE,
+    };
+    // A received d1 and d3, B received d2; d1 and d2 are about o/r#1.
+    for (id, key, store, worker, at) in [
+        ("d1", "o/r#1", &a, "A", T0),
+        ("d2", "o/r#1", &b, "B", T0 + 1),
+        ("d3", "o/r#2", &a, "A", T0 + 2),
+    ] {
+        let recorded = store
+            .record_delivery(
+                &delivery(id),
+                "issue_comment",
+                Bytes::from_static(b"{}"),
+                Some(claimed(key, worker)),
+                at,
+            )
+            .await
+            .unwrap();
+        assert_eq!(recorded, Recorded::New);
+    }
+    // A redelivery changes nothing, its claim included.
+    let again = b
+        .record_delivery(
+            &delivery("d1"),
+            "issue_comment",
+            Bytes::new(),
+            Some(claimed("o/r#1", "B")),
+            T0 + 3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, Recorded::Duplicate);
+
+    let pending = b.unprocessed_deliveries(10).await.unwrap();
+    let held: Vec<(&str, &str, &str, i64)> = pending
+        .iter()
+        .map(|p| {
+            let claim = p.claim.as_ref().unwrap();
+            (p.id.0.as_str(), claim.key.as_str(), claim.worker.as_str(), claim.until)
+        })
+        .collect();
+    assert_eq!(
+        held,
+        [
+            ("d1", "o/r#1", "A", T0 + LEASE_MS),
+            ("d2", "o/r#1", "B", T0 + 1 + LEASE_MS),
+            ("d3", "o/r#2", "A", T0 + 2 + LEASE_MS),
+        ],
+        "listed oldest first, with their holders, without payloads"
+    );
+    assert!(pending.iter().all(|p| p.event == "issue_comment"));
+    assert!(pending[0].claim.as_ref().unwrap().held_elsewhere("B", T0 + 10));
+    assert!(!pending[0].claim.as_ref().unwrap().held_elsewhere("A", T0 + 10));
+    assert!(
+        !pending[0]
+            .claim
+            .as_ref()
+            .unwrap()
+            .held_elsewhere("B", T0 + LEASE_MS + 1)
+    );
+
+    let claim = |store: &Arc<dyn JobStore>, id: &str, key: &str, worker: &str, now: i64| {
+        store.claim_delivery(&delivery(id), &claimed(key, worker), now)
+    };
+    assert!(!claim(&b, "d1", "o/r#1", "B", T0 + 10).await.unwrap(), "the receiver's");
+    assert!(
+        !claim(&b, "d2", "o/r#1", "B", T0 + 10).await.unwrap(),
+        "B's own, but behind A's older delivery of the same key"
+    );
+    assert!(
+        claim(&a, "d1", "o/r#1", "A", T0 + 10).await.unwrap(),
+        "the receiver takes it again"
+    );
+    a.process_delivery(&delivery("d1"), Vec::new(), T0 + 20).await.unwrap();
+    assert!(claim(&b, "d2", "o/r#1", "B", T0 + 21).await.unwrap(), "its turn now");
+    if b.shared() {
+        // Stored claimed, nobody else was told; its key's turn passing is told (signals come in
+        // order: the first one B hears is the one about d1).
+        assert_eq!(next_signal(&mut signals).await, Signal::Deliveries);
+        a.publish(Signal::Jobs).await.unwrap();
+        assert_eq!(next_signal(&mut signals).await, Signal::Jobs, "nothing else was told");
+    }
+
+    // A dies with d3 in hand: B takes it once the claim ran out.
+    assert!(!claim(&b, "d3", "o/r#2", "B", T0 + 30).await.unwrap());
+    assert!(claim(&b, "d3", "o/r#2", "B", T0 + 2 + LEASE_MS + 1).await.unwrap());
+
+    // A stops: what it received and did not handle is anyone's at once.
+    a.record_delivery(
+        &delivery("d5"),
+        "issue_comment",
+        Bytes::new(),
+        Some(claimed("o/r#4", "A")),
+        T0 + 35,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        a.release_deliveries("A").await.unwrap(),
+        1,
+        "d1 is processed, d3 is B's"
+    );
+    assert!(claim(&b, "d5", "o/r#4", "B", T0 + 36).await.unwrap());
+    assert_eq!(a.release_deliveries("A").await.unwrap(), 0);
+
+    // A store whose workers are known dead (a server restarting on its own data directory)
+    // releases every claim at once.
+    a.record_delivery(
+        &delivery("d4"),
+        "issue_comment",
+        Bytes::new(),
+        Some(claimed("o/r#3", "A")),
+        T0 + 40,
+    )
+    .await
+    .unwrap();
+    a.recover_all(T0 + 41).await.unwrap();
+    let pending = a.unprocessed_deliveries(10).await.unwrap();
+    assert!(pending.iter().all(|p| p.claim.is_none()), "{pending:?}");
+    assert!(claim(&a, "d4", "o/r#3", "A2", T0 + 42).await.unwrap());
+}
+
 /// The next signal that is not a resync (a listener that connected says one).
 async fn next_signal(signals: &mut broadcast::Receiver<Signal>) -> Signal {
     loop {
@@ -1738,13 +1878,13 @@ async fn signals_tell_of_deliveries_jobs_and_stops(db: Db) {
     let store = db.open().await;
     let mut signals = store.signals();
     store
-        .record_delivery(&delivery("d1"), "issue_comment", Bytes::new(), T0)
+        .record_delivery(&delivery("d1"), "issue_comment", Bytes::new(), None, T0)
         .await
         .unwrap();
     assert_eq!(next_signal(&mut signals).await, Signal::Deliveries);
     // A redelivery is nothing new.
     store
-        .record_delivery(&delivery("d1"), "issue_comment", Bytes::new(), T0)
+        .record_delivery(&delivery("d1"), "issue_comment", Bytes::new(), None, T0)
         .await
         .unwrap();
     let id = store.enqueue(new_job("o/r#1"), T0).await.unwrap();

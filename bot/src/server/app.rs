@@ -114,6 +114,9 @@ impl StopSignals {
     }
 }
 
+/// How long stopping waits for the store to release this server's claims on deliveries.
+const STORE_CALL_WAIT: Duration = Duration::from_secs(5);
+
 /// A started server. Dropping it without [`RunningServer::shutdown`] is like a crash: the HTTP
 /// server and the dispatcher stop at once and no job is written back (recovery deals with them at
 /// the next start).
@@ -272,7 +275,7 @@ impl Server {
             )),
             body_timeout: config.server.body_timeout,
             metrics: Arc::clone(&metrics),
-            dispatch: dispatcher.waker(),
+            inbox: dispatcher.inbox(),
             github_stats: Some(github_stats),
         });
         let limits = ConnectionLimits {
@@ -413,6 +416,7 @@ impl RunningServer {
     /// grace, side by side with the jobs; a connection still open after it (a client sending slowly)
     /// is dropped: a delivery it was sending was never acknowledged, so GitHub still has it.
     pub async fn shutdown(mut self, grace: Duration) -> ShutdownReport {
+        let worker = self.pool.as_ref().map(|pool| pool.worker_name().to_owned());
         self.stop_http.cancel();
         if let Some(housekeeping) = self.housekeeping.take() {
             housekeeping.abort();
@@ -460,6 +464,21 @@ impl RunningServer {
             })
         };
         let ((), report) = tokio::join!(drain_http, stop_work);
+        if let Some(worker) = worker {
+            // Received and not handled (the dispatcher stopped first, or was full): the other
+            // replicas need not wait for these claims to run out.
+            match tokio::time::timeout(STORE_CALL_WAIT, self.store.release_deliveries(&worker)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(released)) => {
+                    tracing::info!(
+                        released,
+                        "deliveries received and not handled are left to the other replicas"
+                    );
+                }
+                Ok(Err(error)) => tracing::warn!(error = %error, "could not release the deliveries' claims"),
+                Err(_) => tracing::warn!("the store did not answer; the deliveries' claims will run out instead"),
+            }
+        }
         let Some(report) = report else {
             return ShutdownReport::default();
         };

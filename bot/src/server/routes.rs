@@ -22,7 +22,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Instrument as _;
@@ -30,6 +30,7 @@ use tracing::Instrument as _;
 use super::signature::Verifier;
 use super::webhook::{Delivery, Rejection, check_declared_size, content_length, parse_verified, signature_header};
 use crate::github::ApiStats;
+use crate::intake::Inbox;
 use crate::jobs::{DeliveryId, JobStore, Recorded, now_ms};
 use crate::logging;
 use crate::metrics::{self, DeliveryOutcome, Metrics, UNVERIFIED_EVENT};
@@ -50,8 +51,8 @@ pub struct ServerState {
     /// How long a webhook body may take to arrive, from the end of its headers.
     pub body_timeout: Duration,
     pub metrics: Arc<Metrics>,
-    /// Wakes the dispatcher after a new delivery is stored.
-    pub dispatch: Arc<Notify>,
+    /// Where a delivery is read into its event and handed to the dispatcher once stored.
+    pub inbox: Arc<Inbox>,
     /// The GitHub App's API statistics, for `/metrics`.
     pub github_stats: Option<Arc<ApiStats>>,
 }
@@ -297,9 +298,13 @@ async fn accept(state: &ServerState, delivery: Delivery) -> Response {
         return json_response(StatusCode::ACCEPTED, json!({ "ignored": delivery.event }));
     }
     let id = DeliveryId(delivery.id.clone());
+    // Read here, where the payload is at hand: stored with this process's claim, the delivery is
+    // this process's to handle, and the dispatcher gets the parse instead of reading it back.
+    let received = state.inbox.read(&id, &delivery.event, &delivery.payload);
+    let claim = state.inbox.claim(&received);
     match state
         .store
-        .record_delivery(&id, &delivery.event, delivery.body, now_ms())
+        .record_delivery(&id, &delivery.event, delivery.body, Some(claim), now_ms())
         .await
     {
         Ok(Recorded::New) => {
@@ -307,7 +312,7 @@ async fn accept(state: &ServerState, delivery: Delivery) -> Response {
                 .metrics
                 .record_delivery(&delivery.event, DeliveryOutcome::Accepted);
             tracing::info!(action = delivery.action.as_deref(), "delivery stored");
-            state.dispatch.notify_one();
+            state.inbox.stored(id.clone(), received);
             json_response(StatusCode::ACCEPTED, json!({ "accepted": id.0 }))
         }
         Ok(Recorded::Duplicate) => {
@@ -423,15 +428,15 @@ mod tests {
         let (logs, _guard) = capture::json();
         let dir = tempfile::tempdir().unwrap();
         let secret = SecretString::from("It's a Secret to Everybody");
-        let dispatch = Arc::new(Notify::new());
+        let store = Arc::new(SqliteStore::open(dir.path()).unwrap());
         let state = Arc::new(ServerState {
-            store: Arc::new(SqliteStore::open(dir.path()).unwrap()),
+            store: Arc::clone(&store) as Arc<dyn JobStore>,
             secret: secret.clone(),
             max_body: super::super::webhook::DEFAULT_MAX_BODY,
             unverified: Arc::new(Semaphore::new(1 << 20)),
             body_timeout: Duration::from_secs(30),
             metrics: Arc::new(Metrics::new()),
-            dispatch: Arc::clone(&dispatch),
+            inbox: Arc::new(Inbox::new("replica-a", Duration::from_secs(60))),
             github_stats: None,
         });
         let mut router = router(state);
@@ -462,6 +467,13 @@ mod tests {
             json!([{ "name": "request", "method": "POST", "path": "/webhook" }, stored["span"]])
         );
         assert_eq!(stored["fields"]["action"], "created");
+        // Stored claimed by the process that received it, under its pull request's key.
+        let pending = store.unprocessed_deliveries(10).await.unwrap();
+        let claim = pending[0].claim.as_ref().unwrap();
+        assert_eq!(
+            (claim.worker.as_str(), claim.key.as_str()),
+            ("replica-a", "Codertocat/Hello-World#1")
+        );
         // Every line at debug, the trace layer's included: not a header among them.
         let text = logs.text();
         assert!(!text.is_empty());

@@ -32,6 +32,8 @@ pub struct Delivery {
     /// The payload's `repository.full_name` (`owner/name`), when it is about one: for logs.
     pub repository: Option<String>,
     pub body: Bytes,
+    /// The body as JSON, read once: the dispatcher's event is made from it.
+    pub payload: Value,
 }
 
 impl Delivery {
@@ -157,6 +159,7 @@ pub fn parse_verified(headers: &HeaderMap, body: Bytes) -> Result<Delivery, Reje
             .and_then(Value::as_str)
             .map(str::to_owned),
         body,
+        payload,
     })
 }
 
