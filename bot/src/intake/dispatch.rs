@@ -1,6 +1,7 @@
 //! The dispatcher's loop: turns stored deliveries into work, so that nothing the webhook route
 //! accepted is lost. Woken by the route, on a slow interval and once at start-up (for what a crash
-//! left), it lists the unprocessed deliveries oldest first (without their payloads: the route hands
+//! left), it lists the unprocessed deliveries it may handle, oldest first (not those another live
+//! process holds; without their payloads: the route hands
 //! over what it parsed, `inbox.rs`, and a payload is read back from the store only for a delivery
 //! another process received) and handles several at once — but one at a time per pull request or
 //! issue, in the order received, so `@agent stop` never overtakes the request it stops — and never
@@ -288,7 +289,10 @@ impl Loop {
             return;
         }
         let batch = self.ctx.settings.batch;
-        let pending = match self.ctx.store.unprocessed_deliveries(batch).await {
+        let (now, at) = (Instant::now(), now_ms());
+        let ctx = Arc::clone(&self.ctx);
+        let worker = ctx.pool.worker_name();
+        let pending = match self.ctx.store.available_deliveries(worker, at, batch).await {
             Ok(pending) => pending,
             Err(error) => {
                 tracing::error!(error = %error, "could not read the stored deliveries");
@@ -296,15 +300,13 @@ impl Loop {
             }
         };
         self.parsed.extend(self.inbox.take());
-        let (now, at) = (Instant::now(), now_ms());
-        let ctx = Arc::clone(&self.ctx);
-        let worker = ctx.pool.worker_name();
         let in_hand: HashSet<DeliveryId> = self.running.values().map(|(id, _, _)| id.clone()).collect();
-        // Keys an older delivery holds, in hand (here or elsewhere) or waiting for its retry:
-        // younger ones wait behind it.
+        // Keys an older delivery holds, in hand or waiting for its retry: younger ones wait behind
+        // it. (Those another process holds are not listed: they are `behind`.)
         let mut blocked = self.busy_keys.clone();
-        // Deliveries handled meanwhile (by this process or another) are no longer listed: forget
-        // their parse. A full batch may leave younger ones unlisted: those are kept, up to a bound.
+        // Deliveries handled meanwhile (by this process or another), or taken over by another
+        // process, are no longer listed: forget their parse. A full batch may leave younger ones
+        // unlisted: those are kept, up to a bound.
         let listed: HashSet<&DeliveryId> = pending.iter().map(|delivery| &delivery.id).collect();
         if pending.len() < usize::try_from(batch).unwrap_or(usize::MAX) || self.parsed.len() > MAX_PARSED {
             self.parsed
@@ -318,20 +320,11 @@ impl Loop {
             if in_hand.contains(&delivery.id) {
                 continue;
             }
-            if let Some(claim) = &delivery.claim
-                && claim.held_elsewhere(worker, at)
-            {
-                // Another process handles it (the one that received it, or took it over): its
-                // retries are that process's, and younger deliveries of its key wait.
-                blocked.insert(claim.key.clone());
-                self.backoff.remove(&delivery.id);
-                continue;
-            }
             let Some(parsed) = self.parse(&delivery.id).await else {
                 continue;
             };
             let key = parsed.key.clone();
-            if blocked.contains(&key) {
+            if delivery.behind || blocked.contains(&key) {
                 continue;
             }
             if self.backoff.get(&delivery.id).is_some_and(|b| b.next > now) {
@@ -340,7 +333,7 @@ impl Loop {
             }
             blocked.insert(key.clone());
             // Held here already, with time to spare (the claim the route stored it with, or one
-            // renewed): the listing showed every older delivery of its key, none held elsewhere.
+            // renewed), and no older delivery of its key held elsewhere (`behind`) nor here.
             let ours = delivery
                 .claim
                 .as_ref()

@@ -24,8 +24,8 @@ pub use postgres::{PG_SCHEMA_VERSION, PgStore};
 pub use record::{Lifecycle, Record};
 pub use sqlite::{FILE_NAME, SCHEMA_VERSION, SqliteStore};
 pub use store::{
-    Cancellation, Claim, Delivery, DeliveryClaim, DeliveryId, Dispatch, Finish, Fired, Heartbeat, HeldClaim, Job,
-    JobEvent, JobFilter, JobId, JobState, JobStore, Leadership, Lease, NewJob, Pending, Pruned, Recorded, Recovery,
-    Release, Retention, Signal, StopRequest, StoreError, StoreFuture,
+    Available, Cancellation, Claim, Delivery, DeliveryClaim, DeliveryId, Dispatch, Finish, Fired, Heartbeat, HeldClaim,
+    Job, JobEvent, JobFilter, JobId, JobState, JobStore, Leadership, Lease, NewJob, Pending, Pruned, Recorded,
+    Recovery, Release, Retention, Signal, StopRequest, StoreError, StoreFuture,
 };
 pub use watch::{CiWatch, Watching};

@@ -30,10 +30,10 @@ use tokio_util::sync::CancellationToken;
 use super::record::{Lifecycle, Record as _};
 use super::sqlite::{SIGNAL_BUFFER, released};
 use super::store::{
-    Cancellation, Claim, Delivery, DeliveryClaim, DeliveryId, Dispatch, Finish, Fired, Heartbeat, HeldClaim, Job,
-    JobEvent, JobFilter, JobId, JobState, JobStore, Leadership, Lease, NewJob, Pending, Pruned, Recorded, Recovery,
-    Release, Retention, Signal, StopRequest, StoreError, StoreFuture, age_cutoff, interrupted_error, lease_end,
-    stop_columns, stop_request,
+    Available, Cancellation, Claim, Delivery, DeliveryClaim, DeliveryId, Dispatch, Finish, Fired, Heartbeat, HeldClaim,
+    Job, JobEvent, JobFilter, JobId, JobState, JobStore, Leadership, Lease, NewJob, Pending, Pruned, Recorded,
+    Recovery, Release, Retention, Signal, StopRequest, StoreError, StoreFuture, age_cutoff, interrupted_error,
+    lease_end, stop_columns, stop_request,
 };
 
 /// The channel every replica listens on.
@@ -1003,6 +1003,39 @@ impl JobStore for PgStore {
                             (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
                             _ => None,
                         },
+                    })
+                    .collect())
+            })
+        })
+    }
+
+    fn available_deliveries(&self, worker: &str, now: i64, limit: u32) -> StoreFuture<Vec<Available>> {
+        let worker = worker.to_owned();
+        self.run(move |client| {
+            Box::pin(async move {
+                let statement = client
+                    .prepare_cached(
+                        "SELECT d.id, d.event, d.claim_key, d.claimed_by, d.claimed_until,
+                                EXISTS (SELECT 1 FROM deliveries AS o
+                                        WHERE o.claim_key = d.claim_key AND o.processed_at IS NULL AND o.seq < d.seq
+                                          AND o.claimed_by <> $1 AND o.claimed_until > $2)
+                         FROM deliveries AS d
+                         WHERE d.processed_at IS NULL
+                           AND (d.claimed_by IS NULL OR d.claimed_by = $1 OR d.claimed_until <= $2)
+                         ORDER BY d.seq LIMIT $3",
+                    )
+                    .await?;
+                let rows = client.query(&statement, &[&worker, &now, &i64::from(limit)]).await?;
+                Ok(rows
+                    .iter()
+                    .map(|row| Available {
+                        id: DeliveryId(row.get(0)),
+                        event: row.get(1),
+                        claim: match (row.get(2), row.get(3), row.get(4)) {
+                            (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
+                            _ => None,
+                        },
+                        behind: row.get(5),
                     })
                     .collect())
             })

@@ -20,10 +20,10 @@ use serde_json::Value;
 
 use super::record::{Lifecycle, Record as _};
 use super::store::{
-    Cancellation, Claim, Delivery, DeliveryClaim, DeliveryId, Dispatch, Finish, Fired, Heartbeat, HeldClaim, Job,
-    JobEvent, JobFilter, JobId, JobState, JobStore, Leadership, Lease, NewJob, Pending, Pruned, Recorded, Recovery,
-    Release, Retention, Signal, StopRequest, StoreError, StoreFuture, age_cutoff, interrupted_error, lease_end,
-    stop_columns, stop_request,
+    Available, Cancellation, Claim, Delivery, DeliveryClaim, DeliveryId, Dispatch, Finish, Fired, Heartbeat, HeldClaim,
+    Job, JobEvent, JobFilter, JobId, JobState, JobStore, Leadership, Lease, NewJob, Pending, Pruned, Recorded,
+    Recovery, Release, Retention, Signal, StopRequest, StoreError, StoreFuture, age_cutoff, interrupted_error,
+    lease_end, stop_columns, stop_request,
 };
 
 /// The database's file name inside the data directory.
@@ -578,6 +578,35 @@ impl JobStore for SqliteStore {
                     id: DeliveryId(row.get(0)?),
                     event: row.get(1)?,
                     claim,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn available_deliveries(&self, worker: &str, now: i64, limit: u32) -> StoreFuture<Vec<Available>> {
+        let worker = worker.to_owned();
+        self.read(move |connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT d.id, d.event, d.claim_key, d.claimed_by, d.claimed_until,
+                        EXISTS (SELECT 1 FROM deliveries AS o
+                                WHERE o.claim_key = d.claim_key AND o.processed_at IS NULL AND o.rowid < d.rowid
+                                  AND o.claimed_by <> ?1 AND o.claimed_until > ?2)
+                 FROM deliveries AS d
+                 WHERE d.processed_at IS NULL
+                   AND (d.claimed_by IS NULL OR d.claimed_by = ?1 OR d.claimed_until <= ?2)
+                 ORDER BY d.rowid LIMIT ?3",
+            )?;
+            let rows = statement.query_map(params![worker, now, limit], |row| {
+                let claim = match (row.get(2)?, row.get(3)?, row.get(4)?) {
+                    (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
+                    _ => None,
+                };
+                Ok(Available {
+                    id: DeliveryId(row.get(0)?),
+                    event: row.get(1)?,
+                    claim,
+                    behind: row.get(5)?,
                 })
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

@@ -195,6 +195,20 @@ pub struct Pending {
     pub claim: Option<HeldClaim>,
 }
 
+/// An unprocessed delivery a worker may handle ([`JobStore::available_deliveries`]): nobody holds
+/// it, or that worker does, or its holder's claim ran out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Available {
+    pub id: DeliveryId,
+    /// `X-GitHub-Event`.
+    pub event: String,
+    /// Its claim as stored, if any (the worker's own, or one that ran out).
+    pub claim: Option<HeldClaim>,
+    /// An older unprocessed delivery of its key is held by another live worker: it waits for that
+    /// one to be handled.
+    pub behind: bool,
+}
+
 /// A claim on a delivery as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldClaim {
@@ -203,13 +217,6 @@ pub struct HeldClaim {
     pub worker: String,
     /// Until when (ms since the epoch) other workers keep off it.
     pub until: i64,
-}
-
-impl HeldClaim {
-    /// Whether another worker than `worker` holds it at `now`.
-    pub fn held_elsewhere(&self, worker: &str, now: i64) -> bool {
-        self.worker != worker && self.until > now
-    }
 }
 
 /// A claim to take on a delivery: by [`JobStore::record_delivery`] on the delivery it stores (the
@@ -546,9 +553,15 @@ pub trait JobStore: Send + Sync + 'static {
 
     fn delivery(&self, id: &DeliveryId) -> StoreFuture<Option<Delivery>>;
 
-    /// Deliveries not processed yet, oldest first, without their payloads: the dispatcher's work,
-    /// and after a crash what was accepted but not yet turned into jobs.
+    /// Deliveries not processed yet, oldest first, without their payloads, with who holds them:
+    /// what was accepted but not yet turned into jobs.
     fn unprocessed_deliveries(&self, limit: u32) -> StoreFuture<Vec<Pending>>;
+
+    /// The unprocessed deliveries `worker` may handle at `now`, oldest first, without their
+    /// payloads: the dispatcher's work. Those other live workers hold are left out (a replica whose
+    /// backlog is deep does not hide the others' work from them), and each says whether it waits
+    /// behind an older delivery of its key that another live worker holds.
+    fn available_deliveries(&self, worker: &str, now: i64, limit: u32) -> StoreFuture<Vec<Available>>;
 
     /// Takes `id` for handling by `claim.worker` until `now + claim.lease_for` (again, when it
     /// already holds it): `false` when the delivery is processed, held by another live worker, or

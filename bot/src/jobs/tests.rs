@@ -1793,14 +1793,32 @@ async fn a_delivery_stored_claimed_is_its_receivers_until_the_claim_runs_out(db:
         "listed oldest first, with their holders, without payloads"
     );
     assert!(pending.iter().all(|p| p.event == "issue_comment"));
-    assert!(pending[0].claim.as_ref().unwrap().held_elsewhere("B", T0 + 10));
-    assert!(!pending[0].claim.as_ref().unwrap().held_elsewhere("A", T0 + 10));
-    assert!(
-        !pending[0]
-            .claim
-            .as_ref()
-            .unwrap()
-            .held_elsewhere("B", T0 + LEASE_MS + 1)
+    // What each may handle: its own, and B's waits behind A's older delivery of the same key.
+    let available = |store: &Arc<dyn JobStore>, worker: &'static str, now: i64| {
+        let listing = store.available_deliveries(worker, now, 10);
+        async move {
+            listing
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|d| (d.id.0, d.behind))
+                .collect::<Vec<_>>()
+        }
+    };
+    let owned = |list: &[(&str, bool)]| {
+        list.iter()
+            .map(|(id, behind)| ((*id).to_owned(), *behind))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        available(&a, "A", T0 + 10).await,
+        owned(&[("d1", false), ("d3", false)])
+    );
+    assert_eq!(available(&b, "B", T0 + 10).await, owned(&[("d2", true)]));
+    assert_eq!(
+        available(&b, "B", T0 + 2 + LEASE_MS + 1).await,
+        owned(&[("d1", false), ("d2", false), ("d3", false)]),
+        "A's claims ran out: B may take them over"
     );
 
     let claim = |store: &Arc<dyn JobStore>, id: &str, key: &str, worker: &str, now: i64| {
@@ -1817,6 +1835,7 @@ async fn a_delivery_stored_claimed_is_its_receivers_until_the_claim_runs_out(db:
     );
     a.process_delivery(&delivery("d1"), Vec::new(), T0 + 20).await.unwrap();
     assert!(claim(&b, "d2", "o/r#1", "B", T0 + 21).await.unwrap(), "its turn now");
+    assert_eq!(available(&b, "B", T0 + 21).await, owned(&[("d2", false)]));
     if b.shared() {
         // Stored claimed, nobody else was told; its key's turn passing is told (signals come in
         // order: the first one B hears is the one about d1).
