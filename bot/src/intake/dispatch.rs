@@ -79,7 +79,7 @@ impl DispatchSettings {
 
 /// Parses of pending deliveries kept beyond those the last scan listed (a backlog deeper than a
 /// batch), at most.
-const MAX_PARSED: usize = 4096;
+const MAX_PARSED: usize = 8192;
 
 /// The running dispatcher task.
 #[derive(Debug)]
@@ -244,6 +244,11 @@ async fn run(ctx: Arc<Ctx>, inbox: Arc<Inbox>, stop: CancellationToken, settled:
             () = stop.cancelled() => break,
             Some(joined) = state.tasks.join_next_with_id() => {
                 state.ended(joined).await;
+                // Every other delivery that ended meanwhile too: one scan for all of them, since
+                // under a backlog the scans, not the handling, would bound the rate.
+                while let Some(joined) = state.tasks.try_join_next_with_id() {
+                    state.ended(joined).await;
+                }
                 true
             }
             () = inbox.woken() => true,
@@ -320,10 +325,15 @@ impl Loop {
             if in_hand.contains(&delivery.id) {
                 continue;
             }
-            let Some(parsed) = self.parse(&delivery.id).await else {
-                continue;
+            // The key it was stored with (claimed) saves reading the payload of a delivery that
+            // cannot start yet.
+            let key = match &delivery.claim {
+                Some(claim) => claim.key.clone(),
+                None => match self.parse(&delivery.id).await {
+                    Some(parsed) => parsed.key,
+                    None => continue,
+                },
             };
-            let key = parsed.key.clone();
             if delivery.behind || blocked.contains(&key) {
                 continue;
             }
@@ -337,7 +347,7 @@ impl Loop {
             let ours = delivery
                 .claim
                 .as_ref()
-                .is_some_and(|claim| claim.worker == worker && claim.key == key && claim.until - at > claim_ms / 2);
+                .is_some_and(|claim| claim.worker == worker && claim.until - at > claim_ms / 2);
             if !ours {
                 let claim = DeliveryClaim {
                     key: key.clone(),
@@ -358,6 +368,9 @@ impl Loop {
                     }
                 }
             }
+            let Some(parsed) = self.parse(&delivery.id).await else {
+                continue;
+            };
             self.busy_keys.insert(key.clone());
             let id = delivery.id.clone();
             let span = parsed.span(&id, &delivery.event);

@@ -19,7 +19,7 @@ use crate::triggers::{Event, EventError};
 /// Parsed deliveries waiting for the dispatcher, at most: under a backlog deeper than this the
 /// dispatcher reads the others' payloads back from the store when their turn comes, so memory stays
 /// bounded whatever the rate.
-const MAX_WAITING: usize = 1024;
+const MAX_WAITING: usize = 4096;
 
 /// The route's side of the dispatcher (see the module's documentation).
 #[derive(Debug)]
