@@ -1,16 +1,16 @@
 //! The dispatcher's loop: turns stored deliveries into work, so that nothing the webhook route
 //! accepted is lost. Woken by the route, on a slow interval and once at start-up (for what a crash
 //! left), it lists the unprocessed deliveries it may handle, oldest first (not those another live
-//! process holds; without their payloads: the route hands
-//! over what it parsed, `inbox.rs`, and a payload is read back from the store only for a delivery
-//! another process received) and handles several at once — but one at a time per pull request or
-//! issue, in the order received, so `@agent stop` never overtakes the request it stops — and never
-//! the same delivery twice at once. Replicas sharing a store hold a claim on a delivery while they
-//! handle it: the receiver's from the moment it is stored, anyone's through
-//! `JobStore::claim_delivery` once that claim ran out; one replica handles it, and one key's
-//! deliveries still go in order; a replica that died leaves its deliveries to the others once its
-//! claims run out. The store's signals wake it when another replica stores a delivery nobody holds
-//! or handled one a younger delivery waits behind. What handling one delivery means is `act.rs`.
+//! process holds; without their payloads: the route hands over what it parsed, `inbox.rs`, and a
+//! payload is read back from the store only for a delivery another process received) and handles
+//! several at once — but one at a time per pull request or issue, in the order received, so `@agent
+//! stop` never overtakes the request it stops — and never the same delivery twice at once. Replicas
+//! sharing a store hold a claim on a delivery while they handle it: the receiver's from the moment
+//! it is stored, anyone's through `JobStore::claim_delivery` once that claim ran out; one replica
+//! handles it, and one key's deliveries still go in order; a replica that died leaves its
+//! deliveries to the others once its claims run out. The store's signals wake it when another
+//! replica stores a delivery nobody holds or handled one a younger delivery waits behind. What
+//! handling one delivery means is `act.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

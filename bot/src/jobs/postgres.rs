@@ -1,9 +1,10 @@
 //! The PostgreSQL job store, for replicas sharing one database: a versioned schema migrated at start-up
-//! under an advisory lock, every [`JobStore`] method as one transaction on a pooled connection,
-//! claims with `FOR UPDATE SKIP LOCKED` (and a unique index that keeps one running job per key
-//! whatever races), signals between replicas with `LISTEN/NOTIFY` (sent inside the transaction that
-//! causes them, so a listener never hears of what did not commit) and leaderships as session advisory
-//! locks on connections of their own.
+//! under an advisory lock, every [`JobStore`] method as one transaction (or one statement) on a
+//! pooled connection, its statements prepared once per connection, claims with `FOR UPDATE SKIP
+//! LOCKED` (and a unique index that keeps one running job per key whatever races), signals between
+//! replicas with `LISTEN/NOTIFY` (sent inside the transaction that causes them, so a listener never
+//! hears of what did not commit) and leaderships as session advisory locks on connections of their
+//! own.
 //!
 //! The database URL is a secret (it may hold a password): no message, log line or `Debug` shows it;
 //! the store names its database by host, port and name only.
