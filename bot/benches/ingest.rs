@@ -367,6 +367,46 @@ fn print(result: &PhaseResult) {
 }
 
 /// Starts one server on its own runtime and data directory, with `database` as its store when given.
+/// The database's own counters (`pg_stat_database`): time its backends spent executing
+/// statements, transactions committed and rolled back. Flushed by each backend within a second of
+/// going idle, so they are read once the dispatchers have caught up.
+struct DatabaseWork {
+    active_ms: f64,
+    commits: f64,
+    rollbacks: f64,
+}
+
+impl DatabaseWork {
+    fn read(database: &Postgres) -> Result<DatabaseWork, Error> {
+        // Let every backend's pending statistics reach the shared counters first.
+        std::thread::sleep(Duration::from_millis(1500));
+        let row = database.psql(
+            "SELECT active_time, xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()",
+        )?;
+        let fields: Vec<f64> = row
+            .split('|')
+            .map(|field| field.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .map_err(|error| format!("pg_stat_database: {row:?}: {error}"))?;
+        match fields[..] {
+            [active_ms, commits, rollbacks] => Ok(DatabaseWork {
+                active_ms,
+                commits,
+                rollbacks,
+            }),
+            _ => Err(format!("pg_stat_database: {row:?}").into()),
+        }
+    }
+
+    fn since(&self, before: &DatabaseWork) -> DatabaseWork {
+        DatabaseWork {
+            active_ms: self.active_ms - before.active_ms,
+            commits: self.commits - before.commits,
+            rollbacks: self.rollbacks - before.rollbacks,
+        }
+    }
+}
+
 fn start_replica(n: usize, github: &FakeGithub, database: Option<&Postgres>) -> Result<Replica, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -462,6 +502,7 @@ fn main() -> Result<(), Error> {
     let mut next_comment = 0_u64;
     let mut accepted_total = 0_usize;
     let mut phase = |name: &str, rate: u32, length: Duration| -> Result<PhaseResult, Error> {
+        let before = database.as_ref().map(DatabaseWork::read).transpose()?;
         let count = usize::try_from(u64::from(rate) * length.as_secs())?;
         let deliveries = prepare(&template, name, next_comment, count)?;
         next_comment += count as u64;
@@ -476,6 +517,16 @@ fn main() -> Result<(), Error> {
             "  {rate}/s: the dispatcher caught up {:.1} s after the last response ({handled:.0} deliveries/s handled)",
             behind.as_secs_f64()
         );
+        if let (Some(database), Some(before)) = (&database, before) {
+            let work = DatabaseWork::read(database)?.since(&before);
+            let per = |n: f64| n / result.accepted.max(1) as f64;
+            eprintln!(
+                "  {rate}/s: the database per delivery: {:.2} ms executing statements, {:.2} commits, {:.2} rollbacks",
+                per(work.active_ms),
+                per(work.commits),
+                per(work.rollbacks)
+            );
+        }
         Ok(result)
     };
 
