@@ -50,10 +50,40 @@ pub struct LoadOptions<'a> {
 /// The `PITCREW_*` variables that hold secrets (the keys of kind secret): `main` hands them to
 /// [`crate::secrets::take_from_environment`], which removes them from the process environment.
 pub fn secret_env_vars() -> impl Iterator<Item = String> {
+    let secret =
+        |section: &str, name: &str| schema::lookup(section, name).is_some_and(|key| key.kind == schema::Kind::Secret);
     schema::KEYS
         .iter()
         .filter(|k| k.kind == schema::Kind::Secret)
         .map(schema::Key::env_var)
+        .chain(
+            schema::ALIASES
+                .iter()
+                .filter(move |alias| secret(alias.section, alias.name))
+                .map(|alias| alias.var.to_owned()),
+        )
+}
+
+/// Where GitHub delivers webhooks unless `[server] webhook_path` says otherwise.
+pub const DEFAULT_WEBHOOK_PATH: &str = "/webhook";
+
+/// Paths the server answers itself: a webhook path must not shadow them.
+const RESERVED_PATHS: &[&str] = &["/", "/healthz", "/metrics"];
+
+/// Why `path` cannot be the webhook's path: it must be an absolute URL path of plain characters,
+/// not one of the server's own.
+fn webhook_path_problem(path: &str) -> Option<&'static str> {
+    if !path.starts_with('/') {
+        return Some("must start with `/`, e.g. \"/webhook\" or \"/api/github/webhooks\"");
+    }
+    if RESERVED_PATHS.contains(&path) {
+        return Some("is one of the server's own paths (`/`, `/healthz`, `/metrics`)");
+    }
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/-._~".contains(c);
+    if !path.chars().all(plain) || path.contains("//") || path.split('/').any(|part| part == "." || part == "..") {
+        return Some("may hold only letters, digits and `/-._~`, without empty, `.` or `..` segments");
+    }
+    None
 }
 
 /// `./pitcrew.toml` if it exists: the file to use when none was named.
@@ -128,7 +158,7 @@ pub struct ModelConfig {
 #[derive(Clone, Debug)]
 pub struct GithubConfig {
     pub api_url: Url,
-    /// Set when both `app_id` and `private_key_path` are.
+    /// Set when `app_id` and a private key (`private_key_path` or `private_key`) are.
     pub app: Option<GithubApp>,
     pub webhook_secret: Option<SecretString>,
     /// The name the bot commits under (author and committer).
@@ -137,16 +167,32 @@ pub struct GithubConfig {
     pub bot_email: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct GithubApp {
     pub app_id: u64,
-    /// Checked to be a readable file at load time.
-    pub private_key_path: PathBuf,
+    pub key: AppKey,
+}
+
+/// Where the App's private key comes from: a file, or its contents in the configuration (a
+/// container's or PaaS's secret, `PRIVATE_KEY`).
+#[derive(Clone, Debug)]
+pub enum AppKey {
+    /// `github.private_key_path`, checked to be a readable file at load time.
+    File(PathBuf),
+    /// `github.private_key`, checked to be an RSA private key at load time.
+    Pem {
+        pem: SecretString,
+        /// Where it was set, for messages (e.g. "environment variable PRIVATE_KEY").
+        origin: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
+    /// The path GitHub delivers webhooks to (`/webhook` unless set; the App's webhook URL ends
+    /// with it).
+    pub webhook_path: String,
     pub data_dir: PathBuf,
     /// Jobs run at once (1..=64).
     pub concurrency: u32,
@@ -790,21 +836,37 @@ impl Validator<'_> {
             }
             other => other,
         };
-        let private_key_path = github
-            .private_key_path
-            .filter(|path| self.readable_file("github.private_key_path", path));
-        let app = match (app_id, private_key_path) {
-            (Some(app_id), Some(private_key_path)) => Some(GithubApp {
-                app_id,
-                private_key_path,
-            }),
+        let key_set = github.private_key_path.is_some() || github.private_key.is_some();
+        let key = match (github.private_key_path, github.private_key) {
+            (Some(_), Some(_)) => {
+                self.invalid(
+                    "github.private_key",
+                    None,
+                    "give the App's key once: `github.private_key_path` (a file) or `github.private_key` (its contents), not both",
+                );
+                None
+            }
+            (Some(path), None) => self
+                .readable_file("github.private_key_path", &path)
+                .then_some(AppKey::File(path)),
+            (None, Some(inline)) => self.inline_key(inline.0),
             (None, None) => None,
+        };
+        let app = match (app_id, key) {
+            (Some(app_id), Some(key)) => Some(GithubApp { app_id, key }),
+            // Neither set; or the key was set but refused, and that error says enough.
+            (None, None) => None,
+            (Some(_), None) if key_set => None,
             (Some(_), None) => {
                 self.pair_error("github.app_id", "github.private_key_path");
                 None
             }
-            (None, Some(_)) => {
-                self.pair_error("github.private_key_path", "github.app_id");
+            (None, Some(key)) => {
+                let set = match key {
+                    AppKey::File(_) => "github.private_key_path",
+                    AppKey::Pem { .. } => "github.private_key",
+                };
+                self.pair_error(set, "github.app_id");
                 None
             }
         };
@@ -848,6 +910,16 @@ impl Validator<'_> {
                         "expected an IP address and port, e.g. \"127.0.0.1:8080\", \"0.0.0.0:8080\" or \"[::]:8080\"",
                     );
                     SocketAddr::from(([127, 0, 0, 1], 8080))
+                }
+            },
+        };
+        let webhook_path = match server.webhook_path {
+            None => DEFAULT_WEBHOOK_PATH.to_owned(),
+            Some(path) => match webhook_path_problem(&path) {
+                None => path,
+                Some(problem) => {
+                    self.invalid("server.webhook_path", Some(format!("{path:?}")), problem);
+                    DEFAULT_WEBHOOK_PATH.to_owned()
                 }
             },
         };
@@ -1018,6 +1090,7 @@ impl Validator<'_> {
         }
         ServerConfig {
             listen,
+            webhook_path,
             data_dir,
             concurrency,
             job_attempts,
@@ -1342,6 +1415,31 @@ impl Validator<'_> {
         }
 
         price_overrides
+    }
+
+    /// `github.private_key`: the key's contents, `\n` escapes read as line breaks (secrets stores
+    /// and PaaS settings hold one line). Checked to be an RSA private key here, so a bad value is
+    /// reported at start-up by where it was set, never by what it holds.
+    fn inline_key(&mut self, pem: SecretString) -> Option<AppKey> {
+        let text = secrecy::ExposeSecret::expose_secret(&pem).trim().replace("\\n", "\n");
+        match crate::github::AppCredentials::from_pem(1, text.as_bytes()) {
+            Ok(_) => Some(AppKey::Pem {
+                pem: SecretString::from(text),
+                origin: self.origin("github.private_key").to_string(),
+            }),
+            Err(crate::github::AppKeyError::Invalid { reason, .. }) => {
+                self.invalid(
+                    "github.private_key",
+                    None,
+                    format!("not a usable private key: {reason} (give the PEM text, `\\n` allowed for line breaks)"),
+                );
+                None
+            }
+            Err(error) => {
+                self.invalid("github.private_key", None, error.to_string());
+                None
+            }
+        }
     }
 
     fn readable_file(&mut self, key: &str, path: &Path) -> bool {

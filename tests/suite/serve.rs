@@ -96,24 +96,32 @@ fn fake_github() -> FakeGithub {
         .start()
 }
 
-fn config(github: &FakeGithub, data_dir: &std::path::Path) -> Config {
-    // No job here talks to a model.
-    let overrides = ServerOverrides::new(github, SECRET, data_dir).build();
-    Config::load(LoadOptions {
-        config_path: None,
-        env: &BTreeMap::new(),
-        overrides: &overrides,
-    })
-    .unwrap()
-}
-
 async fn start_server(
     github: &FakeGithub,
     data_dir: &std::path::Path,
     recorder: &Arc<Recorder>,
 ) -> Result<RunningServer, ServeError> {
+    // No job here talks to a model.
+    start_server_with(ServerOverrides::new(github, SECRET, data_dir), recorder).await
+}
+
+fn config(github: &FakeGithub, data_dir: &std::path::Path) -> Config {
+    load(&ServerOverrides::new(github, SECRET, data_dir))
+}
+
+fn load(overrides: &ServerOverrides) -> Config {
+    Config::load(LoadOptions {
+        config_path: None,
+        env: &BTreeMap::new(),
+        overrides: &overrides.build(),
+    })
+    .unwrap()
+}
+
+/// A server with the test settings `overrides` holds.
+async fn start_server_with(overrides: ServerOverrides, recorder: &Arc<Recorder>) -> Result<RunningServer, ServeError> {
     Server::start(ServerOptions {
-        config: config(github, data_dir),
+        config: load(&overrides),
         handler: handler(Arc::clone(recorder)),
         listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
         github: None,
@@ -666,28 +674,8 @@ async fn a_stopping_server_leaves_the_deliveries_it_could_not_handle_to_the_othe
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let unreachable = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    let overrides = ServerOverrides::new(&h.github, SECRET, h.data.path())
-        .set("github.api_url", unreachable)
-        .build();
-    let config = Config::load(LoadOptions {
-        config_path: None,
-        env: &BTreeMap::new(),
-        overrides: &overrides,
-    })
-    .unwrap();
-    h.server = Some(
-        Server::start(ServerOptions {
-            config,
-            handler: handler(Arc::clone(&h.recorder)),
-            listener: Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap()),
-            github: None,
-            metrics: None,
-            copies: None,
-            instance: None,
-        })
-        .await
-        .unwrap(),
-    );
+    let overrides = ServerOverrides::new(&h.github, SECRET, h.data.path()).set("github.api_url", unreachable);
+    h.server = Some(start_server_with(overrides, &h.recorder).await.unwrap());
     let worker = h.server().pool().worker_name().to_owned();
     let mut settled = h.server().deliveries_settled();
     h.comment("d-unhandled", "alice", "COLLABORATOR", "@agent fix the test")
@@ -707,6 +695,57 @@ async fn a_stopping_server_leaves_the_deliveries_it_could_not_handle_to_the_othe
     let pending = store.unprocessed_deliveries(10).await.unwrap();
     assert_eq!(pending.len(), 1, "kept");
     assert_eq!(pending[0].claim, None, "released: another replica may take it at once");
+}
+
+#[tokio::test]
+async fn the_status_page_shows_the_app_and_its_queue_and_nothing_private_and_the_webhook_path_is_configurable() {
+    let github = fake_github();
+    let data = TempDir::new().unwrap();
+    let (tx, mut started) = mpsc::unbounded_channel();
+    let recorder = Arc::new(Recorder {
+        started: tx,
+        hold: AtomicBool::new(true),
+        release: Semaphore::new(0),
+    });
+    let overrides =
+        ServerOverrides::new(&github, SECRET, data.path()).set("server.webhook_path", "/api/github/webhook");
+    let server = start_server_with(overrides, &recorder).await.unwrap();
+    let url = server.url();
+
+    // Deliveries go to the configured path, and only there.
+    let comment = github.add_issue_comment(REPO, PR, "alice", "@agent fix the parser");
+    let payload = comment_payload(&github, comment, "alice", "COLLABORATOR", "@agent fix the parser");
+    let (status, _) = super::webhook::post(&url, SECRET, "issue_comment", "d-elsewhere", payload.clone(), None).await;
+    assert_eq!(status, 404, "/webhook is not the path any more");
+    let api = format!("{url}/api/github");
+    let (status, text) = super::webhook::post(&api, SECRET, "issue_comment", "d-status", payload, None).await;
+    assert_eq!(status, 202, "{text}");
+    tokio::time::timeout(WAIT, started.recv()).await.unwrap().unwrap();
+
+    let response = reqwest::get(format!("{url}/")).await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
+    assert_eq!(content_type, "text/html; charset=utf-8");
+    let page = response.text().await.unwrap();
+    let slug = github.bot_login().trim_end_matches("[bot]").to_owned();
+    for shown in [
+        format!("pitcrew {}", env!("CARGO_PKG_VERSION")),
+        format!("GitHub App: {slug}"),
+        "Jobs: 0 queued, 1 running".to_owned(),
+        "POST /api/github/webhook".to_owned(),
+        "Up for ".to_owned(),
+    ] {
+        assert!(page.contains(&shown), "{shown:?} not in {page}");
+    }
+    let key = std::fs::read_to_string(FakeGithub::test_private_key_path()).unwrap();
+    let key_line = key.lines().nth(1).unwrap();
+    for private in [SECRET, REPO, "alice", "fix the parser", key_line] {
+        assert!(!page.contains(private), "{private:?} shown: {page}");
+    }
+
+    recorder.release.add_permits(1);
+    server.shutdown(Duration::from_secs(10)).await;
+    github.assert_no_violations();
 }
 
 #[tokio::test]

@@ -114,7 +114,7 @@ pub enum ConfigError {
     MissingApiKey { var: String, base_url: String },
 
     #[error(
-        "`github.app_id` and `github.private_key_path` go together: `{set}` is set ({origin}) but `{unset}` is not"
+        "`github.app_id` and the App's private key (`github.private_key_path` or `github.private_key`) go together: `{set}` is set ({origin}) but `{unset}` is not"
     )]
     IncompleteGithubApp {
         set: &'static str,

@@ -88,6 +88,7 @@ pub(crate) struct RawGithub {
     pub(crate) api_url: Option<String>,
     pub(crate) app_id: Option<u64>,
     pub(crate) private_key_path: Option<PathBuf>,
+    pub(crate) private_key: Option<RawSecret>,
     pub(crate) webhook_secret: Option<RawSecret>,
     pub(crate) bot_name: Option<String>,
     pub(crate) bot_email: Option<String>,
@@ -97,6 +98,7 @@ pub(crate) struct RawGithub {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawServer {
     pub(crate) listen: Option<String>,
+    pub(crate) webhook_path: Option<String>,
     pub(crate) data_dir: Option<PathBuf>,
     pub(crate) concurrency: Option<u32>,
     pub(crate) job_attempts: Option<u32>,
@@ -230,9 +232,9 @@ impl RawConfig {
         } = top;
         overlay_fields!(self.model, model; provider, name, base_url, api_key_env, context_window,
             max_output_tokens, request_timeout, stream_idle_timeout, max_retries, max_retry_delay);
-        overlay_fields!(self.github, github; api_url, app_id, private_key_path, webhook_secret, bot_name,
+        overlay_fields!(self.github, github; api_url, app_id, private_key_path, private_key, webhook_secret, bot_name,
             bot_email);
-        overlay_fields!(self.server, server; listen, data_dir, concurrency, job_attempts, max_body,
+        overlay_fields!(self.server, server; listen, webhook_path, data_dir, concurrency, job_attempts, max_body,
             shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout,
             max_connections, unverified_bytes, retain, retain_payloads, store, database_url, lease_ttl);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, disk, cpus, pids_limit,
@@ -606,6 +608,34 @@ fn check_file_value(kind: Kind, v: &DeValue<'_>) -> Result<(), ValueProblem> {
 
 pub(crate) fn env_layer(env: &BTreeMap<String, String>) -> Layer {
     let mut layer = Layer::default();
+    // The aliases first: a `PITCREW_*` variable of the same key, applied after, wins.
+    for alias in schema::ALIASES {
+        let Some(value) = env.get(alias.var).filter(|value| !value.is_empty()) else {
+            continue;
+        };
+        let Some(spec) = schema::lookup(alias.section, alias.name) else {
+            continue;
+        };
+        let value = match alias.var {
+            "GHE_HOST" => {
+                let scheme = env
+                    .get(schema::GHE_PROTOCOL)
+                    .map(|p| p.trim().to_ascii_lowercase())
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or_else(|| "https".to_owned());
+                format!("{scheme}://{}/api/v3", value.trim().trim_end_matches('/'))
+            }
+            _ => value.clone(),
+        };
+        apply_string(
+            &mut layer,
+            spec,
+            &value,
+            Origin::Env {
+                var: alias.var.to_owned(),
+            },
+        );
+    }
     for (var, value) in env {
         let Some(rest) = var.strip_prefix("PITCREW_") else {
             continue;

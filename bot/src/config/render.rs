@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::bytesize::format_byte_size;
 use super::duration::format_duration;
-use super::{Config, Origin};
+use super::{AppKey, Config, Origin};
 
 const REDACTED: &str = "\"[redacted]\"";
 /// Values are padded to this column before their origin comment, for scanning down the page.
@@ -52,11 +52,12 @@ impl Config {
         match &g.app {
             Some(app) => {
                 out.value("github", "app_id", app.app_id.to_string());
-                out.value(
-                    "github",
-                    "private_key_path",
-                    string(&app.private_key_path.display().to_string()),
-                );
+                match &app.key {
+                    AppKey::File(path) => {
+                        out.value("github", "private_key_path", string(&path.display().to_string()));
+                    }
+                    AppKey::Pem { .. } => out.value("github", "private_key", REDACTED.to_owned()),
+                }
             }
             None => {
                 out.comment("app_id: not set");
@@ -72,6 +73,7 @@ impl Config {
 
         out.section("server");
         out.value("server", "listen", string(&self.server.listen.to_string()));
+        out.value("server", "webhook_path", string(&self.server.webhook_path));
         out.value(
             "server",
             "data_dir",

@@ -72,6 +72,44 @@ pub(crate) const SECTIONS: &[&str] = &[
 pub(crate) const PRICES: &str = "prices";
 pub(crate) const PRICE_KEYS: &[&str] = &["input", "output", "cache_read", "cache_write"];
 
+/// A variable other GitHub App frameworks use (Probot's, which PaaS templates and container setups
+/// already set), read as one of pitcrew's keys. The `PITCREW_*` variable wins when both are set.
+#[derive(Debug)]
+pub(crate) struct Alias {
+    pub(crate) var: &'static str,
+    pub(crate) section: &'static str,
+    pub(crate) name: &'static str,
+}
+
+pub(crate) const ALIASES: &[Alias] = &[
+    Alias {
+        var: "APP_ID",
+        section: "github",
+        name: "app_id",
+    },
+    // The key's contents (with `\n` for line breaks, as secrets stores pass them), not a path.
+    Alias {
+        var: "PRIVATE_KEY",
+        section: "github",
+        name: "private_key",
+    },
+    Alias {
+        var: "WEBHOOK_SECRET",
+        section: "github",
+        name: "webhook_secret",
+    },
+    // A GitHub Enterprise Server's host name: `github.api_url` becomes `https://HOST/api/v3`
+    // (`GHE_PROTOCOL=http` for plain HTTP).
+    Alias {
+        var: "GHE_HOST",
+        section: "github",
+        name: "api_url",
+    },
+];
+
+/// Read with `GHE_HOST`: the scheme of the Enterprise Server's URL (`https` unless set).
+pub(crate) const GHE_PROTOCOL: &str = "GHE_PROTOCOL";
+
 /// Environment variables read by the CLI rather than by the config loader.
 pub(crate) const CLI_ENV_VARS: &[&str] = &["PITCREW_CONFIG", "PITCREW_LOG_FORMAT"];
 
@@ -93,10 +131,12 @@ pub(crate) const KEYS: &[Key] = &[
     key("github", "api_url", Kind::Url),
     key("github", "app_id", Kind::U64),
     key("github", "private_key_path", Kind::Path),
+    key("github", "private_key", Kind::Secret),
     key("github", "webhook_secret", Kind::Secret),
     key("github", "bot_name", Kind::Str),
     key("github", "bot_email", Kind::Str),
     key("server", "listen", Kind::SocketAddr),
+    key("server", "webhook_path", Kind::Str),
     key("server", "data_dir", Kind::Path),
     key("server", "concurrency", Kind::U32),
     key("server", "job_attempts", Kind::U32),

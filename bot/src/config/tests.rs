@@ -262,8 +262,126 @@ fn github_app_settings_pair_up() {
     );
     let app = c.github.app.unwrap();
     assert_eq!(app.app_id, 12345);
-    assert_eq!(app.private_key_path, key);
+    assert!(matches!(&app.key, AppKey::File(path) if *path == key), "{:?}", app.key);
     assert_eq!(c.github.webhook_secret.unwrap().expose_secret(), "hunter2");
+}
+
+fn test_app_key() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/github-app-test-key.pem"
+    ))
+    .unwrap()
+}
+
+/// Probot's variables, as PaaS templates and container set-ups pass them: the key's contents on
+/// one line with `\n` escapes.
+#[test]
+fn probot_style_variables_configure_the_app_and_pitcrews_own_win() {
+    let pem = test_app_key();
+    let one_line = pem.trim().replace('\n', "\\n");
+    let c = ok(
+        None,
+        &[
+            NAME,
+            KEY,
+            ("APP_ID", "777"),
+            ("PRIVATE_KEY", &one_line),
+            ("WEBHOOK_SECRET", "from-probot"),
+            ("GHE_HOST", "ghe.example.com"),
+        ],
+        &[],
+    );
+    let app = c.github.app.as_ref().unwrap();
+    assert_eq!(app.app_id, 777);
+    match &app.key {
+        AppKey::Pem { pem: inline, origin } => {
+            assert_eq!(inline.expose_secret(), pem.trim(), "the escapes are line breaks again");
+            assert_eq!(origin, "environment variable PRIVATE_KEY");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(c.github.webhook_secret.as_ref().unwrap().expose_secret(), "from-probot");
+    assert_eq!(c.github.api_url.as_str(), "https://ghe.example.com/api/v3");
+    let rendered = c.render_redacted();
+    assert!(rendered.contains("private_key = \"[redacted]\""), "{rendered}");
+    assert!(!rendered.contains(pem.lines().nth(1).unwrap()), "{rendered}");
+
+    // PITCREW_* wins over its alias; GHE_PROTOCOL picks the scheme.
+    let c = ok(
+        None,
+        &[
+            NAME,
+            KEY,
+            ("APP_ID", "777"),
+            ("PITCREW_GITHUB_APP_ID", "888"),
+            ("PRIVATE_KEY", &pem),
+            ("GHE_HOST", "ghe.internal:8443/"),
+            ("GHE_PROTOCOL", "http"),
+        ],
+        &[],
+    );
+    assert_eq!(c.github.app.unwrap().app_id, 888);
+    assert_eq!(c.github.api_url.as_str(), "http://ghe.internal:8443/api/v3");
+}
+
+#[test]
+fn a_bad_inline_key_is_named_by_where_it_was_set_never_shown() {
+    let errs = errors(
+        None,
+        &[NAME, KEY, ("APP_ID", "777"), ("PRIVATE_KEY", "hunter2-not-a-key")],
+        &[],
+    );
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("environment variable PRIVATE_KEY: invalid `github.private_key`: not a usable private key"),
+        "{errs:?}"
+    );
+    assert!(!errs[0].contains("hunter2"), "{errs:?}");
+
+    // A key given twice is refused rather than one silently chosen.
+    let dir = TempDir::new();
+    let path = dir.write("app.pem", &test_app_key());
+    let errs = errors(
+        None,
+        &[
+            NAME,
+            KEY,
+            ("APP_ID", "777"),
+            ("PRIVATE_KEY", &test_app_key()),
+            ("PITCREW_GITHUB_PRIVATE_KEY_PATH", path.to_str().unwrap()),
+        ],
+        &[],
+    );
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].contains("give the App's key once"), "{errs:?}");
+
+    // A key without its App id.
+    let errs = errors(None, &[NAME, KEY, ("PRIVATE_KEY", &test_app_key())], &[]);
+    assert_eq!(
+        errs,
+        [
+            "`github.app_id` and the App's private key (`github.private_key_path` or `github.private_key`) go together: `github.private_key` is set (environment variable PRIVATE_KEY) but `github.app_id` is not"
+        ]
+    );
+}
+
+#[test]
+fn the_webhook_path_is_a_plain_absolute_path_of_its_own() {
+    assert_eq!(ok(None, &[NAME, KEY], &[]).server.webhook_path, "/webhook");
+    let c = ok(
+        None,
+        &[NAME, KEY, ("PITCREW_SERVER_WEBHOOK_PATH", "/api/github/webhooks")],
+        &[],
+    );
+    assert_eq!(c.server.webhook_path, "/api/github/webhooks");
+    for bad in [
+        "webhook", "/", "/healthz", "/metrics", "/a b", "/a/../b", "/a//b", "/:id", "/{x}",
+    ] {
+        let errs = errors(None, &[NAME, KEY], &[&format!("server.webhook_path={bad}")]);
+        assert_eq!(errs.len(), 1, "{bad}: {errs:?}");
+        assert!(errs[0].contains("invalid `server.webhook_path`"), "{bad}: {errs:?}");
+    }
 }
 
 #[test]
@@ -427,7 +545,7 @@ fn unknown_sections_and_misplaced_keys_get_hints() {
     <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
     <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
     <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, review, ci_loop, prices
-    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads, store, database_url, lease_ttl
+    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, webhook_path, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads, store, database_url, lease_ttl
     ");
 }
 
@@ -903,7 +1021,7 @@ fn github_app_id_without_key_path_names_both() {
     assert_eq!(
         errs,
         [
-            "`github.app_id` and `github.private_key_path` go together: `github.app_id` is set (environment variable PITCREW_GITHUB_APP_ID) but `github.private_key_path` is not"
+            "`github.app_id` and the App's private key (`github.private_key_path` or `github.private_key`) go together: `github.app_id` is set (environment variable PITCREW_GITHUB_APP_ID) but `github.private_key_path` is not"
         ]
     );
     let errs = errors(None, &[NAME, KEY], &["github.private_key_path=/nonexistent/key.pem"]);
@@ -985,7 +1103,13 @@ fn debug_output_never_shows_secrets() {
 fn the_secret_variables_are_those_of_the_secret_keys() {
     assert_eq!(
         secret_env_vars().collect::<Vec<_>>(),
-        ["PITCREW_GITHUB_WEBHOOK_SECRET", "PITCREW_SERVER_DATABASE_URL"]
+        [
+            "PITCREW_GITHUB_PRIVATE_KEY",
+            "PITCREW_GITHUB_WEBHOOK_SECRET",
+            "PITCREW_SERVER_DATABASE_URL",
+            "PRIVATE_KEY",
+            "WEBHOOK_SECRET"
+        ]
     );
 }
 
@@ -1035,6 +1159,7 @@ fn render_redacted_shows_effective_values_and_origins() {
 
     [server]
     listen = "127.0.0.1:8080"                        # default
+    webhook_path = "/webhook"                        # default
     data_dir = "./pitcrew-data"                      # default
     concurrency = 4                                  # default
     job_attempts = 3                                 # default

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::routes::{ServerState, router};
 use super::serve::{ConnectionLimits, connection_limit};
-use crate::config::{Config, SandboxBackend, StoreConfig};
+use crate::config::{AppKey, Config, SandboxBackend, StoreConfig};
 use crate::github::{AppAuth, AppCredentials, AppKeyError, ClientOptions, GithubAccess, GithubError};
 use crate::instance::InstanceError;
 use crate::intake::{DispatchSettings, Dispatcher, Scheduler};
@@ -70,8 +70,8 @@ pub enum ServeError {
     )]
     MissingWebhookSecret,
     #[error(
-        "the GitHub App is not configured: `pitcrew serve` needs `[github] app_id` and `private_key_path` \
-         (from the App's settings page)"
+        "the GitHub App is not configured: `pitcrew serve` needs `[github] app_id` and its private key, \
+         `private_key_path` or `private_key` (from the App's settings page; or APP_ID and PRIVATE_KEY)"
     )]
     MissingApp,
     #[error(transparent)]
@@ -277,6 +277,9 @@ impl Server {
             metrics: Arc::clone(&metrics),
             inbox: dispatcher.inbox(),
             github_stats: Some(github_stats),
+            webhook_path: config.server.webhook_path.clone(),
+            bot_login: config.github.bot_name.clone(),
+            started: std::time::Instant::now(),
         });
         let limits = ConnectionLimits {
             header_timeout: config.server.header_timeout,
@@ -305,10 +308,13 @@ impl Server {
     }
 }
 
-/// The GitHub App from `[github] api_url`, `app_id` and `private_key_path`.
+/// The GitHub App from `[github] api_url`, `app_id` and its private key (a file, or inline).
 pub fn app_auth(config: &Config) -> Result<Arc<AppAuth>, ServeError> {
     let app = config.github.app.as_ref().ok_or(ServeError::MissingApp)?;
-    let credentials = AppCredentials::load(app.app_id, &app.private_key_path)?;
+    let credentials = match &app.key {
+        AppKey::File(path) => AppCredentials::load(app.app_id, path)?,
+        AppKey::Pem { pem, .. } => AppCredentials::from_pem(app.app_id, pem.expose_secret().as_bytes())?,
+    };
     Ok(Arc::new(AppAuth::new(
         &config.github.api_url,
         credentials,

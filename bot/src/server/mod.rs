@@ -6,6 +6,7 @@ pub mod app;
 pub mod routes;
 pub mod serve;
 pub mod signature;
+pub mod status;
 pub mod webhook;
 
 pub use app::{RunningServer, ServeError, Server, ServerOptions, StopSignals};

@@ -1,5 +1,6 @@
-//! The HTTP routes: `POST /webhook` (size limit, signature, parse, persist, answer — all the work
-//! happens later, in the dispatcher), `GET /healthz` and `GET /metrics`.
+//! The HTTP routes: `POST /webhook` (or `[server] webhook_path`: size limit, signature, parse,
+//! persist, answer — all the work happens later, in the dispatcher), `GET /` (the status page),
+//! `GET /healthz` and `GET /metrics`.
 //!
 //! A webhook body is read before anyone knows who sent it, so its reading is bounded three ways: its
 //! size (`max_body`), its time (`body_timeout`), and the bytes all unverified bodies may hold at once
@@ -28,6 +29,7 @@ use tower_http::trace::TraceLayer;
 use tracing::Instrument as _;
 
 use super::signature::Verifier;
+use super::status::{Status, app_slug};
 use super::webhook::{Delivery, Rejection, check_declared_size, content_length, parse_verified, signature_header};
 use crate::github::ApiStats;
 use crate::intake::Inbox;
@@ -55,6 +57,12 @@ pub struct ServerState {
     pub inbox: Arc<Inbox>,
     /// The GitHub App's API statistics, for `/metrics`.
     pub github_stats: Option<Arc<ApiStats>>,
+    /// Where GitHub delivers (`[server] webhook_path`).
+    pub webhook_path: String,
+    /// The App's bot account (`[github] bot_name`), for the status page.
+    pub bot_login: String,
+    /// When the server started, for the status page's uptime.
+    pub started: std::time::Instant,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -70,9 +78,11 @@ impl std::fmt::Debug for ServerState {
 
 /// The server's routes.
 pub fn router(state: Arc<ServerState>) -> Router {
+    let webhook_path = state.webhook_path.clone();
     let routes = Router::new()
+        .route("/", get(status))
         .route(
-            "/webhook",
+            &webhook_path,
             // Our limit is `max_body`, enforced while reading; axum's 2 MB default would refuse real
             // deliveries (GitHub sends up to 25 MB).
             post(webhook).layer(DefaultBodyLimit::disable()),
@@ -353,18 +363,35 @@ async fn healthz(State(state): State<Arc<ServerState>>) -> Response {
     }
 }
 
-async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
-    let jobs = match tokio::time::timeout(STORE_PROBE_TIMEOUT, state.store.count_by_state()).await {
+/// The status page (`status.rs`): anyone may read it, so it shows nothing private.
+async fn status(State(state): State<Arc<ServerState>>) -> Response {
+    let jobs = job_counts(&state, "status page").await;
+    let page = Status {
+        app: app_slug(&state.bot_login).to_owned(),
+        uptime: state.started.elapsed(),
+        jobs,
+        webhook_path: state.webhook_path.clone(),
+    };
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page.html()).into_response()
+}
+
+/// Jobs by state, for `what`; `None` (logged) when the store failed or did not answer in time.
+async fn job_counts(state: &ServerState, what: &str) -> Option<std::collections::BTreeMap<crate::jobs::JobState, u64>> {
+    match tokio::time::timeout(STORE_PROBE_TIMEOUT, state.store.count_by_state()).await {
         Ok(Ok(counts)) => Some(counts),
         Ok(Err(error)) => {
-            tracing::warn!(error = %error, "metrics: could not count jobs");
+            tracing::warn!(error = %error, "{what}: could not count jobs");
             None
         }
         Err(_) => {
-            tracing::warn!("metrics: the job store did not answer in time");
+            tracing::warn!("{what}: the job store did not answer in time");
             None
         }
-    };
+    }
+}
+
+async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
+    let jobs = job_counts(&state, "metrics").await;
     let github = state.github_stats.as_ref().map(|stats| stats.snapshot());
     let text = state.metrics.render(jobs.as_ref(), github.as_ref());
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
@@ -438,6 +465,9 @@ mod tests {
             metrics: Arc::new(Metrics::new()),
             inbox: Arc::new(Inbox::new("replica-a", Duration::from_secs(60))),
             github_stats: None,
+            webhook_path: "/webhook".to_owned(),
+            bot_login: "pitcrew[bot]".to_owned(),
+            started: std::time::Instant::now(),
         });
         let mut router = router(state);
         let body = std::fs::read(crate::llm::fixture_path(
