@@ -10,6 +10,7 @@ pub mod command;
 pub mod deps;
 pub(crate) mod duration;
 mod error;
+pub mod json_schema;
 mod raw;
 mod render;
 pub mod repo;

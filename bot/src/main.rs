@@ -293,6 +293,13 @@ enum IndexCommand {
 enum ConfigCommand {
     /// Load and validate the configuration, then print it with secrets redacted
     Check,
+    /// Print the JSON Schema of `pitcrew.toml` (with --repo: of a repository's
+    /// `.github/pitcrew.toml`), for editors that check TOML against one
+    Schema {
+        /// The repository's file instead of the operator's
+        #[arg(long)]
+        repo: bool,
+    },
 }
 
 /// Exit status for a configuration that does not load (clap uses the same for bad arguments).
@@ -362,6 +369,15 @@ fn main() -> ExitCode {
         Command::Triage(ref args) => triage(args),
         Command::Index(ref args) => index(args),
         Command::Eval(ref args) => eval(&cli, args, &env),
+        Command::Config(ConfigCommand::Schema { repo }) => {
+            let schema = if repo {
+                config::json_schema::repo_schema()
+            } else {
+                config::json_schema::operator_schema()
+            };
+            print!("{}", config::json_schema::file_text(&schema));
+            ExitCode::SUCCESS
+        }
         Command::Config(ConfigCommand::Check) => match load_config(&cli, &env) {
             Ok(config) => {
                 print!("{}", config.render_redacted());

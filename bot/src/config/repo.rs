@@ -26,7 +26,7 @@ use super::{Config, Origin, SandboxNetwork};
 pub const REPO_CONFIG_PATH: &str = ".github/pitcrew.toml";
 
 /// Every section and its keys, in the order messages list them.
-const SECTIONS: &[(&str, &[&str])] = &[
+pub(crate) const SECTIONS: &[(&str, &[&str])] = &[
     ("model", &["name"]),
     ("agent", &["max_steps", "max_cost_usd", "max_wall_time", "test_command"]),
     ("sandbox", &["image", "setup", "setup_network"]),
@@ -78,7 +78,7 @@ const SECTIONS: &[(&str, &[&str])] = &[
 ];
 
 /// The keys of a `[[chores.deps.rules]]` table.
-const RULE_KEYS: &[&str] = &[
+pub(crate) const RULE_KEYS: &[&str] = &[
     "match",
     "ecosystems",
     "ignore",
