@@ -106,6 +106,10 @@ fn the_schemas_accept_the_readmes_examples_and_refuse_a_misspelt_key() {
         "server/concurrency: 'four' is not of type 'integer'"
     );
     assert_eq!(
+        validate("schema/pitcrew.schema.json", "[model]\nprovider = \"antropic\"\n"),
+        "model/provider: 'antropic' is not one of ['openai', 'anthropic']"
+    );
+    assert_eq!(
         validate("schema/pitcrew-repo.schema.json", "[reveiw]\nauto = true\n"),
         ": Additional properties are not allowed ('reveiw' was unexpected)"
     );

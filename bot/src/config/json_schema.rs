@@ -21,6 +21,9 @@ pub fn operator_schema() -> Value {
         for key in KEYS.iter().filter(|key| key.section == *section) {
             let mut spec = kind_schema(key.kind);
             if let Value::Object(spec) = &mut spec {
+                if !key.choices.is_empty() {
+                    spec.insert("enum".to_owned(), json!(key.choices));
+                }
                 spec.insert(
                     "description".to_owned(),
                     json!(format!(
@@ -141,6 +144,32 @@ mod tests {
                 checked_in == file_text(&schema),
                 "{file} is out of date: regenerate it with `pitcrew config schema{}`",
                 if file == REPO_SCHEMA_FILE { " --repo" } else { "" }
+            );
+        }
+    }
+
+    /// The words the schema offers are those the loader accepts (its message lists them).
+    #[test]
+    fn the_choices_are_the_loaders() {
+        let env = std::collections::BTreeMap::from([
+            ("PITCREW_MODEL_NAME".to_owned(), "m".to_owned()),
+            ("OPENAI_API_KEY".to_owned(), "k".to_owned()),
+        ]);
+        for key in KEYS.iter().filter(|key| key.kind == Kind::Choice) {
+            assert!(!key.choices.is_empty(), "{}", key.dotted());
+            let flag = [format!("{}=not-a-choice", key.dotted())];
+            let errors = crate::config::Config::load(crate::config::LoadOptions {
+                config_path: None,
+                env: &env,
+                overrides: &flag,
+            })
+            .unwrap_err()
+            .to_string();
+            let words: Vec<String> = key.choices.iter().map(|c| format!("`{c}`")).collect();
+            assert!(
+                errors.contains(&format!("expected one of {}", words.join(", "))),
+                "{}: {errors}",
+                key.dotted()
             );
         }
     }

@@ -46,6 +46,9 @@ pub(crate) struct Key {
     pub(crate) section: &'static str,
     pub(crate) name: &'static str,
     pub(crate) kind: Kind,
+    /// The words a [`Kind::Choice`] accepts (for the JSON Schema; the loader checks them, and a
+    /// test checks the two agree); empty for other kinds.
+    pub(crate) choices: &'static [&'static str],
 }
 
 impl Key {
@@ -114,11 +117,25 @@ pub(crate) const GHE_PROTOCOL: &str = "GHE_PROTOCOL";
 pub(crate) const CLI_ENV_VARS: &[&str] = &["PITCREW_CONFIG", "PITCREW_LOG_FORMAT"];
 
 const fn key(section: &'static str, name: &'static str, kind: Kind) -> Key {
-    Key { section, name, kind }
+    Key {
+        section,
+        name,
+        kind,
+        choices: &[],
+    }
+}
+
+const fn choice(section: &'static str, name: &'static str, choices: &'static [&'static str]) -> Key {
+    Key {
+        section,
+        name,
+        kind: Kind::Choice,
+        choices,
+    }
 }
 
 pub(crate) const KEYS: &[Key] = &[
-    key("model", "provider", Kind::Choice),
+    choice("model", "provider", &["openai", "anthropic"]),
     key("model", "name", Kind::Str),
     key("model", "base_url", Kind::Url),
     key("model", "api_key_env", Kind::Str),
@@ -152,19 +169,19 @@ pub(crate) const KEYS: &[Key] = &[
     key("server", "unverified_bytes", Kind::ByteSize),
     key("server", "retain", Kind::Duration),
     key("server", "retain_payloads", Kind::Duration),
-    key("server", "store", Kind::Choice),
+    choice("server", "store", &["sqlite", "postgres"]),
     key("server", "database_url", Kind::Secret),
     key("server", "lease_ttl", Kind::Duration),
-    key("sandbox", "backend", Kind::Choice),
+    choice("sandbox", "backend", &["docker", "local"]),
     key("sandbox", "image", Kind::Str),
-    key("sandbox", "network", Kind::Choice),
+    choice("sandbox", "network", &["none", "bridge"]),
     key("sandbox", "memory", Kind::ByteSize),
     key("sandbox", "disk", Kind::ByteSize),
     key("sandbox", "cpus", Kind::F64),
     key("sandbox", "pids_limit", Kind::U32),
     key("sandbox", "setup", Kind::Str),
     key("sandbox", "setup_network", Kind::Bool),
-    key("sandbox", "local_user", Kind::Choice),
+    choice("sandbox", "local_user", &["auto", "self"]),
     key("sandbox", "docker_host", Kind::Str),
     key("agent", "trigger", Kind::Str),
     key("agent", "max_steps", Kind::U32),
