@@ -1000,10 +1000,7 @@ impl JobStore for PgStore {
                     .map(|row| Pending {
                         id: DeliveryId(row.get(0)),
                         event: row.get(1),
-                        claim: match (row.get(2), row.get(3), row.get(4)) {
-                            (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
-                            _ => None,
-                        },
+                        claim: HeldClaim::from_columns(row.get(2), row.get(3), row.get(4)),
                     })
                     .collect())
             })
@@ -1032,10 +1029,7 @@ impl JobStore for PgStore {
                     .map(|row| Available {
                         id: DeliveryId(row.get(0)),
                         event: row.get(1),
-                        claim: match (row.get(2), row.get(3), row.get(4)) {
-                            (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
-                            _ => None,
-                        },
+                        claim: HeldClaim::from_columns(row.get(2), row.get(3), row.get(4)),
                         behind: row.get(5),
                     })
                     .collect())

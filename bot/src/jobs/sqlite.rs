@@ -570,10 +570,7 @@ impl JobStore for SqliteStore {
                  WHERE processed_at IS NULL ORDER BY rowid LIMIT ?1",
             )?;
             let rows = statement.query_map([limit], |row| {
-                let claim = match (row.get(2)?, row.get(3)?, row.get(4)?) {
-                    (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
-                    _ => None,
-                };
+                let claim = HeldClaim::from_columns(row.get(2)?, row.get(3)?, row.get(4)?);
                 Ok(Pending {
                     id: DeliveryId(row.get(0)?),
                     event: row.get(1)?,
@@ -598,10 +595,7 @@ impl JobStore for SqliteStore {
                  ORDER BY d.rowid LIMIT ?3",
             )?;
             let rows = statement.query_map(params![worker, now, limit], |row| {
-                let claim = match (row.get(2)?, row.get(3)?, row.get(4)?) {
-                    (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
-                    _ => None,
-                };
+                let claim = HeldClaim::from_columns(row.get(2)?, row.get(3)?, row.get(4)?);
                 Ok(Available {
                     id: DeliveryId(row.get(0)?),
                     event: row.get(1)?,

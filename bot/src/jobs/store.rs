@@ -219,6 +219,16 @@ pub struct HeldClaim {
     pub until: i64,
 }
 
+impl HeldClaim {
+    /// The claim from its three columns, as stored: all set, or none (no claim).
+    pub(super) fn from_columns(key: Option<String>, worker: Option<String>, until: Option<i64>) -> Option<HeldClaim> {
+        match (key, worker, until) {
+            (Some(key), Some(worker), Some(until)) => Some(HeldClaim { key, worker, until }),
+            _ => None,
+        }
+    }
+}
+
 /// A claim to take on a delivery: by [`JobStore::record_delivery`] on the delivery it stores (the
 /// replica that received it handles it, unless it dies), or by [`JobStore::claim_delivery`].
 #[derive(Debug, Clone, PartialEq, Eq)]
