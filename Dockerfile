@@ -1,4 +1,5 @@
-# The pitcrew image: the GitHub Action (action.yml builds this file's last stage) and `pitcrew serve`.
+# The pitcrew image: `pitcrew serve`, local builds, and the release's images (the GitHub Action runs
+# the released `runtime-prebuilt` image that action.yml names; see .github/workflows/release.yml).
 #
 # Stages:
 #   base              Debian slim with git, ca-certificates, openssh-client, tini, a shell and the
@@ -8,9 +9,11 @@
 #                       mkdir ctx && cp target/release/pitcrew ctx/
 #                       docker build -f Dockerfile --target runtime-prebuilt -t pitcrew ctx
 #   builder           the release binary, built from this repository (`cargo build --release --locked`).
+#   static            the release's static binary alone (musl; from static-builder), for
+#                       docker buildx build --target static --output type=local,dest=out .
 #   runtime           base + the builder's binary: the `pitcrew serve` image
 #                       docker build --target runtime -t pitcrew .
-#   action            runtime: what a GitHub Action step runs (the default target).
+#   action            runtime, the default target: for an Action built from source (`image: Dockerfile`).
 #
 # pitcrew runs as root, and the commands it runs for a job never do. It holds the Docker socket (which
 # is root on the host whatever user holds it), and only root can hand a job's working copy to the
@@ -24,6 +27,7 @@
 
 ARG DEBIAN_IMAGE=debian:bookworm-slim
 ARG RUST_IMAGE=rust:1.88-slim-bookworm
+ARG RUST_ALPINE_IMAGE=rust:1.88-alpine
 
 FROM ${DEBIAN_IMAGE} AS base
 # git (the CLI, for the agent's and the test runners' own use; pitcrew itself links libgit2),
@@ -69,6 +73,22 @@ WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p pitcrew \
     && install -m 0755 target/release/pitcrew /usr/local/bin/pitcrew
+
+# The release's static binary (.github/workflows/release.yml): musl with OpenSSL and zlib linked in,
+# built on the runner's own architecture and exported with
+#   docker buildx build --target static --output type=local,dest=out .
+# (out/pitcrew). Nothing here builds it on the way to another target.
+FROM ${RUST_ALPINE_IMAGE} AS static-builder
+RUN apk add --no-cache musl-dev openssl-dev openssl-libs-static zlib-dev zlib-static pkgconf perl make
+WORKDIR /src
+COPY . .
+ENV OPENSSL_STATIC=1
+RUN cargo build --release --locked -p pitcrew \
+    && install -m 0755 target/release/pitcrew /pitcrew \
+    && if ldd /pitcrew 2>/dev/null | grep -q '=>'; then echo "pitcrew is linked dynamically" >&2; exit 1; fi
+
+FROM scratch AS static
+COPY --from=static-builder /pitcrew /pitcrew
 
 FROM base AS runtime
 COPY --from=builder /usr/local/bin/pitcrew /usr/local/bin/pitcrew

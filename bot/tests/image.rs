@@ -303,10 +303,8 @@ fn action_yml_declares_every_input_pitcrew_action_reads() {
             "output {output} is not declared"
         );
     }
-    assert!(
-        yaml.contains("  using: docker\n  image: Dockerfile\n  args:\n    - action\n"),
-        "{yaml}"
-    );
+    // What image it runs (the release's, of this version) is `workflows.rs`'s test.
+    assert!(yaml.contains("  using: docker\n"), "{yaml}");
 }
 
 /// The values of `name<<DELIMITER` and `name=value` entries in a `GITHUB_OUTPUT` file.
