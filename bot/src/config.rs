@@ -73,7 +73,7 @@ const RESERVED_PATHS: &[&str] = &["/", "/healthz", "/metrics"];
 
 /// Why `path` cannot be the webhook's path: it must be an absolute URL path of plain characters,
 /// not one of the server's own.
-fn webhook_path_problem(path: &str) -> Option<&'static str> {
+pub fn webhook_path_problem(path: &str) -> Option<&'static str> {
     if !path.starts_with('/') {
         return Some("must start with `/`, e.g. \"/webhook\" or \"/api/github/webhooks\"");
     }
@@ -194,6 +194,9 @@ pub struct ServerConfig {
     /// The path GitHub delivers webhooks to (`/webhook` unless set; the App's webhook URL ends
     /// with it).
     pub webhook_path: String,
+    /// The server's address as GitHub reaches it (`https://pitcrew.example.com`), when the operator
+    /// says: what `pitcrew setup app` registered and `pitcrew doctor` checks from outside.
+    pub public_url: Option<Url>,
     pub data_dir: PathBuf,
     /// Jobs run at once (1..=64).
     pub concurrency: u32,
@@ -924,6 +927,10 @@ impl Validator<'_> {
                 }
             },
         };
+        let public_url = match server.public_url {
+            Some(text) if !text.trim().is_empty() => self.url("server.public_url", Some(text), ""),
+            _ => None,
+        };
         let data_dir = match server.data_dir {
             Some(dir) if dir.as_os_str().is_empty() => {
                 self.invalid("server.data_dir", Some("\"\"".into()), "must not be empty");
@@ -1092,6 +1099,7 @@ impl Validator<'_> {
         ServerConfig {
             listen,
             webhook_path,
+            public_url,
             data_dir,
             concurrency,
             job_attempts,

@@ -28,6 +28,7 @@ pub mod secrets;
 pub mod serve;
 pub mod server;
 pub mod session;
+pub mod setup;
 pub mod shell;
 pub mod testparse;
 pub mod tools;

@@ -66,6 +66,48 @@ enum Command {
     /// Inspect the configuration
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Set pitcrew up on GitHub
+    #[command(subcommand)]
+    Setup(SetupCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum SetupCommand {
+    /// Create the GitHub App from a manifest (its permissions, events and webhook filled in) and
+    /// write its id, private key and webhook secret to a new configuration file
+    App(SetupAppArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct SetupAppArgs {
+    /// The server's public address, as GitHub will reach it (the webhook goes below it), e.g.
+    /// https://pitcrew.example.com
+    #[arg(long, value_name = "URL")]
+    public_url: String,
+    /// The organization to own the App [default: your account]
+    #[arg(long, value_name = "ORG")]
+    org: Option<String>,
+    /// The App's name on GitHub (unique there)
+    #[arg(long, default_value = "pitcrew", value_name = "NAME")]
+    name: String,
+    /// GitHub's address, or a GitHub Enterprise Server's
+    #[arg(long, default_value = "https://github.com", value_name = "URL")]
+    github_url: String,
+    /// GitHub's API [default: api.github.com for github.com, else the server's /api/v3]
+    #[arg(long, value_name = "URL")]
+    api_url: Option<String>,
+    /// The webhook's path below the public URL (sets server.webhook_path)
+    #[arg(long, default_value = config::DEFAULT_WEBHOOK_PATH, value_name = "PATH")]
+    webhook_path: String,
+    /// The configuration file to write (it must not exist)
+    #[arg(long, default_value = "pitcrew.toml", value_name = "FILE")]
+    out: PathBuf,
+    /// Where the local page listens [default: a free port on 127.0.0.1]
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
+    listen: std::net::SocketAddr,
+    /// How long to wait for the App to be created, in minutes
+    #[arg(long, default_value_t = 30, value_name = "MINUTES")]
+    timeout_minutes: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -378,6 +420,7 @@ fn main() -> ExitCode {
             print!("{}", config::json_schema::file_text(&schema));
             ExitCode::SUCCESS
         }
+        Command::Setup(SetupCommand::App(ref args)) => setup_app(args),
         Command::Config(ConfigCommand::Check) => match load_config(&cli, &env) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
@@ -388,6 +431,99 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_BAD_CONFIG)
             }
         },
+    }
+}
+
+/// `pitcrew setup app`: 0 when the App was created and its file written; 2 for bad arguments; 1
+/// when the flow failed or timed out.
+#[allow(clippy::print_stdout, reason = "the flow talks to the person running it")]
+fn setup_app(args: &SetupAppArgs) -> ExitCode {
+    use pitcrew::setup::{SetupApp, api_url_for, setup_app};
+    let parse = |flag: &str, text: &str| {
+        url::Url::parse(text.trim())
+            .ok()
+            .filter(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
+            .ok_or_else(|| format!("{flag} {text:?} is not an http(s) URL"))
+    };
+    let urls = (|| {
+        let public_url = parse("--public-url", &args.public_url)?;
+        let github_url = parse("--github-url", &args.github_url)?;
+        let api_url = match &args.api_url {
+            Some(text) => parse("--api-url", text)?,
+            None => api_url_for(&github_url).map_err(|e| format!("--github-url: {e}"))?,
+        };
+        Ok::<_, String>((public_url, github_url, api_url))
+    })();
+    let (public_url, github_url, api_url) = match urls {
+        Ok(urls) => urls,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_BAD_CONFIG);
+        }
+    };
+    let request = SetupApp {
+        name: args.name.clone(),
+        org: args.org.clone(),
+        public_url,
+        webhook_path: args.webhook_path.clone(),
+        github_url,
+        api_url,
+        out: args.out.clone(),
+        listen: args.listen,
+        timeout: std::time::Duration::from_secs(args.timeout_minutes.saturating_mul(60)),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: starting the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut say = |line: &str| {
+        println!("{line}");
+        let _ = std::io::stdout().flush();
+    };
+    match runtime.block_on(setup_app(request, &mut say)) {
+        Ok(outcome) => {
+            println!(
+                "Created the GitHub App {} (id {}){}.",
+                outcome.app.name,
+                outcome.app.id,
+                outcome
+                    .app
+                    .owner
+                    .as_deref()
+                    .map(|o| format!(", owned by {o}"))
+                    .unwrap_or_default()
+            );
+            println!(
+                "Wrote its id, private key and webhook secret to {} (mode 0600).",
+                outcome.out.display()
+            );
+            println!("Next:");
+            println!("  1. Install it on your repositories: {}", outcome.install_url());
+            println!(
+                "  2. Add the model's settings to {} ([model] name, provider; the API key in its variable)",
+                outcome.out.display()
+            );
+            println!(
+                "  3. Check everything: pitcrew doctor --config {}",
+                outcome.out.display()
+            );
+            println!(
+                "  4. Start the server: pitcrew serve --config {}",
+                outcome.out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err @ (pitcrew::setup::SetupError::OutExists(_) | pitcrew::setup::SetupError::Invalid(_))) => {
+            eprintln!("error: {err}");
+            ExitCode::from(EXIT_BAD_CONFIG)
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
     }
 }
 

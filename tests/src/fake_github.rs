@@ -70,6 +70,7 @@ mod context;
 mod git;
 pub mod graphql;
 mod issues;
+mod manifests;
 pub mod openapi;
 mod pulls;
 mod reactions;
@@ -93,14 +94,15 @@ use axum::response::Response;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+pub use self::apps::MANIFEST_WEBHOOK_SECRET;
 use self::auth::{AppKey, Needs};
 pub use self::auth::{AuthKind, MAX_JWT_AHEAD_SECS, MAX_JWT_LIFETIME_SECS, sign_app_jwt};
 use self::context::{AppConfig, Ctx, Payload, RateLimit, Reply};
 pub use self::openapi::{Operation, RouteError, SchemaError, Spec, SpecError};
 pub use self::state::{
-    ActionsJob, CheckRun, ExternalCheckRun, GITHUB_ACTIONS_APP_ID, GITHUB_ACTIONS_APP_SLUG, GithubState, Issue,
-    IssueComment, IssuedToken, JobRerun, JobStep, LogDownload, Permission, PullBase, PullHead, PullInfo, Reaction,
-    ReactionTarget, Repo, Review, ReviewComment, ReviewThread, WorkflowRun,
+    ActionsJob, AppManifest, CheckRun, ExternalCheckRun, GITHUB_ACTIONS_APP_ID, GITHUB_ACTIONS_APP_SLUG, GithubState,
+    Issue, IssueComment, IssuedToken, JobRerun, JobStep, LogDownload, Permission, PullBase, PullHead, PullInfo,
+    Reaction, ReactionTarget, Repo, Review, ReviewComment, ReviewThread, WorkflowRun,
 };
 use crate::server_thread::ServerThread;
 
@@ -1009,6 +1011,16 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let now = wire::unix_now();
     if let Some(rest) = path.strip_prefix(actions::LOG_BLOB_PREFIX) {
         return serve_log_blob(&shared, &method, rest, &query, authorization.is_some());
+    }
+    // GitHub's web form of the App Manifest flow (not the API): a browser posts it.
+    if let Some(owner) = manifests::form_owner(&method, &path) {
+        let mut inner = shared.lock();
+        let mut violations = Vec::new();
+        let response = manifests::serve_form(&mut inner.state, owner, raw_query.as_deref(), &bytes, &mut violations);
+        inner.violations.extend(violations);
+        drop(inner);
+        shared.changed.notify_waiters();
+        return response;
     }
     let recorded_headers: Vec<(String, String)> = RECORDED_HEADERS
         .iter()

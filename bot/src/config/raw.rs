@@ -99,6 +99,7 @@ pub(crate) struct RawGithub {
 pub(crate) struct RawServer {
     pub(crate) listen: Option<String>,
     pub(crate) webhook_path: Option<String>,
+    pub(crate) public_url: Option<String>,
     pub(crate) data_dir: Option<PathBuf>,
     pub(crate) concurrency: Option<u32>,
     pub(crate) job_attempts: Option<u32>,
@@ -234,7 +235,7 @@ impl RawConfig {
             max_output_tokens, request_timeout, stream_idle_timeout, max_retries, max_retry_delay);
         overlay_fields!(self.github, github; api_url, app_id, private_key_path, private_key, webhook_secret, bot_name,
             bot_email);
-        overlay_fields!(self.server, server; listen, webhook_path, data_dir, concurrency, job_attempts, max_body,
+        overlay_fields!(self.server, server; listen, webhook_path, public_url, data_dir, concurrency, job_attempts, max_body,
             shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout,
             max_connections, unverified_bytes, retain, retain_payloads, store, database_url, lease_ttl);
         overlay_fields!(self.sandbox, sandbox; backend, image, network, memory, disk, cpus, pids_limit,

@@ -74,6 +74,9 @@ impl Config {
         out.section("server");
         out.value("server", "listen", string(&self.server.listen.to_string()));
         out.value("server", "webhook_path", string(&self.server.webhook_path));
+        if let Some(url) = &self.server.public_url {
+            out.value("server", "public_url", string(url.as_str()));
+        }
         out.value(
             "server",
             "data_dir",

@@ -154,6 +154,7 @@ pub(crate) const KEYS: &[Key] = &[
     key("github", "bot_email", Kind::Str),
     key("server", "listen", Kind::SocketAddr),
     key("server", "webhook_path", Kind::Str),
+    key("server", "public_url", Kind::Url),
     key("server", "data_dir", Kind::Path),
     key("server", "concurrency", Kind::U32),
     key("server", "job_attempts", Kind::U32),

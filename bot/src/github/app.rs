@@ -312,3 +312,102 @@ impl AppAuth {
         self.http.send(&endpoint, None, &jwt).await?.json(&endpoint)
     }
 }
+
+/// The App as `GET /app` describes it to itself.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct AppInfo {
+    pub id: u64,
+    #[serde(default)]
+    pub slug: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl AppAuth {
+    /// The App itself (`GET /app`, with the JWT): what proves its id and key belong together.
+    pub async fn app(&self) -> Result<AppInfo, GithubError> {
+        let endpoint = Endpoint::new(Method::GET, ["app"]);
+        let jwt = self.credentials.jwt(self.http.options.clock.now())?;
+        self.http.send(&endpoint, None, &jwt).await?.json(&endpoint)
+    }
+
+    /// How many repositories `installation` reaches (`GET /installation/repositories`, one item per
+    /// page: the count is the answer's `total_count`), with the installation's token.
+    pub async fn repository_count(&self, installation: InstallationId) -> Result<u64, GithubError> {
+        #[derive(Deserialize)]
+        struct Page {
+            total_count: u64,
+        }
+        let token = self.installation_token(installation).await?;
+        let endpoint = Endpoint::new(Method::GET, ["installation", "repositories"]).query("per_page", "1");
+        let page: Page = self.http.send(&endpoint, None, &token).await?.json(&endpoint)?;
+        Ok(page.total_count)
+    }
+}
+
+/// A GitHub App just created from a manifest: what `POST /app-manifests/{code}/conversions`
+/// answers, the secrets among it held as secrets (and registered with the redaction filter).
+pub struct CreatedApp {
+    pub id: u64,
+    pub slug: String,
+    pub name: String,
+    /// `https://github.com/apps/<slug>`: its public page; `/installations/new` below it installs it.
+    pub html_url: String,
+    pub owner: Option<String>,
+    pub pem: SecretString,
+    pub webhook_secret: Option<SecretString>,
+}
+
+impl fmt::Debug for CreatedApp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreatedApp")
+            .field("id", &self.id)
+            .field("slug", &self.slug)
+            .field("html_url", &self.html_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Exchanges the code GitHub handed back after someone created an App from a manifest for the
+/// App's id, private key and webhook secret. The code is the only credential (no token), valid once
+/// and for an hour.
+pub async fn create_app_from_manifest(
+    api_url: &Url,
+    code: &str,
+    options: ClientOptions,
+) -> Result<CreatedApp, GithubError> {
+    #[derive(Deserialize)]
+    struct Owner {
+        login: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Conversion {
+        id: u64,
+        slug: Option<String>,
+        name: Option<String>,
+        html_url: Option<String>,
+        owner: Option<Owner>,
+        pem: String,
+        webhook_secret: Option<String>,
+    }
+    let http = Http::new(api_url, options)?;
+    let endpoint = Endpoint::new(Method::POST, ["app-manifests", code, "conversions"]);
+    let reply = http.send_anonymous(&endpoint, None).await?;
+    let answer: Conversion = reply.json(&endpoint)?;
+    crate::redact::register_private_key(&answer.pem);
+    let pem = SecretString::from(answer.pem);
+    let webhook_secret = answer.webhook_secret.filter(|s| !s.is_empty()).map(SecretString::from);
+    if let Some(secret) = &webhook_secret {
+        crate::redact::register(secret);
+    }
+    let slug = answer.slug.unwrap_or_default();
+    Ok(CreatedApp {
+        id: answer.id,
+        name: answer.name.unwrap_or_else(|| slug.clone()),
+        html_url: answer.html_url.unwrap_or_default(),
+        owner: answer.owner.and_then(|owner| owner.login),
+        slug,
+        pem,
+        webhook_secret,
+    })
+}

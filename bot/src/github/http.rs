@@ -394,6 +394,26 @@ impl Http {
         token: &SecretString,
         redirects: Redirects,
     ) -> Result<Reply, GithubError> {
+        self.send_as(endpoint, body, Some(token), redirects).await
+    }
+
+    /// [`Http::send`] with no `Authorization` header: for the few operations that take none
+    /// (`POST /app-manifests/{code}/conversions`, whose code is the credential).
+    pub async fn send_anonymous(
+        &self,
+        endpoint: &Endpoint,
+        body: Option<&serde_json::Value>,
+    ) -> Result<Reply, GithubError> {
+        self.send_as(endpoint, body, None, Redirects::Follow).await
+    }
+
+    async fn send_as(
+        &self,
+        endpoint: &Endpoint,
+        body: Option<&serde_json::Value>,
+        token: Option<&SecretString>,
+        redirects: Redirects,
+    ) -> Result<Reply, GithubError> {
         let client = match redirects {
             Redirects::Follow => &self.client,
             Redirects::Return => &self.no_redirects,
@@ -408,13 +428,18 @@ impl Http {
             });
         }
         let url = self.url(endpoint);
-        let mut authorization = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret())).map_err(|_| {
-            GithubError::InvalidInput {
-                what: request.clone(),
-                message: "the token holds characters that cannot be sent in a header".to_owned(),
-            }
-        })?;
-        authorization.set_sensitive(true);
+        let authorization = token
+            .map(|token| {
+                let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret())).map_err(|_| {
+                    GithubError::InvalidInput {
+                        what: request.clone(),
+                        message: "the token holds characters that cannot be sent in a header".to_owned(),
+                    }
+                })?;
+                value.set_sensitive(true);
+                Ok::<_, GithubError>(value)
+            })
+            .transpose()?;
         // Every write to GitHub passes the secret filter here, where its body is serialised.
         let body = body
             .map(|body| {
@@ -436,8 +461,10 @@ impl Http {
             let mut builder = client
                 .request(endpoint.method.clone(), url.clone())
                 .header(ACCEPT, "application/vnd.github+json")
-                .header("x-github-api-version", API_VERSION)
-                .header(AUTHORIZATION, authorization.clone());
+                .header("x-github-api-version", API_VERSION);
+            if let Some(authorization) = &authorization {
+                builder = builder.header(AUTHORIZATION, authorization.clone());
+            }
             if let Some(body) = &body {
                 builder = builder.header(CONTENT_TYPE, "application/json").body(body.clone());
             }

@@ -33,7 +33,7 @@ pub mod types;
 mod tests;
 
 pub use access::GithubAccess;
-pub use app::{AppAuth, AppCredentials, AppKeyError, Installation};
+pub use app::{AppAuth, AppCredentials, AppInfo, AppKeyError, CreatedApp, Installation, create_app_from_manifest};
 pub use client::{Auth, GithubClient};
 pub use error::{FieldError, GithubError, GraphqlError};
 pub use graphql::{ReviewThread, ThreadComment};

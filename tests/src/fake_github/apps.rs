@@ -22,6 +22,7 @@ pub(crate) fn handle_app(state: &mut GithubState, ctx: &Ctx<'_>) -> Option<Reply
             });
         }
         "apps/create-installation-access-token" => return Some(create_token(state, ctx)),
+        "apps/create-from-manifest" => return Some(convert_manifest(state, ctx)),
         // The one installation reaches every repository of the fake.
         "apps/list-repos-accessible-to-installation" => {
             let repos: Vec<Value> = state.repos.values().map(|repo| repo_json(repo, ctx)).collect();
@@ -78,6 +79,41 @@ fn create_token(state: &mut GithubState, ctx: &Ctx<'_>) -> Reply {
         .collect();
     body["repository_selection"] = json!(if asked_repos.is_some() { "selected" } else { "all" });
     body["repositories"] = json!(repositories);
+    Reply::json(201, body)
+}
+
+/// The secret the fake gives the App a manifest created, for tests to sign deliveries with.
+pub const MANIFEST_WEBHOOK_SECRET: &str = "whsec-fake-manifest-3c9e";
+
+/// `POST /app-manifests/{code}/conversions`: the App of a manifest the form took, once per code.
+/// It is the fake's own App (its id, and the test key, whose public half the fake trusts), named
+/// and owned as the manifest and form said.
+fn convert_manifest(state: &mut GithubState, ctx: &Ctx<'_>) -> Reply {
+    let code = ctx.param("code");
+    let Some(submitted) = state.app_manifests.iter_mut().find(|m| m.code == code && !m.converted) else {
+        return Reply::not_found(ctx);
+    };
+    submitted.converted = true;
+    let name = submitted.manifest["name"].as_str().unwrap_or("app").to_owned();
+    let slug: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let owner = submitted.owner.clone().unwrap_or_else(|| ctx.cfg.account.clone());
+    let pem = std::fs::read_to_string(super::auth::test_private_key_path()).unwrap_or_default();
+    let mut body = wire::description_example("integration-from-manifest");
+    body["id"] = json!(ctx.cfg.app_id);
+    body["slug"] = json!(slug);
+    body["name"] = json!(name);
+    body["client_id"] = json!(ctx.cfg.client_id);
+    body["html_url"] = json!(format!("https://github.com/apps/{slug}"));
+    body["owner"] = user_json(&owner, ctx);
+    body["permissions"] = submitted.manifest["default_permissions"].clone();
+    body["events"] = submitted.manifest["default_events"].clone();
+    body["pem"] = json!(pem);
+    body["webhook_secret"] = json!(MANIFEST_WEBHOOK_SECRET);
+    body["client_secret"] = json!("fake-client-secret-91d0");
     Reply::json(201, body)
 }
 

@@ -94,15 +94,16 @@ pub(crate) enum Needs {
     Jwt,
     /// Repository endpoints: a token.
     Token,
-    /// `/rate_limit`: anything, even nothing.
+    /// `/rate_limit`, and `POST /app-manifests/{code}/conversions` (the code is the credential):
+    /// anything, even nothing.
     Anything,
 }
 
 impl Needs {
     pub fn of(operation_id: &str, template: &str) -> Needs {
-        if template.starts_with("/app") || operation_id == "apps/get-repo-installation" {
+        if template == "/app" || template.starts_with("/app/") || operation_id == "apps/get-repo-installation" {
             Needs::Jwt
-        } else if template == "/rate_limit" {
+        } else if template == "/rate_limit" || operation_id == "apps/create-from-manifest" {
             Needs::Anything
         } else {
             Needs::Token

@@ -713,9 +713,22 @@ pub struct IssuedToken {
     pub permissions: Value,
 }
 
+/// A manifest submitted to the App Manifest form, and the code it was answered with.
+#[derive(Debug, Clone)]
+pub struct AppManifest {
+    pub code: String,
+    /// The organization of the form's path; `None` for the user's own form.
+    pub owner: Option<String>,
+    pub manifest: Value,
+    /// Whether the code was traded for the App's credentials (a code works once).
+    pub converted: bool,
+}
+
 /// Everything the fake holds. Fields are public for reading; change it through [`super::FakeGithub`].
 #[derive(Debug, Default)]
 pub struct GithubState {
+    /// The App Manifest form's submissions, in order.
+    pub app_manifests: Vec<AppManifest>,
     pub repos: BTreeMap<String, Repo>,
     /// (repository, login) → permission; absent means [`Permission::None`].
     pub permissions: HashMap<(String, String), Permission>,
