@@ -6,6 +6,7 @@ pub mod backoff;
 pub(crate) mod beneath;
 pub mod chores;
 pub mod config;
+pub mod doctor;
 pub mod eval;
 pub mod github;
 pub mod handlers;

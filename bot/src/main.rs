@@ -69,6 +69,16 @@ enum Command {
     /// Set pitcrew up on GitHub
     #[command(subcommand)]
     Setup(SetupCommand),
+    /// Check everything a server needs: the configuration, the GitHub App, the webhook secret, the
+    /// public URL, Docker and the sandbox image, the model, the data directory and git
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct DoctorArgs {
+    /// Print one JSON object (`ok`, `checks`) instead of the list
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -421,6 +431,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Setup(SetupCommand::App(ref args)) => setup_app(args),
+        Command::Doctor(ref args) => doctor(&cli, args, &env),
         Command::Config(ConfigCommand::Check) => match load_config(&cli, &env) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
@@ -432,6 +443,34 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// `pitcrew doctor`: 0 only when no check failed, else 1.
+#[allow(clippy::print_stdout, reason = "the checks are the command's output")]
+fn doctor(cli: &Cli, args: &DoctorArgs, env: &StartupEnv) -> ExitCode {
+    let loaded = load_config(cli, env).map_err(|errors| {
+        let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        match all.split_first() {
+            Some((first, [])) => first.clone(),
+            Some((first, rest)) => format!("{first} (and {} more)", rest.len()),
+            None => "the configuration did not load".to_owned(),
+        }
+    });
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: starting the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let checks = runtime.block_on(pitcrew::doctor::run(loaded.as_ref().map_err(Clone::clone)));
+    let ok = pitcrew::doctor::all_passed(&checks);
+    if args.json {
+        println!("{}", serde_json::json!({"ok": ok, "checks": checks}));
+    } else {
+        print!("{}", pitcrew::doctor::render(&checks));
+    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 /// `pitcrew setup app`: 0 when the App was created and its file written; 2 for bad arguments; 1

@@ -296,3 +296,250 @@ fn setup_app_refuses_what_github_would_and_bad_arguments() {
     );
     assert!(!dir.path().join("pitcrew.toml").exists());
 }
+
+/// What `pitcrew doctor` checks against: the fake GitHub with an App as `setup app` makes it, a
+/// scripted model, a server answering `/healthz`, the Docker engine with the test image (or the
+/// local backend without an engine), a data directory and git.
+struct DoctorWorld {
+    fake: FakeGithub,
+    model: pitcrew_tests::scripted_model::ScriptedModel,
+    healthz: pitcrew_tests::server_thread::ServerThread,
+    dir: tempfile::TempDir,
+    image: Option<&'static str>,
+}
+
+impl DoctorWorld {
+    fn start() -> DoctorWorld {
+        let permissions: serde_json::Map<String, serde_json::Value> = pitcrew::setup::manifest::PERMISSIONS
+            .iter()
+            .map(|(n, a)| ((*n).to_owned(), serde_json::json!(a)))
+            .collect();
+        let fake = FakeGithub::builder()
+            .app_settings(
+                serde_json::Value::Object(permissions),
+                pitcrew::triggers::HANDLED_EVENTS,
+            )
+            .repo(pitcrew_tests::fake_github::Repo::new("octo-org/widgets"))
+            .start();
+        let model = pitcrew_tests::scripted_model::ScriptedModel::start(pitcrew_tests::scripted_model::Script::new());
+        let app = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
+        let healthz = pitcrew_tests::server_thread::ServerThread::start("healthz", app, 0).unwrap();
+        DoctorWorld {
+            fake,
+            model,
+            healthz,
+            dir: tempfile::tempdir().unwrap(),
+            image: pitcrew_tests::docker::test_image(),
+        }
+    }
+
+    /// The configuration under which every check passes, with `change` applied to its text.
+    fn config(&self, change: impl FnOnce(String) -> String) -> std::path::PathBuf {
+        let sandbox = match self.image {
+            Some(image) => format!("backend = \"docker\"\nimage = \"{image}\"\n"),
+            None => "backend = \"local\"\n".to_owned(),
+        };
+        let text = format!(
+            "[model]\nprovider = \"openai\"\nname = \"doctor-model\"\nbase_url = \"{model}\"\n\n\
+             [github]\napi_url = \"{github}\"\napp_id = {app_id}\nprivate_key_path = \"{key}\"\n\
+             webhook_secret = \"whsec-doctor-7f2a\"\n\n\
+             [server]\npublic_url = \"http://{healthz}/\"\ndata_dir = \"{data}\"\n\n[sandbox]\n{sandbox}",
+            model = self.model.openai_base_url(),
+            github = self.fake.url(),
+            app_id = self.fake.app_id(),
+            key = FakeGithub::test_private_key_path().display(),
+            healthz = self.healthz.addr(),
+            data = self.dir.path().join("data").display(),
+        );
+        let path = self.dir.path().join(format!("doctor-{}.toml", fastrand::u64(..)));
+        std::fs::write(&path, change(text)).unwrap();
+        path
+    }
+
+    /// `pitcrew doctor --json` under `config` (with `path` as PATH, when given): its exit code and
+    /// each check's status by name.
+    fn doctor(&self, config: &Path, path: Option<&str>) -> (Option<i32>, Vec<(String, String)>, String) {
+        // One token per run: the model answers each doctor's request.
+        self.model.push(pitcrew_tests::scripted_model::Reply::text("pong"));
+        let mut command = pitcrew(
+            self.dir.path(),
+            &["--config", config.to_str().unwrap(), "doctor", "--json"],
+        );
+        if let Some(path) = path {
+            command.env("PATH", path);
+        }
+        let out = command.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let report: serde_json::Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{e}: {stdout} {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(report["ok"], out.status.success(), "{stdout}");
+        let checks = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    c["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        (out.status.code(), checks, stdout)
+    }
+}
+
+/// One check broken on purpose: its name, the change to the good configuration, the PATH to run
+/// with, and the checks that need it (skipped).
+type BrokenCase<'a> = (&'a str, Box<dyn FnOnce(String) -> String + 'a>, Option<&'a str>, &'a [&'a str]);
+
+#[test]
+fn doctor_passes_when_everything_is_in_place_and_names_each_failure_with_its_fix() {
+    let world = DoctorWorld::start();
+    let good = world.config(|text| text);
+    let (code, checks, stdout) = world.doctor(&good, None);
+    assert_eq!(code, Some(0), "{stdout}");
+    let names: Vec<&str> = checks.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, pitcrew::doctor::CHECKS);
+    for (name, status) in &checks {
+        let expected = if world.image.is_none() && (name == "Docker engine" || name == "sandbox image") {
+            "skip"
+        } else {
+            "pass"
+        };
+        assert_eq!(status, expected, "{name}: {stdout}");
+    }
+    assert!(stdout.contains("octo-org (1 repository)"), "{stdout}");
+    assert!(!stdout.contains("whsec-doctor-7f2a"), "the webhook secret was printed");
+    // The model was asked for one token, and nothing else.
+    let asked = world.model.last_request().unwrap();
+    assert_eq!(
+        asked.body["max_tokens"]
+            .as_u64()
+            .or(asked.body["max_completion_tokens"].as_u64()),
+        Some(1),
+        "{}",
+        asked.body
+    );
+
+    // Each check failing in turn: that check fails (with a fix), the checks that need it are
+    // skipped, the rest still pass, and the exit status is 1.
+    let healthz = world.healthz.addr().to_string();
+    let model_url = world.model.openai_base_url();
+    let blocker = world.dir.path().join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let blocked = blocker.join("data").display().to_string();
+    let data = world.dir.path().join("data").display().to_string();
+    let mut cases: Vec<BrokenCase<'_>> = vec![
+        (
+            "configuration",
+            Box::new(|t: String| t.replace("[server]", "[server]\nlisten_on = 1")),
+            None,
+            &[],
+        ),
+        (
+            "GitHub App",
+            Box::new(|t: String| t.replace(&format!("app_id = {}", world.fake.app_id()), "app_id = 777")),
+            None,
+            &["installations", "permissions and events"],
+        ),
+        (
+            "webhook secret",
+            Box::new(|t: String| t.replace("webhook_secret = \"whsec-doctor-7f2a\"\n", "")),
+            None,
+            &[],
+        ),
+        (
+            "public URL",
+            Box::new(move |t: String| t.replace(&healthz, "127.0.0.1:9")),
+            None,
+            &[],
+        ),
+        (
+            "model",
+            Box::new(move |t: String| t.replace(&model_url, "http://127.0.0.1:9/v1")),
+            None,
+            &[],
+        ),
+        (
+            "data directory",
+            Box::new(move |t: String| t.replace(&data, &blocked)),
+            None,
+            &[],
+        ),
+        ("git", Box::new(|t: String| t), Some("/nonexistent"), &[]),
+    ];
+    if world.image.is_some() {
+        cases.push((
+            "Docker engine",
+            Box::new(|t: String| {
+                t.replace(
+                    "[sandbox]\n",
+                    "[sandbox]\ndocker_host = \"unix:///nonexistent/docker.sock\"\n",
+                )
+            }),
+            None,
+            &["sandbox image"],
+        ));
+        cases.push((
+            "sandbox image",
+            Box::new(|t: String| {
+                t.replace(
+                    &format!("image = \"{}\"", world.image.unwrap()),
+                    "image = \"pitcrew-doctor-absent:1\"",
+                )
+            }),
+            None,
+            &[],
+        ));
+    }
+    for (failing, change, path, needing) in cases {
+        let config = world.config(change);
+        let (code, checks, stdout) = world.doctor(&config, path);
+        assert_eq!(code, Some(1), "{failing}: {stdout}");
+        for (name, status) in &checks {
+            let expected = if *name == failing {
+                "fail"
+            } else if failing == "configuration"
+                || needing.contains(&name.as_str())
+                || (world.image.is_none() && (name == "Docker engine" || name == "sandbox image"))
+            {
+                "skip"
+            } else {
+                "pass"
+            };
+            assert_eq!(status, expected, "with {failing} broken, {name}: {stdout}");
+        }
+        let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let broken = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == failing)
+            .unwrap();
+        assert!(broken["fix"].as_str().is_some_and(|f| !f.is_empty()), "{broken}");
+    }
+
+    // The App's settings lacking what pitcrew needs: named, with where to add them.
+    let bare = FakeGithub::start();
+    let config = world.config(|t| t.replace(&world.fake.url(), &bare.url()));
+    let (code, checks, stdout) = world.doctor(&config, None);
+    assert_eq!(code, Some(1));
+    assert!(
+        checks.contains(&("permissions and events".to_owned(), "fail".to_owned())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("actions: write") && stdout.contains("workflows: write"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("not subscribed to: issue_comment"), "{stdout}");
+
+    // The text form: a mark per check and the fix under a failure.
+    let out = pitcrew(world.dir.path(), &["--config", config.to_str().unwrap(), "doctor"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("✗ permissions and events"), "{text}");
+    assert!(text.contains("fix: add them in the App's settings"), "{text}");
+    assert!(text.contains("✓ git"), "{text}");
+}

@@ -242,6 +242,7 @@ pub struct FakeGithubBuilder {
     account: Option<String>,
     public_key_pem: Option<Vec<u8>>,
     token_lifetime: Duration,
+    app_settings: Option<(Value, Vec<String>)>,
     state: GithubState,
 }
 
@@ -255,12 +256,20 @@ impl Default for FakeGithubBuilder {
             account: None,
             public_key_pem: None,
             token_lifetime: Duration::from_secs(3600),
+            app_settings: None,
             state: GithubState::default(),
         }
     }
 }
 
 impl FakeGithubBuilder {
+    /// The App's permissions (`{"contents": "write", …}`) and webhook events, as `GET /app`
+    /// answers them.
+    pub fn app_settings(mut self, permissions: Value, events: &[&str]) -> Self {
+        self.app_settings = Some((permissions, events.iter().map(|e| (*e).to_owned()).collect()));
+        self
+    }
+
     /// The App id JWTs must name in `iss` (default 12345).
     pub fn app_id(mut self, id: u64) -> Self {
         self.app_id = id;
@@ -400,6 +409,7 @@ impl FakeGithubBuilder {
                 account,
                 base_url: String::new(),
                 token_lifetime: self.token_lifetime,
+                app_settings: self.app_settings,
             }),
             inner: Mutex::new(Inner {
                 state: self.state,

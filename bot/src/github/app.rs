@@ -321,6 +321,15 @@ pub struct AppInfo {
     pub slug: Option<String>,
     #[serde(default)]
     pub name: Option<String>,
+    /// Its public page, `https://github.com/apps/<slug>`.
+    #[serde(default)]
+    pub html_url: Option<String>,
+    /// What it may do: permission → `read`, `write` or `admin`.
+    #[serde(default)]
+    pub permissions: std::collections::BTreeMap<String, String>,
+    /// The webhook events it is subscribed to.
+    #[serde(default)]
+    pub events: Vec<String>,
 }
 
 impl AppAuth {

@@ -152,6 +152,17 @@ impl std::fmt::Debug for DockerSandbox {
     }
 }
 
+/// Where an image would come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImagePresence {
+    /// On the engine.
+    Present,
+    /// Not on the engine; its registry has it.
+    Pullable,
+    /// Neither; what the engine said.
+    Missing(String),
+}
+
 impl DockerSandbox {
     /// Connects to the engine at `DOCKER_HOST` (the local socket by default) and agrees on an API
     /// version with it.
@@ -190,6 +201,22 @@ impl DockerSandbox {
     /// The underlying client.
     pub fn client(&self) -> &Docker {
         &self.docker
+    }
+
+    /// Whether `image` is on the engine already, or else whether its registry has it (asked without
+    /// pulling: the engine's distribution endpoint); the registry's refusal in words otherwise.
+    pub async fn image_presence(&self, image: &str) -> Result<ImagePresence, SandboxError> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => return Ok(ImagePresence::Present),
+            Err(err) if status(&err) == Some(404) => {}
+            Err(err) => return Err(engine("inspecting the image", &err)),
+        }
+        let asked = tokio::time::timeout(CHORE_TIMEOUT, self.docker.inspect_registry_image(image, None)).await;
+        Ok(match asked {
+            Ok(Ok(_)) => ImagePresence::Pullable,
+            Ok(Err(err)) => ImagePresence::Missing(err.to_string()),
+            Err(_) => ImagePresence::Missing("the registry did not answer".to_owned()),
+        })
     }
 
     /// Makes sure `image` is present, pulling it when it is not.

@@ -130,6 +130,10 @@ pub(crate) fn app_json(ctx: &Ctx<'_>) -> Value {
     body["html_url"] = json!(format!("https://github.com/apps/{}", ctx.cfg.slug));
     body["owner"] = user_json(&ctx.cfg.account, ctx);
     body["permissions"] = default_permissions();
+    if let Some((permissions, events)) = &ctx.cfg.app_settings {
+        body["permissions"] = permissions.clone();
+        body["events"] = json!(events);
+    }
     body
 }
 

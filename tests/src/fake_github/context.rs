@@ -26,6 +26,9 @@ pub(crate) struct AppConfig {
     pub account: String,
     pub base_url: String,
     pub token_lifetime: Duration,
+    /// What `GET /app` says the App may do and hears of; `None`: the fake's default permissions
+    /// and GitHub's example's events.
+    pub app_settings: Option<(Value, Vec<String>)>,
 }
 
 impl AppConfig {
