@@ -390,7 +390,12 @@ impl DoctorWorld {
 
 /// One check broken on purpose: its name, the change to the good configuration, the PATH to run
 /// with, and the checks that need it (skipped).
-type BrokenCase<'a> = (&'a str, Box<dyn FnOnce(String) -> String + 'a>, Option<&'a str>, &'a [&'a str]);
+type BrokenCase<'a> = (
+    &'a str,
+    Box<dyn FnOnce(String) -> String + 'a>,
+    Option<&'a str>,
+    &'a [&'a str],
+);
 
 #[test]
 fn doctor_passes_when_everything_is_in_place_and_names_each_failure_with_its_fix() {
