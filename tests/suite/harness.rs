@@ -243,8 +243,28 @@ impl Bot {
     }
 
     /// Waits for the next job to end (finished: not requeued, not lost); returns it as the store
-    /// has it then.
+    /// has it then. Config checks, which every pull request event starts before its other jobs,
+    /// are passed over: [`Bot::config_check_end`] waits for those.
     pub(crate) async fn job_end(&mut self) -> Job {
+        loop {
+            let job = self.any_job_end().await;
+            if job.kind != "config" {
+                return job;
+            }
+        }
+    }
+
+    /// Waits for the next config check to end, passing over other jobs' ends.
+    pub(crate) async fn config_check_end(&mut self) -> Job {
+        loop {
+            let job = self.any_job_end().await;
+            if job.kind == "config" {
+                return job;
+            }
+        }
+    }
+
+    async fn any_job_end(&mut self) -> Job {
         let end = self.ends.recv().await.expect("the pool stopped reporting job ends");
         assert!(matches!(end.outcome, EndOutcome::Finished(_)), "{end:?}");
         self.store().job(end.job).await.unwrap().unwrap()

@@ -7,6 +7,7 @@ mod chores_packages;
 mod chores_real;
 mod chores_schedule;
 mod ci_loop;
+mod config_check;
 mod config_schema;
 mod describe_job;
 mod docker_proxy;

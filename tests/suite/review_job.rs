@@ -645,10 +645,22 @@ fn pull_requests_are_reviewed_when_ready_then_only_what_changed_and_a_rebase_is_
         let mut world = World::start_with(image, incremental_script(), AUTO_CONFIG).await;
         let first_head = world.head_sha.clone();
 
-        // Opened as a draft: nothing yet.
+        // Opened as a draft: no review yet; only the config check, which finds the file unchanged
+        // and says nothing.
         world.pull_event("pr-opened", "opened", true, None).await;
+        let check = world.bot.config_check_end().await;
+        assert_eq!(check.result, Some(json!({"config": "unchanged"})));
         world.bot.settled().await;
-        assert!(world.bot.store().jobs(&JobFilter::default()).await.unwrap().is_empty());
+        let kinds: Vec<String> = world
+            .bot
+            .store()
+            .jobs(&JobFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|job| job.kind)
+            .collect();
+        assert_eq!(kinds, ["config"]);
 
         // Ready for review: the whole pull request is reviewed.
         world.pull_event("pr-ready", "ready_for_review", false, None).await;

@@ -545,7 +545,7 @@ fn unknown_sections_and_misplaced_keys_get_hints() {
     <dir>/pitcrew.toml:1: `name` is outside any section; did you mean `name` under `[model]`?
     <dir>/pitcrew.toml:2: `budget` is outside any section; settings go under a section header such as `[model]`
     <dir>/pitcrew.toml:3: unknown section `[modle]`; did you mean `[model]`?; valid sections: model, github, server, sandbox, agent, chores, review, ci_loop, prices
-    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, webhook_path, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads, store, database_url, lease_ttl
+    <dir>/pitcrew.toml:6: unknown setting `server.image`; did you mean `image` under `[sandbox]`?; valid keys in [server]: listen, webhook_path, public_url, data_dir, concurrency, job_attempts, max_body, shutdown_grace, pool_size, pool_max_idle, mirror_max_idle, header_timeout, body_timeout, idle_timeout, max_connections, unverified_bytes, retain, retain_payloads, store, database_url, lease_ttl
     ");
 }
 

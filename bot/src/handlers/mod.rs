@@ -9,6 +9,7 @@
 
 pub mod chore;
 pub mod ci_loop;
+pub mod config_check;
 pub mod dashboard;
 pub mod describe;
 pub mod explain;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use crate::config::Config;
+use crate::config::command::CommandKind;
 use crate::config::repo::{REPO_CONFIG_PATH, RepoConfig};
 use crate::github::PullRequest;
 use crate::github::{
@@ -147,7 +149,9 @@ impl JobEnv {
     pub fn info(&self) -> report::JobInfo {
         report::JobInfo {
             id: self.job_id(),
-            kind: self.request.kind.kind(),
+            // The config check, which no command asks for, never reports through a job's
+            // progress comment or check run.
+            kind: self.request.kind.command().unwrap_or(CommandKind::Review),
             requested_by: report::RequestedBy::User(self.request.requested_by.login.to_string()),
             instructions: self.request.instructions.clone(),
             check_run_url: None,
@@ -292,6 +296,7 @@ impl Services {
             (JobKind::Chore(_), _) => chore::run(&env).await,
             (JobKind::Ignore { .. }, _) => dashboard::ignore(&env).await,
             (JobKind::Rebase, _) => chore::rebase(&env).await,
+            (JobKind::ConfigCheck, _) => config_check::run(&env).await,
         };
         match result {
             Ok((finish, spent)) => (finish, spent),

@@ -66,12 +66,16 @@ pub enum JobKind {
     },
     /// `rebase` on a dependency pull request: its group made again on the default branch's head.
     Rebase,
+    /// The `pitcrew config` check run of a pull request that changes `.github/pitcrew.toml`; no
+    /// command asks for it: every pull request's new head gets one (which does nothing when the
+    /// file is not among its changes).
+    ConfigCheck,
 }
 
 impl JobKind {
-    /// The command that asks for this job.
-    pub fn kind(&self) -> CommandKind {
-        match self {
+    /// The command that asks for this job; `None` for the config check, which none does.
+    pub fn command(&self) -> Option<CommandKind> {
+        Some(match self {
             JobKind::Fix => CommandKind::Fix,
             JobKind::Review => CommandKind::Review,
             JobKind::Explain => CommandKind::Explain,
@@ -81,12 +85,13 @@ impl JobKind {
             JobKind::Ignore { undo: false, .. } => CommandKind::Ignore,
             JobKind::Ignore { undo: true, .. } => CommandKind::Unignore,
             JobKind::Rebase => CommandKind::Rebase,
-        }
+            JobKind::ConfigCheck => return None,
+        })
     }
 
-    /// The job store's `kind` column: the command word.
+    /// The job store's `kind` column: the command word (`config` for the config check).
     pub fn as_str(&self) -> &'static str {
-        self.kind().name()
+        self.command().map_or("config", CommandKind::name)
     }
 }
 
@@ -561,14 +566,19 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
 
 /// The job, or why it cannot run here.
 fn job_action(job: JobRequest, cfg: &TriggerConfig) -> Action {
-    if !cfg.commands.allows(job.kind.kind()) {
+    if job.kind.command().is_some_and(|command| !cfg.commands.allows(command)) {
         return Action::Invalid {
             message: format!("`{}` is turned off in this repository.", job.kind.as_str()),
         };
     }
     let on_pulls_only = matches!(
         job.kind,
-        JobKind::Review | JobKind::Describe | JobKind::Triage | JobKind::Rebase | JobKind::Ignore { undo: false, .. }
+        JobKind::Review
+            | JobKind::Describe
+            | JobKind::Triage
+            | JobKind::Rebase
+            | JobKind::Ignore { undo: false, .. }
+            | JobKind::ConfigCheck
     );
     if on_pulls_only && !job.subject.is_pull_request() {
         return Action::Invalid {
@@ -636,27 +646,77 @@ pub const SKIP_REVIEW_LABEL: &str = "pitcrew:skip-review";
 /// pull request's key, so they run one after the other, the description first (it is quick, and
 /// the review's readers see it). Nobody asked, so nobody's permission is checked; the jobs run
 /// with the repository's budgets like any other.
+///
+/// Before them, each new head (opened, reopened, pushed) gets the config check, whoever wrote it
+/// and however it is labelled: it checks `.github/pitcrew.toml` when the pull request changes it
+/// and does nothing otherwise.
 fn pull_changed(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &TriggerConfig) -> Decision {
     let number = pull.number;
+    let mut kinds = Vec::new();
+    if action != PullAction::ReadyForReview {
+        kinds.push(JobKind::ConfigCheck);
+    }
+    let (automatic, not_run) = automatic_kinds(action, pull, cfg);
+    kinds.extend(automatic);
+    if kinds.is_empty() {
+        return ignore(not_run.join("; "));
+    }
+    let reply_to = ReplyTarget::Issue {
+        number,
+        comment_id: None,
+    };
+    let source = JobSource::PullRequest {
+        action: action.as_str().to_owned(),
+    };
+    let jobs = kinds
+        .into_iter()
+        .map(|kind| JobSpec {
+            // The description and the config check are written without a word on the
+            // conversation: nobody asked for them, and a failure goes to the log.
+            reply_to: matches!(kind, JobKind::Describe | JobKind::ConfigCheck).then_some(ReplyTarget::Nowhere),
+            head_sha: Some(pull.head_sha.clone()),
+            ..JobSpec::new(kind, source.clone())
+        })
+        .collect();
+    // GitHub reported it; the jobs are the repository's own choice.
+    sender_request(
+        ctx,
+        Subject::PullRequest { number },
+        reply_to,
+        PermissionGate::Trusted,
+        jobs,
+    )
+}
+
+/// The description and the review a pull request gets without being asked, and why each that
+/// does not run does not.
+pub(crate) fn automatic_kinds(
+    action: PullAction,
+    pull: &PullEvent,
+    cfg: &TriggerConfig,
+) -> (Vec<JobKind>, Vec<String>) {
+    let number = pull.number;
+    let mut kinds = Vec::new();
+    let mut not_run = Vec::new();
     let describe = cfg.review.describe && action == PullAction::Opened;
     if !cfg.review.auto && !describe {
-        return ignore(format!(
+        not_run.push(format!(
             "pull request #{number} {}: automatic reviews are off",
             action.as_str()
         ));
+        return (kinds, not_run);
     }
     if is_bot(&pull.author, cfg) && !cfg.review.reviews_bot(pull.author.login.as_str()) {
-        return ignore(format!(
+        not_run.push(format!(
             "pull request #{number} is by the bot account {}, which `[review] bots` does not list",
             pull.author.login
         ));
+        return (kinds, not_run);
     }
     if pull.labels.iter().any(|l| l.eq_ignore_ascii_case(SKIP_REVIEW_LABEL)) {
-        return ignore(format!("pull request #{number} is labelled `{SKIP_REVIEW_LABEL}`"));
+        not_run.push(format!("pull request #{number} is labelled `{SKIP_REVIEW_LABEL}`"));
+        return (kinds, not_run);
     }
-    // Each job that runs, or why it does not.
-    let mut kinds = Vec::new();
-    let mut not_run = Vec::new();
     if describe {
         if cfg.commands.allows(CommandKind::Describe) {
             kinds.push(JobKind::Describe);
@@ -675,34 +735,7 @@ fn pull_changed(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &Trigg
             not_run.push("`review` is turned off".to_owned());
         }
     }
-    if kinds.is_empty() {
-        return ignore(not_run.join("; "));
-    }
-    let reply_to = ReplyTarget::Issue {
-        number,
-        comment_id: None,
-    };
-    let source = JobSource::PullRequest {
-        action: action.as_str().to_owned(),
-    };
-    let jobs = kinds
-        .into_iter()
-        .map(|kind| JobSpec {
-            // The description is written without a word on the conversation: nobody asked for it,
-            // and a failure goes to the log.
-            reply_to: (kind == JobKind::Describe).then_some(ReplyTarget::Nowhere),
-            head_sha: Some(pull.head_sha.clone()),
-            ..JobSpec::new(kind, source.clone())
-        })
-        .collect();
-    // GitHub reported it; the jobs are the repository's own choice.
-    sender_request(
-        ctx,
-        Subject::PullRequest { number },
-        reply_to,
-        PermissionGate::Trusted,
-        jobs,
-    )
+    (kinds, not_run)
 }
 
 /// A job an event asks for on its own, to run for the event's sender.

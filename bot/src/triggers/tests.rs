@@ -1140,14 +1140,31 @@ fn pull_requests_that_open_or_change_are_reviewed_when_the_repository_says_so() 
                 .trim_end_matches(".payload.json"),
             action.as_str()
         );
-        // Off unless the repository (or the operator) turns it on.
+        // Off unless the repository (or the operator) turns it on; a new head gets its config
+        // check all the same, silently.
         assert!(
-            matches!(decide(&parsed, &cfg()), Decision::Ignore { ref reason } if reason.contains("automatic reviews are off")),
+            not_automatic(&parsed, &cfg()).contains("automatic reviews are off"),
             "{fixture}"
         );
+        if *action == PullAction::ReadyForReview {
+            assert!(
+                matches!(decide(&parsed, &cfg()), Decision::Ignore { ref reason } if reason.contains("automatic reviews are off")),
+                "{fixture}"
+            );
+        } else {
+            assert_eq!(
+                run_kinds(decide(&parsed, &cfg())),
+                [(JobKind::ConfigCheck, ReplyTarget::Nowhere)],
+                "{fixture}"
+            );
+        }
         let request = act(decide(&parsed, &reviewing()));
         assert_eq!(request.permission, PermissionGate::Trusted, "nobody asked: {fixture}");
-        let jobs = request.actions;
+        let jobs: Vec<&Action> = request
+            .actions
+            .iter()
+            .filter(|action| !matches!(action, Action::Run(job) if job.kind == JobKind::ConfigCheck))
+            .collect();
         let [Action::Run(job)] = jobs.as_slice() else {
             panic!("{fixture}: {jobs:?}");
         };
@@ -1170,12 +1187,28 @@ fn pull_requests_that_open_or_change_are_reviewed_when_the_repository_says_so() 
     }
 }
 
+/// Why the pull request of `parsed` gets no automatic review or description under `cfg`; panics
+/// when it gets one.
+fn not_automatic(parsed: &Event, cfg: &TriggerConfig) -> String {
+    let Event::PullRequestChanged { pull, action, .. } = parsed else {
+        panic!("{parsed:?}");
+    };
+    let (kinds, not_run) = decide::automatic_kinds(*action, pull, cfg);
+    assert!(kinds.is_empty(), "{kinds:?}");
+    not_run.join("; ")
+}
+
 #[test]
 fn drafts_bots_and_the_skip_label_are_not_reviewed_without_being_asked() {
     let (event, payload) = load("pull_request/opened.payload.json");
-    let reason = |payload: &Value, cfg: &TriggerConfig| match decide(&Event::parse(&event, payload).unwrap(), cfg) {
-        Decision::Ignore { reason } => reason,
-        other => panic!("{other:?}"),
+    let reason = |payload: &Value, cfg: &TriggerConfig| {
+        let parsed = Event::parse(&event, payload).unwrap();
+        // Only the config check runs.
+        assert_eq!(
+            run_kinds(decide(&parsed, cfg)),
+            [(JobKind::ConfigCheck, ReplyTarget::Nowhere)]
+        );
+        not_automatic(&parsed, cfg)
     };
     let mut draft = payload.clone();
     draft["pull_request"]["draft"] = json!(true);
@@ -1187,10 +1220,19 @@ fn drafts_bots_and_the_skip_label_are_not_reviewed_without_being_asked() {
     assert!(reason(&by_bot, &reviewing()).contains("`[review] bots` does not list"));
     let mut listed = reviewing();
     listed.review.bots = vec!["Renovate[bot]".into()];
-    assert!(matches!(
-        decide(&Event::parse(&event, &by_bot).unwrap(), &listed),
-        Decision::Act(_)
-    ));
+    assert_eq!(
+        run_kinds(decide(&Event::parse(&event, &by_bot).unwrap(), &listed)),
+        [
+            (JobKind::ConfigCheck, ReplyTarget::Nowhere),
+            (
+                JobKind::Review,
+                ReplyTarget::Issue {
+                    number: IssueNumber(2),
+                    comment_id: None
+                }
+            )
+        ]
+    );
     // The bot's own pull requests (its fixes, its dependency updates) are bots' too.
     let mut own = payload.clone();
     own["pull_request"]["user"]["login"] = json!("pitcrew");
@@ -1234,9 +1276,14 @@ fn an_opened_pull_request_is_described_when_the_repository_says_so() {
     let number = pull.number;
     let request = act(decide(&parsed, &describing()));
     assert_eq!(request.permission, PermissionGate::Trusted, "nobody asked");
-    let [Action::Run(job)] = request.actions.as_slice() else {
+    let [Action::Run(check), Action::Run(job)] = request.actions.as_slice() else {
         panic!("{:?}", request.actions);
     };
+    // The config check first, on the same key: quick, and silent.
+    assert_eq!(check.kind, JobKind::ConfigCheck);
+    assert_eq!(check.key(), job.key());
+    assert_eq!(check.head_sha.as_ref(), Some(&pull.head_sha));
+    assert_eq!(check.reply_to, ReplyTarget::Nowhere);
     assert_eq!(job.kind, JobKind::Describe);
     assert_eq!(job.subject, Subject::PullRequest { number });
     assert_eq!(job.head_sha.as_ref(), Some(&pull.head_sha));
@@ -1264,11 +1311,11 @@ fn an_opened_pull_request_is_described_when_the_repository_says_so() {
         .collect();
     assert_eq!(
         jobs.iter().map(|job| job.kind.clone()).collect::<Vec<_>>(),
-        [JobKind::Describe, JobKind::Review]
+        [JobKind::ConfigCheck, JobKind::Describe, JobKind::Review]
     );
-    assert_eq!(jobs[0].key(), jobs[1].key());
+    assert_eq!(jobs[1].key(), jobs[2].key());
     assert_eq!(
-        jobs[1].reply_to,
+        jobs[2].reply_to,
         ReplyTarget::Issue {
             number,
             comment_id: None
@@ -1281,7 +1328,10 @@ fn an_opened_pull_request_is_described_when_the_repository_says_so() {
     let draft = Event::parse(&event, &draft).unwrap();
     assert_eq!(
         run_kinds(decide(&draft, &both)),
-        [(JobKind::Describe, ReplyTarget::Nowhere)]
+        [
+            (JobKind::ConfigCheck, ReplyTarget::Nowhere),
+            (JobKind::Describe, ReplyTarget::Nowhere)
+        ]
     );
 
     // Only as it opens: not when it is reopened, marked ready or pushed to.
@@ -1293,13 +1343,14 @@ fn an_opened_pull_request_is_described_when_the_repository_says_so() {
         let (event, payload) = load(fixture);
         let parsed = Event::parse(&event, &payload).unwrap();
         assert!(
-            matches!(decide(&parsed, &describing()), Decision::Ignore { ref reason } if reason.contains("automatic reviews are off")),
+            not_automatic(&parsed, &describing()).contains("automatic reviews are off"),
             "{fixture}"
         );
         assert_eq!(
             run_kinds(decide(&parsed, &both))
                 .into_iter()
                 .map(|(kind, _)| kind)
+                .filter(|kind| *kind != JobKind::ConfigCheck)
                 .collect::<Vec<_>>(),
             [JobKind::Review],
             "{fixture}"
@@ -1310,10 +1361,7 @@ fn an_opened_pull_request_is_described_when_the_repository_says_so() {
 #[test]
 fn bots_the_skip_label_and_a_turned_off_command_are_not_described() {
     let (event, payload) = load("pull_request/opened.payload.json");
-    let reason = |payload: &Value, cfg: &TriggerConfig| match decide(&Event::parse(&event, payload).unwrap(), cfg) {
-        Decision::Ignore { reason } => reason,
-        other => panic!("{other:?}"),
-    };
+    let reason = |payload: &Value, cfg: &TriggerConfig| not_automatic(&Event::parse(&event, payload).unwrap(), cfg);
     let mut by_bot = payload.clone();
     by_bot["pull_request"]["user"]["login"] = json!("renovate[bot]");
     by_bot["pull_request"]["user"]["type"] = json!("Bot");
@@ -1322,7 +1370,10 @@ fn bots_the_skip_label_and_a_turned_off_command_are_not_described() {
     listed.review.bots = vec!["renovate[bot]".into()];
     assert_eq!(
         run_kinds(decide(&Event::parse(&event, &by_bot).unwrap(), &listed)),
-        [(JobKind::Describe, ReplyTarget::Nowhere)]
+        [
+            (JobKind::ConfigCheck, ReplyTarget::Nowhere),
+            (JobKind::Describe, ReplyTarget::Nowhere)
+        ]
     );
 
     let mut labelled = payload.clone();
@@ -1339,7 +1390,7 @@ fn bots_the_skip_label_and_a_turned_off_command_are_not_described() {
             .into_iter()
             .map(|(kind, _)| kind)
             .collect::<Vec<_>>(),
-        [JobKind::Review]
+        [JobKind::ConfigCheck, JobKind::Review]
     );
     // Both off for a draft: each reason is given.
     let mut draft = payload;

@@ -41,6 +41,10 @@ pub(crate) fn handle(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Opt
             list(pulls, ctx)
         }
         "pulls/create" => create_pull(state, repo, ctx),
+        "pulls/list-files" => match pull(state, repo, ctx.number("pull_number")) {
+            Some(issue) => list(pull_files(issue, repo), ctx),
+            None => Reply::not_found(ctx),
+        },
         "pulls/request-reviewers" => request_reviewers(state, repo, ctx),
         "repos/list-pull-requests-associated-with-commit" => {
             // The pull requests whose head is the commit, newest first.
@@ -578,4 +582,51 @@ fn create_review(state: &mut GithubState, repo: &Repo, ctx: &Ctx<'_>) -> Reply {
     let json = review_json(&review, repo, ctx);
     state.reviews.insert(review_id, review);
     Reply::json(200, json)
+}
+
+/// The files a pull request changes, from the repository's git directory: what its head changed
+/// since its merge base with the base (`git diff base...head`), renames found, with line counts.
+fn pull_files(issue: &Issue, repo: &Repo) -> Vec<Value> {
+    let (Some(pull), Some(dir)) = (&issue.pull, repo.git_dir.as_deref()) else {
+        return Vec::new();
+    };
+    let range = format!("{}...{}", pull.base.sha, pull.head.sha);
+    let text = |args: &[&str]| {
+        super::git::git_output(dir, args)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default()
+    };
+    let statuses = text(&["diff", "--name-status", "-M", &range]);
+    let counts = text(&["diff", "--numstat", "-M", &range]);
+    let mut files = Vec::new();
+    for (line, numbers) in statuses.lines().zip(counts.lines()) {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let mut numbers = numbers.split('\t');
+        let additions: u64 = numbers.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        let deletions: u64 = numbers.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        let code = fields.first().copied().unwrap_or("M");
+        let (status, previous, name) = match (code.chars().next(), fields.as_slice()) {
+            (Some('R'), [_, from, to]) => ("renamed", Some(*from), *to),
+            (Some('A'), [_, name]) => ("added", None, *name),
+            (Some('D'), [_, name]) => ("removed", None, *name),
+            (_, [_, name, ..]) => ("modified", None, *name),
+            _ => continue,
+        };
+        let mut entry = wire::example_item("diff-entry-items");
+        entry["filename"] = json!(name);
+        entry["status"] = json!(status);
+        entry["additions"] = json!(additions);
+        entry["deletions"] = json!(deletions);
+        entry["changes"] = json!(additions + deletions);
+        match previous {
+            Some(from) => entry["previous_filename"] = json!(from),
+            None => {
+                if let Some(object) = entry.as_object_mut() {
+                    object.remove("previous_filename");
+                }
+            }
+        }
+        files.push(entry);
+    }
+    files
 }
