@@ -69,9 +69,31 @@ enum Command {
     /// Set pitcrew up on GitHub
     #[command(subcommand)]
     Setup(SetupCommand),
+    /// Plan the dependency chore on a local checkout, without GitHub: the updates and the pull
+    /// requests a chore run would open, each with its table
+    Chore(ChoreArgs),
     /// Check everything a server needs: the configuration, the GitHub App, the webhook secret, the
     /// public URL, Docker and the sandbox image, the model, the data directory and git
     Doctor(DoctorArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ChoreArgs {
+    /// The checkout whose manifests are scanned (its working tree) and whose
+    /// .github/pitcrew.toml gives the policy
+    #[arg(long, default_value = ".", value_name = "PATH")]
+    repo: PathBuf,
+    /// Only this ecosystem: cargo, npm, python or actions (repeatable) [default: those the
+    /// repository enables]
+    #[arg(long = "ecosystem", value_name = "NAME")]
+    ecosystems: Vec<String>,
+    /// Scan and plan only, changing nothing (required: applying the updates locally is not
+    /// offered yet; the server and the Action apply them)
+    #[arg(long, required = true)]
+    dry_run: bool,
+    /// Print one JSON object (`repo`, `ecosystems`, `pulls`) instead of the tables
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -432,6 +454,7 @@ fn main() -> ExitCode {
         }
         Command::Setup(SetupCommand::App(ref args)) => setup_app(args),
         Command::Doctor(ref args) => doctor(&cli, args, &env),
+        Command::Chore(ref args) => chore(&cli, args, &env),
         Command::Config(ConfigCommand::Check) => match load_config(&cli, &env) {
             Ok(config) => {
                 print!("{}", config.render_redacted());
@@ -442,6 +465,70 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_BAD_CONFIG)
             }
         },
+    }
+}
+
+/// `pitcrew chore --dry-run`: 0 when the plan was made (lookups that failed are in it), 2 for bad
+/// arguments or configuration (the repository's included), 3 when the checkout cannot be read.
+#[allow(clippy::print_stdout, reason = "the plan is the command's output")]
+fn chore(cli: &Cli, args: &ChoreArgs, env: &StartupEnv) -> ExitCode {
+    use pitcrew::run::chore::{ChoreError, ChoreOptions, dry_run, render};
+    let mut ecosystems = Vec::new();
+    for name in &args.ecosystems {
+        match config::deps::Ecosystem::parse(name) {
+            Some(ecosystem) => ecosystems.push(ecosystem),
+            None => {
+                eprintln!("error: --ecosystem {name:?}: expected cargo, npm, python or actions");
+                return ExitCode::from(EXIT_BAD_CONFIG);
+            }
+        }
+    }
+    let config = match load_config_without_model(cli, &cli.set, env) {
+        Ok(config) => config,
+        Err(errors) => {
+            report(&errors);
+            return ExitCode::from(EXIT_BAD_CONFIG);
+        }
+    };
+    let options = ChoreOptions {
+        repo: args.repo.clone(),
+        ecosystems,
+        github_token: env
+            .vars()
+            .get("GITHUB_TOKEN")
+            .filter(|t| !t.is_empty())
+            .map(|t| secrecy::SecretString::from(t.clone())),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: starting the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dry_run(&config, &options)) {
+        Ok(plan) => {
+            if args.json {
+                match serde_json::to_string(&plan) {
+                    Ok(json) => println!("{json}"),
+                    Err(err) => {
+                        eprintln!("error: {err}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            } else {
+                print!("{}", render(&plan));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err @ ChoreError::RepoConfig(_)) => {
+            eprintln!("error: {err}");
+            ExitCode::from(EXIT_BAD_CONFIG)
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::from(EXIT_RUN_SETUP)
+        }
     }
 }
 

@@ -577,6 +577,29 @@ async fn declined(env: &JobEnv, branch: &str, table: &str) -> bool {
 /// The pull requests to make: per ecosystem (or all together), the compatible updates, and the
 /// majors apart. An ecosystem with a lockfile gets its pull request even without manifest
 /// updates: the lockfile refresh may find versions inside the ranges.
+/// The pull requests a run would make of what the scan found, as they stand before the lockfile
+/// refresh, the tests and the agent (`pitcrew chore --dry-run`): branch, group, manifest updates,
+/// what was held back or could not be looked up.
+pub fn planned_pulls(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping, policy: &Policy) -> Vec<ChorePull> {
+    groups(found, grouping, policy)
+        .into_iter()
+        .map(|group| ChorePull {
+            branch: group.branch,
+            ecosystems: group.ecosystems,
+            group: group.name,
+            major: group.major,
+            updates: group.updates,
+            lock: Vec::new(),
+            tests: TestOutcome::NotRun,
+            agent_summary: None,
+            reverted: Vec::new(),
+            unchecked: group.unchecked,
+            held_back: group.held_back,
+            not_updated: Vec::new(),
+        })
+        .collect()
+}
+
 fn groups(found: &BTreeMap<Ecosystem, Found>, grouping: DepsGrouping, policy: &Policy) -> Vec<Group> {
     let named = |ecosystem: Ecosystem, name: &str| policy.for_package(ecosystem, name).group;
     // The updates of the ecosystem's (or every ecosystem's) pull requests: those no rule names a

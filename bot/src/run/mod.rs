@@ -4,6 +4,7 @@
 //! Once the agent has run, the report always comes back, with what the run spent: a commit that
 //! fails is the report's `error`, and the change stays in the working tree.
 
+pub mod chore;
 pub mod index;
 pub mod progress;
 pub mod review;
