@@ -524,6 +524,29 @@ fn doctor_passes_when_everything_is_in_place_and_names_each_failure_with_its_fix
         assert!(broken["fix"].as_str().is_some_and(|f| !f.is_empty()), "{broken}");
     }
 
+    // Installed nowhere: said, with the link that installs it; the rest still passes.
+    let permissions: serde_json::Map<String, serde_json::Value> = pitcrew::setup::manifest::PERMISSIONS
+        .iter()
+        .map(|(n, a)| ((*n).to_owned(), serde_json::json!(a)))
+        .collect();
+    let nowhere = FakeGithub::builder()
+        .app_settings(
+            serde_json::Value::Object(permissions),
+            pitcrew::triggers::HANDLED_EVENTS,
+        )
+        .not_installed()
+        .start();
+    let config = world.config(|t| t.replace(&world.fake.url(), &nowhere.url()));
+    let (code, checks, stdout) = world.doctor(&config, None);
+    assert_eq!(code, Some(1), "{stdout}");
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|(_, s)| s == "fail")
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(failed, ["installations"], "{stdout}");
+    assert!(stdout.contains("/installations/new"), "{stdout}");
+
     // The App's settings lacking what pitcrew needs: named, with where to add them.
     let bare = FakeGithub::start();
     let config = world.config(|t| t.replace(&world.fake.url(), &bare.url()));

@@ -243,6 +243,7 @@ pub struct FakeGithubBuilder {
     public_key_pem: Option<Vec<u8>>,
     token_lifetime: Duration,
     app_settings: Option<(Value, Vec<String>)>,
+    installed: bool,
     state: GithubState,
 }
 
@@ -257,6 +258,7 @@ impl Default for FakeGithubBuilder {
             public_key_pem: None,
             token_lifetime: Duration::from_secs(3600),
             app_settings: None,
+            installed: true,
             state: GithubState::default(),
         }
     }
@@ -267,6 +269,12 @@ impl FakeGithubBuilder {
     /// answers them.
     pub fn app_settings(mut self, permissions: Value, events: &[&str]) -> Self {
         self.app_settings = Some((permissions, events.iter().map(|e| (*e).to_owned()).collect()));
+        self
+    }
+
+    /// The App installed nowhere: `GET /app/installations` lists none.
+    pub fn not_installed(mut self) -> Self {
+        self.installed = false;
         self
     }
 
@@ -410,6 +418,7 @@ impl FakeGithubBuilder {
                 base_url: String::new(),
                 token_lifetime: self.token_lifetime,
                 app_settings: self.app_settings,
+                installed: self.installed,
             }),
             inner: Mutex::new(Inner {
                 state: self.state,

@@ -13,7 +13,14 @@ pub(crate) fn handle_app(state: &mut GithubState, ctx: &Ctx<'_>) -> Option<Reply
     match ctx.op.operation_id {
         "rate-limit/get" => return Some(Reply::json(200, rate_limit_json(ctx.rate))),
         "apps/get-authenticated" => return Some(Reply::json(200, app_json(ctx))),
-        "apps/list-installations" => return Some(Reply::json(200, json!([installation_json(ctx)]))),
+        "apps/list-installations" => {
+            let listed: Vec<Value> = if ctx.cfg.installed {
+                vec![installation_json(ctx)]
+            } else {
+                Vec::new()
+            };
+            return Some(Reply::json(200, Value::Array(listed)));
+        }
         "apps/get-installation" => {
             return Some(if ctx.number("installation_id") == ctx.cfg.installation_id {
                 Reply::json(200, installation_json(ctx))

@@ -29,6 +29,8 @@ pub(crate) struct AppConfig {
     /// What `GET /app` says the App may do and hears of; `None`: the fake's default permissions
     /// and GitHub's example's events.
     pub app_settings: Option<(Value, Vec<String>)>,
+    /// Whether the App is installed anywhere (`GET /app/installations` lists its one installation).
+    pub installed: bool,
 }
 
 impl AppConfig {
