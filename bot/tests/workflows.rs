@@ -210,7 +210,8 @@ fn the_release_builds_both_platforms_from_targets_the_dockerfile_has() {
     }
     assert!(text.contains("SHA256SUMS"));
     assert!(text.contains("-t \"$IMAGE:$major\""));
-    assert!(text.contains("git push -f origin \"refs/tags/$major\""));
+    assert!(text.contains("gh release create \"$GITHUB_REF_NAME\" dist/* --verify-tag"));
+    assert!(text.contains("git/refs/tags/$major\" -f sha=\"$GITHUB_SHA\" -F force=true"));
 }
 
 /// Every `run:` block of a file, with GitHub's `${{ … }}` expressions replaced as the runner would
@@ -306,4 +307,68 @@ fn the_action_runs_the_released_image_of_its_own_version() {
         )),
         "{fork}"
     );
+}
+
+#[test]
+fn the_release_moves_the_major_tag_with_requests_githubs_description_has() {
+    use pitcrew_tests::fake_github::Spec;
+    // What `gh api` sends for the release's last step (`-f` a string, `-F force=true` a boolean),
+    // for the repository `acme/pitcrew` and the major tag `v0`.
+    let sha = "3d3c42e5aac5ba805825da76410c181273ba90b1";
+    let requests = [
+        ("GET", "/repos/acme/pitcrew/git/ref/tags/v0", None),
+        (
+            "PATCH",
+            "/repos/acme/pitcrew/git/refs/tags/v0",
+            Some(serde_json::json!({"sha": sha, "force": true})),
+        ),
+        (
+            "POST",
+            "/repos/acme/pitcrew/git/refs",
+            Some(serde_json::json!({"ref": "refs/tags/v0", "sha": sha})),
+        ),
+    ];
+    let text = read(".github/workflows/release.yml");
+    for (method, path, body) in requests {
+        let (spec, operation) = Spec::route_github(method, path).unwrap();
+        let bytes = body.map(|b| serde_json::to_vec(&b).unwrap());
+        let errors = spec.validate_request_closed(&operation, &[], bytes.as_deref());
+        assert!(errors.is_empty(), "{method} {path}: {errors:?}");
+        let template = path
+            .replace("acme/pitcrew", "$GITHUB_REPOSITORY")
+            .replace("v0", "$major");
+        assert!(
+            text.contains(&template[1..]),
+            "the release does not send {method} {template}"
+        );
+    }
+}
+
+/// zizmor, the static analyser for GitHub Actions (installed by `scripts/test`), on the project's
+/// workflows and action: no finding (offline audits: unpinned actions, excessive permissions,
+/// template injection, credentials left in checkouts, …).
+#[test]
+#[expect(clippy::print_stderr, reason = "a skipped test must say so")]
+fn zizmor_finds_nothing_in_the_workflows_and_the_action() {
+    let required = std::env::var_os("PITCREW_REQUIRE_ZIZMOR").is_some_and(|v| v == "1");
+    let out = match Command::new("zizmor")
+        .args(["--offline", "--no-progress", ".github/workflows/", "action.yml"])
+        .current_dir(repo_root())
+        .output()
+    {
+        Ok(out) => out,
+        Err(error) => {
+            assert!(!required, "PITCREW_REQUIRE_ZIZMOR=1, but zizmor could not run: {error}");
+            eprintln!("SKIPPED: zizmor is not installed ({error}); `scripts/test --install-only` installs it");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "zizmor: {}\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("No findings"), "{stdout}");
 }
