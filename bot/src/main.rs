@@ -69,8 +69,8 @@ enum Command {
     /// Set pitcrew up on GitHub
     #[command(subcommand)]
     Setup(SetupCommand),
-    /// Plan the dependency chore on a local checkout, without GitHub: the updates and the pull
-    /// requests a chore run would open, each with its table
+    /// The dependency chore on a local checkout, without GitHub: the updates made on a new branch
+    /// with the lockfiles refreshed and the tests run, or (--dry-run) the plan alone
     Chore(ChoreArgs),
     /// Check everything a server needs: the configuration, the GitHub App, the webhook secret, the
     /// public URL, Docker and the sandbox image, the model, the data directory and git
@@ -87,11 +87,11 @@ struct ChoreArgs {
     /// repository enables]
     #[arg(long = "ecosystem", value_name = "NAME")]
     ecosystems: Vec<String>,
-    /// Scan and plan only, changing nothing (required: applying the updates locally is not
-    /// offered yet; the server and the Action apply them)
-    #[arg(long, required = true)]
+    /// Scan and plan only, changing nothing: the pull requests a chore run would open, each with
+    /// its table
+    #[arg(long)]
     dry_run: bool,
-    /// Print one JSON object (`repo`, `ecosystems`, `pulls`) instead of the tables
+    /// Print one JSON object instead of the tables
     #[arg(long)]
     json: bool,
 }
@@ -468,11 +468,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// `pitcrew chore --dry-run`: 0 when the plan was made (lookups that failed are in it), 2 for bad
-/// arguments or configuration (the repository's included), 3 when the checkout cannot be read.
+/// `pitcrew chore [--dry-run]`: 0 when the plan was made (lookups that failed are in it) or the
+/// updates were committed with the tests passing; 1 when they were made but the tests fail or
+/// nothing could be committed; 2 for bad arguments or configuration (the repository's included); 3
+/// when the checkout cannot be used (not a repository, uncommitted changes).
 #[allow(clippy::print_stdout, reason = "the plan is the command's output")]
 fn chore(cli: &Cli, args: &ChoreArgs, env: &StartupEnv) -> ExitCode {
-    use pitcrew::run::chore::{ChoreError, ChoreOptions, dry_run, render};
+    use pitcrew::run::chore::{ChoreError, ChoreOptions, apply, dry_run, render, render_applied};
     let mut ecosystems = Vec::new();
     for name in &args.ecosystems {
         match config::deps::Ecosystem::parse(name) {
@@ -506,6 +508,38 @@ fn chore(cli: &Cli, args: &ChoreArgs, env: &StartupEnv) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if !args.dry_run {
+        let prompts = Prompts::embedded();
+        return match runtime.block_on(apply(&config, &prompts, &options)) {
+            Ok(applied) => {
+                if args.json {
+                    match serde_json::to_string(&applied) {
+                        Ok(json) => println!("{json}"),
+                        Err(err) => {
+                            eprintln!("error: {err}");
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                } else {
+                    print!("{}", render_applied(&applied));
+                }
+                let failing = applied.tests.as_ref().is_some_and(|t| t.status == "failing");
+                if applied.error.is_some() || failing {
+                    ExitCode::from(EXIT_RUN_STOPPED)
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+            Err(err @ ChoreError::RepoConfig(_)) => {
+                eprintln!("error: {err}");
+                ExitCode::from(EXIT_BAD_CONFIG)
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                ExitCode::from(EXIT_RUN_SETUP)
+            }
+        };
+    }
     match runtime.block_on(dry_run(&config, &options)) {
         Ok(plan) => {
             if args.json {

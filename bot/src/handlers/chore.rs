@@ -968,7 +968,7 @@ fn short(branch: &str) -> String {
 
 /// The changes of the lockfiles since `before` (the group's ecosystems' snapshots) that no
 /// manifest update of `updates` accounts for.
-fn lock_rows(root: &Path, before: &[(Ecosystem, lock::Snapshot)], updates: &[Update]) -> Vec<Change> {
+pub(crate) fn lock_rows(root: &Path, before: &[(Ecosystem, lock::Snapshot)], updates: &[Update]) -> Vec<Change> {
     before
         .iter()
         .flat_map(|(ecosystem, snapshot)| lock::diff(*ecosystem, snapshot, &plan::snapshot(*ecosystem, root)))

@@ -224,7 +224,7 @@ fn commit_message(task: &str, summary: &str) -> String {
     }
 }
 
-fn run_id() -> String {
+pub(crate) fn run_id() -> String {
     let seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -1,6 +1,8 @@
-//! `pitcrew chore --dry-run` as a user runs it on a local checkout: real Cargo and npm registries of
-//! the tests on 127.0.0.1 (sparse index, packument), the checkout's `.github/pitcrew.toml` policy,
-//! the plan printed as the pull requests' tables or as JSON, and nothing in the checkout changed.
+//! `pitcrew chore` as a user runs it on a local checkout: real Cargo and npm registries of the
+//! tests on 127.0.0.1 (sparse index, packument), the checkout's `.github/pitcrew.toml` policy. With
+//! `--dry-run`, the plan printed as the pull requests' tables or as JSON and nothing in the checkout
+//! changed; without, the updates made on a new branch by real `cargo` (the lockfile refresh and the
+//! tests, in the local sandbox) and committed.
 #![expect(clippy::unwrap_used, reason = "a failing test should panic")]
 
 use std::path::Path;
@@ -9,11 +11,15 @@ use std::process::{Command, Output};
 use pitcrew_tests::cargo_registry::CargoRegistry;
 use pitcrew_tests::package_registry::PackageRegistry;
 
+/// Runs `pitcrew ARGS` in `dir` with only what a user's shell has for the toolchain: `PATH`, `HOME`
+/// and rustup's and Cargo's homes.
 fn pitcrew(dir: &Path, args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_pitcrew"));
     command.args(args).current_dir(dir).env_clear();
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
+    for name in ["PATH", "HOME", "RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN"] {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
     }
     command.output().unwrap()
 }
@@ -196,7 +202,13 @@ fn chore_dry_run_plans_the_pull_requests_of_a_checkout_against_local_registries(
 
     assert_eq!(snapshot(root), before, "the dry run changed the checkout");
 
-    // A broken policy is refused with its line; the apply mode is not offered.
+    // Applying needs a repository (the checkout here is a plain directory): refused, unchanged.
+    let apply: Vec<&str> = args.iter().copied().filter(|a| *a != "--dry-run").collect();
+    let out = pitcrew(root, &apply);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(snapshot(root), before, "a refused chore changed the checkout");
+
+    // A broken policy is refused with its line.
     std::fs::write(root.join(".github/pitcrew.toml"), "[chores.deps]\nmajor = \"yes\"\n").unwrap();
     let out = pitcrew(root, &args);
     assert_eq!(out.status.code(), Some(2));
@@ -205,7 +217,134 @@ fn chore_dry_run_plans_the_pull_requests_of_a_checkout_against_local_registries(
         "{}",
         text(&out.stderr)
     );
-    let out = pitcrew(root, &["chore", "--repo", repo]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--dry-run"), "{}", text(&out.stderr));
+}
+
+/// A crate of the test registry's `calcutil` whose test checks the version it was built with.
+fn cargo_checkout(registry: &CargoRegistry, test_version_prefix: &str) -> pitcrew_tests::repo::TestRepo {
+    let cargo_config = format!(
+        "[source.crates-io]\nreplace-with = \"test-registry\"\n\n[source.test-registry]\nregistry = \"sparse+{}\"\n",
+        registry.index_url()
+    );
+    let lib = format!(
+        "pub fn version() -> &'static str {{\n    calcutil::VERSION\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    \
+         fn built_with_calcutil_1() {{\n        assert!(super::version().starts_with(\"{test_version_prefix}\"), \"{{}}\", \
+         super::version());\n    }}\n}}\n"
+    );
+    let checkout = pitcrew_tests::repo::TestRepo::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ncalcutil = \"~1.0.0\"\n",
+        ),
+        ("src/lib.rs", &lib),
+        (".cargo/config.toml", &cargo_config),
+        (".gitignore", "/target\n"),
+    ])
+    .unwrap();
+    let out = Command::new("cargo")
+        .args(["generate-lockfile"])
+        .current_dir(checkout.path())
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    checkout.git(&["add", "-A"]).unwrap();
+    checkout.git(&["commit", "-q", "-m", "lock"]).unwrap();
+    checkout
+}
+
+#[test]
+fn chore_makes_the_updates_on_a_new_branch_refreshes_the_lockfile_runs_the_tests_and_commits() {
+    let registry = CargoRegistry::start();
+    registry.publish("calcutil", "1.0.0", &lib("1.0.0"), &[]).unwrap();
+    let checkout = cargo_checkout(&registry, "1.");
+    let root = checkout.path();
+    let git = |args: &[&str]| checkout.git(args).unwrap().trim().to_owned();
+    let start = git(&["rev-parse", "HEAD"]);
+    let main = git(&["branch", "--show-current"]);
+    registry.publish("calcutil", "1.1.0", &lib("1.1.0"), &[]).unwrap();
+
+    let cargo_index = format!("chores.cargo_index={}", registry.index_url());
+    let repo = root.to_str().unwrap();
+    let args = [
+        "--set",
+        &cargo_index,
+        "--set",
+        "sandbox.backend=local",
+        "--set",
+        "sandbox.local_user=self",
+        "chore",
+        "--repo",
+        repo,
+        "--json",
+    ];
+    let out = pitcrew(root, &args);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let applied: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(applied["branch"], "pitcrew/deps", "{applied}");
+    assert_eq!(applied["title"], "chore(deps): update calcutil to 1.1.0", "{applied}");
+    assert_eq!(applied["tests"]["status"], "passed", "{applied}");
+    assert_eq!(applied["tests"]["passed"], 1, "{applied}");
+    assert_eq!(applied["error"], serde_json::Value::Null, "{applied}");
+
+    // The commit on the new branch: the manifest's requirement and the lockfile, nothing the tests
+    // left; the branch it started from is untouched.
+    let commit = applied["commit"].as_str().unwrap();
+    assert_eq!(git(&["rev-parse", "HEAD"]), commit);
+    assert_eq!(git(&["branch", "--show-current"]), "pitcrew/deps");
+    assert_eq!(git(&["rev-parse", &main]), start);
+    let files = git(&["diff", "--name-only", &start, commit]);
+    assert_eq!(files.lines().collect::<Vec<_>>(), ["Cargo.lock", "Cargo.toml"]);
+    assert!(checkout.read("Cargo.toml").unwrap().contains("calcutil = \"~1.1.0\""));
+    assert!(
+        checkout
+            .read("Cargo.lock")
+            .unwrap()
+            .contains("name = \"calcutil\"\nversion = \"1.1.0\""),
+        "{}",
+        checkout.read("Cargo.lock").unwrap()
+    );
+    assert!(git(&["status", "--porcelain"]).is_empty());
+
+    // A dirty checkout is refused, as `pitcrew run` refuses one.
+    checkout.write("src/lib.rs", "// edited\n").unwrap();
+    let out = pitcrew(root, &args);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+}
+
+#[test]
+fn chore_says_when_the_updated_tests_fail_and_still_commits_the_branch() {
+    let registry = CargoRegistry::start();
+    registry.publish("calcutil", "1.0.0", &lib("1.0.0"), &[]).unwrap();
+    // The project's test holds calcutil to 1.0: the update breaks it.
+    let checkout = cargo_checkout(&registry, "1.0.");
+    let root = checkout.path();
+    registry.publish("calcutil", "1.1.0", &lib("1.1.0"), &[]).unwrap();
+    let cargo_index = format!("chores.cargo_index={}", registry.index_url());
+    let repo = root.to_str().unwrap();
+    let out = pitcrew(
+        root,
+        &[
+            "--set",
+            &cargo_index,
+            "--set",
+            "sandbox.backend=local",
+            "--set",
+            "sandbox.local_user=self",
+            "chore",
+            "--repo",
+            repo,
+        ],
+    );
+    let shown = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{shown}\n{}", text(&out.stderr));
+    assert!(
+        shown.contains("On the new branch pitcrew/deps: chore(deps): update calcutil to 1.1.0"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("Tests: failing: tests::built_with_calcutil_1"),
+        "{shown}"
+    );
+    assert!(shown.contains("Committed "), "{shown}");
 }
