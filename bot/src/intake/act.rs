@@ -150,7 +150,12 @@ pub(super) async fn handle(ctx: Arc<Ctx>, id: DeliveryId, event: Arc<Result<Even
             tracing::info!(loop_job = ?waiting_loop, "a fix loop waits on this commit and reads its CI; no triage");
             mark_processed(&ctx, &id, Vec::new()).await.map(|_| ())
         }
-        Decision::Act(request) => act(&ctx, &id, event, *request, &triggers, repo_settings.as_ref()).await,
+        Decision::Act(request) => {
+            if !request.not_run.is_empty() {
+                tracing::debug!(not_run = ?request.not_run, "jobs the event did not start");
+            }
+            act(&ctx, &id, event, *request, &triggers, repo_settings.as_ref()).await
+        }
     }
 }
 

@@ -356,6 +356,9 @@ pub struct Request {
     pub permission: PermissionGate,
     /// In the order asked; never empty.
     pub actions: Vec<Action>,
+    /// The jobs the event could have started and did not, each with why (the log says them): a
+    /// pull request's review when reviews are off, say, while its config check runs.
+    pub not_run: Vec<String>,
 }
 
 impl Request {
@@ -517,6 +520,7 @@ fn decide_comment(comment: &CommentEvent, cfg: &TriggerConfig) -> Decision {
         reply_to: reply_to.clone(),
         permission: gate(&comment.author_association),
         actions: Vec::new(),
+        not_run: Vec::new(),
     };
     for parsed in commands {
         let action = match parsed {
@@ -679,13 +683,17 @@ fn pull_changed(ctx: &Context, action: PullAction, pull: &PullEvent, cfg: &Trigg
         })
         .collect();
     // GitHub reported it; the jobs are the repository's own choice.
-    sender_request(
+    let mut decision = sender_request(
         ctx,
         Subject::PullRequest { number },
         reply_to,
         PermissionGate::Trusted,
         jobs,
-    )
+    );
+    if let Decision::Act(request) = &mut decision {
+        request.not_run = not_run;
+    }
+    decision
 }
 
 /// The description and the review a pull request gets without being asked, and why each that
@@ -801,6 +809,7 @@ fn sender_request(
         reply_to,
         permission,
         actions,
+        not_run: Vec::new(),
     }))
 }
 

@@ -1157,6 +1157,12 @@ fn pull_requests_that_open_or_change_are_reviewed_when_the_repository_says_so() 
                 [(JobKind::ConfigCheck, ReplyTarget::Nowhere)],
                 "{fixture}"
             );
+            // Why the review did not start goes with the decision, for the log.
+            let not_run = act(decide(&parsed, &cfg())).not_run;
+            assert!(
+                not_run.len() == 1 && not_run[0].contains("automatic reviews are off"),
+                "{fixture}: {not_run:?}"
+            );
         }
         let request = act(decide(&parsed, &reviewing()));
         assert_eq!(request.permission, PermissionGate::Trusted, "nobody asked: {fixture}");
