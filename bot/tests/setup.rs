@@ -295,6 +295,37 @@ fn setup_app_refuses_what_github_would_and_bad_arguments() {
         "{out:?}"
     );
     assert!(!dir.path().join("pitcrew.toml").exists());
+    // A file that cannot be written is found out before GitHub is asked for an App (whose key
+    // would be lost with it): no page is offered.
+    let out = run(&[
+        "setup",
+        "app",
+        "--public-url",
+        "https://x.example",
+        "--out",
+        "/nonexistent-pitcrew-dir/pitcrew.toml",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("/nonexistent-pitcrew-dir/pitcrew.toml"),
+        "{out:?}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Open http"), "{out:?}");
+    // A flow that ends without an App leaves no file behind (the next run may use the name).
+    let out = run(&[
+        "setup",
+        "app",
+        "--public-url",
+        "https://x.example",
+        "--timeout-minutes",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no App was created"),
+        "{out:?}"
+    );
+    assert!(!dir.path().join("pitcrew.toml").exists());
 }
 
 /// What `pitcrew doctor` checks against: the fake GitHub with an App as `setup app` makes it, a

@@ -101,6 +101,9 @@ struct Flow {
     state: String,
     api_url: Url,
     out: PathBuf,
+    /// `out`, created empty before the App is (so that a file that cannot be written is known
+    /// before GitHub hands out a key that would be lost with it), written once.
+    file: Mutex<Option<std::fs::File>>,
     public_url: Url,
     webhook_path: String,
     /// The result, once: the first callback with the right state ends the flow.
@@ -116,9 +119,22 @@ pub async fn setup_app(request: SetupApp, say: &mut (dyn FnMut(&str) + Send)) ->
             request.webhook_path
         )));
     }
-    if request.out.exists() {
-        return Err(SetupError::OutExists(request.out));
+    let out = request.out.clone();
+    let file = create_private(&out)?;
+    let result = run_flow(request, file, say).await;
+    if result.is_err() {
+        // Created empty by this run and never completed: nothing of an App is in it.
+        let _ = std::fs::remove_file(&out);
     }
+    result
+}
+
+/// The flow proper, with `out` created and empty.
+async fn run_flow(
+    request: SetupApp,
+    file: std::fs::File,
+    say: &mut (dyn FnMut(&str) + Send),
+) -> Result<SetupOutcome, SetupError> {
     let listener = tokio::net::TcpListener::bind(request.listen)
         .await
         .map_err(|source| SetupError::Listen {
@@ -154,6 +170,7 @@ pub async fn setup_app(request: SetupApp, say: &mut (dyn FnMut(&str) + Send)) ->
         state,
         api_url: request.api_url.clone(),
         out: request.out.clone(),
+        file: Mutex::new(Some(file)),
         public_url: request.public_url.clone(),
         webhook_path: request.webhook_path.clone(),
         done: Mutex::new(Some(sender)),
@@ -304,7 +321,17 @@ async fn callback(State(flow): State<Arc<Flow>>, uri: Uri) -> Response {
 async fn finish(flow: &Flow, code: &str) -> Result<SetupOutcome, SetupError> {
     let app = create_app_from_manifest(&flow.api_url, code, ClientOptions::default()).await?;
     let text = config_text(flow, &app)?;
-    write_new_private(&flow.out, &text)?;
+    let file = flow.file.lock().unwrap_or_else(PoisonError::into_inner).take();
+    let Some(mut file) = file else {
+        return Err(SetupError::Invalid(
+            "the configuration file was written already".to_owned(),
+        ));
+    };
+    let written = file.write_all(text.as_bytes()).and_then(|()| file.sync_all());
+    written.map_err(|source| SetupError::Write {
+        path: flow.out.clone(),
+        source,
+    })?;
     Ok(SetupOutcome {
         app,
         out: flow.out.clone(),
@@ -361,22 +388,21 @@ fn toml_string(value: &str) -> String {
     out
 }
 
-/// Creates `path` (never an existing file, never through a symlink) readable by its owner only, and
-/// writes `text` to it.
-fn write_new_private(path: &Path, text: &str) -> Result<(), SetupError> {
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()
-    };
-    write().map_err(|source| SetupError::Write {
-        path: path.to_owned(),
-        source,
-    })
+/// Creates `path` empty, readable by its owner only: never an existing file, never through a
+/// symlink (`O_EXCL`).
+fn create_private(path: &Path) -> Result<std::fs::File, SetupError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::AlreadyExists => SetupError::OutExists(path.to_owned()),
+            _ => SetupError::Write {
+                path: path.to_owned(),
+                source,
+            },
+        })
 }
 
 #[cfg(test)]
