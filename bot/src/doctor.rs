@@ -153,10 +153,6 @@ pub fn render(checks: &[Check]) -> String {
     out
 }
 
-fn github_words(err: &GithubError) -> String {
-    err.to_string()
-}
-
 /// The App: its JWT accepted (`GET /app`), where it is installed, what it may do and hears of.
 async fn github(config: &Config) -> Vec<Check> {
     let skip_rest = |why: &str| -> Vec<Check> {
@@ -195,7 +191,7 @@ async fn github(config: &Config) -> Vec<Check> {
                 }
                 _ => "check [github] api_url and that this machine reaches GitHub",
             };
-            let mut checks = vec![Check::fail("GitHub App", github_words(&err), fix)];
+            let mut checks = vec![Check::fail("GitHub App", err.to_string(), fix)];
             checks.extend(skip_rest("needs the App"));
             return checks;
         }
@@ -229,7 +225,7 @@ async fn installations(auth: &AppAuth, app_page: &str) -> Check {
         Ok(Err(err)) => {
             return Check::fail(
                 "installations",
-                github_words(&err),
+                err.to_string(),
                 "check that this machine reaches GitHub's API",
             );
         }
@@ -255,7 +251,7 @@ async fn installations(auth: &AppAuth, app_page: &str) -> Check {
             Ok(Err(err)) => {
                 return Check::fail(
                     "installations",
-                    format!("{account}: {}", github_words(&err)),
+                    format!("{account}: {err}"),
                     "the installation may be suspended: see its page in the account's settings",
                 );
             }

@@ -16,6 +16,7 @@ pub mod intake;
 pub mod jobs;
 pub mod llm;
 pub mod logging;
+pub mod markup;
 pub mod metrics;
 pub mod net;
 pub mod prompts;

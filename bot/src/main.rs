@@ -508,52 +508,41 @@ fn chore(cli: &Cli, args: &ChoreArgs, env: &StartupEnv) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if !args.dry_run {
-        let prompts = Prompts::embedded();
-        return match runtime.block_on(apply(&config, &prompts, &options)) {
-            Ok(applied) => {
-                if args.json {
-                    match serde_json::to_string(&applied) {
-                        Ok(json) => println!("{json}"),
-                        Err(err) => {
-                            eprintln!("error: {err}");
-                            return ExitCode::FAILURE;
-                        }
-                    }
-                } else {
-                    print!("{}", render_applied(&applied));
-                }
+    let shown = if args.dry_run {
+        runtime.block_on(dry_run(&config, &options)).map(|plan| {
+            let text = render(&plan);
+            (serde_json::to_string(&plan), text, ExitCode::SUCCESS)
+        })
+    } else {
+        runtime
+            .block_on(apply(&config, &Prompts::embedded(), &options))
+            .map(|applied| {
                 let failing = applied.tests.as_ref().is_some_and(|t| t.status == "failing");
-                if applied.error.is_some() || failing {
+                let code = if applied.error.is_some() || failing {
                     ExitCode::from(EXIT_RUN_STOPPED)
                 } else {
                     ExitCode::SUCCESS
+                };
+                let text = render_applied(&applied);
+                (serde_json::to_string(&applied), text, code)
+            })
+    };
+    match shown {
+        Ok((json, text, code)) => {
+            if !args.json {
+                print!("{text}");
+                return code;
+            }
+            match json {
+                Ok(json) => {
+                    println!("{json}");
+                    code
+                }
+                Err(err) => {
+                    eprintln!("error: {err}");
+                    ExitCode::FAILURE
                 }
             }
-            Err(err @ ChoreError::RepoConfig(_)) => {
-                eprintln!("error: {err}");
-                ExitCode::from(EXIT_BAD_CONFIG)
-            }
-            Err(err) => {
-                eprintln!("error: {err}");
-                ExitCode::from(EXIT_RUN_SETUP)
-            }
-        };
-    }
-    match runtime.block_on(dry_run(&config, &options)) {
-        Ok(plan) => {
-            if args.json {
-                match serde_json::to_string(&plan) {
-                    Ok(json) => println!("{json}"),
-                    Err(err) => {
-                        eprintln!("error: {err}");
-                        return ExitCode::FAILURE;
-                    }
-                }
-            } else {
-                print!("{}", render(&plan));
-            }
-            ExitCode::SUCCESS
         }
         Err(err @ ChoreError::RepoConfig(_)) => {
             eprintln!("error: {err}");

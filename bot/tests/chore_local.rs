@@ -219,6 +219,27 @@ fn chore_dry_run_plans_the_pull_requests_of_a_checkout_against_local_registries(
     );
 }
 
+/// `pitcrew chore` applying on `root` against `registry`, in the local sandbox as the invoking
+/// user (whose toolchain runs the refresh and the tests), with `extra` arguments.
+fn apply_args(registry: &CargoRegistry, root: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--set",
+        &format!("chores.cargo_index={}", registry.index_url()),
+        "--set",
+        "sandbox.backend=local",
+        "--set",
+        "sandbox.local_user=self",
+        "chore",
+        "--repo",
+        root.to_str().unwrap(),
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    args
+}
+
 /// A crate of the test registry's `calcutil` whose test checks the version it was built with.
 fn cargo_checkout(registry: &CargoRegistry, test_version_prefix: &str) -> pitcrew_tests::repo::TestRepo {
     let cargo_config = format!(
@@ -263,20 +284,8 @@ fn chore_makes_the_updates_on_a_new_branch_refreshes_the_lockfile_runs_the_tests
     let main = git(&["branch", "--show-current"]);
     registry.publish("calcutil", "1.1.0", &lib("1.1.0"), &[]).unwrap();
 
-    let cargo_index = format!("chores.cargo_index={}", registry.index_url());
-    let repo = root.to_str().unwrap();
-    let args = [
-        "--set",
-        &cargo_index,
-        "--set",
-        "sandbox.backend=local",
-        "--set",
-        "sandbox.local_user=self",
-        "chore",
-        "--repo",
-        repo,
-        "--json",
-    ];
+    let args = apply_args(&registry, root, &["--json"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = pitcrew(root, &args);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
@@ -320,22 +329,8 @@ fn chore_says_when_the_updated_tests_fail_and_still_commits_the_branch() {
     let checkout = cargo_checkout(&registry, "1.0.");
     let root = checkout.path();
     registry.publish("calcutil", "1.1.0", &lib("1.1.0"), &[]).unwrap();
-    let cargo_index = format!("chores.cargo_index={}", registry.index_url());
-    let repo = root.to_str().unwrap();
-    let out = pitcrew(
-        root,
-        &[
-            "--set",
-            &cargo_index,
-            "--set",
-            "sandbox.backend=local",
-            "--set",
-            "sandbox.local_user=self",
-            "chore",
-            "--repo",
-            repo,
-        ],
-    );
+    let args = apply_args(&registry, root, &[]);
+    let out = pitcrew(root, &args.iter().map(String::as_str).collect::<Vec<_>>());
     let shown = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{shown}\n{}", text(&out.stderr));
     assert!(

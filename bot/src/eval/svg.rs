@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 
 use super::stats::wilson;
+use crate::markup::escape;
 
 const WIDTH: f64 = 640.0;
 /// Longest label drawn beside a bar, in characters; longer ones end in `…`.
@@ -42,26 +43,6 @@ pub struct Point {
     pub repetition: u32,
     pub steps: u32,
     pub cost_usd: Option<f64>,
-}
-
-/// Escapes text for XML content and attribute values. Characters XML 1.0 cannot hold at all
-/// (most control characters) become U+FFFD, so a hostile name cannot make the document invalid
-/// either.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(' '),
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A label cut to `max` characters and escaped.
@@ -339,13 +320,6 @@ mod tests {
     }
 
     const HOSTILE: &str = "</text><script>alert(1)</script><a href=\"x\">&amp;'\u{1}";
-
-    #[test]
-    fn escape_covers_markup_quotes_and_invalid_characters() {
-        assert_eq!(escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
-        assert_eq!(escape("x\u{0}y\nz"), "x\u{fffd}y z");
-        assert_eq!(escape("ünï-code_1.2"), "ünï-code_1.2");
-    }
 
     #[test]
     fn a_hostile_variant_name_stays_text_in_both_charts() {

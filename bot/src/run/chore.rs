@@ -356,7 +356,7 @@ pub async fn apply(config: &Config, prompts: &Prompts, options: &ChoreOptions) -
         Ok(session) => session,
         Err(error) => {
             applied.error = Some(refresh_failed(&error));
-            applied.table = table(&applied, &[]);
+            applied.table = edits_table(&applied);
             return Ok(applied);
         }
     };
@@ -408,15 +408,15 @@ pub async fn apply(config: &Config, prompts: &Prompts, options: &ChoreOptions) -
     Ok(applied)
 }
 
-/// The table of what was made, when the refresh failed before anything else ran.
-fn table(applied: &Applied, lock: &[lock::Change]) -> String {
+/// The table of the manifest edits alone, when the refresh failed before anything else ran.
+fn edits_table(applied: &Applied) -> String {
     let pull = ChorePull {
         branch: applied.branch.clone().unwrap_or_default(),
         ecosystems: Vec::new(),
         group: None,
         major: false,
         updates: applied.updates.clone(),
-        lock: lock.to_vec(),
+        lock: Vec::new(),
         tests: TestOutcome::NotRun,
         agent_summary: None,
         reverted: Vec::new(),

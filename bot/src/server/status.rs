@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::jobs::JobState;
+use crate::markup::escape;
 
 /// What the page shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,13 +74,6 @@ fn uptime(up: Duration) -> String {
         parts.push(format!("{minutes} min"));
     }
     parts.join(" ")
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

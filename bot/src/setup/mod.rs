@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use url::Url;
 
 use crate::github::{ClientOptions, CreatedApp, GithubError, create_app_from_manifest};
+use crate::markup::escape;
 use manifest::ManifestInput;
 
 /// What `pitcrew setup app` was asked.
@@ -220,26 +221,10 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Text made safe inside an HTML element or a double-quoted attribute.
-fn html_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn page(title: &str, body: &str) -> Response {
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title></head>\n<body>\n<h1>{title}</h1>\n{body}\n</body></html>\n",
-        title = html_escape(title)
+        title = escape(title)
     );
     let mut response = Html(html).into_response();
     response
@@ -256,8 +241,8 @@ async fn start_page(State(flow): State<Arc<Flow>>) -> Response {
          <input type=\"hidden\" name=\"manifest\" value=\"{manifest}\">\n\
          <button type=\"submit\">Create the GitHub App on GitHub</button>\n</form>\n\
          <script>document.getElementById(\"manifest\").submit();</script>",
-        action = html_escape(&flow.form_action),
-        manifest = html_escape(&flow.manifest),
+        action = escape(&flow.form_action),
+        manifest = escape(&flow.manifest),
     );
     page("Create pitcrew's GitHub App", &body)
 }
@@ -298,17 +283,17 @@ async fn callback(State(flow): State<Arc<Flow>>, uri: Uri) -> Response {
                     "<p>{name} (id {id}): its id, private key and webhook secret are in <code>{out}</code>.</p>\n\
                      <p>Next, <a href=\"{install}\">install it on your repositories</a>, then start the server \
                      (the terminal says how).</p>",
-                    name = html_escape(&outcome.app.name),
+                    name = escape(&outcome.app.name),
                     id = outcome.app.id,
-                    out = html_escape(&outcome.out.display().to_string()),
-                    install = html_escape(&install),
+                    out = escape(&outcome.out.display().to_string()),
+                    install = escape(&install),
                 ),
             )
         }
         Err(err) => {
             let mut response = page(
                 "The App could not be set up",
-                &format!("<p>{}</p>", html_escape(&err.to_string())),
+                &format!("<p>{}</p>", escape(&err.to_string())),
             );
             *response.status_mut() = StatusCode::BAD_GATEWAY;
             response
@@ -424,13 +409,5 @@ mod tests {
         assert_eq!(api("https://github.com"), "https://api.github.com/");
         assert_eq!(api("https://GitHub.com/"), "https://api.github.com/");
         assert_eq!(api("https://ghe.example.com/"), "https://ghe.example.com/api/v3");
-    }
-
-    #[test]
-    fn html_is_escaped_in_text_and_attributes() {
-        assert_eq!(
-            html_escape(r#"{"a":"<b>&'"}"#),
-            "{&quot;a&quot;:&quot;&lt;b&gt;&amp;&#39;&quot;}"
-        );
     }
 }
